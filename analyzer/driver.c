@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * driver.c - run the phases over one input file at a time.
+ *
+ * Each file is one compilation with its own arena, source table and
+ * diagnostics engine, freed before the next file starts. Phases are
+ * gated: the checker runs only on a program that parsed and resolved,
+ * the analyzer only on one that checked, so one mistake gives one
+ * diagnostic rather than a cascade.
+ */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analyzer/driver.h"
+#include "analyzer/pipeline.h"
+#include "lang/arena.h"
+#include "lang/diag.h"
+#include "lang/import.h"
+#include "lang/intern.h"
+#include "lang/source.h"
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The stdlib next to the running binary: build/memc -> stdlib/ of the
+ * source tree; PREFIX/bin/memc -> PREFIX/share/memc/stdlib. Else the
+ * compiled-in install location. */
+static const char *find_stdlib(struct arena *a, const struct driver_opts *o)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	if (o->stdlib_dir)
+		return o->stdlib_dir;
+	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		char *slash = strrchr(exe, '/');
+
+		if (slash) {
+			*slash = '\0';
+			const char *src = arena_printf(a, "%s/../stdlib", exe);
+			const char *inst = arena_printf(a, "%s/../share/memc/stdlib", exe);
+
+			if (is_dir(src))
+				return src;
+			if (is_dir(inst))
+				return inst;
+		}
+	}
+	return MEMC_STDLIB_DIR;
+}
+
+/* -W flags; a bad one is a usage error. */
+static bool apply_flags(struct diag_engine *de, const struct driver_opts *o)
+{
+	bool ok = true;
+
+	for (size_t i = 0; i < o->nwflags; i++)
+		ok &= diag_apply_flag(de, o->wflags[i]);
+	if (o->no_warnings)
+		diag_suppress_warnings(de);
+	diag_set_max_errors(de, o->max_errors);
+	return ok;
+}
+
+static int compile_one(const struct driver_opts *o, const char *path, struct driver_totals *tot)
+{
+	struct arena arena = { 0 };
+	struct interner *in = interner_new(&arena);
+	struct src_table *src = src_table_new(&arena);
+	struct diag_engine *de = diag_new(&arena, src, stderr);
+	struct pipeline p = { .arena = &arena, .interner = in, .src = src, .diag = de, .opts = o };
+	int rc = 0;
+
+	if (!apply_flags(de, o)) {
+		diag_flush(de);
+		arena_free(&arena);
+		return 2;
+	}
+	struct import_opts io = { .dirs = o->dirs, .ndirs = o->ndirs,
+				  .stdlib_dir = find_stdlib(&arena, o) };
+
+	p.program = import_load(&arena, in, src, de, path, &io);
+	diag_flush(de);
+	if (!p.program->root)
+		rc = 2;
+	else
+		rc = pipeline_run(&p);
+	diag_flush(de);
+	tot->errors += diag_error_count(de);
+	tot->warnings += diag_warning_count(de);
+	if (rc == 0 && diag_error_count(de) > 0)
+		rc = 1;
+	arena_free(&arena);
+	return rc;
+}
+
+static void print_tally(const struct driver_totals *t)
+{
+	if (!t->errors && !t->warnings)
+		return;
+	fputs("memc: ", stderr);
+	if (t->errors)
+		fprintf(stderr, "%u error%s", t->errors, t->errors == 1 ? "" : "s");
+	if (t->errors && t->warnings)
+		fputs(", ", stderr);
+	if (t->warnings)
+		fprintf(stderr, "%u warning%s", t->warnings, t->warnings == 1 ? "" : "s");
+	fputc('\n', stderr);
+}
+
+int driver_compile_all(struct driver_opts *o)
+{
+	struct driver_totals tot = { 0 };
+	int worst = 0;
+
+	pipeline_begin(o);
+	for (size_t i = 0; i < o->nfiles; i++) {
+		int rc = compile_one(o, o->files[i], &tot);
+
+		worst = rc > worst ? rc : worst;
+	}
+	pipeline_end(o);
+	print_tally(&tot);
+	return worst;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * driver.h - one compilation per input file: load and parse (with
+ * imports), check, analyse, report. main.c only parses the command line.
+ */
+#ifndef MEMC_ANALYZER_DRIVER_H
+#define MEMC_ANALYZER_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum { DRIVER_MAX_DIRS = 64, DRIVER_MAX_FLAGS = 64, DRIVER_MAX_FILES = 4096 };
+
+enum driver_command { DRIVER_CHECK, DRIVER_REPORT, DRIVER_LIST };
+enum driver_format { DRIVER_FORMAT_TEXT, DRIVER_FORMAT_JSON };
+
+struct driver_opts {
+	enum driver_command command;
+	enum driver_format format;
+	bool explain, dump_ast, no_warnings;
+	unsigned max_errors;
+	const char *argv0;
+	const char *stdlib_dir;		/* --stdlib, or NULL: found next to the binary */
+	const char *dirs[DRIVER_MAX_DIRS];
+	size_t ndirs;
+	const char *wflags[DRIVER_MAX_FLAGS];
+	size_t nwflags;
+	const char *files[DRIVER_MAX_FILES];
+	size_t nfiles;
+	char *env_path_copy;
+};
+
+/* Compile every file; return the exit status (0, 1 or 2). */
+int driver_compile_all(struct driver_opts *o);
+/* memc list. */
+int driver_list(struct driver_opts *o);
+
+#endif

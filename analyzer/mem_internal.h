@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mem_internal.h - types shared by memory.c (per-tensor costs, stage
+ * placement, figures) and mem_timeline.c (the walk over one stage).
+ * Not part of the public API; only analyzer/mem*.c include it.
+ *
+ * Invariants: every byte count here is already sharded and rounded (what one
+ * rank allocates); struct mem_sums adds the same fields over a set of layer
+ * instances in forward order, so "what was before position X" is a prefix sum
+ * and "one more repeat" is adding a block's per-repeat sums (this linearity is
+ * what lets the walk fold repeats).
+ */
+#ifndef MEMC_ANALYZER_MEM_INTERNAL_H
+#define MEMC_ANALYZER_MEM_INTERNAL_H
+
+#include "analyzer/memory.h"
+
+/* Per-rank bytes of one layer instance. */
+struct mem_cost {
+	uint64_t w;		/* resident weights */
+	uint64_t s;		/* optimizer states + master (0 if offloaded) */
+	uint64_t gfin;		/* gradient resident after its unit's backward */
+	uint64_t gunsh;		/* unsharded gradient until its unit's reduce-scatter */
+	uint64_t bucket;	/* DDP reducer bucket share (persistent) */
+	uint64_t gath;		/* ZeRO-3/FSDP gathered parameter copy */
+	uint64_t cast_keep;	/* casts held from forward to this layer's backward */
+	uint64_t cast_tmp;	/* casts alive only while the layer runs */
+	uint64_t step_group;	/* grouped (foreach) step temporaries */
+	uint64_t step_max;	/* largest one-at-a-time step temporary */
+	uint64_t stored;	/* activations kept to backward in stored form */
+	uint64_t saves;		/* full saves (what recompute re-materialises) */
+	uint64_t tfwd, tbwd;
+	uint64_t raw_w, raw_g, raw_s, numel, numel_trainable; /* unsharded, for explain */
+	enum mem_component act;	/* MEM_C_ACTIVATIONS or MEM_C_LOGITS */
+	bool body;
+};
+
+enum mem_sum_field {
+	S_W, S_S, S_GFIN, S_GFIN_NB, S_GUNSH, S_GUNSH_NB, S_BUCKET, S_GATH, S_GATH_NB,
+	S_CAST_KEEP, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
+	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S__COUNT
+};
+
+struct mem_sums {
+	uint64_t v[S__COUNT];
+};
+
+/* Live bytes at one instant, per component and per kind of buffer. */
+struct mem_vec {
+	uint64_t c[MEM_C__COUNT];
+	uint64_t b[MEM_B__COUNT];
+};
+
+/* `count` repeats of block `block` starting at repeat `first`, all on one stage. */
+struct mem_seg {
+	size_t block;
+	uint64_t first, count;
+	uint64_t unit0;		/* global 0-based body ordinal of repeat `first` (body only) */
+	uint64_t units_before;	/* body repeats of this stage before this segment */
+};
+
+struct mem_stage {
+	struct mem_seg *segs;
+	size_t nsegs, cap;
+	struct mem_sums *before;	/* per segment: sums of everything earlier in the stage */
+	struct mem_sums total;
+	uint64_t body_units;		/* body repeats on this stage */
+	uint64_t max_unit_gath;		/* largest gathered body repeat */
+	uint64_t step_max;		/* largest one-at-a-time step temporary */
+};
+
+/* One analysis. */
+struct mem_ctx {
+	const struct mem_job *job;
+	struct mem_cost **costs;	/* [block][layer] */
+	struct mem_sums *iter;		/* [block]: sums of one repeat */
+	uint32_t shard_n;		/* default sharding group */
+	bool ovf;			/* sticky overflow flag */
+};
+
+struct mem_walk_out {
+	bool any;
+	uint64_t peak;
+	struct mem_vec at;
+	struct mem_where where;
+	uint64_t phase_peak[MEM_PHASE__COUNT];
+};
+
+uint64_t mem_add(bool *ovf, uint64_t a, uint64_t b);
+uint64_t mem_mul(bool *ovf, uint64_t a, uint64_t b);
+uint64_t mem_sub(uint64_t a, uint64_t b);	/* saturates at 0 */
+uint64_t mem_round(const struct mem_job *job, uint64_t bytes);
+void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c);
+/* out = x + k * y */
+void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
+		   const struct mem_sums *y, uint64_t k);
+/* Extra activations of the other in-flight chunks: stored x (chunks - vp) / vp. */
+uint64_t mem_extra_in_flight(bool *ovf, uint64_t stored, uint64_t chunks, uint32_t vp);
+
+/* Walk one stage for one scenario (accumulating: micro-batch >= 2), folding
+ * into `out`.  `chunks` is the number of model-chunk forwards in flight. */
+void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumulating,
+		    uint64_t chunks, struct mem_walk_out *out);
+
+#endif /* MEMC_ANALYZER_MEM_INTERNAL_H */

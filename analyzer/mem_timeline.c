@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mem_timeline.c - the walk over one step of one pipeline stage.
+ *
+ * The step is a sequence of instants (memory-model.md §5.1): the forward of
+ * every layer, the loss layers, the backward of every layer (preceded, for a
+ * fully recomputed body repeat, by the re-run of its forward, §4.5), and the
+ * optimizer step.  At each instant the live bytes are
+ *
+ *   base (weights + optimizer + resident grads + persistent buckets
+ *         + activations of the other in-flight micro-batches, §4.6)
+ *   + stored activations of the layers before (forward order)
+ *   + the current layer's saves and temporaries
+ *   + casts, gathered ZeRO-3/FSDP units, unsharded gradients (§3.3)
+ *   + gradients produced so far (backward)
+ *
+ * Folding: inside a segment of N repeats, every term is a prefix sum that
+ * grows by the same per-repeat amount, so the live bytes at "layer j of
+ * repeat r" are linear in r.  The few terms that are not (prefetch of a next
+ * unit exists or not) change only at the first or last body repeat of the
+ * stage.  Evaluating repeats {0, 1, N-2, N-1} therefore finds the exact
+ * maximum at O(layers) cost whatever N is.  Repeats are visited in time
+ * order so that a tie keeps the earliest instant.
+ */
+#include "analyzer/mem_internal.h"
+
+#include <stdlib.h>
+
+/* A position in the walk: layer j of repeat r of segment seg. */
+struct pos {
+	const struct mem_seg *seg;
+	uint64_t r;
+	size_t j;
+	const struct mem_cost *c;
+	struct mem_sums U;		/* everything before the current repeat */
+	struct mem_sums P;		/* everything before the current layer */
+	const struct mem_sums *it;	/* one repeat of the block */
+	uint64_t unit_idx;		/* body repeats of the stage before this one */
+};
+
+struct walk {
+	struct mem_ctx *cx;
+	const struct mem_job *job;
+	const struct mem_stage *st;
+	struct mem_vec base;
+	bool resident;		/* all final gradients live from the start */
+	bool accumulating;
+	uint64_t ipg;		/* ZeRO-1/2 IPG buckets while backward runs */
+	struct mem_walk_out *out;
+};
+
+static void put(struct walk *w, struct mem_vec *v, enum mem_component c, uint64_t x)
+{
+	v->c[c] = mem_add(&w->cx->ovf, v->c[c], x);
+}
+
+static void put_buf(struct walk *w, struct mem_vec *v, enum mem_buffer b, uint64_t x)
+{
+	v->b[b] = mem_add(&w->cx->ovf, v->b[b], x);
+	put(w, v, MEM_C_BUFFERS, x);
+}
+
+static bool shards_weights(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO3 || m == MEM_SHARD_FSDP_FULL || m == MEM_SHARD_FSDP_GRAD_OP ||
+	       m == MEM_SHARD_FSDP_HYBRID;
+}
+
+static bool is_fsdp(enum mem_sharding m)
+{
+	return shards_weights(m) && m != MEM_SHARD_ZERO3;
+}
+
+/* Record one instant; strict '>' keeps the earliest of equal peaks. */
+static void consider(struct walk *w, const struct mem_vec *v, const struct mem_where *where)
+{
+	uint64_t total = 0;
+
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		total = mem_add(&w->cx->ovf, total, v->c[c]);
+	if (total > w->out->phase_peak[where->phase])
+		w->out->phase_peak[where->phase] = total;
+	if (w->out->any && total <= w->out->peak)
+		return;
+	w->out->any = true;
+	w->out->peak = total;
+	w->out->at = *v;
+	w->out->where = *where;
+}
+
+static struct mem_where where_of(const struct walk *w, const struct pos *p, bool bwd, bool rec)
+{
+	const struct mem_block *b = &w->job->blocks[p->seg->block];
+	const struct mem_layer *l = &b->layers[p->j];
+	struct mem_where wh = { 0 };
+
+	wh.phase = l->loss_region ? MEM_PHASE_LOSS : bwd ? MEM_PHASE_BACKWARD : MEM_PHASE_FORWARD;
+	wh.backward_pass = bwd;
+	wh.recompute = rec;
+	wh.accumulating = w->accumulating;
+	wh.block = p->seg->block;
+	wh.iteration = p->seg->first + p->r;
+	wh.layer = p->j;
+	wh.layer_name = l->name;
+	wh.origin = l->origin;
+	wh.unit = b->is_body ? p->seg->unit0 + p->r + 1 : 0;
+	return wh;
+}
+
+/* Stored activations before the current layer plus the current layer's
+ * stored part; with full recompute in backward also the re-materialised
+ * saves of this repeat up to and including the current layer (§4.5). */
+static void add_activations(struct walk *w, const struct pos *p, struct mem_vec *v, bool remat)
+{
+	put(w, v, MEM_C_ACTIVATIONS, p->P.v[S_STORED_ACT]);
+	put(w, v, MEM_C_LOGITS, p->P.v[S_STORED_LOG]);
+	put(w, v, p->c->act, p->c->stored);
+	if (!remat)
+		return;
+	put(w, v, MEM_C_ACTIVATIONS, mem_sub(p->P.v[S_SAVES_ACT], p->U.v[S_SAVES_ACT]));
+	put(w, v, MEM_C_LOGITS, mem_sub(p->P.v[S_SAVES_LOG], p->U.v[S_SAVES_LOG]));
+	put(w, v, p->c->act, p->c->saves);
+}
+
+/* Gathered (unsharded) parameters, §3.3: the root unit (non-body layers)
+ * held through forward and backward under FSDP, the running unit, and one
+ * prefetched unit while another body unit follows in this pass. */
+static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
+{
+	enum mem_sharding m = w->job->sharding;
+	const struct mem_stage *st = w->st;
+	bool more = bwd ? p->unit_idx > 0 :
+		    p->unit_idx + (p->c->body ? 1 : 0) < st->body_units;
+	uint64_t cur = p->c->body ? p->it->v[S_GATH] : 0, pre = more ? st->max_unit_gath : 0;
+	bool *o = &w->cx->ovf;
+
+	if (!shards_weights(m))
+		return 0;
+	if (m == MEM_SHARD_ZERO3) {
+		if (w->job->zero_prefetch_bytes < pre)
+			pre = w->job->zero_prefetch_bytes;
+		return mem_add(o, p->c->body ? cur : p->c->gath, pre);
+	}
+	if (m == MEM_SHARD_FSDP_GRAD_OP) {
+		/* units stay gathered from their forward until their backward */
+		uint64_t held = mem_sub(p->U.v[S_GATH], p->U.v[S_GATH_NB]);
+
+		if (!p->c->body)
+			held = mem_sub(p->P.v[S_GATH], p->P.v[S_GATH_NB]);
+		held = mem_add(o, held, st->total.v[S_GATH_NB]);
+		return mem_add(o, mem_add(o, held, cur), bwd ? 0 : pre);
+	}
+	return mem_add(o, mem_add(o, st->total.v[S_GATH_NB], cur), pre);
+}
+
+/* Gradients live during the backward of the current layer (§3, §5.1).  A
+ * layer's gradient counts from its own backward on (conservative: it is
+ * produced while its saves are still live).  Modes that reduce-scatter keep
+ * the unsharded gradient of the running unit (ZeRO-2: the layer; ZeRO-3 and
+ * FSDP: the body repeat; FSDP root: all non-body layers until the end of the
+ * backward) and the sharded gradient of finished units.  `remat`: the current
+ * repeat is re-running its forward and has produced no gradient yet. */
+static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bool remat)
+{
+	enum mem_sharding m = w->job->sharding;
+	const struct mem_sums *T = &w->st->total;
+	bool *o = &w->cx->ovf;
+	bool unit = p->c->body && shards_weights(m);
+	uint64_t after, unsh = 0;
+	/* unsharded grads of this repeat from the current layer to its end */
+	uint64_t in_unit = mem_sub(p->it->v[S_GUNSH], mem_sub(p->P.v[S_GUNSH], p->U.v[S_GUNSH]));
+
+	if (remat || (p->c->body && unit))
+		after = mem_sub(T->v[S_GFIN], mem_add(o, p->U.v[S_GFIN], p->it->v[S_GFIN]));
+	else if (p->c->gunsh)
+		after = mem_sub(T->v[S_GFIN], mem_add(o, p->P.v[S_GFIN], p->c->gfin));
+	else
+		after = mem_sub(T->v[S_GFIN], p->P.v[S_GFIN]);
+	if (unit && !remat)
+		unsh = in_unit;
+	else if (!p->c->body || !remat)
+		unsh = p->c->gunsh;
+	if (is_fsdp(m)) {
+		/* root (non-body) grads stay unsharded until the whole backward ends */
+		uint64_t nb_before = p->P.v[S_GFIN_NB];
+
+		if (p->c->body)
+			after = mem_sub(T->v[S_GFIN], mem_add(o, p->U.v[S_GFIN], p->it->v[S_GFIN]));
+		else
+			after = mem_sub(T->v[S_GFIN], p->P.v[S_GFIN]);
+		after = mem_sub(after, mem_sub(T->v[S_GFIN_NB], nb_before));
+		unsh = (p->c->body && !remat) ? in_unit : 0;
+		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], p->P.v[S_GUNSH_NB]));
+	}
+	if (!w->resident)
+		put(w, v, MEM_C_GRADIENTS, after);
+	put_buf(w, v, MEM_B_UNSHARDED_GRADS, unsh);
+}
+
+static void eval_forward(struct walk *w, const struct pos *p)
+{
+	struct mem_vec v = w->base;
+	struct mem_where wh = where_of(w, p, false, false);
+
+	add_activations(w, p, &v, false);
+	put(w, &v, p->c->act, p->c->tfwd);
+	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, p->P.v[S_CAST_KEEP],
+					    mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
+	put_buf(w, &v, MEM_B_GATHERED, gathered(w, p, false));
+	consider(w, &v, &wh);
+}
+
+/* Backward of the current layer, or (remat) the re-run of its forward. */
+static void eval_backward(struct walk *w, const struct pos *p, bool remat)
+{
+	struct mem_vec v = w->base;
+	struct mem_where wh = where_of(w, p, true, remat);
+	bool full = w->job->recompute == MEM_RECOMPUTE_FULL && p->c->body;
+
+	add_activations(w, p, &v, full);
+	put(w, &v, p->c->act, remat ? p->c->tfwd : p->c->tbwd);
+	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, p->P.v[S_CAST_KEEP],
+					    mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
+	put_buf(w, &v, MEM_B_GATHERED, gathered(w, p, true));
+	add_grads(w, p, &v, remat);
+	if (!w->accumulating)
+		put_buf(w, &v, MEM_B_BUCKETS, w->ipg);
+	consider(w, &v, &wh);
+}
+
+/* Optimizer step: all gradients exist, activations are gone (§5.1, §5.2). */
+static void eval_optimizer(struct walk *w)
+{
+	const struct mem_sums *T = &w->st->total;
+	struct mem_vec v = { { 0 }, { 0 } };
+	struct mem_where wh = { 0 };
+	bool *o = &w->cx->ovf;
+
+	put(w, &v, MEM_C_WEIGHTS, T->v[S_W]);
+	put(w, &v, MEM_C_OPTIMIZER, T->v[S_S]);
+	put(w, &v, MEM_C_GRADIENTS, T->v[S_GFIN]);
+	put_buf(w, &v, MEM_B_BUCKETS, w->base.b[MEM_B_BUCKETS]);
+	put_buf(w, &v, MEM_B_STEP_TEMPS, mem_add(o, T->v[S_STEP_GROUP], w->st->step_max));
+	wh.phase = MEM_PHASE_OPTIMIZER;
+	wh.block = SIZE_MAX;
+	wh.layer = SIZE_MAX;
+	wh.layer_name = "optimizer step";
+	consider(w, &v, &wh);
+}
+
+/* Repeats to evaluate, ascending: {0, 1, n-2, n-1} within [0, n). */
+static size_t eval_set(uint64_t n, uint64_t out[4])
+{
+	uint64_t cand[4] = { 0, 1, n >= 2 ? n - 2 : 0, n - 1 };
+	size_t k = 0;
+
+	for (size_t i = 0; i < 4; i++) {
+		if (cand[i] >= n || (k > 0 && cand[i] <= out[k - 1]))
+			continue;
+		out[k++] = cand[i];
+	}
+	return k;
+}
+
+static void set_repeat(struct walk *w, struct pos *p, size_t s, uint64_t r)
+{
+	const struct mem_seg *seg = &w->st->segs[s];
+	bool body = w->job->blocks[seg->block].is_body;
+
+	p->seg = seg;
+	p->r = r;
+	p->it = &w->cx->iter[seg->block];
+	mem_sums_axpy(&w->cx->ovf, &p->U, &w->st->before[s], p->it, r);
+	p->P = p->U;
+	p->unit_idx = seg->units_before + (body ? r : 0);
+}
+
+/* Move p to layer j of its repeat (P = U + layers 0..j-1). */
+static void set_layer(struct walk *w, struct pos *p, size_t j)
+{
+	const struct mem_cost *costs = w->cx->costs[p->seg->block];
+
+	p->P = p->U;
+	for (size_t i = 0; i < j; i++)
+		mem_sums_add_cost(&w->cx->ovf, &p->P, &costs[i]);
+	p->j = j;
+	p->c = &costs[j];
+}
+
+static void walk_forward(struct walk *w)
+{
+	for (size_t s = 0; s < w->st->nsegs; s++) {
+		const struct mem_seg *seg = &w->st->segs[s];
+		uint64_t rs[4];
+		size_t nr = eval_set(seg->count, rs);
+
+		for (size_t k = 0; k < nr; k++) {
+			struct pos p;
+
+			set_repeat(w, &p, s, rs[k]);
+			for (size_t j = 0; j < w->job->blocks[seg->block].nlayers; j++) {
+				set_layer(w, &p, j);
+				eval_forward(w, &p);
+			}
+		}
+	}
+}
+
+static void walk_backward(struct walk *w)
+{
+	bool full = w->job->recompute == MEM_RECOMPUTE_FULL;
+
+	for (size_t s = w->st->nsegs; s-- > 0;) {
+		const struct mem_seg *seg = &w->st->segs[s];
+		const struct mem_block *b = &w->job->blocks[seg->block];
+		uint64_t rs[4];
+		size_t nr = eval_set(seg->count, rs);
+
+		for (size_t k = nr; k-- > 0;) {
+			struct pos p;
+
+			set_repeat(w, &p, s, rs[k]);
+			for (size_t j = 0; full && b->is_body && j < b->nlayers; j++) {
+				set_layer(w, &p, j);
+				eval_backward(w, &p, true);
+			}
+			for (size_t j = b->nlayers; j-- > 0;) {
+				set_layer(w, &p, j);
+				eval_backward(w, &p, false);
+			}
+		}
+	}
+}
+
+/* Persistent part of every instant for this scenario. */
+static void make_base(struct walk *w, uint64_t chunks)
+{
+	const struct mem_job *job = w->job;
+	const struct mem_sums *T = &w->st->total;
+	enum mem_sharding m = job->sharding;
+	bool *o = &w->cx->ovf;
+	uint32_t vp = job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
+
+	w->resident = w->accumulating || job->grads_persistent ||
+		      (m == MEM_SHARD_DDP && job->grad_as_bucket_view);
+	w->ipg = 0;
+	if (m == MEM_SHARD_ZERO1 || m == MEM_SHARD_ZERO2)
+		w->ipg = mem_mul(o, mem_round(job, job->zero_reduce_bucket_bytes),
+				 job->overlap_comm ? 2 : 1);
+	put(w, &w->base, MEM_C_WEIGHTS, T->v[S_W]);
+	put(w, &w->base, MEM_C_OPTIMIZER, T->v[S_S]);
+	if (w->resident)
+		put(w, &w->base, MEM_C_GRADIENTS, T->v[S_GFIN]);
+	put_buf(w, &w->base, MEM_B_BUCKETS, T->v[S_BUCKET]);
+	if (m == MEM_SHARD_ZERO3)
+		put_buf(w, &w->base, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
+	if (w->accumulating)
+		put_buf(w, &w->base, MEM_B_BUCKETS, w->ipg);
+	put(w, &w->base, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp));
+	put(w, &w->base, MEM_C_LOGITS, mem_extra_in_flight(o, T->v[S_STORED_LOG], chunks, vp));
+}
+
+void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumulating,
+		    uint64_t chunks, struct mem_walk_out *out)
+{
+	struct walk w = { 0 };
+
+	w.cx = cx;
+	w.job = cx->job;
+	w.st = st;
+	w.accumulating = accumulating;
+	w.out = out;
+	make_base(&w, chunks);
+	walk_forward(&w);
+	walk_backward(&w);
+	if (!accumulating)
+		eval_optimizer(&w);
+}

@@ -1,0 +1,766 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memory.c - per-tensor costs under a sharding mode, pipeline placement, and
+ * the three figures of each class of rank.
+ *
+ * Flow of mem_analyze():
+ *   1. check the job (degrees, divisibility of body repeats over pp x vp);
+ *   2. turn every parameter tensor and every layer into per-rank bytes
+ *      (struct mem_cost): sharded per tensor with ceil division (§3.1, §3.3),
+ *      then rounded to the caching allocator's 512-B blocks (§5.3.1);
+ *   3. place body repeats on stages in contiguous chunks (§4.6; interleaved:
+ *      chunk c on stage c mod pp), other blocks with the stage of the body
+ *      repeat before them (stage 0 if none);
+ *   4. walk each stage's step (mem_timeline.c) for the first micro-batch and,
+ *      with gradient accumulation, for a later one, and keep the maximum;
+ *   5. derive reserved (x frag, 2 MiB segments, §5.3.4) and device totals
+ *      (+ context, cuBLAS, NCCL per communicator, §5.3.2-5.3.3), write the
+ *      explain strings, and merge stages whose figures are identical.
+ */
+#include "analyzer/mem_internal.h"
+#include "analyzer/alloc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t mem_add(bool *ovf, uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_add_overflow(a, b, &r)) {
+		*ovf = true;
+		return UINT64_MAX;
+	}
+	return r;
+}
+
+uint64_t mem_mul(bool *ovf, uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r)) {
+		*ovf = true;
+		return UINT64_MAX;
+	}
+	return r;
+}
+
+uint64_t mem_sub(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* Every tensor costs round_size(n) in memory_allocated (§5.3.1); an absent
+ * tensor (0 bytes) costs nothing. */
+uint64_t mem_round(const struct mem_job *job, uint64_t bytes)
+{
+	if (bytes == 0 || job->no_rounding)
+		return bytes;
+	return alloc_round_size(bytes);
+}
+
+void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
+{
+	uint64_t *v = s->v;
+	bool log = c->act == MEM_C_LOGITS;
+	enum mem_sum_field st = log ? S_STORED_LOG : S_STORED_ACT, sv = log ? S_SAVES_LOG : S_SAVES_ACT;
+
+	v[S_W] = mem_add(ovf, v[S_W], c->w);
+	v[S_S] = mem_add(ovf, v[S_S], c->s);
+	v[S_GFIN] = mem_add(ovf, v[S_GFIN], c->gfin);
+	v[S_GUNSH] = mem_add(ovf, v[S_GUNSH], c->gunsh);
+	if (!c->body) {
+		v[S_GFIN_NB] = mem_add(ovf, v[S_GFIN_NB], c->gfin);
+		v[S_GUNSH_NB] = mem_add(ovf, v[S_GUNSH_NB], c->gunsh);
+		v[S_GATH_NB] = mem_add(ovf, v[S_GATH_NB], c->gath);
+	}
+	v[S_BUCKET] = mem_add(ovf, v[S_BUCKET], c->bucket);
+	v[S_GATH] = mem_add(ovf, v[S_GATH], c->gath);
+	v[S_CAST_KEEP] = mem_add(ovf, v[S_CAST_KEEP], c->cast_keep);
+	v[S_STEP_GROUP] = mem_add(ovf, v[S_STEP_GROUP], c->step_group);
+	v[st] = mem_add(ovf, v[st], c->stored);
+	v[sv] = mem_add(ovf, v[sv], c->saves);
+	v[S_RAW_W] = mem_add(ovf, v[S_RAW_W], c->raw_w);
+	v[S_RAW_G] = mem_add(ovf, v[S_RAW_G], c->raw_g);
+	v[S_RAW_S] = mem_add(ovf, v[S_RAW_S], c->raw_s);
+	v[S_NUMEL] = mem_add(ovf, v[S_NUMEL], c->numel);
+	v[S_NUMEL_TRAIN] = mem_add(ovf, v[S_NUMEL_TRAIN], c->numel_trainable);
+}
+
+void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
+		   const struct mem_sums *y, uint64_t k)
+{
+	for (int i = 0; i < S__COUNT; i++)
+		out->v[i] = mem_add(ovf, x->v[i], mem_mul(ovf, y->v[i], k));
+}
+
+uint64_t mem_extra_in_flight(bool *ovf, uint64_t stored, uint64_t chunks, uint32_t vp)
+{
+	uint64_t x;
+
+	/* stored is one micro-batch over all vp chunks of the stage; the walked
+	 * micro-batch accounts for vp chunks, the others are resident (§4.6).
+	 * Exact when the chunks are equal; otherwise rounded up. */
+	if (chunks <= vp)
+		return 0;
+	x = chunks - vp;
+	return mem_add(ovf, mem_mul(ovf, stored / vp, x), (stored % vp * x + vp - 1) / vp);
+}
+
+const char *mem_status_str(enum mem_status st)
+{
+	switch (st) {
+	case MEM_OK: return "ok";
+	case MEM_E_INVALID: return "invalid job (a degree or micro_batches is 0, or bad factor)";
+	case MEM_E_PP_UNEVEN: return "body layers do not split evenly over pipeline stages";
+	case MEM_E_HYBRID_GROUP: return "dp is not a multiple of the hybrid shard group";
+	case MEM_E_OVERFLOW: return "byte count overflows 64 bits";
+	case MEM_E_NOMEM: return "out of memory";
+	}
+	return "unknown status";
+}
+
+const char *mem_component_name(enum mem_component c)
+{
+	static const char *const names[MEM_C__COUNT] = {
+		"weights", "gradients", "optimizer", "activations", "logits+loss", "buffers",
+		"overhead",
+	};
+	return (unsigned)c < MEM_C__COUNT ? names[c] : "?";
+}
+
+const char *mem_buffer_name(enum mem_buffer b)
+{
+	static const char *const names[MEM_B__COUNT] = {
+		"gathered params", "unsharded grads", "buckets", "casts", "step temporaries",
+	};
+	return (unsigned)b < MEM_B__COUNT ? names[b] : "?";
+}
+
+const char *mem_phase_name(enum mem_phase p)
+{
+	static const char *const names[MEM_PHASE__COUNT] = {
+		"forward", "loss", "backward", "optimizer step",
+	};
+	return (unsigned)p < MEM_PHASE__COUNT ? names[p] : "?";
+}
+
+uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, uint32_t stage,
+				 uint64_t m)
+{
+	uint64_t k, cap;
+
+	if (pp <= 1 || stage >= pp)
+		return 1;
+	if (s == MEM_PP_GPIPE)
+		return m;		/* all forwards before any backward */
+	if (s == MEM_PP_1F1B || vp <= 1)
+		return m < (uint64_t)(pp - stage) ? m : (uint64_t)(pp - stage);
+	/* Megatron interleaved warm-up: 2(p - i - 1) + (v - 1)p chunk forwards, plus one */
+	k = 2 * (uint64_t)(pp - stage - 1) + (uint64_t)(vp - 1) * pp + 1;
+	cap = m > UINT64_MAX / vp ? UINT64_MAX : m * vp;
+	return k < cap ? k : cap;
+}
+
+uint64_t mem_pp_micro_batches_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp,
+					uint32_t stage, uint64_t m)
+{
+	uint64_t k = mem_pp_chunks_in_flight(s, pp, vp, stage, m);
+	uint64_t v = (s == MEM_PP_INTERLEAVED && pp > 1 && vp > 1) ? vp : 1;
+
+	return (k + v - 1) / v;
+}
+
+double mem_pp_interleaved_factor(uint32_t pp, uint32_t vp)
+{
+	if (pp == 0 || vp == 0)
+		return 1.0;
+	return 1.0 + (double)(pp - 1) / ((double)pp * (double)vp);
+}
+
+/* ---- 1. checking the job ------------------------------------------------- */
+
+static uint64_t body_repeats(const struct mem_job *job)
+{
+	uint64_t r = 0;
+	bool ovf = false;
+
+	for (size_t b = 0; b < job->nblocks; b++)
+		if (job->blocks[b].is_body)
+			r = mem_add(&ovf, r, job->blocks[b].repeat);
+	return r;
+}
+
+static uint32_t chunks_per_stage(const struct mem_job *job)
+{
+	return job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
+}
+
+/* The default sharding group: dp, or the intra-node group for hybrid (§3.3). */
+static uint32_t shard_group(const struct mem_job *job)
+{
+	uint32_t g = job->gpus_per_node ? job->gpus_per_node : job->dp;
+
+	if (job->sharding != MEM_SHARD_FSDP_HYBRID)
+		return job->dp;
+	return g < job->dp ? g : job->dp;
+}
+
+static enum mem_status check_job(const struct mem_job *job)
+{
+	uint64_t r = body_repeats(job), chunks;
+
+	if (!job->dp || !job->tp || !job->pp || !job->cp || !job->ep || !job->micro_batches)
+		return MEM_E_INVALID;
+	if (job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 && !job->vp)
+		return MEM_E_INVALID;
+	if (job->frag_factor != 0.0 && !(job->frag_factor >= 1.0 && job->frag_factor < 100.0))
+		return MEM_E_INVALID;
+	if (job->sharding == MEM_SHARD_FSDP_HYBRID && job->dp % shard_group(job))
+		return MEM_E_HYBRID_GROUP;
+	chunks = (uint64_t)job->pp * chunks_per_stage(job);
+	if (job->pp > 1 && (r == 0 || r % chunks))
+		return MEM_E_PP_UNEVEN;
+	return MEM_OK;
+}
+
+/* ---- 2. per-rank bytes of tensors and layers ----------------------------- */
+
+static bool mode_shards_weights(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO3 || m == MEM_SHARD_FSDP_FULL || m == MEM_SHARD_FSDP_GRAD_OP ||
+	       m == MEM_SHARD_FSDP_HYBRID;
+}
+
+static bool mode_shards_grads(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO2 || mode_shards_weights(m);
+}
+
+static bool mode_shards_states(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO1 || mode_shards_grads(m);
+}
+
+/* ceil(bytes / n): each tensor is padded to a multiple of the group, as
+ * FSDP2's per-parameter dim-0 shards and DeepSpeed's padded flat buffers are
+ * (the per-tensor form; exact for the §13 vectors, whose sizes divide). */
+static uint64_t shard(uint64_t bytes, uint32_t n)
+{
+	return n <= 1 ? bytes : bytes / n + (bytes % n != 0);
+}
+
+static void cost_weights(struct mem_ctx *cx, const struct mem_param *p, uint32_t n,
+			 struct mem_cost *c)
+{
+	const struct mem_job *job = cx->job;
+	bool *o = &cx->ovf;
+
+	c->raw_w = mem_add(o, c->raw_w, p->weight_bytes);
+	c->numel = mem_add(o, c->numel, p->numel);
+	if (mode_shards_weights(job->sharding) && !p->replicated_dp) {
+		/* §3.1 ZeRO-3 / §3.3 FSDP: resident shard + gathered copy while running */
+		if (!job->offload_params)
+			c->w = mem_add(o, c->w, mem_round(job, shard(p->weight_bytes, n)));
+		c->gath = mem_add(o, c->gath,
+				  mem_round(job, p->gather_bytes ? p->gather_bytes : p->weight_bytes));
+	} else {
+		c->w = mem_add(o, c->w, mem_round(job, p->weight_bytes));
+	}
+}
+
+static void cost_step_temp(struct mem_ctx *cx, const struct mem_param *p, uint32_t n,
+			   struct mem_cost *c)
+{
+	const struct mem_job *job = cx->job;
+	uint64_t t;
+
+	if (job->offload_optimizer || !p->step_temp_bytes)
+		return;
+	/* §5.2: foreach temporaries exist for the whole group, for-loop ones one at a time */
+	t = mem_round(job, mode_shards_states(job->sharding) ? shard(p->step_temp_bytes, n) :
+							       p->step_temp_bytes);
+	if (p->step_temp_grouped)
+		c->step_group = mem_add(&cx->ovf, c->step_group, t);
+	else if (t > c->step_max)
+		c->step_max = t;
+}
+
+static void cost_trainable(struct mem_ctx *cx, const struct mem_param *p, uint32_t n,
+			   struct mem_cost *c)
+{
+	const struct mem_job *job = cx->job;
+	enum mem_sharding m = job->sharding;
+	bool *o = &cx->ovf, sh_s = mode_shards_states(m);
+	uint64_t g = p->grad_bytes, ug = p->gather_grad_bytes ? p->gather_grad_bytes : g;
+
+	c->raw_g = mem_add(o, c->raw_g, g);
+	c->raw_s = mem_add(o, c->raw_s, mem_add(o, p->master_bytes, p->state_bytes));
+	c->numel_trainable = mem_add(o, c->numel_trainable, p->numel);
+	/* §3.1: ZeRO-2+ shard gradients; §7: with optimizer offload they go to the host */
+	if (mode_shards_grads(m) || (m == MEM_SHARD_ZERO1 && job->offload_optimizer)) {
+		if (!job->offload_optimizer)
+			c->gfin = mem_add(o, c->gfin, mem_round(job, shard(g, n)));
+		c->gunsh = mem_add(o, c->gunsh, mem_round(job, ug));
+	} else {
+		c->gfin = mem_add(o, c->gfin, mem_round(job, g));
+	}
+	if (m == MEM_SHARD_DDP && !job->grad_as_bucket_view)
+		c->bucket = mem_add(o, c->bucket, mem_round(job, g));	/* §3.4 */
+	if (!job->offload_optimizer) {
+		uint64_t ms = sh_s ? shard(p->master_bytes, n) : p->master_bytes;
+		uint64_t ss = sh_s ? shard(p->state_bytes, n) : p->state_bytes;
+
+		c->s = mem_add(o, c->s, mem_add(o, mem_round(job, ms), mem_round(job, ss)));
+	}
+	cost_step_temp(cx, p, n, c);
+}
+
+static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, struct mem_cost *c)
+{
+	const struct mem_job *job = cx->job;
+	const struct mem_layer *l = &b->layers[j];
+	bool full = job->recompute == MEM_RECOMPUTE_FULL && b->is_body;
+
+	memset(c, 0, sizeof(*c));
+	c->body = b->is_body;
+	c->act = l->loss_region ? MEM_C_LOGITS : MEM_C_ACTIVATIONS;
+	for (size_t i = 0; i < l->nparams; i++) {
+		const struct mem_param *p = &l->params[i];
+		uint32_t n = p->shard_group ? p->shard_group : cx->shard_n;
+		uint64_t cast = mem_round(job, p->cast_bytes);
+
+		cost_weights(cx, p, n, c);
+		if (p->trainable)
+			cost_trainable(cx, p, n, c);
+		/* AMP casts are saved for backward unless the layer is recomputed (§2.1) */
+		if (p->cast_saved && !full)
+			c->cast_keep = mem_add(&cx->ovf, c->cast_keep, cast);
+		else
+			c->cast_tmp = mem_add(&cx->ovf, c->cast_tmp, cast);
+	}
+	c->saves = mem_round(job, l->saves_bytes);
+	/* §4.5: a fully recomputed repeat keeps only its first layer's input */
+	c->stored = full ? (j == 0 ? mem_round(job, l->input_bytes) : 0) : c->saves;
+	c->tfwd = mem_round(job, l->temp_fwd_bytes);
+	c->tbwd = mem_round(job, l->temp_bwd_bytes);
+}
+
+static enum mem_status build_costs(struct mem_ctx *cx)
+{
+	const struct mem_job *job = cx->job;
+
+	cx->costs = calloc(job->nblocks ? job->nblocks : 1, sizeof(*cx->costs));
+	cx->iter = calloc(job->nblocks ? job->nblocks : 1, sizeof(*cx->iter));
+	if (!cx->costs || !cx->iter)
+		return MEM_E_NOMEM;
+	for (size_t b = 0; b < job->nblocks; b++) {
+		const struct mem_block *blk = &job->blocks[b];
+
+		cx->costs[b] = calloc(blk->nlayers ? blk->nlayers : 1, sizeof(struct mem_cost));
+		if (!cx->costs[b])
+			return MEM_E_NOMEM;
+		for (size_t j = 0; j < blk->nlayers; j++) {
+			cost_layer(cx, blk, j, &cx->costs[b][j]);
+			mem_sums_add_cost(&cx->ovf, &cx->iter[b], &cx->costs[b][j]);
+		}
+	}
+	return MEM_OK;
+}
+
+static void free_ctx(struct mem_ctx *cx)
+{
+	for (size_t b = 0; cx->costs && b < cx->job->nblocks; b++)
+		free(cx->costs[b]);
+	free(cx->costs);
+	free(cx->iter);
+}
+
+/* ---- 3. pipeline placement (§4.6) ---------------------------------------- */
+
+static enum mem_status seg_push(struct mem_stage *st, struct mem_seg s)
+{
+	if (s.count == 0)
+		return MEM_OK;
+	if (st->nsegs == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 8;
+		struct mem_seg *n = realloc(st->segs, cap * sizeof(*n));
+
+		if (!n)
+			return MEM_E_NOMEM;
+		st->segs = n;
+		st->cap = cap;
+	}
+	st->segs[st->nsegs++] = s;
+	return MEM_OK;
+}
+
+/* Body repeats [x, end) of block b: cut at chunk boundaries; chunk c of
+ * `per` repeats lives on stage c mod pp (plain 1F1B/GPipe: vp = 1). */
+static enum mem_status place_body(struct mem_stage *stages, uint32_t pp, uint64_t per, size_t b,
+				  uint64_t start, uint64_t end)
+{
+	for (uint64_t x = start; x < end;) {
+		uint64_t chunk = x / per, cend = (chunk + 1) * per;
+		uint64_t send = cend < end ? cend : end;
+		struct mem_seg s = { b, x - start, send - x, x, 0 };
+		enum mem_status st = seg_push(&stages[chunk % pp], s);
+
+		if (st != MEM_OK)
+			return st;
+		x = send;
+	}
+	return MEM_OK;
+}
+
+static enum mem_status place(const struct mem_job *job, struct mem_stage *stages)
+{
+	uint64_t r = body_repeats(job), u = 0;
+	uint64_t per = r / ((uint64_t)job->pp * chunks_per_stage(job));
+	enum mem_status st = MEM_OK;
+
+	for (size_t b = 0; b < job->nblocks && st == MEM_OK; b++) {
+		const struct mem_block *blk = &job->blocks[b];
+
+		if (blk->is_body && per) {
+			st = place_body(stages, job->pp, per, b, u, u + blk->repeat);
+			u += blk->repeat;
+		} else {
+			/* pre/post blocks go with the body repeat before them */
+			uint64_t stage = (u == 0 || per == 0) ? 0 : ((u - 1) / per) % job->pp;
+			struct mem_seg s = { b, 0, blk->repeat, u, 0 };
+
+			st = seg_push(&stages[stage], s);
+		}
+	}
+	return st;
+}
+
+/* Prefix sums per segment, totals and the maxima the walk needs. */
+static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
+{
+	const struct mem_job *job = cx->job;
+	struct mem_sums acc = { { 0 } };
+
+	st->before = calloc(st->nsegs ? st->nsegs : 1, sizeof(*st->before));
+	if (!st->before)
+		return MEM_E_NOMEM;
+	for (size_t s = 0; s < st->nsegs; s++) {
+		struct mem_seg *seg = &st->segs[s];
+		const struct mem_block *blk = &job->blocks[seg->block];
+
+		st->before[s] = acc;
+		seg->units_before = st->body_units;
+		mem_sums_axpy(&cx->ovf, &acc, &acc, &cx->iter[seg->block], seg->count);
+		if (blk->is_body) {
+			st->body_units += seg->count;
+			if (cx->iter[seg->block].v[S_GATH] > st->max_unit_gath)
+				st->max_unit_gath = cx->iter[seg->block].v[S_GATH];
+		}
+		for (size_t j = 0; j < blk->nlayers; j++)
+			if (cx->costs[seg->block][j].step_max > st->step_max)
+				st->step_max = cx->costs[seg->block][j].step_max;
+	}
+	st->total = acc;
+	return MEM_OK;
+}
+
+/* ---- 4/5. walking a stage, figures, explain ------------------------------ */
+
+/* 13476831232 -> "13,476,831,232" (no locale: output must be deterministic). */
+static const char *fmt_u64(char buf[32], uint64_t x)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)x), k = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			buf[k++] = ',';
+		buf[k++] = tmp[i];
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+static const char *sharding_name(enum mem_sharding m)
+{
+	static const char *const names[] = {
+		"no sharding", "DDP", "ZeRO-1", "ZeRO-2", "ZeRO-3", "FSDP full_shard",
+		"FSDP shard_grad_op", "FSDP hybrid_shard", "FSDP no_shard",
+	};
+	return (unsigned)m < sizeof(names) / sizeof(names[0]) ? names[m] : "?";
+}
+
+/* Chunks in flight for the first micro-batch and for a later one (§4.6): the
+ * later one has gradients resident but, when all micro-batches fit in the
+ * warm-up, one micro-batch fewer in flight. */
+static void in_flight(const struct mem_job *job, uint32_t stage, uint64_t *a, uint64_t *b)
+{
+	uint64_t v = chunks_per_stage(job);
+
+	*a = mem_pp_chunks_in_flight(job->schedule, job->pp, job->vp, stage, job->micro_batches);
+	*b = 0;
+	if (job->micro_batches < 2)
+		return;
+	if (job->pp <= 1)
+		*b = 1;
+	else if (job->micro_batches > UINT64_MAX / v || job->micro_batches * v > *a)
+		*b = *a;
+	else
+		*b = *a > v ? *a - v : *a;
+}
+
+static uint64_t reserved_of(bool *ovf, const struct mem_job *job, uint64_t alloc)
+{
+	double f = job->frag_factor != 0.0 ? job->frag_factor : 1.10;
+	double r = ceil((double)alloc * f);
+	uint64_t res, seg = ALLOC_ROUND_LARGE;
+
+	/* §5.3.4: allocated x frag, then whole 2 MiB segment pages */
+	if (r >= 18446744073709549568.0) {
+		*ovf = true;
+		return UINT64_MAX;
+	}
+	res = (uint64_t)r < alloc ? alloc : (uint64_t)r;
+	return mem_mul(ovf, res / seg + (res % seg != 0), seg);
+}
+
+static uint32_t communicators(const struct mem_job *job)
+{
+	/* §5.3.3: one NCCL communicator per group that performs collectives */
+	uint32_t n = (job->dp > 1) + (job->tp > 1) + (job->pp > 1) + (job->ep > 1) + (job->cp > 1);
+
+	if (job->sharding == MEM_SHARD_FSDP_HYBRID && job->dp > shard_group(job))
+		n++;	/* shard group and replicate group */
+	return n;
+}
+
+static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem_class *k)
+{
+	const struct mem_job *job = cx->job;
+	bool *o = &cx->ovf;
+
+	k->peak_allocated = w->peak;
+	k->peak_reserved = reserved_of(o, job, w->peak);
+	k->ncomms = communicators(job);
+	k->overhead_context = job->cuda_context_bytes;
+	k->overhead_cublas = job->cublas_workspace_bytes;
+	k->overhead_nccl = mem_mul(o, job->nccl_bytes_per_comm, k->ncomms);
+	k->overhead_frag = k->peak_reserved - k->peak_allocated;
+	k->device_total = mem_add(o, mem_add(o, k->peak_reserved, k->overhead_context),
+				  mem_add(o, k->overhead_cublas, k->overhead_nccl));
+	memcpy(k->at_peak, w->at.c, sizeof(k->at_peak));
+	memcpy(k->buffers_at_peak, w->at.b, sizeof(k->buffers_at_peak));
+	memcpy(k->phase_peak, w->phase_peak, sizeof(k->phase_peak));
+	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->peak_allocated;
+	k->peak = w->where;
+	k->capacity = job->capacity_bytes;
+	k->fits = !k->capacity || k->device_total <= k->capacity;
+	k->fits_headroom = !k->capacity ||
+			   (double)k->device_total <= (double)k->capacity * (1.0 - job->headroom);
+	k->headroom = k->capacity ? ((double)k->capacity - (double)k->device_total) /
+					    (double)k->capacity : 0.0;
+}
+
+static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct mem_class *k)
+{
+	const struct mem_job *job = cx->job;
+
+	k->persistent[MEM_C_WEIGHTS] = st->total.v[S_W];
+	k->persistent[MEM_C_GRADIENTS] = st->total.v[S_GFIN];
+	k->persistent[MEM_C_OPTIMIZER] = st->total.v[S_S];
+	k->persistent[MEM_C_BUFFERS] = st->total.v[S_BUCKET];
+	if (job->sharding == MEM_SHARD_ZERO3)
+		k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
+						       mem_round(job, job->zero_reduce_bucket_bytes));
+}
+
+static const char *shard_note(bool sharded)
+{
+	return sharded ? ", sharded per tensor over the DP group (§3.1, §3.3)," : "";
+}
+
+static void explain_states(const struct mem_ctx *cx, const struct mem_stage *st,
+			   struct mem_class *k)
+{
+	const struct mem_job *job = cx->job;
+	enum mem_sharding m = job->sharding;
+	char a[32], b[32], c[32], d[32];
+
+	snprintf(k->explain[MEM_C_WEIGHTS], MEM_EXPLAIN_LEN,
+		 "weights = %s B for %s params%s%s = %s B (%s)", fmt_u64(a, st->total.v[S_RAW_W]),
+		 fmt_u64(b, st->total.v[S_NUMEL]), shard_note(mode_shards_weights(m)),
+		 mode_shards_weights(m) && job->offload_params ? ", offloaded to host (§7)" : "",
+		 fmt_u64(c, st->total.v[S_W]), sharding_name(m));
+	snprintf(k->explain[MEM_C_GRADIENTS], MEM_EXPLAIN_LEN,
+		 "gradients = %s B unsharded%s -> %s B resident after backward; %s B at the peak%s",
+		 fmt_u64(a, st->total.v[S_RAW_G]), shard_note(mode_shards_grads(m)),
+		 fmt_u64(b, st->total.v[S_GFIN]), fmt_u64(c, k->at_peak[MEM_C_GRADIENTS]),
+		 k->peak.accumulating ? " (accumulated, micro-batch >= 2)" : "");
+	snprintf(k->explain[MEM_C_OPTIMIZER], MEM_EXPLAIN_LEN,
+		 "optimizer = %s B states + master%s%s = %s B (%s, §2.2, §3.1)",
+		 fmt_u64(a, st->total.v[S_RAW_S]), shard_note(mode_shards_states(m)),
+		 job->offload_optimizer ? ", offloaded to host (§7)" : "",
+		 fmt_u64(d, st->total.v[S_S]), sharding_name(m));
+}
+
+static void explain_rest(const struct mem_ctx *cx, const struct mem_stage *st,
+			 struct mem_class *k)
+{
+	static const char *const rc[] = { "none", "selective", "full" };
+	const struct mem_job *job = cx->job;
+	const uint64_t *bp = k->buffers_at_peak;
+	char a[32], b[32], c[32], d[32], e[32], f[32];
+
+	snprintf(k->explain[MEM_C_ACTIVATIONS], MEM_EXPLAIN_LEN,
+		 "activations = %s B at the peak; %s B stored per micro-batch, %llu chunk(s) in "
+		 "flight (§4.6), recompute %s (§4.5)", fmt_u64(a, k->at_peak[MEM_C_ACTIVATIONS]),
+		 fmt_u64(b, st->total.v[S_STORED_ACT]), (unsigned long long)k->chunks_in_flight,
+		 rc[job->recompute]);
+	snprintf(k->explain[MEM_C_LOGITS], MEM_EXPLAIN_LEN,
+		 "logits+loss = %s B at the peak; %s B saved per micro-batch + loss temporaries "
+		 "(§4.4)", fmt_u64(a, k->at_peak[MEM_C_LOGITS]), fmt_u64(b, st->total.v[S_STORED_LOG]));
+	snprintf(k->explain[MEM_C_BUFFERS], MEM_EXPLAIN_LEN,
+		 "buffers = %s B: gathered %s + unsharded grads %s + buckets %s + casts %s + step "
+		 "temps %s (§3.2-3.4, §5.2)", fmt_u64(a, k->at_peak[MEM_C_BUFFERS]),
+		 fmt_u64(b, bp[MEM_B_GATHERED]), fmt_u64(c, bp[MEM_B_UNSHARDED_GRADS]),
+		 fmt_u64(d, bp[MEM_B_BUCKETS]), fmt_u64(e, bp[MEM_B_CASTS]),
+		 fmt_u64(f, bp[MEM_B_STEP_TEMPS]));
+	snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
+		 "overhead = context %s + cuBLAS %s + NCCL %u x %s + fragmentation %s (x%.2f, 2 MiB "
+		 "segments) = %s B (§5.3)", fmt_u64(a, k->overhead_context),
+		 fmt_u64(b, k->overhead_cublas), k->ncomms, fmt_u64(c, job->nccl_bytes_per_comm),
+		 fmt_u64(d, k->overhead_frag), job->frag_factor != 0.0 ? job->frag_factor : 1.10,
+		 fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
+}
+
+static void explain_peak(struct mem_class *k)
+{
+	const struct mem_where *p = &k->peak;
+	char a[32], unit[48] = "";
+
+	if (p->unit)
+		snprintf(unit, sizeof(unit), ", layer %llu", (unsigned long long)p->unit);
+	snprintf(k->explain_peak, MEM_EXPLAIN_LEN, "peak allocated %s B in %s%s%s ('%s'%s)%s",
+		 fmt_u64(a, k->peak_allocated), mem_phase_name(p->phase),
+		 p->phase == MEM_PHASE_LOSS ? (p->backward_pass ? " backward" : " forward") : "",
+		 unit, p->layer_name ? p->layer_name : "?", p->recompute ? ", recomputing" : "",
+		 p->accumulating ? ", micro-batch >= 2" : "");
+}
+
+static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, uint32_t i,
+				     struct mem_class *k)
+{
+	const struct mem_job *job = cx->job;
+	struct mem_walk_out w;
+	uint64_t a, b;
+	enum mem_status s = finish_stage(cx, st);
+
+	if (s != MEM_OK)
+		return s;
+	memset(&w, 0, sizeof(w));
+	memset(k, 0, sizeof(*k));
+	in_flight(job, i, &a, &b);
+	mem_walk_stage(cx, st, false, a, &w);
+	if (b)
+		mem_walk_stage(cx, st, true, b, &w);
+	k->stage = i;
+	k->nstages = 1;
+	k->ranks = mem_mul(&cx->ovf, mem_mul(&cx->ovf, job->dp, job->tp), job->cp);
+	k->chunks_in_flight = a;
+	figures(cx, &w, k);
+	persistent(cx, st, k);
+	explain_states(cx, st, k);
+	explain_rest(cx, st, k);
+	explain_peak(k);
+	return MEM_OK;
+}
+
+/* Stages with identical figures form one class (ranks add up). */
+static bool same_class(const struct mem_class *x, const struct mem_class *y)
+{
+	return x->peak_allocated == y->peak_allocated && x->device_total == y->device_total &&
+	       x->peak.phase == y->peak.phase && x->chunks_in_flight == y->chunks_in_flight &&
+	       !memcmp(x->at_peak, y->at_peak, sizeof(x->at_peak)) &&
+	       !memcmp(x->persistent, y->persistent, sizeof(x->persistent));
+}
+
+static void add_class(struct mem_result *res, const struct mem_class *k, bool *ovf)
+{
+	for (size_t i = 0; i < res->nclasses; i++) {
+		if (same_class(&res->classes[i], k)) {
+			res->classes[i].nstages++;
+			res->classes[i].ranks = mem_add(ovf, res->classes[i].ranks, k->ranks);
+			return;
+		}
+	}
+	res->classes[res->nclasses++] = *k;
+}
+
+static void count_params(struct mem_ctx *cx, struct mem_result *res)
+{
+	for (size_t b = 0; b < cx->job->nblocks; b++) {
+		uint64_t r = cx->job->blocks[b].repeat;
+
+		res->params_total = mem_add(&cx->ovf, res->params_total,
+					    mem_mul(&cx->ovf, cx->iter[b].v[S_NUMEL], r));
+		res->params_trainable = mem_add(&cx->ovf, res->params_trainable,
+						mem_mul(&cx->ovf, cx->iter[b].v[S_NUMEL_TRAIN], r));
+	}
+}
+
+static enum mem_status run_stages(struct mem_ctx *cx, struct mem_stage *stages,
+				  struct mem_result *res)
+{
+	enum mem_status s = place(cx->job, stages);
+
+	for (uint32_t i = 0; i < cx->job->pp && s == MEM_OK; i++) {
+		struct mem_class k;
+
+		s = analyze_stage(cx, &stages[i], i, &k);
+		if (s == MEM_OK)
+			add_class(res, &k, &cx->ovf);
+	}
+	return s;
+}
+
+enum mem_status mem_analyze(const struct mem_job *job, struct mem_result *out)
+{
+	struct mem_ctx cx = { 0 };
+	struct mem_stage *stages = NULL;
+	enum mem_status s;
+
+	memset(out, 0, sizeof(*out));
+	s = check_job(job);
+	if (s != MEM_OK)
+		return s;
+	cx.job = job;
+	cx.shard_n = shard_group(job);
+	s = build_costs(&cx);
+	if (s == MEM_OK) {
+		stages = calloc(job->pp, sizeof(*stages));
+		out->classes = calloc(job->pp, sizeof(*out->classes));
+		s = (stages && out->classes) ? run_stages(&cx, stages, out) : MEM_E_NOMEM;
+	}
+	if (s == MEM_OK)
+		count_params(&cx, out);
+	if (s == MEM_OK && cx.ovf)
+		s = MEM_E_OVERFLOW;
+	for (uint32_t i = 0; stages && i < job->pp; i++) {
+		free(stages[i].segs);
+		free(stages[i].before);
+	}
+	free(stages);
+	free_ctx(&cx);
+	if (s != MEM_OK)
+		mem_result_free(out);
+	return s;
+}
+
+void mem_result_free(struct mem_result *res)
+{
+	free(res->classes);
+	memset(res, 0, sizeof(*res));
+}

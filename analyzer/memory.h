@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memory.h - the numeric memory model: per-GPU peak memory of one training step.
+ *
+ * Input is a fully evaluated, purely numeric job (struct mem_job): the model as
+ * blocks of layers, each layer with its parameter tensors and activation bytes
+ * for ONE micro-batch on ONE device (already split by TP/SP/CP/EP and already
+ * reflecting dtype widths, frozen parameters, LoRA/QLoRA and selective
+ * recomputation).  This module owns what depends on the parallel layout and the
+ * step's schedule: DP sharding (DDP, ZeRO-1/2/3, FSDP), pipeline placement and
+ * in-flight micro-batches, full recomputation, communication buffers, the
+ * caching allocator's rounding and the fixed overheads.  It walks one step as a
+ * timeline (forward, loss, backward, optimizer step) per pipeline stage and
+ * reports, per class of rank, the peak and what is live at it.
+ *
+ * It does not know about the .mem language, source locations or GPUs: the
+ * caller maps results back through the opaque `origin` pointers it set on
+ * layers and parameters.  docs/memory-model.md describes every rule with the
+ * section of /work/shared/design/memory-model.md it comes from.
+ *
+ * Invariants and ownership:
+ *  - All byte counts are exact uint64_t; every sum and product is overflow
+ *    checked (MEM_E_OVERFLOW).  Fractional factors (fragmentation) are applied
+ *    only when deriving peak_reserved from peak_allocated.
+ *  - mem_analyze() never keeps pointers into the job except the `name` and
+ *    `origin` pointers copied into struct mem_where; those stay valid as long
+ *    as the caller's job data does.
+ *  - The result owns one heap array (classes); release it with
+ *    mem_result_free().  There is no global state: concurrent calls are safe.
+ *  - The cost of mem_analyze() is O(distinct layers x pipeline stages), not
+ *    O(repeat): a body block repeated 10^9 times costs as much as one repeated
+ *    4 times (the live bytes are linear in the repeat index, §"Folding" in
+ *    docs/memory-model.md).
+ */
+#ifndef MEMC_ANALYZER_MEMORY_H
+#define MEMC_ANALYZER_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Data-parallel treatment of model states (memory-model.md §3). */
+enum mem_sharding {
+	MEM_SHARD_NONE,		/* single replica, no DP communication */
+	MEM_SHARD_DDP,		/* torch DDP: reducer buckets hold every gradient (§3.4) */
+	MEM_SHARD_ZERO1,	/* optimizer states + master sharded (§3.1) */
+	MEM_SHARD_ZERO2,	/* + gradients sharded */
+	MEM_SHARD_ZERO3,	/* + weights sharded, gathered per module */
+	MEM_SHARD_FSDP_FULL,	/* FULL_SHARD: like ZeRO-3, units + root unit (§3.3) */
+	MEM_SHARD_FSDP_GRAD_OP,	/* SHARD_GRAD_OP: units stay gathered fwd -> bwd */
+	MEM_SHARD_FSDP_HYBRID,	/* FULL_SHARD inside min(dp, gpus_per_node) ranks */
+	MEM_SHARD_FSDP_NO_SHARD,/* DDP-equivalent states, no reducer buckets */
+};
+
+enum mem_recompute {
+	MEM_RECOMPUTE_NONE,
+	MEM_RECOMPUTE_SELECTIVE,	/* caller already dropped core attention from saves */
+	MEM_RECOMPUTE_FULL,		/* body repeats keep only their input (§4.5) */
+};
+
+enum mem_schedule { MEM_PP_1F1B, MEM_PP_INTERLEAVED, MEM_PP_GPIPE };
+
+enum mem_component {
+	MEM_C_WEIGHTS,		/* resident weights (sharded if the mode shards them) */
+	MEM_C_GRADIENTS,	/* resident (accumulated / sharded) gradients */
+	MEM_C_OPTIMIZER,	/* optimizer states + fp32 master copy */
+	MEM_C_ACTIVATIONS,	/* saved tensors + layer temporaries outside the loss region */
+	MEM_C_LOGITS,		/* saves/temporaries of loss_region layers (logits + loss) */
+	MEM_C_BUFFERS,		/* comm buckets, gathered units, unsharded grads, casts, step temps */
+	MEM_C_OVERHEAD,		/* context, cuBLAS, NCCL, fragmentation: device_total - allocated */
+	MEM_C__COUNT
+};
+
+/* What the MEM_C_BUFFERS bytes are made of (for --explain). */
+enum mem_buffer {
+	MEM_B_GATHERED,		/* ZeRO-3/FSDP all-gathered (unsharded) parameters */
+	MEM_B_UNSHARDED_GRADS,	/* gradients before their reduce-scatter */
+	MEM_B_BUCKETS,		/* DDP reducer buckets, ZeRO IPG / reduce buckets */
+	MEM_B_CASTS,		/* low-precision weight copies (AMP cache, FP8, dequant) */
+	MEM_B_STEP_TEMPS,	/* optimizer-step temporaries (foreach copies) */
+	MEM_B__COUNT
+};
+
+enum mem_phase { MEM_PHASE_FORWARD, MEM_PHASE_LOSS, MEM_PHASE_BACKWARD, MEM_PHASE_OPTIMIZER,
+		 MEM_PHASE__COUNT };
+
+enum mem_status {
+	MEM_OK,
+	MEM_E_INVALID,		/* a degree is 0, micro_batches 0, frag_factor in (0,1), ... */
+	MEM_E_PP_UNEVEN,	/* body repeats not divisible by pp x vp */
+	MEM_E_HYBRID_GROUP,	/* dp not a multiple of the hybrid shard group */
+	MEM_E_OVERFLOW,		/* a byte count exceeds 2^64 - 1 */
+	MEM_E_NOMEM,
+};
+
+/* One parameter tensor of ONE layer instance, already split by TP/EP: its size
+ * on one device before DP sharding.  Fields for frozen tensors (!trainable):
+ * grad, master, state and step temps are ignored. */
+struct mem_param {
+	const char *name;
+	const void *origin;		/* opaque, for the caller's diagnostics */
+	uint64_t numel;
+	uint64_t weight_bytes;		/* stored weight (policy dtype, or NF4 bytes incl. absmax) */
+	uint64_t grad_bytes;		/* resident gradient (accumulation dtype) */
+	uint64_t master_bytes;		/* fp32 master copy kept by the optimizer; 0 if none */
+	uint64_t state_bytes;		/* all optimizer state tensors of this param together */
+	uint64_t step_temp_bytes;	/* optimizer-step temporaries (foreach sqrt copy, fp32 grad copy) */
+	bool step_temp_grouped;		/* true: temps of all tensors live together (foreach) */
+	uint64_t gather_bytes;		/* ZeRO-3/FSDP unsharded copy (param dtype); 0 = weight_bytes */
+	uint64_t gather_grad_bytes;	/* unsharded grad before reduce-scatter (+fp32 reduce copy);
+					   0 = grad_bytes.  Used by ZeRO-2/3 and FSDP. */
+	uint64_t cast_bytes;		/* transient low-precision copy made while the layer runs */
+	bool cast_saved;		/* AMP: the cast lives from forward to this layer's backward */
+	bool trainable;
+	bool replicated_dp;		/* never partitioned (ZeRO-3 persistence threshold) */
+	uint32_t shard_group;		/* sharding group size; 0 = the job's (dp, or hybrid group) */
+};
+
+/* One layer instance; activation bytes are for ONE micro-batch on one device. */
+struct mem_layer {
+	const char *name;
+	const void *origin;
+	const struct mem_param *params;
+	size_t nparams;
+	uint64_t saves_bytes;		/* kept from forward to backward */
+	uint64_t input_bytes;		/* the layer input: what full recompute stores per repeat */
+	uint64_t temp_fwd_bytes;	/* transients alive only while its forward runs */
+	uint64_t temp_bwd_bytes;	/* transients alive only while its backward runs */
+	bool loss_region;		/* saves/temps count as MEM_C_LOGITS */
+};
+
+/* A run of layers repeated `repeat` times.  Body blocks are the transformer
+ * blocks: split over pipeline stages, and one repeat is the checkpoint unit and
+ * the ZeRO-3/FSDP wrapping unit.  Other blocks go with the stage of the body
+ * repeat before them (stage 0 if none) and form FSDP's root unit. */
+struct mem_block {
+	const struct mem_layer *layers;
+	size_t nlayers;
+	uint64_t repeat;
+	bool is_body;
+};
+
+struct mem_job {
+	const struct mem_block *blocks;
+	size_t nblocks;
+	uint32_t dp, tp, pp, cp, ep;	/* degrees, each >= 1; world = dp x tp x pp x cp */
+	uint32_t vp;			/* model chunks per GPU (interleaved); 1 otherwise */
+	uint32_t gpus_per_node;		/* hybrid shard group; 0 = dp */
+	enum mem_schedule schedule;
+	uint64_t micro_batches;		/* per optimizer step per DP rank (>= 1) */
+	enum mem_recompute recompute;
+	enum mem_sharding sharding;
+	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */
+	bool grads_persistent;		/* grads exist before backward (Megatron main_grad,
+					   zero_grad(set_to_none=False)) */
+	uint64_t zero_reduce_bucket_bytes; /* ZeRO-1/2 IPG bucket, ZeRO-3 reduce bucket (bytes) */
+	bool overlap_comm;		/* ZeRO-1/2: two IPG buckets */
+	uint64_t zero_prefetch_bytes;	/* ZeRO-3 prefetch cap (bytes); FSDP prefetches a unit */
+	bool offload_optimizer;		/* states, master (and sharded grads) live on the host */
+	bool offload_params;		/* ZeRO-3/FSDP sharded weights live on the host */
+	bool no_rounding;		/* reference checks: do not round tensors to 512 B */
+	uint64_t cuda_context_bytes;
+	uint64_t cublas_workspace_bytes;
+	uint64_t nccl_bytes_per_comm;
+	double frag_factor;		/* reserved/allocated; 0 = 1.10 (§5.3.4); else >= 1 */
+	uint64_t capacity_bytes;	/* usable device memory; 0 = unknown */
+	double headroom;		/* requested free fraction, e.g. 0.10 */
+};
+
+/* One instant of the timeline. */
+struct mem_where {
+	enum mem_phase phase;
+	bool backward_pass;	/* LOSS phase: in the loss layers' backward (else their forward) */
+	bool recompute;		/* BACKWARD phase: re-running a checkpointed block's forward */
+	bool accumulating;	/* micro-batch >= 2: accumulated gradients resident */
+	size_t block;		/* index into job->blocks; SIZE_MAX for the optimizer step */
+	uint64_t iteration;	/* 0-based repeat index within the block */
+	size_t layer;		/* index into the block's layers */
+	const char *layer_name;
+	const void *origin;
+	uint64_t unit;		/* 1-based body repeat across the model ("layer 40"); 0 outside */
+};
+
+#define MEM_EXPLAIN_LEN 224
+
+/* One class of ranks: one pipeline stage, or several stages with identical figures. */
+struct mem_class {
+	uint32_t stage;			/* first stage of the class (0-based) */
+	uint32_t nstages;		/* stages merged into this class */
+	uint64_t ranks;			/* nstages x dp x tp x cp */
+	uint64_t chunks_in_flight;	/* model-chunk micro-batches holding activations (§4.6) */
+	uint64_t persistent[MEM_C__COUNT]; /* resident across steps: states, DDP/ZeRO-3 buckets */
+	uint64_t at_peak[MEM_C__COUNT];	/* live at the peak; [OVERHEAD] = device - allocated */
+	uint64_t buffers_at_peak[MEM_B__COUNT];
+	uint64_t phase_peak[MEM_PHASE__COUNT]; /* highest allocated bytes per phase */
+	uint64_t peak_allocated;	/* torch.cuda.max_memory_allocated */
+	uint64_t peak_reserved;		/* torch.cuda.max_memory_reserved */
+	uint64_t device_total;		/* nvidia-smi */
+	uint64_t overhead_context, overhead_cublas, overhead_nccl, overhead_frag;
+	uint32_t ncomms;		/* communicators counted for NCCL */
+	uint64_t capacity;
+	bool fits;			/* capacity == 0 || device_total <= capacity */
+	bool fits_headroom;		/* device_total <= capacity x (1 - headroom) */
+	double headroom;		/* (capacity - device_total) / capacity; 0 if unknown */
+	struct mem_where peak;
+	char explain[MEM_C__COUNT][MEM_EXPLAIN_LEN];
+	char explain_peak[MEM_EXPLAIN_LEN];
+};
+
+struct mem_result {
+	struct mem_class *classes;	/* in stage order */
+	size_t nclasses;
+	uint64_t params_total;		/* sum of numel over all layer instances (one device's TP shard) */
+	uint64_t params_trainable;
+};
+
+/* Analyze `job`; on MEM_OK `out` holds the classes (free with mem_result_free),
+ * on error `out` is empty. */
+enum mem_status mem_analyze(const struct mem_job *job, struct mem_result *out);
+void mem_result_free(struct mem_result *res);
+
+const char *mem_status_str(enum mem_status st);
+const char *mem_component_name(enum mem_component c);	/* "weights", "logits+loss", ... */
+const char *mem_buffer_name(enum mem_buffer b);
+const char *mem_phase_name(enum mem_phase p);		/* "forward", "optimizer step", ... */
+
+/* Pipeline (§4.6): model-chunk forwards whose activations stage `stage` holds at
+ * most (1F1B: min(pp - stage, m); GPipe: m; interleaved: Megatron's warm-up
+ * 2(pp - stage - 1) + (vp - 1)pp + 1, capped at m x vp).  pp == 1 gives 1. */
+uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, uint32_t stage,
+				 uint64_t m);
+/* Micro-batches with activations in flight: ceil(chunks / vp). */
+uint64_t mem_pp_micro_batches_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp,
+					uint32_t stage, uint64_t m);
+/* Korthikanti §4.2.3 first-stage memory factor of interleaving: 1 + (p-1)/(p v). */
+double mem_pp_interleaved_factor(uint32_t pp, uint32_t vp);
+
+#endif /* MEMC_ANALYZER_MEMORY_H */

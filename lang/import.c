@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * import.c - resolve imports along the search path, load each file once,
+ * find cycles (see import.h for the rules).
+ *
+ * Each loaded file remembers two folders: the real one, used to open the
+ * files it imports, and the displayed one, used to name them in
+ * diagnostics, so that "<stdlib>/models/llama.mem" imports
+ * "<stdlib>/layers/norm.mem" and no absolute path is ever printed.
+ */
+/* realpath() is XSI, not in the _POSIX_C_SOURCE set the Makefile selects. */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lang/arena.h"
+#include "lang/diag.h"
+#include "lang/import.h"
+#include "lang/parse.h"
+#include "lang/source.h"
+
+struct loader {
+	struct arena *arena;
+	struct interner *interner;
+	struct src_table *src;
+	struct diag_engine *diag;
+	const struct import_opts *opts;
+	struct file_ast **files;
+	size_t nfiles, cap;
+	unsigned depth;
+	bool depth_reported;
+};
+
+/* What import.c keeps per loaded file, hung on src_file.user. */
+struct file_info {
+	const char *dir;		/* folder on disk, for opening imports */
+	const char *display_dir;	/* folder as shown, for naming them */
+	struct file_ast *ast;
+};
+
+static const char *dir_of(struct arena *a, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return ".";
+	if (slash == path)
+		return "/";
+	return arena_strndup(a, path, (size_t)(slash - path));
+}
+
+static const char *join(struct arena *a, const char *dir, const char *name)
+{
+	if (strcmp(dir, ".") == 0)
+		return arena_strdup(a, name);
+	return arena_printf(a, "%s/%s", dir, name);
+}
+
+static bool is_regular(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static const char *with_extension(struct arena *a, const char *name)
+{
+	const char *base = strrchr(name, '/');
+	const char *dot = strrchr(base ? base : name, '.');
+
+	return dot && strcmp(dot, ".mem") == 0 ? name : arena_printf(a, "%s.mem", name);
+}
+
+/* One candidate folder: on success fill *path and *display. */
+static bool try_dir(struct loader *ld, const char *dir, const char *display_dir, const char *name,
+		    const char **path, const char **display)
+{
+	const char *p = join(ld->arena, dir, name);
+
+	if (!is_regular(p))
+		return false;
+	*path = p;
+	*display = join(ld->arena, display_dir, name);
+	return true;
+}
+
+static void report_not_found(struct loader *ld, const struct file_info *from, const char *name,
+			     struct loc site, bool local_only)
+{
+	struct diag *d = diag_error(ld->diag, DIAG_IMPORT_NOT_FOUND, site, "cannot find '%s'", name);
+	struct strbuf_lite { char buf[2048]; size_t n; } sb = { .n = 0 };
+
+#define ADD(...) (sb.n += (size_t)snprintf(sb.buf + sb.n, sb.n < sizeof sb.buf ? sizeof sb.buf - sb.n : 0, __VA_ARGS__))
+	ADD("searched %s", from ? from->display_dir : ".");
+	if (!local_only) {
+		for (size_t i = 0; i < ld->opts->ndirs; i++)
+			ADD(", %s", ld->opts->dirs[i]);
+		if (ld->opts->stdlib_dir)
+			ADD(", <stdlib>");
+	}
+#undef ADD
+	diag_note(d, NO_LOC, "%s", sb.buf);
+}
+
+static bool resolve(struct loader *ld, const struct file_info *from, const char *raw, struct loc site,
+		    const char **path, const char **display)
+{
+	const char *name = with_extension(ld->arena, raw);
+	const char *dir = from ? from->dir : ".", *ddir = from ? from->display_dir : ".";
+
+	if (name[0] == '/') {
+		if (!is_regular(name))
+			return report_not_found(ld, from, name, site, true), false;
+		*path = *display = name;
+		return true;
+	}
+	bool local_only = strncmp(name, "./", 2) == 0 || strncmp(name, "../", 3) == 0;
+
+	if (try_dir(ld, dir, ddir, name, path, display))
+		return true;
+	for (size_t i = 0; !local_only && i < ld->opts->ndirs; i++)
+		if (try_dir(ld, ld->opts->dirs[i], ld->opts->dirs[i], name, path, display))
+			return true;
+	if (!local_only && ld->opts->stdlib_dir &&
+	    try_dir(ld, ld->opts->stdlib_dir, "<stdlib>", name, path, display))
+		return true;
+	report_not_found(ld, from, raw, site, local_only);
+	return false;
+}
+
+/* @f is ACTIVE further up; @site is the import that reached it again. */
+static void report_cycle(struct loader *ld, struct src_file *f, struct loc site)
+{
+	struct diag *d = diag_error(ld->diag, DIAG_IMPORT_CYCLE, site,
+				    "'%s' imports itself through this import", f->display_name);
+	unsigned guard = 0;
+
+	for (struct loc at = site; at.file && guard++ <= IMPORT_MAX_DEPTH;) {
+		struct src_file *g = src_get(ld->src, at.file);
+
+		if (g == f)
+			break;
+		diag_note(d, g->included_from, "'%s' is imported from here", g->display_name);
+		at = g->included_from;
+	}
+}
+
+static void add_program_file(struct loader *ld, struct file_ast *ast)
+{
+	if (ld->nfiles == ld->cap) {
+		ld->cap = ld->cap ? ld->cap * 2 : 16;
+		struct file_ast **n = ARENA_NEW_ARRAY(ld->arena, struct file_ast *, ld->cap);
+
+		if (ld->nfiles)
+			memcpy(n, ld->files, ld->nfiles * sizeof *n);
+		ld->files = n;
+	}
+	ld->files[ld->nfiles++] = ast;
+}
+
+static struct file_ast *load_file(struct loader *ld, const char *path, const char *display,
+				  const char *display_dir, struct loc site);
+
+static void load_imports(struct loader *ld, struct src_file *f, struct file_info *info)
+{
+	for (struct decl *d = info->ast->decls; d; d = d->next) {
+		const char *path, *display;
+
+		if (d->kind != DECL_IMPORT || diag_too_many(ld->diag))
+			continue;
+		if (resolve(ld, info, d->import.path, d->import.path_loc, &path, &display))
+			load_file(ld, path, display, dir_of(ld->arena, display), d->import.path_loc);
+	}
+	(void)f;
+}
+
+static struct file_ast *load_file(struct loader *ld, const char *path, const char *display,
+				  const char *display_dir, struct loc site)
+{
+	char *rp = realpath(path, NULL);
+	struct src_file *f = rp ? src_find_real(ld->src, rp) : NULL;
+
+	free(rp);
+	if (f) {
+		if (f->state == SRC_ACTIVE)
+			report_cycle(ld, f, site);
+		return f->user ? ((struct file_info *)f->user)->ast : NULL;
+	}
+	if (ld->depth == IMPORT_MAX_DEPTH) {
+		if (!ld->depth_reported)
+			diag_error(ld->diag, DIAG_IMPORT_DEPTH, site,
+				   "imports are nested more than %d files deep", IMPORT_MAX_DEPTH);
+		ld->depth_reported = true;
+		return NULL;
+	}
+	f = src_load(ld->src, ld->diag, path, display, site);
+	if (!f)
+		return NULL;
+
+	struct file_info *info = ARENA_NEW(ld->arena, struct file_info);
+
+	info->dir = dir_of(ld->arena, path);
+	info->display_dir = display_dir;
+	info->ast = parse_file(ld->arena, ld->interner, ld->diag, f);
+	f->user = info;
+	f->state = SRC_ACTIVE;
+	ld->depth++;
+	load_imports(ld, f, info);
+	ld->depth--;
+	f->state = SRC_DONE;
+	add_program_file(ld, info->ast);
+	return info->ast;
+}
+
+struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,
+			    struct diag_engine *de, const char *root_path,
+			    const struct import_opts *opts)
+{
+	struct loader ld = { .arena = a, .interner = in, .src = src, .diag = de, .opts = opts };
+	struct program *p = ARENA_NEW(a, struct program);
+
+	p->root = load_file(&ld, root_path, root_path, dir_of(a, root_path), NO_LOC);
+	p->files = ld.files;
+	p->nfiles = ld.nfiles;
+	return p;
+}

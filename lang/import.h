@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * import.h - load a root file and everything it imports.
+ *
+ * `import "models/llama"` names a file relative to a search path: the
+ * importing file's folder, then each -I folder, then each MEMC_PATH
+ * folder, then the stdlib folder. A name starting with "./" or "../" is
+ * looked up next to the importing file only; an absolute name is used as
+ * is. ".mem" is appended when the name has no extension. Each file is
+ * loaded once (identity: realpath). A file is ACTIVE while its own imports
+ * load, so meeting an ACTIVE file again is a cycle, reported at the import
+ * with the whole chain. IMPORT_MAX_DEPTH caps pathological nesting.
+ *
+ * Paths printed in diagnostics are never made absolute: files found in the
+ * stdlib are shown as "<stdlib>/models/llama.mem".
+ */
+#ifndef MEMC_LANG_IMPORT_H
+#define MEMC_LANG_IMPORT_H
+
+#include <stddef.h>
+
+#include "lang/ast.h"
+
+struct arena;
+struct interner;
+struct diag_engine;
+struct src_table;
+
+enum { IMPORT_MAX_DEPTH = 64 };
+
+struct import_opts {
+	const char *const *dirs;	/* -I folders, then MEMC_PATH folders, in order */
+	size_t ndirs;
+	const char *stdlib_dir;		/* NULL: no stdlib */
+};
+
+/* Every loaded file, dependencies before the files that import them. */
+struct program {
+	struct file_ast **files;
+	size_t nfiles;
+	struct file_ast *root;		/* NULL if the root could not be read */
+};
+
+struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,
+			    struct diag_engine *de, const char *root_path,
+			    const struct import_opts *opts);
+
+#endif

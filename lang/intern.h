@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * intern.h - string interning. Equal byte strings intern to the same
+ * pointer, so interned names compare with == and can key lookups by
+ * address.
+ *
+ * Invariants:
+ *  - The returned string is NUL-terminated, lives in the interner's arena
+ *    and stays valid until that arena is freed.
+ *  - Strings are compared as bytes: callers normalise (e.g. to NFC) first
+ *    if they want canonically equal spellings to meet.
+ *  - The hash table is an implementation detail. It is never iterated, so
+ *    nothing that reaches the output depends on hash order.
+ *  - Everything, the table included, is in the arena: there is no
+ *    interner_free().
+ */
+#ifndef MEMC_LANG_INTERN_H
+#define MEMC_LANG_INTERN_H
+
+#include <stddef.h>
+
+struct arena;
+struct intern_entry;
+
+struct interner {
+	struct arena *arena;
+	struct intern_entry **slots;	/* open hashing, power-of-two size */
+	size_t nslots;
+	size_t count;
+};
+
+struct interner *interner_new(struct arena *a);
+void interner_init(struct interner *in, struct arena *a);
+/* Intern the @n bytes at @s (which need not be NUL-terminated). */
+const char *intern(struct interner *in, const char *s, size_t n);
+/* Intern a NUL-terminated string. */
+const char *intern_cstr(struct interner *in, const char *s);
+/* The interned copy of @s, or NULL if it was never interned. */
+const char *intern_find(const struct interner *in, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * parse.h - turn one source file into a syntax tree.
+ *
+ * This is the only door to the flex scanner and the bison parser: no flex
+ * or bison type leaves lang/lexer.l, lang/parser.y and lang/parse.c.
+ * Syntax errors go to the diagnostics engine, each once, at its own line;
+ * the parser recovers at the next field, statement or declaration, so a
+ * file with three mistakes yields three errors. The returned tree holds
+ * whatever parsed; it is never NULL.
+ *
+ * Limits (docs/limits.md): brackets and blocks nest at most
+ * PARSE_MAX_DEPTH deep; identifiers and numbers are at most
+ * PARSE_MAX_TOKEN bytes; strings at most PARSE_MAX_STRING bytes.
+ */
+#ifndef MEMC_LANG_PARSE_H
+#define MEMC_LANG_PARSE_H
+
+#include "lang/ast.h"
+
+struct arena;
+struct interner;
+struct diag_engine;
+struct src_file;
+
+enum {
+	PARSE_MAX_DEPTH = 256,
+	PARSE_MAX_TOKEN = 1024,
+	PARSE_MAX_STRING = 65536,
+};
+
+struct file_ast *parse_file(struct arena *a, struct interner *in, struct diag_engine *de,
+			    const struct src_file *f);
+
+#endif

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scan.c - the work behind lexer.l's rules: keywords, identifier
+ * validation (Unicode XID, NFC), string escapes, bracket nesting and the
+ * scanner's own diagnostics.
+ *
+ * Identifiers are NFC-normalised before interning so that two spellings
+ * of the same text are one name. Bidirectional control characters are
+ * rejected everywhere (identifiers, strings, comments): they make source
+ * read differently from how it parses ("Trojan Source", CVE-2021-42574).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unictype.h>
+#include <uninorm.h>
+#include <unistr.h>
+
+#include "lang/arena.h"
+#include "lang/diag.h"
+#include "lang/intern.h"
+#include "lang/lex_helpers.h"
+#include "lang/parser.tab.h"
+#include "lang/source.h"
+
+static const struct keyword {
+	const char *word;
+	int token;
+} keywords[] = {
+	{ "import", IMPORT }, { "let", LET }, { "gpu", GPU }, { "precision", PRECISION },
+	{ "train", TRAIN }, { "layer", LAYER }, { "model", MODEL }, { "optimizer", OPTIMIZER },
+	{ "param", PARAM }, { "saves", SAVES }, { "temp", TEMP }, { "state", STATE },
+	{ "input", INPUT }, { "repeat", REPEAT }, { "if", IF }, { "else", ELSE },
+	{ "true", TRUE }, { "false", FALSE },
+};
+
+struct loc lex_head(struct loc l, uint32_t n)
+{
+	if (l.end - l.start > n)
+		l.end = l.start + n;
+	return l;
+}
+
+void lex_error(struct lex_state *ls, enum diag_id id, struct loc loc, const char *msg)
+{
+	diag_error(ls->diag, id, loc, "%s", msg);
+}
+
+static bool is_bidi_control(ucs4_t c)
+{
+	return (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) ||
+	       c == 0x200E || c == 0x200F || c == 0x061C;
+}
+
+/* Report the first bidi control character in text[0, len), if any. */
+static bool check_bidi(struct lex_state *ls, struct loc loc, const char *text, size_t len,
+		       const char *where)
+{
+	const uint8_t *p = (const uint8_t *)text, *end = p + len;
+
+	while (p < end) {
+		ucs4_t c;
+		int n = u8_mbtouc(&c, p, (size_t)(end - p));
+
+		if (is_bidi_control(c)) {
+			struct loc at = { loc.file, loc.start + (uint32_t)(p - (const uint8_t *)text), 0 };
+
+			at.end = at.start + (uint32_t)n;
+			diag_error(ls->diag, DIAG_BIDI_CONTROL, at,
+				   "bidirectional control character U+%04X in %s", (unsigned)c, where);
+			return true;
+		}
+		p += n;
+	}
+	return false;
+}
+
+void lex_check_comment(struct lex_state *ls, struct loc loc, const char *text, size_t len)
+{
+	check_bidi(ls, loc, text, len, "a comment");
+}
+
+int lex_number(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len)
+{
+	if (len > PARSE_MAX_TOKEN) {
+		diag_error(ls->diag, DIAG_TOKEN_TOO_LONG, lex_head(loc, 16),
+			   "number is %zu characters long; the limit is %d", len, PARSE_MAX_TOKEN);
+		len = PARSE_MAX_TOKEN;
+	}
+	lval->text = arena_strndup(ls->arena, text, len);
+	return NUMBER;
+}
+
+/* Check every code point against XID_Start / XID_Continue. */
+static bool valid_ident(struct lex_state *ls, struct loc loc, const char *text, size_t len)
+{
+	const uint8_t *s = (const uint8_t *)text, *p = s, *end = s + len;
+
+	while (p < end) {
+		ucs4_t c;
+		int n = u8_mbtouc(&c, p, (size_t)(end - p));
+		bool first = p == s;
+		bool ok = c == '_' || (first ? uc_is_property_xid_start(c) : uc_is_property_xid_continue(c));
+
+		if (!ok) {
+			struct loc at = { loc.file, loc.start + (uint32_t)(p - s), 0 };
+
+			at.end = at.start + (uint32_t)n;
+			if (is_bidi_control(c))
+				diag_error(ls->diag, DIAG_BIDI_CONTROL, at,
+					   "bidirectional control character U+%04X in an identifier",
+					   (unsigned)c);
+			else
+				diag_error(ls->diag, DIAG_INVALID_CHARACTER, at,
+					   "character U+%04X cannot %s an identifier", (unsigned)c,
+					   first ? "start" : "appear in");
+			return false;
+		}
+		p += n;
+	}
+	return true;
+}
+
+int lex_ident(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len)
+{
+	if (len > PARSE_MAX_TOKEN) {
+		diag_error(ls->diag, DIAG_TOKEN_TOO_LONG, lex_head(loc, 16),
+			   "identifier is %zu bytes long; the limit is %d", len, PARSE_MAX_TOKEN);
+		lval->text = intern(ls->interner, text, PARSE_MAX_TOKEN);
+		return NAME;
+	}
+	for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
+		if (strlen(keywords[i].word) == len && memcmp(keywords[i].word, text, len) == 0) {
+			lval->text = intern_cstr(ls->interner, keywords[i].word);
+			return keywords[i].token;
+		}
+	if (!valid_ident(ls, loc, text, len)) {
+		lval->text = intern(ls->interner, text, len);
+		return NAME;
+	}
+	size_t nlen = 0;
+	uint8_t *nfc = u8_normalize(UNINORM_NFC, (const uint8_t *)text, len, NULL, &nlen);
+
+	if (!nfc) {
+		lval->text = intern(ls->interner, text, len);
+		return NAME;
+	}
+	lval->text = intern(ls->interner, (const char *)nfc, nlen);
+	free(nfc);
+	return NAME;
+}
+
+/* Resolve escapes into the arena. The rule guarantees a closing quote. */
+int lex_string(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len)
+{
+	/* A bidi control is reported; the string is kept so parsing continues. */
+	check_bidi(ls, loc, text, len, "a string");
+	if (len > PARSE_MAX_STRING) {
+		diag_error(ls->diag, DIAG_TOKEN_TOO_LONG, lex_head(loc, 16),
+			   "string is %zu bytes long; the limit is %d", len, PARSE_MAX_STRING);
+		len = PARSE_MAX_STRING;
+	}
+	char *out = arena_alloc(ls->arena, len + 1), *o = out;
+
+	for (size_t i = 1; i + 1 < len; i++) {
+		char c = text[i];
+
+		if (c == '\\' && i + 2 < len) {
+			c = text[++i];
+			c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+		}
+		*o++ = c;
+	}
+	*o = '\0';
+	lval->text = out;
+	return STRING;
+}
+
+int lex_open(struct lex_state *ls, struct loc loc, char c)
+{
+	if (ls->too_deep)
+		return 0;
+	if (ls->depth == PARSE_MAX_DEPTH) {
+		diag_error(ls->diag, DIAG_NESTING_DEPTH, loc,
+			   "brackets nested more than %d deep", PARSE_MAX_DEPTH);
+		ls->too_deep = true;
+		return 0;	/* end of input: nothing after this can be trusted */
+	}
+	ls->open[ls->depth++] = loc;
+	return c;
+}
+
+int lex_close(struct lex_state *ls, char c)
+{
+	if (ls->depth > 0)
+		ls->depth--;
+	return c;
+}
+
+void lex_bad_char(struct lex_state *ls, struct loc loc, const char *text, size_t len)
+{
+	unsigned char c = (unsigned char)text[0];
+
+	(void)len;
+	if (c < 0x20 || c == 0x7f)
+		diag_error(ls->diag, DIAG_INVALID_CHARACTER, loc,
+			   "control character 0x%02x is not allowed here", c);
+	else
+		diag_error(ls->diag, DIAG_INVALID_CHARACTER, loc,
+			   "character '%c' is not allowed here", c);
+}

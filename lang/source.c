@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * source.c - loading source files and mapping byte offsets to lines and
+ * columns.
+ *
+ * A file is read in one go into the arena (files are small and the lexer
+ * wants contiguous text), validated once with memchr() and u8_check(), and
+ * indexed by a line table so that line lookup is a binary search. Columns
+ * are counted in code points from the start of the line when they are
+ * needed, which is only when a diagnostic is printed.
+ */
+/* realpath() is XSI, not in the _POSIX_C_SOURCE set the Makefile selects. */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700
+#endif
+
+#include "lang/source.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistr.h>
+
+#include "lang/arena.h"
+#include "lang/diag.h"
+
+static void add_file(struct src_table *t, struct src_file *f)
+{
+	if (t->nfiles == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 16;
+		struct src_file **files = ARENA_NEW_ARRAY(t->arena, struct src_file *, cap);
+
+		if (t->nfiles)
+			memcpy(files, t->files, t->nfiles * sizeof(*files));
+		t->files = files;	/* the old array is abandoned in the arena */
+		t->cap = cap;
+	}
+	f->id = t->nfiles;
+	t->files[t->nfiles++] = f;
+}
+
+struct src_table *src_table_new(struct arena *a)
+{
+	struct src_table *t = ARENA_NEW(a, struct src_table);
+	struct src_file *builtin = ARENA_NEW(a, struct src_file);
+
+	t->arena = a;
+	builtin->display_name = "<builtin>";
+	builtin->text = "";
+	builtin->line_starts = ARENA_NEW(a, uint32_t);
+	builtin->nlines = 1;
+	builtin->valid = true;
+	builtin->state = SRC_DONE;
+	add_file(t, builtin);
+	return t;
+}
+
+struct src_file *src_get(const struct src_table *t, uint32_t id)
+{
+	assert(id < t->nfiles);
+	return t->files[id];
+}
+
+struct src_file *src_find_real(const struct src_table *t, const char *real_path)
+{
+	for (uint32_t i = 1; i < t->nfiles; i++) {
+		const char *rp = t->files[i]->real_path;
+
+		if (rp && strcmp(rp, real_path) == 0)
+			return t->files[i];
+	}
+	return NULL;
+}
+
+static void build_line_table(struct arena *a, struct src_file *f)
+{
+	uint32_t n = 1;
+
+	for (const char *p = f->text; (p = memchr(p, '\n', f->len - (size_t)(p - f->text))); p++)
+		n++;
+	f->line_starts = ARENA_NEW_ARRAY(a, uint32_t, n);
+	f->nlines = n;
+	n = 1;
+	for (uint32_t i = 0; i < f->len; i++)
+		if (f->text[i] == '\n')
+			f->line_starts[n++] = i + 1;
+}
+
+/*
+ * Check that the text is UTF-8 without NUL bytes, and report the first
+ * offending byte, whichever kind comes first. The lexer can then assume
+ * clean input.
+ */
+static bool validate(struct diag_engine *de, struct src_file *f)
+{
+	const char *nul = memchr(f->text, '\0', f->len);
+	size_t checked = nul ? (size_t)(nul - f->text) : f->len;
+	const uint8_t *bad = u8_check((const uint8_t *)f->text, checked);
+
+	if (bad) {
+		uint32_t off = (uint32_t)((const char *)bad - f->text);
+
+		diag_error(de, DIAG_INVALID_UTF8, (struct loc){ f->id, off, off + 1 },
+			   "invalid UTF-8 byte 0x%02x", *bad);
+		return false;
+	}
+	if (nul) {
+		uint32_t off = (uint32_t)checked;
+
+		diag_error(de, DIAG_NUL_BYTE, (struct loc){ f->id, off, off + 1 },
+			   "NUL byte in source file");
+		return false;
+	}
+	return true;
+}
+
+/* Register @text (already NUL-terminated, in the arena) and validate it. */
+static struct src_file *add_text(struct src_table *t, struct diag_engine *de,
+				 const char *display_name, char *text, size_t len)
+{
+	struct src_file *f = ARENA_NEW(t->arena, struct src_file);
+
+	f->display_name = arena_strdup(t->arena, display_name);
+	f->text = text;
+	f->len = (uint32_t)len;
+	build_line_table(t->arena, f);
+	add_file(t, f);
+	f->valid = validate(de, f);
+	return f;
+}
+
+struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,
+				const char *display_name, const char *text, size_t len)
+{
+	if (len > SRC_MAX_SIZE) {
+		diag_error(de, DIAG_FILE_TOO_LARGE, NO_LOC,
+			   "'%s' is %zu bytes, more than the limit of %u MiB",
+			   display_name, len, SRC_MAX_SIZE >> 20);
+		return NULL;
+	}
+	struct src_file *f = add_text(t, de, display_name, arena_strndup(t->arena, text, len), len);
+
+	return f->valid ? f : NULL;
+}
+
+/* Open @path and check it is a regular file no larger than the limit. */
+static FILE *open_source(struct diag_engine *de, const char *path, const char *name,
+			 struct loc site, size_t *size)
+{
+	FILE *fp = fopen(path, "rb");
+	struct stat st;
+
+	if (!fp) {
+		diag_error(de, DIAG_FILE_NOT_FOUND, site, "cannot open '%s': %s", name,
+			   strerror(errno));
+		return NULL;
+	}
+	if (fstat(fileno(fp), &st) != 0) {
+		diag_error(de, DIAG_FILE_NOT_FOUND, site, "cannot read '%s': %s", name,
+			   strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		/* A directory opens fine on Linux and only fails on read, with
+		 * a less helpful message; FIFOs and devices have no fixed size. */
+		diag_error(de, DIAG_FILE_NOT_FOUND, site, "cannot read '%s': %s", name,
+			   S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
+	} else if ((unsigned long long)st.st_size > SRC_MAX_SIZE) {
+		diag_error(de, DIAG_FILE_TOO_LARGE, site,
+			   "'%s' is %lld bytes, more than the limit of %u MiB", name,
+			   (long long)st.st_size, SRC_MAX_SIZE >> 20);
+	} else {
+		*size = (size_t)st.st_size;
+		return fp;
+	}
+	fclose(fp);
+	return NULL;
+}
+
+/* Read @size bytes (the whole file) into the arena; NULL on a read error. */
+static char *read_all(struct src_table *t, struct diag_engine *de, FILE *fp,
+		      const char *name, struct loc site, size_t size)
+{
+	char *buf = arena_alloc(t->arena, size + 1);
+	size_t got = fread(buf, 1, size, fp);
+
+	if (got != size || ferror(fp)) {
+		int err = ferror(fp) ? errno : 0;
+
+		diag_error(de, DIAG_FILE_NOT_FOUND, site, "cannot read '%s': %s", name,
+			   err ? strerror(err) : "file changed while being read");
+		return NULL;
+	}
+	buf[size] = '\0';
+	return buf;
+}
+
+static const char *real_path_of(struct arena *a, const char *path)
+{
+	char *rp = realpath(path, NULL);
+
+	if (!rp)
+		return arena_strdup(a, path);	/* cannot happen after a successful fopen */
+	const char *res = arena_strdup(a, rp);
+	free(rp);
+	return res;
+}
+
+struct src_file *src_load(struct src_table *t, struct diag_engine *de, const char *path,
+			  const char *display_name, struct loc site)
+{
+	const char *name = display_name ? display_name : path;
+	size_t size = 0;
+	FILE *fp = open_source(de, path, name, site, &size);
+
+	if (!fp)
+		return NULL;
+	char *text = read_all(t, de, fp, name, site, size);
+	fclose(fp);
+	if (!text)
+		return NULL;
+
+	struct src_file *f = add_text(t, de, name, text, size);
+	f->real_path = real_path_of(t->arena, path);
+	f->included_from = site;
+	return f->valid ? f : NULL;
+}
+
+uint32_t src_line_of(const struct src_file *f, uint32_t offset)
+{
+	uint32_t lo = 0, hi = f->nlines;	/* invariant: line_starts[lo] <= offset */
+
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (f->line_starts[mid] <= offset)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo + 1;
+}
+
+size_t src_decode(const char *p, const char *end, uint32_t *cp)
+{
+	ucs4_t uc;
+	int n = u8_mbtoucr(&uc, (const uint8_t *)p, (size_t)(end - p));
+
+	if (n <= 0) {	/* -1 invalid, -2 truncated: consume one byte */
+		*cp = SRC_BAD_CP;
+		return 1;
+	}
+	*cp = uc;
+	return (size_t)n;
+}
+
+uint32_t src_col_of(const struct src_file *f, uint32_t offset)
+{
+	if (offset > f->len)
+		offset = f->len;
+	const char *p = f->text + f->line_starts[src_line_of(f, offset) - 1];
+	const char *target = f->text + offset;
+	uint32_t col = 1;
+
+	while (p < target) {
+		uint32_t cp;
+
+		p += src_decode(p, f->text + f->len, &cp);
+		col++;
+	}
+	return col;
+}
+
+const char *src_line_text(const struct src_file *f, uint32_t line, size_t *len)
+{
+	assert(line >= 1 && line <= f->nlines);
+	uint32_t start = f->line_starts[line - 1];
+	uint32_t end = line < f->nlines ? f->line_starts[line] - 1 : f->len;
+
+	if (end > start && f->text[end - 1] == '\r')
+		end--;
+	*len = end - start;
+	return f->text + start;
+}

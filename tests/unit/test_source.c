@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_source.c - loading, validation, and offset -> line/column mapping
+ * with tabs, CJK and emoji.
+ */
+/* cmocka 1.1.x needs these four headers before <cmocka.h>. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lang/arena.h"
+#include "lang/diag.h"
+#include "lang/source.h"
+
+/* One arena, source table and engine (printing into memory) per test. */
+struct fixture {
+	struct arena arena;
+	struct src_table *t;
+	struct diag_engine *de;
+	FILE *out;
+	char *buf;
+	size_t len;
+};
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return -1;
+	fx->t = src_table_new(&fx->arena);
+	fx->out = open_memstream(&fx->buf, &fx->len);
+	fx->de = diag_new(&fx->arena, fx->t, fx->out);
+	*state = fx;
+	return fx->out ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	fclose(fx->out);
+	free(fx->buf);
+	arena_free(&fx->arena);
+	free(fx);
+	return 0;
+}
+
+/* Everything printed so far. */
+static const char *output(struct fixture *fx)
+{
+	diag_flush(fx->de);
+	fflush(fx->out);
+	return fx->buf;
+}
+
+static struct src_file *add(struct fixture *fx, const char *name, const char *text)
+{
+	return src_add_string(fx->t, fx->de, name, text, strlen(text));
+}
+
+static void builtin_is_file_zero(void **state)
+{
+	struct fixture *fx = *state;
+	struct src_file *f = src_get(fx->t, 0);
+
+	assert_string_equal(f->display_name, "<builtin>");
+	assert_int_equal(f->nlines, 1);
+	struct src_file *g = add(fx, "a.mem", "x");
+	assert_int_equal(g->id, 1);
+	assert_ptr_equal(src_get(fx->t, 1), g);
+	assert_null(g->real_path);
+	assert_int_equal(g->included_from.file, 0);
+}
+
+static void lines_and_columns(void **state)
+{
+	struct fixture *fx = *state;
+	/* line 2: tab = 1 column; line 3: 2 CJK code points of 3 bytes each;
+	 * line 4: a 4-byte emoji. */
+	const char *text = "ab\n\tx = 1\n日本 y\n🙂z\n";
+	struct src_file *f = add(fx, "t.mem", text);
+
+	assert_non_null(f);
+	assert_int_equal(f->nlines, 5);
+	assert_int_equal(src_line_of(f, 0), 1);
+	assert_int_equal(src_col_of(f, 1), 2);
+	assert_int_equal(src_line_of(f, 2), 1);		/* the '\n' ends line 1 */
+	assert_int_equal(src_line_of(f, 3), 2);
+	assert_int_equal(src_col_of(f, 4), 2);		/* 'x' after the tab */
+
+	uint32_t y = (uint32_t)(strstr(text, "y") - text);
+	assert_int_equal(src_line_of(f, y), 3);
+	assert_int_equal(src_col_of(f, y), 4);		/* 日, 本, space, y */
+
+	uint32_t z = (uint32_t)(strstr(text, "z") - text);
+	assert_int_equal(src_line_of(f, z), 4);
+	assert_int_equal(src_col_of(f, z), 2);
+
+	assert_int_equal(src_line_of(f, f->len), 5);	/* EOF: the empty last line */
+	assert_int_equal(src_col_of(f, f->len), 1);
+	assert_int_equal(src_line_of(f, f->len + 100), 5);
+}
+
+static void line_text_strips_newline_and_cr(void **state)
+{
+	struct fixture *fx = *state;
+	struct src_file *f = add(fx, "crlf.mem", "one\r\ntwo\n\nlast");
+	size_t n;
+
+	assert_memory_equal(src_line_text(f, 1, &n), "one", 3);
+	assert_int_equal(n, 3);
+	assert_memory_equal(src_line_text(f, 2, &n), "two", 3);
+	assert_int_equal(n, 3);
+	src_line_text(f, 3, &n);
+	assert_int_equal(n, 0);
+	assert_memory_equal(src_line_text(f, 4, &n), "last", 4);
+	assert_int_equal(n, 4);
+}
+
+static void empty_file_has_one_line(void **state)
+{
+	struct fixture *fx = *state;
+	struct src_file *f = add(fx, "empty.mem", "");
+	size_t n;
+
+	assert_non_null(f);
+	assert_int_equal(f->nlines, 1);
+	assert_int_equal(src_line_of(f, 0), 1);
+	assert_int_equal(src_col_of(f, 0), 1);
+	src_line_text(f, 1, &n);
+	assert_int_equal(n, 0);
+}
+
+static void invalid_utf8_is_located(void **state)
+{
+	struct fixture *fx = *state;
+	const char text[] = "ok\nab\xff" "cd\n";
+
+	assert_null(add(fx, "bad.mem", text));
+	assert_int_equal(diag_error_count(fx->de), 1);
+	assert_string_equal(output(fx),
+			    "bad.mem:2:3: error: invalid UTF-8 byte 0xff [invalid-utf8]\n"
+			    "    2 | ab<ff>cd\n"
+			    "      |   ^~~~\n");
+	/* The file stays registered (for the snippet) but is marked invalid. */
+	assert_false(src_get(fx->t, 1)->valid);
+}
+
+/* A truncated sequence: the error names its first byte. */
+static void truncated_utf8_is_located(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_null(add(fx, "trunc.mem", "日本\xe6\x97"));
+	assert_string_equal(output(fx),
+			    "trunc.mem:1:3: error: invalid UTF-8 byte 0xe6 [invalid-utf8]\n"
+			    "    1 | 日本<e6><97>\n"
+			    "      |     ^~~~\n");
+}
+
+static void nul_byte_is_located(void **state)
+{
+	struct fixture *fx = *state;
+	const char text[] = "x = 1\ny = \0 2\n";
+
+	assert_null(src_add_string(fx->t, fx->de, "nul.mem", text, sizeof(text) - 1));
+	assert_string_equal(output(fx),
+			    "nul.mem:2:5: error: NUL byte in source file [nul-byte]\n"
+			    "    2 | y = <00> 2\n"
+			    "      |     ^~~~\n");
+}
+
+/* Whichever problem comes first is the one reported. */
+static void first_problem_wins(void **state)
+{
+	struct fixture *fx = *state;
+	const char text[] = "a\0b\xff";
+
+	assert_null(src_add_string(fx->t, fx->de, "both.mem", text, sizeof(text) - 1));
+	assert_non_null(strstr(output(fx), "[nul-byte]"));
+	assert_int_equal(diag_error_count(fx->de), 1);
+}
+
+static void missing_file_without_site(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_null(src_load(fx->t, fx->de, "/nonexistent/x.mem", "x.mem", NO_LOC));
+	assert_string_equal(output(fx), "memc: error: cannot open 'x.mem': No such file or "
+					"directory [file-not-found]\n");
+}
+
+static void missing_file_at_include_site(void **state)
+{
+	struct fixture *fx = *state;
+	struct src_file *f = add(fx, "main.mem", "import \"gone.mem\"\n");
+	struct loc site = { f->id, 7, 17 };
+
+	assert_null(src_load(fx->t, fx->de, "/nonexistent/gone.mem", "gone.mem", site));
+	assert_string_equal(output(fx),
+			    "main.mem:1:8: error: cannot open 'gone.mem': No such file or "
+			    "directory [file-not-found]\n"
+			    "    1 | import \"gone.mem\"\n"
+			    "      |        ^~~~~~~~~~\n");
+}
+
+static void directory_is_refused(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_null(src_load(fx->t, fx->de, "/", NULL, NO_LOC));
+	assert_string_equal(output(fx),
+			    "memc: error: cannot read '/': Is a directory [file-not-found]\n");
+}
+
+/* Write @text to a fresh temporary file; the caller unlinks @path. */
+static void write_temp(char *path, const char *text, size_t n)
+{
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, n), (ssize_t)n);
+	close(fd);
+}
+
+static void load_real_file(void **state)
+{
+	struct fixture *fx = *state;
+	char path[] = "/tmp/memc-test-XXXXXX";
+
+	write_temp(path, "gpu A {\n}\n", 10);
+	struct src_file *f = src_load(fx->t, fx->de, path, "a.mem", NO_LOC);
+	unlink(path);
+
+	assert_non_null(f);
+	assert_string_equal(f->display_name, "a.mem");
+	assert_int_equal(f->len, 10);
+	assert_int_equal(f->text[10], '\0');
+	assert_int_equal(f->nlines, 3);
+	assert_true(f->valid);
+	assert_non_null(f->real_path);
+	assert_ptr_equal(src_find_real(fx->t, f->real_path), f);
+	assert_null(src_find_real(fx->t, "/no/such/file"));
+	assert_string_equal(output(fx) ? fx->buf : "", "");
+}
+
+static void too_large_file_is_refused(void **state)
+{
+	struct fixture *fx = *state;
+	char path[] = "/tmp/memc-test-XXXXXX";
+
+	write_temp(path, "", 0);
+	assert_int_equal(truncate(path, SRC_MAX_SIZE + 1), 0);	/* sparse: no disk used */
+	struct src_file *f = src_load(fx->t, fx->de, path, "huge.mem", NO_LOC);
+	unlink(path);
+
+	assert_null(f);
+	assert_string_equal(output(fx), "memc: error: 'huge.mem' is 16777217 bytes, more than "
+					"the limit of 16 MiB [file-too-large]\n");
+}
+
+static void decode_consumes_every_byte(void **state)
+{
+	const char s[] = "a\xc3\xa9\xff\xf0\x9f\x99\x82";
+	const char *end = s + sizeof(s) - 1;
+	uint32_t cp;
+	(void)state;
+
+	assert_int_equal(src_decode(s, end, &cp), 1);
+	assert_int_equal(cp, 'a');
+	assert_int_equal(src_decode(s + 1, end, &cp), 2);
+	assert_int_equal(cp, 0xe9);
+	assert_int_equal(src_decode(s + 3, end, &cp), 1);
+	assert_int_equal(cp, SRC_BAD_CP);
+	assert_int_equal(src_decode(s + 4, end, &cp), 4);
+	assert_int_equal(cp, 0x1f642);
+	assert_int_equal(src_decode(s + 4, s + 6, &cp), 1);	/* cut short */
+	assert_int_equal(cp, SRC_BAD_CP);
+}
+
+static void loc_join_covers_both(void **state)
+{
+	struct loc a = { 1, 5, 8 }, b = { 1, 2, 6 }, other = { 2, 0, 1 };
+	(void)state;
+
+	struct loc j = loc_join(a, b);
+	assert_int_equal(j.file, 1);
+	assert_int_equal(j.start, 2);
+	assert_int_equal(j.end, 8);
+	j = loc_join(NO_LOC, b);
+	assert_int_equal(j.start, 2);
+	j = loc_join(a, other);
+	assert_int_equal(j.start, 5);
+	assert_true(loc_is_none(NO_LOC));
+	assert_false(loc_is_none(a));
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(builtin_is_file_zero),
+		T(lines_and_columns),
+		T(line_text_strips_newline_and_cr),
+		T(empty_file_has_one_line),
+		T(invalid_utf8_is_located),
+		T(truncated_utf8_is_located),
+		T(nul_byte_is_located),
+		T(first_problem_wins),
+		T(missing_file_without_site),
+		T(missing_file_at_include_site),
+		T(directory_is_refused),
+		T(load_real_file),
+		T(too_large_file_is_refused),
+		cmocka_unit_test(decode_consumes_every_byte),
+		cmocka_unit_test(loc_join_covers_both),
+	};
+	return cmocka_run_group_tests_name("source", tests, NULL, NULL);
+}

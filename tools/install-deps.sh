@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Install the Debian packages memc needs to build and test, but only the
+# missing ones. Silent when everything is present, so `make run` and
+# `make check` can call it every time.
+set -euo pipefail
+
+packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config)
+
+missing=()
+for p in "${packages[@]}"; do
+	if ! dpkg -s "$p" >/dev/null 2>&1; then
+		missing+=("$p")
+	fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "install-deps: missing packages: ${missing[*]}" >&2
+	echo "install-deps: apt-get not found; install them with your package manager" >&2
+	exit 1
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	if ! command -v sudo >/dev/null 2>&1; then
+		echo "install-deps: missing packages: ${missing[*]}; run as root or install sudo" >&2
+		exit 1
+	fi
+	sudo=(sudo)
+fi
+
+echo "install-deps: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"

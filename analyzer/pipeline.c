@@ -7,6 +7,7 @@
 
 #include "analyzer/pipeline.h"
 #include "lang/ast.h"
+#include "lang/check.h"
 #include "lang/diag.h"
 #include "lang/import.h"
 
@@ -26,6 +27,10 @@ int pipeline_run(struct pipeline *p)
 		ast_dump(stdout, p->program->root);
 		return diag_error_count(p->diag) ? 1 : 0;
 	}
+	if (diag_error_count(p->diag))
+		return 1;
+	check_program(p->arena, p->interner, p->diag, p->src, p->program);
+	diag_flush(p->diag);
 	if (diag_error_count(p->diag))
 		return 1;
 	return 0;

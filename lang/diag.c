@@ -306,6 +306,11 @@ bool diag_fail(struct diag_engine *de, enum diag_id id, struct loc loc, const ch
 	return false;
 }
 
+struct diag *diag_sink(struct diag_engine *de)
+{
+	return &de->sink;
+}
+
 void diag_note(struct diag *d, struct loc loc, const char *fmt, ...)
 {
 	if (!d->engine)

@@ -98,6 +98,9 @@ struct diag *diag_vemit(struct diag_engine *de, enum diag_id id, struct loc loc,
 bool diag_fail(struct diag_engine *de, enum diag_id id, struct loc loc,
 	       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Attach a note to @d (a no-op on the sink). */
+/* The record that drops everything: notes added to it vanish. For
+ * callers that decide themselves not to report a diagnostic twice. */
+struct diag *diag_sink(struct diag_engine *de);
 void diag_note(struct diag *d, struct loc loc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

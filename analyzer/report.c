@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.c - the per-device report: a text table for people and one
+ * versioned JSON document for tools.
+ *
+ * Everything printed is derived from integers (bytes, counts) with integer
+ * arithmetic, except the headroom fraction the memory model computes; no
+ * locale is ever set, so the output is byte-for-byte reproducible.  The JSON
+ * is written by hand: a tiny writer tracks nesting and commas so that every
+ * caller only says "key, value".
+ */
+#include "analyzer/report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "lang/diag.h"
+#include "lang/source.h"
+
+#define GIB_SHIFT 30
+/* The smallest byte count report_bytes() rounds up to "0.01 GiB". */
+#define GIB_HUNDREDTH_HALF ((UINT64_C(1) << GIB_SHIFT) / 200 + 1)
+
+const char *report_bytes(uint64_t b, char *buf, size_t n)
+{
+	/* Integer rounding (half up) keeps the last digit exact for any size,
+	 * where a double would drift above 2^53 bytes. */
+	uint64_t whole = b >> GIB_SHIFT;
+	uint64_t frac = b & ((UINT64_C(1) << GIB_SHIFT) - 1);
+	uint64_t cents = (frac * 100 + (UINT64_C(1) << (GIB_SHIFT - 1))) >> GIB_SHIFT;
+
+	if (cents == 100) {
+		whole++;
+		cents = 0;
+	}
+	snprintf(buf, n, "%" PRIu64 ".%02" PRIu64 " GiB", whole, cents);
+	return buf;
+}
+
+/* 13015864320 -> "13,015,864,320": exact counts people can still read. */
+static const char *fmt_count(uint64_t v, char *buf, size_t n)
+{
+	char digits[24];
+	int len = snprintf(digits, sizeof(digits), "%" PRIu64, v);
+	size_t o = 0;
+
+	for (int i = 0; i < len && o + 1 < n; i++) {
+		if (i > 0 && (len - i) % 3 == 0 && o + 2 < n)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static const char *or_unknown(const char *s)
+{
+	return s && *s ? s : "?";
+}
+
+/* ---- text ------------------------------------------------------------- */
+
+/* Column layout of the table: 4 indent + name + dtype, then the value
+ * right-aligned so that the decimal points line up. */
+#define COL_NAME 15
+#define COL_DTYPE 8
+#define COL_VALUE 12
+#define TABLE_WIDTH (4 + COL_NAME + COL_DTYPE + COL_VALUE)
+
+static void text_header(FILE *out, const struct report_job *j)
+{
+	char tot[32], tr[32];
+
+	fprintf(out, "%s: %s", or_unknown(j->name), or_unknown(j->model));
+	if (j->params_total)
+		fprintf(out, " (%s params, %s trainable)", fmt_count(j->params_total, tot, sizeof(tot)),
+			fmt_count(j->params_trainable, tr, sizeof(tr)));
+	fprintf(out, " on %" PRIu64 " x %s", j->gpus, or_unknown(j->gpu));
+	if (j->nodes > 1)
+		fprintf(out, " (%" PRIu64 " nodes)", j->nodes);
+	fputc('\n', out);
+}
+
+static void text_layout(FILE *out, const struct report_job *j)
+{
+	fprintf(out, "  layout: dp %" PRIu32 ", tp %" PRIu32 ", pp %" PRIu32 ", cp %" PRIu32
+		", ep %" PRIu32, j->dp, j->tp, j->pp, j->cp, j->ep);
+	if (j->vp > 1)
+		fprintf(out, ", vp %" PRIu32, j->vp);
+	if (j->sequence_parallel)
+		fputs(", sequence parallel", out);
+	fprintf(out, "; %s; %s; %s", or_unknown(j->sharding), or_unknown(j->precision),
+		or_unknown(j->optimizer));
+	/* Full fine-tuning is the default and not worth a column; adapters are. */
+	if (j->finetune && strcmp(j->finetune, "full") != 0)
+		fprintf(out, "; %s", j->finetune);
+	if (j->recompute && strcmp(j->recompute, "none") != 0)
+		fprintf(out, "; %s recompute", j->recompute);
+	else
+		fputs("; no recompute", out);
+	fprintf(out, "; micro_batch %" PRIu64 ", seq_len %" PRIu64 ", grad_accum %" PRIu64 "\n",
+		j->micro_batch, j->seq_len, j->grad_accum);
+}
+
+static void text_row(FILE *out, const char *name, const char *dtype, uint64_t bytes)
+{
+	char b[40];
+
+	fprintf(out, "    %-*s%-*s%*s", COL_NAME, name, COL_DTYPE, dtype ? dtype : "", COL_VALUE,
+		report_bytes(bytes, b, sizeof(b)));
+}
+
+/* " (name 1.00 GiB, ...)" listing only the non-zero parts, so a DDP job is
+ * not padded with four zero ZeRO buffers. */
+static void text_parts(FILE *out, const char *const *names, const uint64_t *v, size_t n)
+{
+	char b[40];
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i])
+			continue;
+		/* A real but tiny part (NCCL's few MiB) must not read as zero. */
+		if (v[i] < GIB_HUNDREDTH_HALF)
+			snprintf(b, sizeof(b), "< 0.01 GiB");
+		else
+			report_bytes(v[i], b, sizeof(b));
+		fprintf(out, "%s%s %s", any ? ", " : "   (", names[i], b);
+		any = true;
+	}
+	if (any)
+		fputc(')', out);
+}
+
+static void text_explain(FILE *out, const char *s, bool explain)
+{
+	if (explain && s && *s)
+		fprintf(out, "        %s\n", s);
+}
+
+static void text_components(FILE *out, const struct report_job *j, const struct mem_class *k,
+			    bool explain)
+{
+	const char *dtypes[MEM_C__COUNT] = { j->weights_dtype, j->grads_dtype, j->state_dtype,
+					     j->act_dtype, NULL, NULL, NULL };
+	const char *bufs[MEM_B__COUNT];
+	static const char *const ovh[4] = { "CUDA context", "cuBLAS", "NCCL", "fragmentation" };
+	const uint64_t ovv[4] = { k->overhead_context, k->overhead_cublas, k->overhead_nccl,
+				  k->overhead_frag };
+
+	for (int b = 0; b < MEM_B__COUNT; b++)
+		bufs[b] = mem_buffer_name((enum mem_buffer)b);
+	fprintf(out, "%*s\n", TABLE_WIDTH, "per device");
+	for (int c = 0; c < MEM_C__COUNT; c++) {
+		text_row(out, mem_component_name((enum mem_component)c), dtypes[c], k->at_peak[c]);
+		if (c == MEM_C_BUFFERS)
+			text_parts(out, bufs, k->buffers_at_peak, MEM_B__COUNT);
+		else if (c == MEM_C_OVERHEAD)
+			text_parts(out, ovh, ovv, 4);
+		fputc('\n', out);
+		text_explain(out, k->explain[c], explain);
+	}
+}
+
+/* "of 80.00 GiB: fits, 12% headroom" or "of 80.00 GiB: exceeds by 3.20 GiB". */
+static void text_capacity(FILE *out, const struct report_job *j, const struct mem_class *k)
+{
+	char cap[40], over[40];
+
+	if (!k->capacity) {
+		fputs("; capacity unknown", out);
+		return;
+	}
+	fprintf(out, " of %s: ", report_bytes(k->capacity, cap, sizeof(cap)));
+	if (!k->fits) {
+		fprintf(out, "exceeds by %s",
+			report_bytes(k->device_total - k->capacity, over, sizeof(over)));
+		return;
+	}
+	fprintf(out, "fits, %.0f%% headroom", floor(k->headroom * 100.0));
+	if (!k->fits_headroom && j->job)
+		fprintf(out, " (below the requested %.0f%%)", j->job->headroom * 100.0);
+}
+
+/* "backward, layer 40 (block), recomputing", "loss (forward)", "optimizer step". */
+static void text_where(FILE *out, const struct mem_where *p)
+{
+	fputs(mem_phase_name(p->phase), out);
+	if (p->phase == MEM_PHASE_LOSS)
+		fputs(p->backward_pass ? " (backward)" : " (forward)", out);
+	if (p->phase != MEM_PHASE_OPTIMIZER) {
+		if (p->unit)
+			fprintf(out, ", layer %" PRIu64, p->unit);
+		/* "loss (forward), loss" would say nothing twice. */
+		if (p->layer_name && strcmp(p->layer_name, mem_phase_name(p->phase)) != 0)
+			fprintf(out, p->unit ? " (%s)" : ", %s", p->layer_name);
+	}
+	if (p->recompute)
+		fputs(", recomputing", out);
+}
+
+static void text_figures(FILE *out, const struct report_job *j, const struct mem_class *k,
+			 bool explain)
+{
+	text_row(out, "peak allocated", NULL, k->peak_allocated);
+	fputs("   (torch.cuda.max_memory_allocated)\n", out);
+	text_row(out, "peak reserved", NULL, k->peak_reserved);
+	fputs("   (torch.cuda.max_memory_reserved)\n", out);
+	text_row(out, "device total", NULL, k->device_total);
+	fputs("   (nvidia-smi)", out);
+	text_capacity(out, j, k);
+	fputs("\n    peak at: ", out);
+	text_where(out, &k->peak);
+	fputc('\n', out);
+	text_explain(out, k->explain_peak, explain);
+}
+
+static void text_class(FILE *out, const struct report_job *j, const struct mem_class *k,
+		       bool explain)
+{
+	uint32_t stages = j->job ? j->job->pp : j->pp;
+
+	if (k->nstages > 1)
+		fprintf(out, "  rank class: stages %" PRIu32 "-%" PRIu32, k->stage,
+			k->stage + k->nstages - 1);
+	else
+		fprintf(out, "  rank class: stage %" PRIu32, k->stage);
+	fprintf(out, " of %" PRIu32 ", %" PRIu64 " ranks\n", stages, k->ranks);
+	text_components(out, j, k, explain);
+	text_figures(out, j, k, explain);
+}
+
+void report_text(FILE *out, const struct report_job *j, bool explain)
+{
+	text_header(out, j);
+	if (!j->analysed || !j->result) {
+		fputs("  not analysed: see the errors above\n", out);
+		return;
+	}
+	text_layout(out, j);
+	for (size_t i = 0; i < j->result->nclasses; i++)
+		text_class(out, j, &j->result->classes[i], explain);
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+#define JW_MAX_DEPTH 16
+
+/* Nesting state of the hand-written JSON: whether the current object or
+ * array has had a member yet decides the comma; depth decides the indent. */
+struct report_jw {
+	FILE *out;
+	unsigned depth;
+	bool first[JW_MAX_DEPTH];
+};
+
+/* A JSON string: quote, backslash and control characters escaped; all other
+ * bytes (UTF-8 included, the sources were validated on load) copied. */
+static void json_string(FILE *out, const char *s)
+{
+	if (!s) {
+		fputs("null", out);
+		return;
+	}
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", out);
+		else if (*p == '\t')
+			fputs("\\t", out);
+		else if (*p < 0x20)
+			fprintf(out, "\\u%04X", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+/* Start a member (@key) or an array element (@key NULL) at the current level. */
+static void jw_member(struct report_jw *w, const char *key)
+{
+	if (!w->first[w->depth])
+		fputc(',', w->out);
+	w->first[w->depth] = false;
+	fprintf(w->out, "\n%*s", (int)(2 * w->depth), "");
+	if (key) {
+		json_string(w->out, key);
+		fputs(": ", w->out);
+	}
+}
+
+static void jw_open(struct report_jw *w, const char *key, char bracket)
+{
+	jw_member(w, key);
+	fputc(bracket, w->out);
+	if (w->depth + 1 < JW_MAX_DEPTH)
+		w->depth++;
+	w->first[w->depth] = true;
+}
+
+/* Empty containers stay on one line: "[]". */
+static void jw_close(struct report_jw *w, char bracket)
+{
+	bool empty = w->first[w->depth];
+
+	w->depth--;
+	if (!empty)
+		fprintf(w->out, "\n%*s", (int)(2 * w->depth), "");
+	fputc(bracket, w->out);
+}
+
+static void jw_str(struct report_jw *w, const char *key, const char *s)
+{
+	jw_member(w, key);
+	json_string(w->out, s);
+}
+
+static void jw_u64(struct report_jw *w, const char *key, uint64_t v)
+{
+	jw_member(w, key);
+	fprintf(w->out, "%" PRIu64, v);
+}
+
+static void jw_bool(struct report_jw *w, const char *key, bool v)
+{
+	jw_member(w, key);
+	fputs(v ? "true" : "false", w->out);
+}
+
+static void jw_null(struct report_jw *w, const char *key)
+{
+	jw_member(w, key);
+	fputs("null", w->out);
+}
+
+/* 0 means "unknown" for line, column and capacity: JSON says null. */
+static void jw_u64_or_null(struct report_jw *w, const char *key, uint64_t v)
+{
+	if (v)
+		jw_u64(w, key, v);
+	else
+		jw_null(w, key);
+}
+
+/* Four decimals, and never "-0.0000", nan or inf (which JSON cannot hold). */
+static void jw_fraction(struct report_jw *w, const char *key, double v)
+{
+	if (!isfinite(v)) {
+		jw_null(w, key);
+		return;
+	}
+	if (fabs(v) < 0.00005)
+		v = 0.0;
+	jw_member(w, key);
+	fprintf(w->out, "%.4f", v);
+}
+
+static void json_layout(struct report_jw *w, const struct report_job *j)
+{
+	jw_open(w, "layout", '{');
+	jw_u64(w, "dp", j->dp);
+	jw_u64(w, "tp", j->tp);
+	jw_u64(w, "pp", j->pp);
+	jw_u64(w, "cp", j->cp);
+	jw_u64(w, "ep", j->ep);
+	jw_u64(w, "vp", j->vp);
+	jw_bool(w, "sequence_parallel", j->sequence_parallel);
+	jw_str(w, "sharding", j->sharding);
+	jw_str(w, "recompute", j->recompute);
+	jw_str(w, "precision", j->precision);
+	jw_str(w, "optimizer", j->optimizer);
+	jw_str(w, "finetune", j->finetune);
+	jw_u64(w, "micro_batch", j->micro_batch);
+	jw_u64(w, "seq_len", j->seq_len);
+	jw_u64(w, "grad_accum", j->grad_accum);
+	jw_close(w, '}');
+}
+
+/* Stable snake_case keys: the display names ("logits+loss", "gathered
+ * params") are for people and may change; these may not. */
+static const char *const json_component_keys[MEM_C__COUNT] = {
+	"weights", "gradients", "optimizer", "activations", "logits", "buffers", "overhead",
+};
+static const char *const json_buffer_keys[MEM_B__COUNT] = {
+	"gathered_params", "unsharded_grads", "buckets", "casts", "step_temps",
+};
+
+static void json_components(struct report_jw *w, const struct mem_class *k)
+{
+	jw_open(w, "components", '{');
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		jw_u64(w, json_component_keys[c], k->at_peak[c]);
+	jw_close(w, '}');
+	jw_open(w, "buffers_detail", '{');
+	for (int b = 0; b < MEM_B__COUNT; b++)
+		jw_u64(w, json_buffer_keys[b], k->buffers_at_peak[b]);
+	jw_close(w, '}');
+	jw_open(w, "overhead_detail", '{');
+	jw_u64(w, "cuda_context", k->overhead_context);
+	jw_u64(w, "cublas", k->overhead_cublas);
+	jw_u64(w, "nccl", k->overhead_nccl);
+	jw_u64(w, "fragmentation", k->overhead_frag);
+	jw_close(w, '}');
+}
+
+static void json_class(struct report_jw *w, const struct report_job *j, const struct mem_class *k)
+{
+	jw_open(w, NULL, '{');
+	jw_u64(w, "stage", k->stage);
+	jw_u64(w, "stages", k->nstages);
+	jw_u64(w, "pipeline_stages", j->job ? j->job->pp : j->pp);
+	jw_u64(w, "ranks", k->ranks);
+	json_components(w, k);
+	jw_u64(w, "peak_allocated_bytes", k->peak_allocated);
+	jw_u64(w, "peak_reserved_bytes", k->peak_reserved);
+	jw_u64(w, "device_total_bytes", k->device_total);
+	jw_str(w, "peak_phase", mem_phase_name(k->peak.phase));
+	jw_u64_or_null(w, "peak_layer", k->peak.unit);
+	jw_str(w, "peak_layer_name", k->peak.layer_name);
+	jw_u64_or_null(w, "capacity_bytes", k->capacity);
+	jw_bool(w, "fits", k->fits);
+	jw_bool(w, "fits_headroom", k->fits_headroom);
+	if (k->capacity)
+		jw_fraction(w, "headroom", k->headroom);
+	else
+		jw_null(w, "headroom");
+	jw_close(w, '}');
+}
+
+static void json_job(struct report_jw *w, const struct report_job *j)
+{
+	jw_open(w, NULL, '{');
+	jw_str(w, "name", j->name);
+	jw_u64_or_null(w, "line", j->line);
+	jw_str(w, "model", j->model);
+	jw_u64(w, "params_total", j->params_total);
+	jw_u64(w, "params_trainable", j->params_trainable);
+	jw_open(w, "cluster", '{');
+	jw_str(w, "gpu", j->gpu);
+	jw_u64(w, "gpus", j->gpus);
+	jw_u64(w, "nodes", j->nodes);
+	jw_close(w, '}');
+	json_layout(w, j);
+	jw_bool(w, "analysed", j->analysed && j->result);
+	jw_open(w, "rank_classes", '[');
+	for (size_t i = 0; j->analysed && j->result && i < j->result->nclasses; i++)
+		json_class(w, j, &j->result->classes[i]);
+	jw_close(w, ']');
+	jw_close(w, '}');
+}
+
+/* file/line/column of @loc, all null for a diagnostic without a location. */
+static void json_loc(struct report_jw *w, const struct diag_engine *de, struct loc loc)
+{
+	if (loc_is_none(loc)) {
+		jw_null(w, "file");
+		jw_null(w, "line");
+		jw_null(w, "column");
+		return;
+	}
+	jw_str(w, "file", diag_loc_file(de, loc));
+	jw_u64(w, "line", diag_loc_line(de, loc));
+	jw_u64(w, "column", diag_loc_col(de, loc));
+}
+
+static void json_diag(struct report_jw *w, const struct diag_engine *de, const struct diag *d)
+{
+	jw_open(w, NULL, '{');
+	json_loc(w, de, d->loc);
+	jw_str(w, "severity", diag_severity_str(d));
+	jw_str(w, "name", diag_name(d->id));
+	jw_str(w, "message", diag_message(d));
+	jw_open(w, "notes", '[');
+	for (const struct diag_note *n = d->notes; n; n = n->next) {
+		jw_open(w, NULL, '{');
+		json_loc(w, de, n->loc);
+		jw_str(w, "message", n->msg);
+		jw_close(w, '}');
+	}
+	jw_close(w, ']');
+	jw_close(w, '}');
+}
+
+void report_json_begin(FILE *out)
+{
+	fputs("{\n  \"memc_report_version\": 1,\n  \"files\": [", out);
+}
+
+void report_json_file(FILE *out, const char *file, const struct report_job *jobs, size_t njobs,
+		      const struct diag_engine *de, bool first_file)
+{
+	/* The engine belongs to this file's compilation: every record in it,
+	 * imported files' included, is this file's business. */
+	struct report_jw w = { .out = out, .depth = 2 };
+
+	w.first[2] = first_file;
+	jw_open(&w, NULL, '{');
+	jw_str(&w, "file", file);
+	jw_open(&w, "jobs", '[');
+	for (size_t i = 0; i < njobs; i++)
+		json_job(&w, &jobs[i]);
+	jw_close(&w, ']');
+	jw_open(&w, "diagnostics", '[');
+	for (const struct diag *d = de ? diag_first(de) : NULL; d; d = d->next)
+		json_diag(&w, de, d);
+	jw_close(&w, ']');
+	jw_close(&w, '}');
+}
+
+void report_json_end(FILE *out)
+{
+	fputs("\n  ]\n}\n", out);
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * builtins.c - the reserved names of builtins.h, in one table.
+ */
+#include <string.h>
+
+#include "lang/builtins.h"
+
+static const char *const reserved[] = {
+	/* bound by the train block (docs/language.md §4.2) */
+	"batch", "seq", "tp", "sp", "cp", "ep", "pp", "dp", "vp", "act",
+	/* bound per tensor inside optimizer bodies (§3.6) */
+	"numel", "rows", "cols", "rank",
+	/* values and functions */
+	"none", "ceil", "floor", "max",
+};
+
+bool builtin_is_reserved(const char *name)
+{
+	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+		if (strcmp(reserved[i], name) == 0)
+			return true;
+	return false;
+}

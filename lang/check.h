@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check.h - the type-and-unit checker.
+ *
+ * Binds every name (lang/scope.c), then checks each declaration: record
+ * fields against their tables (gpu, precision, train), template parameter
+ * types, and every template body, evaluated with unknown parameters so
+ * that units, types and attributes are checked even where no job uses the
+ * template. Each `train` block of the root file is then evaluated for
+ * real: its keys, its layout against the cluster, and the model's shapes
+ * under its bindings, so `heads / tp` that leaves a remainder is an error
+ * at the division with a note at the line that set `tp`.
+ */
+#ifndef MEMC_LANG_CHECK_H
+#define MEMC_LANG_CHECK_H
+
+#include <stdbool.h>
+
+#include "lang/eval.h"
+
+struct program;
+struct src_table;
+
+/* A train block's settings after checking; the analyzer starts here. */
+struct check_job {
+	const struct decl *decl;
+	struct env *bindings;		/* batch, seq, tp, ... for eval_walk */
+	struct value model, cluster, precision, optimizer, finetune;
+	struct value fields[32];	/* every key by name, see check_job_field */
+	const char *names[32];
+	unsigned nfields;
+	bool ok;			/* no error in this job */
+	struct check_job *next;
+};
+
+struct check_result {
+	struct eval *ev;
+	const struct scope *scope;
+	struct check_job *jobs;		/* the root file's train blocks, in order */
+};
+
+struct check_result *check_program(struct arena *a, struct interner *in, struct diag_engine *de,
+				   const struct src_table *src, const struct program *p);
+/* The value of @key in @job, or false if it was not given. */
+bool check_job_field(const struct check_job *job, const char *key, struct value *out);
+
+#endif

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check_train.c - train blocks and template bodies.
+ *
+ * A template no job instantiates is walked with unknown parameters and
+ * unknown job bindings: types, units and attributes are checked, shapes
+ * are not. A train block is walked with its real bindings, which is where
+ * divisibility and positivity of every shape axis are checked.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lang/arena.h"
+#include "lang/check_impl.h"
+#include "lang/diag.h"
+#include "lang/dtypes.h"
+#include "lang/eval_impl.h"
+#include "lang/intern.h"
+#include "lang/scope.h"
+
+static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
+					    "grouped", "paged", NULL };
+
+static bool is_word(const char *name)
+{
+	for (const char *const *w = tensor_words; *w; w++)
+		if (!strcmp(*w, name))
+			return true;
+	return false;
+}
+
+/* Attributes: a known word, or something that evaluates to a dtype. */
+static void check_attrs(struct eval *ev, const struct walk_tensor *t)
+{
+	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
+		if (is_word(a->name))
+			continue;
+		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
+		struct value v = eval_expr(ev, t->env, &name);
+
+		if (v.kind == VAL_DTYPE || v.kind == VAL_ERROR)
+			continue;
+		struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, a->loc,
+					    "'%s' is neither a dtype nor a tensor attribute", a->name);
+		const char *s = dtype_suggest(a->name);
+
+		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, for_grad(...), "
+			  "forward, backward, loss, grouped, paged%s", s ? s : "");
+	}
+}
+
+static void static_tensor(void *ctx, const struct walk_tensor *t)
+{
+	check_attrs(ctx, t);
+}
+
+/* Unknown bindings for a template that no job instantiates. */
+static struct env *unknown_job(struct eval *ev)
+{
+	static const char *const counts[] = { "batch", "seq", "tp", "sp", "cp", "ep", "pp", "dp", "vp",
+					      "numel", "rows", "cols", "rank" };
+	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss" };
+	struct env *e = env_new(ev, NULL);
+
+	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+		env_bind(e, intern_cstr(ev->interner, counts[i]), val_unknown_num(DIM_SCALAR, NO_LOC));
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		struct value v = val_symbol(ev, syms[i], NO_LOC);
+
+		v.unknown = true;
+		env_bind(e, intern_cstr(ev->interner, syms[i]), v);
+	}
+	struct value act = { .kind = VAL_DTYPE, .dtype = dtype_find("bf16"), .unknown = true };
+
+	env_bind(e, intern_cstr(ev->interner, "act"), act);
+	return e;
+}
+
+void check_body_static(struct eval *ev, const struct decl *d)
+{
+	static const struct walk_ops ops = { .tensor = static_tensor };
+
+	if (!ev->static_job)
+		ev->static_job = unknown_job(ev);
+	eval_walk(ev, eval_instantiate_unknown(ev, d), ev->static_job, &ops, ev);
+}
+
+/* ---- train blocks ---- */
+
+static const struct field_spec train_fields[] = {
+	{ "model", "model", true }, { "cluster", "cluster", true }, { "precision", "precision", true },
+	{ "optimizer", "optimizer", true }, { "micro_batch", "count", true }, { "seq_len", "count", true },
+	{ "grad_accum", "count", false }, { "checkpoint", "enum:none|selective|full", false },
+	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
+	{ "loss", "enum:standard|chunked", false }, { "zero", "count", false },
+	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
+	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
+	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
+	{ "overhead", "record", false }, { "headroom", "ratio", false }, { NULL, NULL, false },
+};
+
+static const struct field_spec parallel_fields[] = {
+	{ "tp", "count", false }, { "pp", "count", false }, { "cp", "count", false }, { "ep", "count", false },
+	{ "vp", "count", false }, { "sequence_parallel", "bool", false }, { "schedule", "string", false },
+	{ NULL, NULL, false },
+};
+static const struct field_spec offload_fields[] = {
+	{ "optimizer", "enum:none|cpu|nvme", false }, { "params", "enum:none|cpu|nvme", false },
+	{ NULL, NULL, false },
+};
+static const struct field_spec ddp_fields[] = {
+	{ "bucket_cap", "bytes", false }, { "gradient_as_bucket_view", "bool", false }, { NULL, NULL, false },
+};
+static const struct field_spec deepspeed_fields[] = {
+	{ "reduce_bucket_size", "count", false }, { "allgather_bucket_size", "count", false },
+	{ "prefetch_bucket_size", "count", false }, { "overlap_comm", "bool", false }, { NULL, NULL, false },
+};
+static const struct field_spec overhead_fields[] = {
+	{ "context", "bytes", false }, { "cublas_workspace", "bytes", false }, { "nccl", "bytes", false },
+	{ "fragmentation", "ratio", false }, { NULL, NULL, false },
+};
+
+static const struct field_spec *sub_specs(const char *name)
+{
+	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
+	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
+	       overhead_fields;
+}
+
+/* `precision = fp32` names the precision, not the dtype of that name. */
+static struct value as_decl(struct eval *ev, struct value v, enum decl_kind kind)
+{
+	if (v.kind == VAL_DTYPE) {
+		const struct decl *d = scope_find_kind(ev->scope, intern_cstr(ev->interner, dtype_name(v.dtype)), kind);
+
+		if (d)
+			return eval_decl_value(ev, d, v.loc);
+	}
+	if (v.kind == VAL_DECL && v.decl->kind == kind && kind != DECL_PRECISION)
+		return eval_instantiate(ev, NULL, v.decl, NULL, v.loc);
+	return v;
+}
+
+static bool check_enum(struct eval *ev, struct value v, const char *alts, const char *what)
+{
+	char buf[128];
+
+	if (v.kind == VAL_ERROR)
+		return false;
+	if (v.kind == VAL_SYMBOL || v.kind == VAL_NONE) {
+		snprintf(buf, sizeof buf, "|%s|", alts);
+		char key[96];
+
+		snprintf(key, sizeof key, "|%s|", v.str);
+		if (strstr(buf, key))
+			return true;
+	}
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be one of %s", what, alts);
+	return false;
+}
+
+static bool check_kind(struct eval *ev, struct value v, const char *type, const char *what)
+{
+	if (!strncmp(type, "enum:", 5))
+		return check_enum(ev, v, type + 5, what);
+	if (!strcmp(type, "cluster")) {
+		if (v.kind == VAL_CLUSTER || v.kind == VAL_ERROR)
+			return v.kind == VAL_CLUSTER;
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be written 'N x GPU' or 'NODES x N x GPU'", what);
+		return false;
+	}
+	if (!strcmp(type, "finetune")) {
+		if ((v.kind == VAL_SYMBOL && !strcmp(v.str, "full")) ||
+		    (v.kind == VAL_CALL && (!strcmp(v.str, "lora") || !strcmp(v.str, "qlora"))))
+			return true;
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be full, lora(...) or qlora(...)", what);
+		return false;
+	}
+	if (!strcmp(type, "precision")) {
+		if (v.kind == VAL_DECL && v.decl->kind == DECL_PRECISION)
+			return true;
+		if (v.kind == VAL_SYMBOL)
+			return undefined_name(ev, &v), false;
+	}
+	return eval_is_type(ev, v, type, what, v.loc);
+}
+
+static void keep(struct check_job *j, const char *name, struct value v)
+{
+	if (j->nfields < sizeof j->fields / sizeof j->fields[0]) {
+		j->names[j->nfields] = name;
+		j->fields[j->nfields++] = v;
+	}
+}
+
+static void train_field(struct eval *ev, struct check_job *j, const struct field *f, const char *prefix,
+			const struct field_spec *specs)
+{
+	char what[96];
+	const struct field_spec *s = check_spec_find(specs, f->name);
+
+	snprintf(what, sizeof what, "'%s%s'", prefix, f->name);
+	if (!s) {
+		check_unknown_field(ev, specs, f, prefix[0] ? "this record" : "a train block");
+		j->ok = false;	/* a misspelt key: do not also call it missing */
+		return;
+	}
+	if (!strcmp(s->type, "record") || f->sub) {
+		if (!f->sub && f->value)
+			eval_error(ev, DIAG_TYPE_MISMATCH, f->loc, "%s is written '%s { ... }'", what, f->name);
+		for (const struct field *g = f->sub; g; g = g->next)
+			train_field(ev, j, g, arena_printf(ev->arena, "%s.", f->name), sub_specs(f->name));
+		return;
+	}
+	struct value v = eval_expr(ev, NULL, f->value);
+
+	if (!strcmp(s->type, "model") || !strcmp(s->type, "optimizer") || !strcmp(s->type, "precision"))
+		v = as_decl(ev, v, !strcmp(s->type, "model") ? DECL_MODEL :
+			    !strcmp(s->type, "optimizer") ? DECL_OPTIMIZER : DECL_PRECISION);
+	v.origin = f->loc;
+	v.label = f->name;
+	if (check_kind(ev, v, s->type, what))
+		keep(j, arena_printf(ev->arena, "%s%s", prefix, f->name), v);
+	else
+		j->ok = false;
+}
+
+/* A count key with its default; @v gets the key's value for notes. */
+static uint64_t count_key(struct eval *ev, const struct check_job *j, const char *key, uint64_t def,
+			  struct value *v)
+{
+	uint64_t u = def;
+
+	if (check_job_field(j, key, v))
+		eval_to_u64(ev, *v, key, &u);
+	else
+		*v = val_count(def, j->decl->name_loc);
+	v->label = strrchr(key, '.') ? strrchr(key, '.') + 1 : key;
+	return u;
+}
+
+static void bind(struct eval *ev, struct env *e, const char *name, struct value v)
+{
+	v.label = name;
+	env_bind(e, intern_cstr(ev->interner, name), v);
+}
+
+static struct value sym_key(struct eval *ev, const struct check_job *j, const char *key, const char *def)
+{
+	struct value v;
+
+	if (!check_job_field(j, key, &v))
+		v = val_symbol(ev, def, j->decl->name_loc);
+	return v;
+}
+
+/* dp = gpus / (tp * pp * cp): the layout must divide the cluster. */
+static void layout(struct eval *ev, struct check_job *j, struct env *e)
+{
+	struct value tp, pp, cp, ep, vp, spv, gpus;
+	uint64_t t = count_key(ev, j, "parallel.tp", 1, &tp), p = count_key(ev, j, "parallel.pp", 1, &pp);
+	uint64_t c = count_key(ev, j, "parallel.cp", 1, &cp), x = count_key(ev, j, "parallel.ep", 1, &ep);
+	uint64_t total = 0, nodes = 0, per = 0;
+	bool sp = false;
+
+	count_key(ev, j, "parallel.vp", 1, &vp);
+	if (check_job_field(j, "parallel.sequence_parallel", &spv))
+		eval_to_bool(ev, spv, "sequence_parallel", &sp);
+	if (j->cluster.kind == VAL_CLUSTER && num_to_u64(j->cluster.nodes, &nodes) &&
+	    num_to_u64(j->cluster.gpus, &per))
+		total = nodes * per;
+	gpus = val_count(total, j->cluster.loc);
+	for (struct value *d = (struct value[]){ tp, pp, cp, ep }, *end = d + 4; d < end; d++) {
+		uint64_t u;
+
+		if (d->kind == VAL_NUM && num_to_u64(d->num, &u) && u == 0) {
+			eval_error(ev, DIAG_BAD_SHAPE, d->loc, "'%s' must be at least 1", d->label);
+			j->ok = false;
+			return;
+		}
+	}
+	uint64_t mp = t * p * c;
+
+	if (total && mp && total % mp) {
+		struct diag *g = eval_error(ev, DIAG_NOT_DIVISIBLE, t > 1 ? tp.loc : p > 1 ? pp.loc : cp.loc,
+					    "tp x pp x cp = %llu does not divide the %llu GPUs of the cluster",
+					    (unsigned long long)mp, (unsigned long long)total);
+
+		diag_note(g, j->cluster.loc, "the cluster is set here");
+		j->ok = false;
+		return;
+	}
+	uint64_t dp = total && mp ? total / mp : 1;
+
+	if (x > 1 && dp * t % x) {
+		eval_error(ev, DIAG_NOT_DIVISIBLE, ep.loc, "ep = %llu does not divide dp x tp = %llu",
+			   (unsigned long long)x, (unsigned long long)(dp * t));
+		j->ok = false;
+	}
+	bind(ev, e, "tp", tp);
+	bind(ev, e, "pp", pp);
+	bind(ev, e, "cp", cp);
+	bind(ev, e, "ep", ep);
+	bind(ev, e, "vp", vp);
+	bind(ev, e, "sp", sp ? tp : val_count(1, j->decl->name_loc));
+	bind(ev, e, "dp", val_count(dp, gpus.loc));
+}
+
+static struct value compute_dtype(struct eval *ev, const struct check_job *j)
+{
+	if (j->precision.kind == VAL_DECL)
+		for (const struct field *f = j->precision.decl->record.fields; f; f = f->next)
+			if (!strcmp(f->name, "compute") && f->value)
+				return eval_expr(ev, NULL, f->value);
+	return (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") };
+}
+
+static struct env *job_bindings(struct eval *ev, struct check_job *j)
+{
+	struct env *e = env_new(ev, NULL);
+	struct value mb, sl;
+
+	count_key(ev, j, "micro_batch", 1, &mb);
+	count_key(ev, j, "seq_len", 1, &sl);
+	bind(ev, e, "batch", mb);
+	bind(ev, e, "seq", sl);
+	layout(ev, j, e);
+	bind(ev, e, "act", compute_dtype(ev, j));
+	bind(ev, e, "attention", sym_key(ev, j, "attention", "flash"));
+	bind(ev, e, "checkpoint", sym_key(ev, j, "checkpoint", "none"));
+	bind(ev, e, "kernels", sym_key(ev, j, "kernels", "hf"));
+	bind(ev, e, "loss", sym_key(ev, j, "loss", "standard"));
+	return e;
+}
+
+struct check_job *check_train(struct eval *ev, const struct decl *d)
+{
+	struct check_job *j = ARENA_NEW(ev->arena, struct check_job);
+	unsigned before = diag_error_count(ev->diag);
+	static const struct walk_ops ops = { .tensor = static_tensor };
+
+	j->decl = d;
+	j->ok = true;
+	for (const struct field *f = d->record.fields; f; f = f->next)
+		train_field(ev, j, f, "", train_fields);
+	for (const struct field_spec *s = train_fields; s->name; s++) {
+		struct value v;
+
+		if (s->required && !check_job_field(j, s->name, &v) && j->ok)
+			eval_error(ev, DIAG_MISSING_FIELD, d->name_loc, "train block '%s' has no '%s'", d->name, s->name);
+	}
+	check_job_field(j, "model", &j->model);
+	check_job_field(j, "cluster", &j->cluster);
+	check_job_field(j, "precision", &j->precision);
+	check_job_field(j, "optimizer", &j->optimizer);
+	if (!check_job_field(j, "finetune", &j->finetune))
+		j->finetune = val_symbol(ev, "full", d->name_loc);
+	if (diag_error_count(ev->diag) == before) {
+		j->bindings = job_bindings(ev, j);
+		if (diag_error_count(ev->diag) == before)
+			eval_walk(ev, j->model, j->bindings, &ops, ev);
+	}
+	j->ok = diag_error_count(ev->diag) == before;
+	return j;
+}

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * eval.c - environments and expression evaluation (see eval.h).
+ *
+ * Arithmetic is exact (lang/num.c): an overflow or a division by zero is
+ * an error at the operator, never a wrapped or infinite number. `+`, `-`
+ * and comparisons need equal dimensions; `*` and `/` combine them. A
+ * division of two whole counts inside a shape must leave no remainder:
+ * the error names both operands and points back at the divisor's binding.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lang/arena.h"
+#include "lang/builtins.h"
+#include "lang/diag.h"
+#include "lang/dtypes.h"
+#include "lang/eval.h"
+#include "lang/eval_impl.h"
+#include "lang/intern.h"
+#include "lang/scope.h"
+#include "lang/source.h"
+
+struct value val_error(struct loc loc)
+{
+	return (struct value){ .kind = VAL_ERROR, .loc = loc, .origin = loc };
+}
+
+struct value val_unknown_num(struct dim d, struct loc loc)
+{
+	return (struct value){ .kind = VAL_NUM, .unknown = true, .dim = d, .loc = loc, .origin = loc };
+}
+
+struct value val_count(uint64_t n, struct loc loc)
+{
+	struct value v = { .kind = VAL_NUM, .dim = DIM_SCALAR, .loc = loc, .origin = loc };
+
+	if (num_from_u64(n, &v.num) != NUM_OK)
+		v.kind = VAL_ERROR;
+	return v;
+}
+
+struct value val_symbol(struct eval *ev, const char *s, struct loc loc)
+{
+	return (struct value){ .kind = VAL_SYMBOL, .str = intern_cstr(ev->interner, s), .loc = loc,
+			       .origin = loc };
+}
+
+struct eval *eval_new(struct arena *a, struct interner *in, struct diag_engine *de,
+		      const struct scope *scope)
+{
+	struct eval *ev = ARENA_NEW(a, struct eval);
+
+	ev->arena = a;
+	ev->interner = in;
+	ev->diag = de;
+	ev->scope = scope;
+	ev->none = intern_cstr(in, "none");
+	return ev;
+}
+
+struct diag_engine *eval_diag(struct eval *ev) { return ev->diag; }
+struct interner *eval_interner(struct eval *ev) { return ev->interner; }
+const struct scope *eval_scope(struct eval *ev) { return ev->scope; }
+
+/* ---- reporting once per location ---- */
+
+static bool seen_before(struct eval *ev, int id, struct loc loc)
+{
+	uint64_t key = ((uint64_t)loc.file << 40) ^ ((uint64_t)loc.start << 8) ^ (uint64_t)id;
+
+	for (size_t i = 0; i < ev->nseen; i++)
+		if (ev->seen[i] == key)
+			return true;
+	if (ev->nseen == ev->capseen) {
+		ev->capseen = ev->capseen ? ev->capseen * 2 : 64;
+		uint64_t *n = ARENA_NEW_ARRAY(ev->arena, uint64_t, ev->capseen);
+
+		if (ev->nseen)
+			memcpy(n, ev->seen, ev->nseen * sizeof *n);
+		ev->seen = n;
+	}
+	ev->seen[ev->nseen++] = key;
+	return false;
+}
+
+static struct diag *vreport(struct eval *ev, int id, struct loc loc, const char *fmt, va_list ap)
+{
+	if (seen_before(ev, id, loc)) {
+		/* the sink: notes on it are dropped */
+		return diag_sink(ev->diag);
+	}
+	return diag_vemit(ev->diag, (enum diag_id)id, loc, fmt, ap);
+}
+
+struct diag *eval_error(struct eval *ev, int id, struct loc loc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	struct diag *d = vreport(ev, id, loc, fmt, ap);
+	va_end(ap);
+	return d;
+}
+
+struct diag *eval_warn(struct eval *ev, int id, struct loc loc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	struct diag *d = vreport(ev, id, loc, fmt, ap);
+	va_end(ap);
+	return d;
+}
+
+/* ---- environments: small frames, searched innermost first ---- */
+
+struct binding {
+	const char *name;
+	struct value v;
+	struct binding *next;
+};
+
+struct env {
+	struct env *parent;
+	struct binding *first, **tail;
+	struct eval *ev;
+};
+
+struct env *env_new(struct eval *ev, struct env *parent)
+{
+	struct env *e = ARENA_NEW(ev->arena, struct env);
+
+	e->parent = parent;
+	e->tail = &e->first;
+	e->ev = ev;
+	return e;
+}
+
+void env_set_parent(struct env *e, struct env *parent)
+{
+	e->parent = parent;
+}
+
+void env_bind(struct env *e, const char *name, struct value v)
+{
+	struct binding *b = ARENA_NEW(e->ev->arena, struct binding);
+
+	b->name = name;
+	b->v = v;
+	*e->tail = b;
+	e->tail = &b->next;
+}
+
+bool env_lookup(const struct env *e, const char *name, struct value *out)
+{
+	for (; e; e = e->parent)
+		for (const struct binding *b = e->first; b; b = b->next)
+			if (b->name == name) {
+				*out = b->v;
+				return true;
+			}
+	return false;
+}
+
+const char *env_name_at(const struct env *e, unsigned i, struct value *out)
+{
+	const struct binding *b = e->first;
+
+	while (b && i--)
+		b = b->next;
+	if (!b)
+		return NULL;
+	*out = b->v;
+	return b->name;
+}
+
+/* ---- describing values in messages ---- */
+
+const char *eval_type_name(const struct value *v, char *buf, size_t n)
+{
+	switch (v->kind) {
+	case VAL_NUM: return dim_describe(v->dim, buf, n);
+	case VAL_BOOL: return "bool";
+	case VAL_STRING: return "string";
+	case VAL_DTYPE: return "dtype";
+	case VAL_SYMBOL: return "a name";
+	case VAL_NONE: return "none";
+	case VAL_LIST: return "list";
+	case VAL_DECL: case VAL_INSTANCE:
+		snprintf(buf, n, "%s", v->decl ? ast_decl_keyword[v->decl->kind] : "declaration");
+		return buf;
+	case VAL_CALL: return "call";
+	case VAL_CLUSTER: return "cluster";
+	case VAL_ERROR: return "error";
+	}
+	return "value";
+}
+
+/* "tp (3)" or "hidden / heads (128)". */
+const char *eval_describe(struct eval *ev, const struct value *v, char *buf, size_t n)
+{
+	char num[64];
+	const char *label = v->label;
+	char text[48];
+
+	if (!label) {
+		const struct src_file *f = ev->src ? src_get(ev->src, v->loc.file) : NULL;
+		uint32_t len = v->loc.end - v->loc.start;
+
+		if (f && len < sizeof text) {
+			memcpy(text, f->text + v->loc.start, len);
+			text[len] = '\0';
+			label = text;
+		}
+	}
+	if (v->kind == VAL_NUM && !v->unknown)
+		num_format(v->num, num, sizeof num, 6);
+	else
+		snprintf(num, sizeof num, "?");
+	if (label && strcmp(label, num) != 0)
+		snprintf(buf, n, "%s (%s)", label, num);
+	else
+		snprintf(buf, n, "%s", num);
+	return buf;
+}

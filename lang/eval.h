@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * eval.h - evaluate expressions and walk template bodies.
+ *
+ * One evaluator serves the checker and the analyzer. Names resolve, in
+ * order, through the local frames (a template's parameters and lets), the
+ * job's bindings (batch, seq, tp, ...), the global declarations, the unit
+ * table, the dtype table and the builtin functions. A name found nowhere
+ * evaluates to an enum symbol, which is what `attention == eager` or
+ * `targets = [q, v]` need; where a number is required instead, it is
+ * reported as undefined with a did-you-mean.
+ *
+ * Errors are reported once per source location, however many times a
+ * layer is instantiated, and the value that failed becomes VAL_ERROR, which
+ * every later operation passes on silently.
+ */
+#ifndef MEMC_LANG_EVAL_H
+#define MEMC_LANG_EVAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lang/value.h"
+
+struct arena;
+struct interner;
+struct diag_engine;
+struct scope;
+struct diag;
+
+struct eval;
+struct env;
+
+struct eval *eval_new(struct arena *a, struct interner *in, struct diag_engine *de,
+		      const struct scope *scope);
+struct diag_engine *eval_diag(struct eval *ev);
+struct interner *eval_interner(struct eval *ev);
+const struct scope *eval_scope(struct eval *ev);
+
+struct env *env_new(struct eval *ev, struct env *parent);
+void env_set_parent(struct env *e, struct env *parent);
+void env_bind(struct env *e, const char *name, struct value v);
+bool env_lookup(const struct env *e, const char *name, struct value *out);
+/* The first binding of a frame, in binding order, for listing arguments. */
+const char *env_name_at(const struct env *e, unsigned i, struct value *out);
+
+struct value eval_expr(struct eval *ev, struct env *env, const struct expr *e);
+struct value val_error(struct loc loc);
+struct value val_unknown_num(struct dim d, struct loc loc);
+struct value val_count(uint64_t n, struct loc loc);
+struct value val_symbol(struct eval *ev, const char *s, struct loc loc);
+
+/* A declaration referenced by name, evaluated: a let's value, an alias's
+ * instance, a parameterless template's instance, or VAL_DECL. */
+struct value eval_decl_value(struct eval *ev, const struct decl *d, struct loc use);
+
+/* Bind @args to the parameters of template @d (reporting missing,
+ * unknown and mistyped arguments at the call, with a note at the
+ * parameter). */
+struct value eval_instantiate(struct eval *ev, struct env *env, const struct decl *d,
+			      const struct arg *args, struct loc call);
+/* The same with every parameter unknown of its declared type (defaults
+ * evaluated when they exist): how the checker sees an unused template. */
+struct value eval_instantiate_unknown(struct eval *ev, const struct decl *d);
+
+/* Type checks with reporting; @what names the thing ("'memory'"). */
+bool eval_is_type(struct eval *ev, struct value v, const char *type, const char *what, struct loc at);
+bool eval_to_u64(struct eval *ev, struct value v, const char *what, uint64_t *out);
+bool eval_to_bool(struct eval *ev, struct value v, const char *what, bool *out);
+
+/* Report once per location; return NULL (a sink) if already reported. */
+struct diag *eval_error(struct eval *ev, int id, struct loc loc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+struct diag *eval_warn(struct eval *ev, int id, struct loc loc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/*
+ * Walking a template body. The walker evaluates shapes and conditions and
+ * calls back for every tensor with its evaluated dimensions, and around
+ * every nested instance and repeat. Unknown conditions walk both
+ * branches; unknown repeat counts walk the body once.
+ */
+struct walk_tensor {
+	const struct stmt *stmt;	/* STMT_TENSOR */
+	const struct value *dims;	/* evaluated axes */
+	unsigned ndims;
+	struct env *env;		/* to evaluate attributes */
+};
+
+struct walk_ops {
+	void (*tensor)(void *ctx, const struct walk_tensor *t);
+	void (*enter)(void *ctx, const struct decl *layer, struct env *env, struct loc call);
+	void (*leave)(void *ctx, const struct decl *layer);
+	void (*repeat_enter)(void *ctx, const struct stmt *s, struct value count);
+	void (*repeat_leave)(void *ctx, const struct stmt *s);
+};
+
+/* Walk @inst (VAL_INSTANCE) with @job as the frame of train bindings. */
+void eval_walk(struct eval *ev, struct value inst, struct env *job, const struct walk_ops *ops,
+	       void *ctx);
+
+#endif

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * eval_expr.c - expressions: literals, names, operators, calls.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lang/arena.h"
+#include "lang/diag.h"
+#include "lang/dtypes.h"
+#include "lang/eval_impl.h"
+#include "lang/intern.h"
+#include "lang/scope.h"
+
+static struct value number(struct eval *ev, const struct expr *lit)
+{
+	struct value v = { .kind = VAL_NUM, .dim = DIM_SCALAR, .loc = lit->loc, .origin = lit->loc };
+	const char *t = lit->number.text;
+	enum num_status st = num_parse(t, strlen(t), &v.num);
+
+	if (st != NUM_OK) {
+		eval_error(ev, DIAG_OVERFLOW, lit->loc, "number '%s' is out of range", t);
+		return val_error(lit->loc);
+	}
+	return v;
+}
+
+static struct value quantity(struct eval *ev, const struct expr *e)
+{
+	struct value v = number(ev, e->quantity.number);
+	struct unit_ref u;
+
+	v.loc = v.origin = e->loc;
+	if (v.kind == VAL_ERROR)
+		return v;
+	if (!unit_lookup(e->quantity.unit, &u)) {
+		const char *s = unit_suggest(e->quantity.unit);
+		struct diag *d = eval_error(ev, DIAG_UNKNOWN_UNIT, e->quantity.unit_loc,
+					    "unknown unit '%s'", e->quantity.unit);
+
+		if (s)
+			diag_note(d, NO_LOC, "did you mean '%s'?", s);
+		return val_error(e->loc);
+	}
+	if (num_mul(v.num, u.factor, &v.num) != NUM_OK) {
+		eval_error(ev, DIAG_OVERFLOW, e->loc, "quantity is out of range");
+		return val_error(e->loc);
+	}
+	v.dim = u.dim;
+	return v;
+}
+
+static struct value percent(struct eval *ev, const struct expr *e)
+{
+	struct value v = number(ev, e->percent.number);
+
+	v.loc = v.origin = e->loc;
+	if (v.kind == VAL_NUM && num_div(v.num, num_from_int(100), &v.num) != NUM_OK)
+		return val_error(e->loc);
+	return v;
+}
+
+static struct value member(struct eval *ev, struct env *env, const struct expr *e)
+{
+	struct value obj = eval_expr(ev, env, e->member.object);
+	const char *f = e->member.field;
+
+	if (obj.kind == VAL_ERROR)
+		return obj;
+	if (obj.kind == VAL_DTYPE && (!strcmp(f, "size") || !strcmp(f, "bits"))) {
+		struct value v = { .kind = VAL_NUM, .loc = e->loc, .origin = e->loc };
+
+		v.num = dtype_size(obj.dtype);
+		v.dim = DIM_BYTES;
+		if (!strcmp(f, "bits")) {
+			v.num = dtype_effective_bits(obj.dtype);
+			v.dim = DIM_SCALAR;
+		}
+		return v;
+	}
+	if (obj.kind == VAL_DECL && obj.decl->kind <= DECL_TRAIN && obj.decl->kind >= DECL_GPU) {
+		for (const struct field *fl = obj.decl->record.fields; fl; fl = fl->next)
+			if (fl->name == f && fl->value)
+				return eval_expr(ev, env, fl->value);
+	}
+	eval_error(ev, DIAG_UNKNOWN_FIELD, e->member.field_loc, "'%s' has no member '%s'",
+		   obj.label ? obj.label : "this value", f);
+	return val_error(e->loc);
+}
+
+static struct value unary(struct eval *ev, struct env *env, const struct expr *e)
+{
+	struct value v = eval_expr(ev, env, e->unary.operand);
+	char b[64];
+
+	if (v.kind == VAL_ERROR)
+		return v;
+	v.loc = v.origin = e->loc;
+	v.label = NULL;
+	if (e->unary.op == AST_NOT) {
+		if (v.kind == VAL_BOOL) {
+			v.b = !v.b;
+			return v;
+		}
+	} else if (v.kind == VAL_NUM) {
+		v.num = num_neg(v.num);
+		return v;
+	}
+	eval_error(ev, DIAG_TYPE_MISMATCH, e->loc, "operator '%s' cannot apply to %s",
+		   e->unary.op == AST_NOT ? "!" : "-", eval_type_name(&v, b, sizeof b));
+	return val_error(e->loc);
+}
+
+static struct value mismatch(struct eval *ev, const struct expr *e, const struct value *l,
+			     const struct value *r)
+{
+	char a[64], b[64], h[128];
+	const char *verb = e->binary.op == AST_ADD ? "add" : e->binary.op == AST_SUB ? "subtract" : "compare";
+	struct diag *d = eval_error(ev, DIAG_UNIT_MISMATCH, e->binary.op_loc, "cannot %s %s and %s",
+				    verb, eval_type_name(l, a, sizeof a), eval_type_name(r, b, sizeof b));
+
+	if (l->kind == VAL_NUM && r->kind == VAL_NUM) {
+		const struct value *bare = dim_is_scalar(l->dim) ? l : r;
+		const struct value *other = bare == l ? r : l;
+
+		if (dim_is_scalar(bare->dim) && dim_fix_hint(other->dim, bare->dim, h, sizeof h))
+			diag_note(d, bare->loc, "%s", h);
+	}
+	return val_error(e->loc);
+}
+
+static struct value arith(struct eval *ev, const struct expr *e, struct value l, struct value r)
+{
+	struct value v = { .kind = VAL_NUM, .loc = e->loc, .origin = e->loc };
+	enum num_status st = NUM_OK;
+	enum ast_binop op = e->binary.op;
+
+	if ((op == AST_ADD || op == AST_SUB) && !dim_eq(l.dim, r.dim))
+		return mismatch(ev, e, &l, &r);
+	v.dim = op == AST_MUL ? dim_mul(l.dim, r.dim) : op == AST_DIV ? dim_div(l.dim, r.dim) : l.dim;
+	v.unknown = l.unknown || r.unknown;
+	if (!dim_is_valid(v.dim)) {
+		eval_error(ev, DIAG_UNIT_MISMATCH, e->binary.op_loc, "unit exponent out of range");
+		return val_error(e->loc);
+	}
+	if (op == AST_DIV && !r.unknown && num_is_zero(r.num)) {
+		eval_error(ev, DIAG_DIVISION_BY_ZERO, e->binary.op_loc, "division by zero");
+		return val_error(e->loc);
+	}
+	if (v.unknown)
+		return v;
+	switch (op) {
+	case AST_ADD: st = num_add(l.num, r.num, &v.num); break;
+	case AST_SUB: st = num_sub(l.num, r.num, &v.num); break;
+	case AST_MUL: st = num_mul(l.num, r.num, &v.num); break;
+	default: st = num_div(l.num, r.num, &v.num); break;
+	}
+	if (st != NUM_OK) {
+		char a[96], b[96];
+
+		eval_error(ev, DIAG_OVERFLOW, e->binary.op_loc, "%s %s %s overflows 64-bit arithmetic",
+			   eval_describe(ev, &l, a, sizeof a), ast_binop_spelling(op),
+			   eval_describe(ev, &r, b, sizeof b));
+		return val_error(e->loc);
+	}
+	if (op == AST_DIV && ev->in_shape && num_is_int(l.num) && num_is_int(r.num) &&
+	    dim_is_scalar(l.dim) && dim_is_scalar(r.dim) && !num_is_int(v.num)) {
+		char a[96], b[96];
+		struct diag *d = eval_error(ev, DIAG_NOT_DIVISIBLE, e->loc, "%s is not divisible by %s",
+					    eval_describe(ev, &l, a, sizeof a),
+					    eval_describe(ev, &r, b, sizeof b));
+
+		if (r.origin.file && (r.origin.file != r.loc.file || r.origin.start != r.loc.start))
+			diag_note(d, r.origin, "'%s' is set here", r.label ? r.label : "the divisor");
+		return val_error(e->loc);
+	}
+	return v;
+}
+
+static bool same_value(const struct value *l, const struct value *r, bool *eq)
+{
+	if (l->kind == VAL_NUM && r->kind == VAL_NUM)
+		*eq = num_eq(l->num, r->num);
+	else if (l->kind == VAL_BOOL && r->kind == VAL_BOOL)
+		*eq = l->b == r->b;
+	else if ((l->kind == VAL_SYMBOL || l->kind == VAL_STRING || l->kind == VAL_NONE) &&
+		 (r->kind == VAL_SYMBOL || r->kind == VAL_STRING || r->kind == VAL_NONE))
+		*eq = l->str == r->str || (l->str && r->str && !strcmp(l->str, r->str));
+	else if (l->kind == VAL_DTYPE && r->kind == VAL_DTYPE)
+		*eq = l->dtype == r->dtype;
+	else if ((l->kind == VAL_DECL || l->kind == VAL_INSTANCE) && r->kind == l->kind)
+		*eq = l->decl == r->decl;
+	else
+		return false;
+	return true;
+}
+
+static struct value compare(struct eval *ev, const struct expr *e, struct value l, struct value r)
+{
+	struct value v = { .kind = VAL_BOOL, .loc = e->loc, .origin = e->loc };
+	enum ast_binop op = e->binary.op;
+	bool eq;
+
+	if (l.kind == VAL_NUM && r.kind == VAL_NUM) {
+		if (!dim_eq(l.dim, r.dim))
+			return mismatch(ev, e, &l, &r);
+		v.unknown = l.unknown || r.unknown;
+		int c = v.unknown ? 0 : num_cmp(l.num, r.num);
+
+		v.b = op == AST_EQ ? c == 0 : op == AST_NE ? c != 0 : op == AST_LT ? c < 0 :
+		      op == AST_LE ? c <= 0 : op == AST_GT ? c > 0 : c >= 0;
+		return v;
+	}
+	if ((op == AST_EQ || op == AST_NE) && same_value(&l, &r, &eq)) {
+		v.unknown = l.unknown || r.unknown;
+		v.b = op == AST_EQ ? eq : !eq;
+		return v;
+	}
+	return mismatch(ev, e, &l, &r);
+}
+
+static struct value logic(struct eval *ev, const struct expr *e, struct value l, struct value r)
+{
+	struct value v = { .kind = VAL_BOOL, .loc = e->loc, .origin = e->loc };
+	char b[64];
+
+	if (l.kind != VAL_BOOL || r.kind != VAL_BOOL) {
+		const struct value *bad = l.kind != VAL_BOOL ? &l : &r;
+
+		eval_error(ev, DIAG_TYPE_MISMATCH, bad->loc, "'%s' needs bool operands, but this is %s",
+			   ast_binop_spelling(e->binary.op), eval_type_name(bad, b, sizeof b));
+		return val_error(e->loc);
+	}
+	bool and = e->binary.op == AST_AND;
+
+	/* A known false (&&) or true (||) decides even next to an unknown. */
+	if ((!l.unknown && l.b != and) || (!r.unknown && r.b != and)) {
+		v.b = !and;
+		return v;
+	}
+	v.unknown = l.unknown || r.unknown;
+	v.b = and;
+	return v;
+}
+
+static struct value binary(struct eval *ev, struct env *env, const struct expr *e)
+{
+	struct value l = eval_expr(ev, env, e->binary.lhs);
+	struct value r = eval_expr(ev, env, e->binary.rhs);
+	enum ast_binop op = e->binary.op;
+	char a[64], b[64];
+
+	if (l.kind == VAL_ERROR || r.kind == VAL_ERROR)
+		return val_error(e->loc);
+	if (op == AST_AND || op == AST_OR)
+		return logic(ev, e, l, r);
+	if (op >= AST_EQ)
+		return compare(ev, e, l, r);
+	if (l.kind == VAL_SYMBOL)
+		return undefined_name(ev, &l);
+	if (r.kind == VAL_SYMBOL)
+		return undefined_name(ev, &r);
+	if (l.kind == VAL_NUM && r.kind == VAL_NUM)
+		return arith(ev, e, l, r);
+	eval_error(ev, DIAG_TYPE_MISMATCH, e->binary.op_loc, "operator '%s' cannot combine %s and %s",
+		   ast_binop_spelling(op), eval_type_name(&l, a, sizeof a), eval_type_name(&r, b, sizeof b));
+	return val_error(e->loc);
+}
+
+static struct value list(struct eval *ev, struct env *env, const struct expr *e)
+{
+	struct value v = { .kind = VAL_LIST, .loc = e->loc, .origin = e->loc };
+	unsigned i = 0;
+
+	v.nitems = e->list.count;
+	v.items = ARENA_NEW_ARRAY(ev->arena, struct value, v.nitems ? v.nitems : 1);
+	for (const struct item *it = e->list.items; it; it = it->next)
+		v.items[i++] = eval_expr(ev, env, it->value);
+	return v;
+}
+
+static struct value cluster(struct eval *ev, const struct expr *e)
+{
+	struct value v = { .kind = VAL_CLUSTER, .loc = e->loc, .origin = e->loc };
+	struct value g = number(ev, e->cluster.gpus);
+	struct value n = e->cluster.nodes ? number(ev, e->cluster.nodes) : val_count(1, e->loc);
+	const struct decl *gpu = scope_find_kind(ev->scope, e->cluster.gpu, DECL_GPU);
+
+	if (g.kind == VAL_ERROR || n.kind == VAL_ERROR)
+		return val_error(e->loc);
+	if (!gpu) {
+		const char *s = scope_suggest(ev->scope, e->cluster.gpu, DECL_GPU);
+		struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, e->cluster.gpu_loc,
+					    "unknown GPU '%s'", e->cluster.gpu);
+
+		if (s)
+			diag_note(d, NO_LOC, "did you mean '%s'?", s);
+		return val_error(e->loc);
+	}
+	v.decl = gpu;
+	v.gpus = g.num;
+	v.nodes = n.num;
+	return v;
+}
+
+struct value eval_expr(struct eval *ev, struct env *env, const struct expr *e)
+{
+	struct value v;
+
+	switch (e->kind) {
+	case EXPR_NUMBER: return number(ev, e);
+	case EXPR_QUANTITY: return quantity(ev, e);
+	case EXPR_PERCENT: return percent(ev, e);
+	case EXPR_STRING:
+		return (struct value){ .kind = VAL_STRING, .str = e->string.value, .loc = e->loc, .origin = e->loc };
+	case EXPR_BOOL:
+		return (struct value){ .kind = VAL_BOOL, .b = e->boolean.value, .loc = e->loc, .origin = e->loc };
+	case EXPR_NAME: return eval_name(ev, env, e);
+	case EXPR_MEMBER: return member(ev, env, e);
+	case EXPR_UNARY: return unary(ev, env, e);
+	case EXPR_BINARY: return binary(ev, env, e);
+	case EXPR_CALL: return eval_call(ev, env, e);
+	case EXPR_LIST: return list(ev, env, e);
+	case EXPR_CLUSTER: return cluster(ev, e);
+	case EXPR__COUNT: break;
+	}
+	v = val_error(e->loc);
+	return v;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * eval_impl.h - the evaluator's state, shared by eval.c (values,
+ * environments), eval_expr.c (expressions) and walk.c (templates).
+ */
+#ifndef MEMC_LANG_EVAL_IMPL_H
+#define MEMC_LANG_EVAL_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lang/eval.h"
+
+struct src_table;
+
+/* Evaluation state of one global `let` or alias: for memo and cycles. */
+struct decl_memo {
+	const struct decl *decl;
+	int state;			/* 0 new, 1 active, 2 done */
+	struct value v;
+	struct loc use;			/* where it was first asked for */
+	struct decl_memo *next;
+};
+
+struct eval {
+	struct arena *arena;
+	struct interner *interner;
+	struct diag_engine *diag;
+	const struct scope *scope;
+	const struct src_table *src;	/* for quoting operands in messages */
+	const char *none;
+	uint64_t *seen;			/* reported (file, offset, id) keys */
+	size_t nseen, capseen;
+	struct decl_memo *memo;
+	struct decl_memo *active[64];	/* the chain being evaluated, for cycles */
+	unsigned nactive;
+	bool in_shape;			/* divisions must be exact */
+	unsigned depth;			/* instantiation depth */
+	struct env *static_job;		/* unknown bindings for static checks */
+};
+
+enum { EVAL_MAX_DEPTH = 64 };
+
+const char *eval_type_name(const struct value *v, char *buf, size_t n);
+const char *eval_describe(struct eval *ev, const struct value *v, char *buf, size_t n);
+struct value eval_name(struct eval *ev, struct env *env, const struct expr *e);
+struct value eval_call(struct eval *ev, struct env *env, const struct expr *e);
+
+struct value undefined_name(struct eval *ev, const struct value *v);
+bool eval_type_known(const char *type);
+
+#endif

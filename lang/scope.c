@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scope.c - the global name table (see scope.h).
+ *
+ * Names are interned, so the table is an array in declaration order plus
+ * an open-addressing index keyed by the name pointer. The index is only
+ * for lookups; listing and diagnostics walk the array, so nothing printed
+ * depends on hash order.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "lang/arena.h"
+#include "lang/builtins.h"
+#include "lang/diag.h"
+#include "lang/dtypes.h"
+#include "lang/import.h"
+#include "lang/intern.h"
+#include "lang/scope.h"
+#include "lang/units.h"
+
+struct scope {
+	const struct decl **decls;	/* declaration order */
+	size_t n, cap;
+	const struct decl **index;	/* open addressing on the name pointer */
+	size_t nindex;
+};
+
+static size_t slot_of(const struct scope *s, const char *name)
+{
+	uintptr_t h = (uintptr_t)name;
+
+	h ^= h >> 17;
+	h *= 0x9E3779B97F4A7C15u;
+	return (size_t)(h >> 7) & (s->nindex - 1);
+}
+
+const struct decl *scope_find(const struct scope *s, const char *name)
+{
+	if (!name || !s->nindex)
+		return NULL;
+	for (size_t i = slot_of(s, name);; i = (i + 1) & (s->nindex - 1)) {
+		const struct decl *d = s->index[i];
+
+		if (!d || d->name == name)
+			return d;
+	}
+}
+
+const struct decl *scope_find_kind(const struct scope *s, const char *name, enum decl_kind kind)
+{
+	const struct decl *d = scope_find(s, name);
+
+	return d && d->kind == kind ? d : NULL;
+}
+
+size_t scope_count(const struct scope *s)
+{
+	return s->n;
+}
+
+const struct decl *scope_at(const struct scope *s, size_t i)
+{
+	return s->decls[i];
+}
+
+const char *scope_suggest(const struct scope *s, const char *name, enum decl_kind kind)
+{
+	const char *best = NULL;
+	unsigned best_d = (unsigned)strlen(name) / 2 + 1;
+
+	if (best_d > 3)
+		best_d = 3;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct decl *d = s->decls[i];
+
+		if (kind != DECL__COUNT && d->kind != kind)
+			continue;
+		unsigned dist = unit_edit_distance(name, d->name);
+
+		if (dist < best_d) {
+			best_d = dist;
+			best = d->name;
+		}
+	}
+	return best;
+}
+
+/* Why @name may not be declared, or NULL. */
+static const char *clash_reason(const struct decl *d)
+{
+	const char *name = d->name;
+	struct unit_ref u;
+
+	if (unit_lookup(name, &u))
+		return "a unit";
+	/* `precision fp32` is how users name that policy; train blocks look
+	 * precisions up by kind, so only other declarations clash. */
+	if (dtype_find(name) && d->kind != DECL_PRECISION)
+		return "a dtype";
+	if (builtin_is_reserved(name))
+		return "a name the train block binds";
+	return NULL;
+}
+
+static void insert(struct arena *a, struct scope *s, const struct decl *d)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 64;
+		const struct decl **nd = ARENA_NEW_ARRAY(a, const struct decl *, s->cap);
+
+		if (s->n)
+			memcpy(nd, s->decls, s->n * sizeof *nd);
+		s->decls = nd;
+		s->nindex = s->cap * 2;
+		s->index = ARENA_NEW_ARRAY(a, const struct decl *, s->nindex);
+		for (size_t i = 0; i < s->n; i++) {
+			size_t j = slot_of(s, s->decls[i]->name);
+
+			while (s->index[j])
+				j = (j + 1) & (s->nindex - 1);
+			s->index[j] = s->decls[i];
+		}
+	}
+	s->decls[s->n++] = d;
+	size_t j = slot_of(s, d->name);
+
+	while (s->index[j])
+		j = (j + 1) & (s->nindex - 1);
+	s->index[j] = d;
+}
+
+static void add_decl(struct arena *a, struct diag_engine *de, struct scope *s, const struct decl *d)
+{
+	const struct decl *prev = scope_find(s, d->name);
+	const char *why = clash_reason(d);
+
+	if (prev) {
+		struct diag *g = diag_error(de, DIAG_DUPLICATE_DEFINITION, d->name_loc,
+					    "'%s' is already defined", d->name);
+
+		diag_note(g, prev->name_loc, "previous definition of '%s' is here", d->name);
+		return;
+	}
+	if (why) {
+		diag_error(de, DIAG_NAME_CLASH, d->name_loc,
+			   "'%s' cannot be declared: it is %s", d->name, why);
+		return;
+	}
+	insert(a, s, d);
+}
+
+struct scope *scope_build(struct arena *a, struct interner *in, struct diag_engine *de,
+			  const struct program *p)
+{
+	struct scope *s = ARENA_NEW(a, struct scope);
+
+	(void)in;
+	for (size_t i = 0; i < p->nfiles; i++)
+		for (const struct decl *d = p->files[i]->decls; d; d = d->next)
+			if (d->kind != DECL_IMPORT && d->name)
+				add_decl(a, de, s, d);
+	return s;
+}

@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * walk.c - names, calls, template instantiation and body walking.
+ *
+ * A global `let` or alias is evaluated on first use and memoised; a
+ * declaration met again while it is still being evaluated is a
+ * definition cycle, reported at the use that closed it with one note per
+ * step of the chain.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lang/arena.h"
+#include "lang/diag.h"
+#include "lang/dtypes.h"
+#include "lang/eval_impl.h"
+#include "lang/intern.h"
+#include "lang/scope.h"
+
+static struct decl_memo *memo_of(struct eval *ev, const struct decl *d)
+{
+	for (struct decl_memo *m = ev->memo; m; m = m->next)
+		if (m->decl == d)
+			return m;
+	struct decl_memo *m = ARENA_NEW(ev->arena, struct decl_memo);
+
+	m->decl = d;
+	m->next = ev->memo;
+	ev->memo = m;
+	return m;
+}
+
+static void report_cycle(struct eval *ev, struct decl_memo *m, struct loc use)
+{
+	struct diag *d = eval_error(ev, DIAG_DEFINITION_CYCLE, use,
+				    "'%s' depends on itself", m->decl->name);
+	unsigned i = ev->nactive;
+
+	while (i > 0 && ev->active[i - 1] != m)
+		i--;
+	for (; i < ev->nactive; i++)
+		diag_note(d, ev->active[i]->use, "'%s' is used here", ev->active[i]->decl->name);
+}
+
+static struct value eval_decl_body(struct eval *ev, const struct decl *d, struct loc use)
+{
+	struct value v;
+
+	if (d->kind == DECL_LET)
+		return eval_expr(ev, NULL, d->let.value);
+	if (d->templ.alias) {
+		v = eval_expr(ev, NULL, d->templ.alias);
+		if (v.kind == VAL_DECL && v.decl->kind == d->kind)
+			v = eval_instantiate(ev, NULL, v.decl, NULL, use);
+		if (v.kind != VAL_ERROR && (v.kind != VAL_INSTANCE || v.decl->kind != d->kind)) {
+			char b[64];
+
+			eval_error(ev, DIAG_TYPE_MISMATCH, d->templ.alias->loc, "'%s' must be a %s, but this is %s",
+				   d->name, ast_decl_keyword[d->kind], eval_type_name(&v, b, sizeof b));
+			return val_error(use);
+		}
+		v.label = d->name;
+		return v;
+	}
+	return eval_instantiate(ev, NULL, d, NULL, use);
+}
+
+struct value eval_decl_value(struct eval *ev, const struct decl *d, struct loc use)
+{
+	struct value v = { .kind = VAL_DECL, .decl = d, .loc = use, .origin = d->name_loc, .label = d->name };
+	bool templ = d->kind == DECL_LAYER || d->kind == DECL_MODEL || d->kind == DECL_OPTIMIZER;
+
+	if (d->kind != DECL_LET && !(templ && (d->templ.alias || !d->templ.has_params)))
+		return v;
+	struct decl_memo *m = memo_of(ev, d);
+
+	if (m->state == 2)
+		return m->v;
+	if (m->state == 1 || ev->nactive == sizeof ev->active / sizeof ev->active[0]) {
+		report_cycle(ev, m, use);
+		return val_error(use);
+	}
+	m->state = 1;
+	m->use = use;
+	ev->active[ev->nactive++] = m;
+	v = eval_decl_body(ev, d, use);
+	ev->nactive--;
+	if (d->kind == DECL_LET) {
+		v.origin = d->name_loc;
+		v.label = d->name;
+	}
+	m->v = v;
+	m->state = 2;
+	return v;
+}
+
+struct value eval_name(struct eval *ev, struct env *env, const struct expr *e)
+{
+	const char *n = e->name.name;
+	struct value v;
+	struct unit_ref u;
+	const struct dtype *dt;
+	const struct decl *d;
+
+	if (env_lookup(env, n, &v)) {
+		v.loc = e->loc;
+		return v;
+	}
+	/* dtypes before declarations: `precision fp32` may share a dtype's
+	 * name, and a train block resolves it by kind (check_train.c). */
+	if ((dt = dtype_find(n)))
+		return (struct value){ .kind = VAL_DTYPE, .dtype = dt, .loc = e->loc, .origin = e->loc };
+	if ((d = scope_find(ev->scope, n)))
+		return eval_decl_value(ev, d, e->loc);
+	if (unit_lookup(n, &u))
+		return (struct value){ .kind = VAL_NUM, .num = u.factor, .dim = u.dim, .loc = e->loc,
+				       .origin = e->loc };
+	if (n == ev->none)
+		return (struct value){ .kind = VAL_NONE, .str = n, .loc = e->loc, .origin = e->loc };
+	return (struct value){ .kind = VAL_SYMBOL, .str = n, .loc = e->loc, .origin = e->loc };
+}
+
+/* ---- type checks against parameter types ---- */
+
+#define DIM_SCALAR_INIT { .e = { 0 } }
+#define DIM_BYTES_INIT { .e = { [DIM_INFO] = 1 } }
+#define DIM_BANDWIDTH_INIT { .e = { [DIM_INFO] = 1, [DIM_TIME] = -1 } }
+#define DIM_THROUGHPUT_INIT { .e = { [DIM_OPS] = 1, [DIM_TIME] = -1 } }
+#define DIM_SECONDS_INIT { .e = { [DIM_TIME] = 1 } }
+
+static bool dim_named(const char *type, struct dim *d)
+{
+	static const struct { const char *name; struct dim d; } t[] = {
+		{ "count", DIM_SCALAR_INIT }, { "number", DIM_SCALAR_INIT }, { "ratio", DIM_SCALAR_INIT },
+		{ "bytes", DIM_BYTES_INIT }, { "bandwidth", DIM_BANDWIDTH_INIT },
+		{ "throughput", DIM_THROUGHPUT_INIT }, { "time", DIM_SECONDS_INIT },
+	};
+
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+		if (!strcmp(t[i].name, type)) {
+			*d = t[i].d;
+			return true;
+		}
+	return false;
+}
+
+bool eval_type_known(const char *type)
+{
+	struct dim d;
+
+	return dim_named(type, &d) || !strcmp(type, "bool") || !strcmp(type, "string") ||
+	       !strcmp(type, "dtype") || !strcmp(type, "list") || !strcmp(type, "layer") ||
+	       !strcmp(type, "model") || !strcmp(type, "optimizer") || !strcmp(type, "any");
+}
+
+static bool matches(const struct value *v, const char *type)
+{
+	struct dim d;
+
+	if (v->kind == VAL_ERROR || !strcmp(type, "any"))
+		return true;
+	if (dim_named(type, &d))
+		return v->kind == VAL_NUM && dim_eq(v->dim, d) &&
+		       (strcmp(type, "count") || v->unknown || num_is_int(v->num));
+	if (!strcmp(type, "bool"))
+		return v->kind == VAL_BOOL;
+	if (!strcmp(type, "string"))
+		return v->kind == VAL_STRING;
+	if (!strcmp(type, "dtype"))
+		return v->kind == VAL_DTYPE;
+	if (!strcmp(type, "list"))
+		return v->kind == VAL_LIST;
+	return (v->kind == VAL_DECL || v->kind == VAL_INSTANCE) && !strcmp(ast_decl_keyword[v->decl->kind], type);
+}
+
+bool eval_is_type(struct eval *ev, struct value v, const char *type, const char *what, struct loc at)
+{
+	char b[64], h[128];
+
+	if (matches(&v, type))
+		return true;
+	if (v.kind == VAL_SYMBOL) {
+		undefined_name(ev, &v);
+		return false;
+	}
+	struct diag *d = eval_error(ev, DIAG_TYPE_MISMATCH, v.loc.file ? v.loc : at,
+				    "%s must be %s, but this is %s", what, type,
+				    eval_type_name(&v, b, sizeof b));
+	struct dim want;
+
+	if (v.kind == VAL_NUM && dim_named(type, &want) && dim_eq(want, v.dim))
+		diag_note(d, NO_LOC, "a count must be a whole number");
+	else if (v.kind == VAL_NUM && dim_named(type, &want) && dim_is_scalar(v.dim) &&
+		 dim_literal_hint(want, h, sizeof h))
+		diag_note(d, NO_LOC, "%s", h);
+	else if (v.kind == VAL_NUM && dim_named(type, &want) && dim_fix_hint(want, v.dim, h, sizeof h))
+		diag_note(d, NO_LOC, "%s", h);
+	return false;
+}
+
+bool eval_to_u64(struct eval *ev, struct value v, const char *what, uint64_t *out)
+{
+	if (!eval_is_type(ev, v, "count", what, v.loc) || v.kind == VAL_ERROR || v.unknown)
+		return false;
+	if (!num_to_u64(v.num, out)) {
+		char b[64];
+
+		eval_error(ev, DIAG_BAD_SHAPE, v.loc, "%s must be a whole number >= 0, but it is %s",
+			   what, eval_describe(ev, &v, b, sizeof b));
+		return false;
+	}
+	return true;
+}
+
+bool eval_to_bool(struct eval *ev, struct value v, const char *what, bool *out)
+{
+	if (!eval_is_type(ev, v, "bool", what, v.loc) || v.kind == VAL_ERROR || v.unknown)
+		return false;
+	*out = v.b;
+	return true;
+}
+
+struct value undefined_name(struct eval *ev, const struct value *v)
+{
+	const char *s = scope_suggest(ev->scope, v->str, DECL__COUNT);
+	struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, v->loc, "'%s' is not defined", v->str);
+
+	if (s)
+		diag_note(d, NO_LOC, "did you mean '%s'?", s);
+	return val_error(v->loc);
+}
+
+/* ---- calls ---- */
+
+static struct value builtin_call(struct eval *ev, struct env *env, const struct expr *e, const char *f)
+{
+	struct value a[2];
+	unsigned n = 0;
+
+	for (const struct arg *x = e->call.args; x && n < 2; x = x->next)
+		a[n++] = eval_expr(ev, env, x->value);
+	bool unary = !strcmp(f, "ceil") || !strcmp(f, "floor");
+
+	if (n != (unary ? 1u : 2u) || (e->call.args && e->call.args->next && e->call.args->next->next)) {
+		eval_error(ev, DIAG_BAD_ARGUMENT, e->loc, "'%s' takes %s", f, unary ? "one argument" : "two arguments");
+		return val_error(e->loc);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (a[i].kind == VAL_ERROR || !eval_is_type(ev, a[i], unary ? "number" : "any", "an argument", e->loc))
+			return val_error(e->loc);
+	struct value v = a[0];
+
+	v.loc = v.origin = e->loc;
+	v.label = NULL;
+	if (unary) {
+		v.num = !strcmp(f, "ceil") ? num_ceil(v.num) : num_floor(v.num);
+		return v;
+	}
+	if (a[0].kind != VAL_NUM || a[1].kind != VAL_NUM || !dim_eq(a[0].dim, a[1].dim)) {
+		eval_error(ev, DIAG_UNIT_MISMATCH, e->loc, "'%s' needs two numbers of the same unit", f);
+		return val_error(e->loc);
+	}
+	v.unknown = a[0].unknown || a[1].unknown;
+	v.num = !strcmp(f, "min") ? num_min(a[0].num, a[1].num) : num_max(a[0].num, a[1].num);
+	return v;
+}
+
+/* lora(r = 16, ...) and other record calls: named arguments, evaluated. */
+static struct value record_call(struct eval *ev, struct env *env, const struct expr *e, const char *f)
+{
+	struct value v = { .kind = VAL_CALL, .str = f, .loc = e->loc, .origin = e->loc };
+
+	v.args = env_new(ev, NULL);
+	for (const struct arg *x = e->call.args; x; x = x->next) {
+		if (!x->name) {
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "arguments of '%s' must be named", f);
+			continue;
+		}
+		struct value a = eval_expr(ev, env, x->value);
+
+		a.origin = x->name_loc;
+		a.label = x->name;
+		env_bind(v.args, x->name, a);
+	}
+	return v;
+}
+
+struct value eval_call(struct eval *ev, struct env *env, const struct expr *e)
+{
+	const struct expr *c = e->call.callee;
+
+	if (c->kind != EXPR_NAME) {
+		eval_error(ev, DIAG_TYPE_MISMATCH, c->loc, "only declarations and builtins can be called");
+		return val_error(e->loc);
+	}
+	const char *f = c->name.name;
+	const struct decl *d = scope_find(ev->scope, f);
+
+	if (d && (d->kind == DECL_LAYER || d->kind == DECL_MODEL || d->kind == DECL_OPTIMIZER)) {
+		if (d->templ.alias) {
+			eval_error(ev, DIAG_BAD_ARGUMENT, e->loc, "'%s' is already instantiated; use it without arguments", f);
+			return val_error(e->loc);
+		}
+		return eval_instantiate(ev, env, d, e->call.args, e->loc);
+	}
+	if (!strcmp(f, "ceil") || !strcmp(f, "floor") || !strcmp(f, "min") || !strcmp(f, "max"))
+		return builtin_call(ev, env, e, f);
+	return record_call(ev, env, e, f);
+}
+
+/* ---- binding arguments to parameters ---- */
+
+static const struct param *param_named(const struct decl *d, const char *name)
+{
+	for (const struct param *p = d->templ.params; p; p = p->next)
+		if (p->name == name)
+			return p;
+	return NULL;
+}
+
+static bool check_arg(struct eval *ev, const struct decl *d, const struct param *p, struct value *v)
+{
+	char what[128];
+
+	if (v->kind == VAL_ERROR)
+		return true;
+	if (p->nalts > 1) {
+		for (unsigned i = 0; i < p->nalts; i++)
+			if ((v->kind == VAL_SYMBOL || v->kind == VAL_NONE) && v->str == p->type_alts[i]) {
+				v->kind = VAL_SYMBOL;
+				return true;
+			}
+		struct diag *g = eval_error(ev, DIAG_BAD_ARGUMENT, v->loc, "'%s' of '%s' must be one of its values",
+					    p->name, d->name);
+		diag_note(g, p->type_loc, "parameter '%s' is declared here", p->name);
+		return false;
+	}
+	snprintf(what, sizeof what, "argument '%s' of '%s'", p->name, d->name);
+	if (!matches(v, p->type_alts[0])) {
+		eval_is_type(ev, *v, p->type_alts[0], what, v->loc);
+		return false;
+	}
+	return true;
+}
+
+static void bind_args(struct eval *ev, struct env *frame, const struct decl *d, struct env *caller,
+		      const struct arg *args, struct loc call)
+{
+	const struct param *p = d->templ.params;
+
+	for (const struct arg *a = args; a; a = a->next) {
+		const struct param *to = a->name ? param_named(d, a->name) : p;
+
+		if (!to) {
+			const char *what = a->name ? "has no parameter" : "takes no more arguments than";
+			struct diag *g = eval_error(ev, DIAG_BAD_ARGUMENT, a->name ? a->name_loc : a->value->loc,
+						    "'%s' %s %s%s%s", d->name, what, a->name ? "'" : "",
+						    a->name ? a->name : "these", a->name ? "'" : "");
+			diag_note(g, d->name_loc, "'%s' is declared here", d->name);
+			continue;
+		}
+		struct value v = eval_expr(ev, caller, a->value);
+		struct value old;
+
+		if (env_lookup(frame, to->name, &old) && old.loc.file) {
+			eval_error(ev, DIAG_BAD_ARGUMENT, a->value->loc, "'%s' is given twice", to->name);
+			continue;
+		}
+		if (check_arg(ev, d, to, &v)) {
+			v.origin = a->name ? a->name_loc : a->value->loc;
+			v.label = to->name;
+			env_bind(frame, to->name, v);
+		}
+		if (!a->name && p)
+			p = p->next;
+	}
+	(void)call;
+}
+
+static void bind_defaults(struct eval *ev, struct env *frame, const struct decl *d, struct loc call,
+			  bool unknown)
+{
+	for (const struct param *p = d->templ.params; p; p = p->next) {
+		struct value v;
+
+		if (env_lookup(frame, p->name, &v))
+			continue;
+		if (p->def) {
+			v = eval_expr(ev, frame, p->def);
+			check_arg(ev, d, p, &v);
+		} else if (unknown) {
+			struct dim dm = DIM_SCALAR;
+
+			v = (struct value){ .kind = VAL_NUM, .unknown = true, .dim = dm, .loc = p->name_loc };
+			if (p->nalts > 1 || !dim_named(p->type_alts[0], &v.dim))
+				v.kind = !strcmp(p->type_alts[0], "bool") ? VAL_BOOL : VAL_SYMBOL;
+			if (v.kind == VAL_SYMBOL)
+				v.str = p->type_alts[0];
+		} else {
+			struct diag *g = eval_error(ev, DIAG_BAD_ARGUMENT, call, "'%s' needs argument '%s'",
+						    d->name, p->name);
+
+			diag_note(g, p->name_loc, "parameter '%s' is declared here", p->name);
+			v = val_error(call);
+		}
+		v.origin = p->name_loc;
+		v.label = p->name;
+		env_bind(frame, p->name, v);
+	}
+}
+
+static struct value make_instance(const struct decl *d, struct env *frame, struct loc call)
+{
+	return (struct value){ .kind = VAL_INSTANCE, .decl = d, .args = frame, .loc = call, .origin = call,
+			       .label = d->name };
+}
+
+struct value eval_instantiate(struct eval *ev, struct env *env, const struct decl *d,
+			      const struct arg *args, struct loc call)
+{
+	struct env *frame = env_new(ev, NULL);
+
+	bind_args(ev, frame, d, env, args, call);
+	bind_defaults(ev, frame, d, call, false);
+	return make_instance(d, frame, call);
+}
+
+struct value eval_instantiate_unknown(struct eval *ev, const struct decl *d)
+{
+	struct env *frame = env_new(ev, NULL);
+
+	bind_defaults(ev, frame, d, d->name_loc, true);
+	return make_instance(d, frame, d->name_loc);
+}
+
+/* ---- walking bodies ---- */
+
+static void walk_body(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
+		      void *ctx, struct env *job);
+
+static void walk_tensor(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
+			void *ctx)
+{
+	const struct expr *shape = s->tensor.shape;
+	struct value dims[16];
+	unsigned n = 0;
+	bool saved = ev->in_shape;
+
+	if (shape->list.count > 16) {
+		eval_error(ev, DIAG_BAD_SHAPE, shape->loc, "a tensor has at most 16 axes");
+		return;
+	}
+	ev->in_shape = true;
+	for (const struct item *it = shape->list.items; it; it = it->next) {
+		struct value v = eval_expr(ev, env, it->value);
+		uint64_t u;
+
+		if (v.kind != VAL_ERROR && !v.unknown && eval_to_u64(ev, v, "a shape axis", &u) && u == 0)
+			eval_error(ev, DIAG_BAD_SHAPE, it->value->loc, "a shape axis must be positive, but it is 0");
+		else if (v.kind != VAL_ERROR && v.unknown)
+			eval_is_type(ev, v, "count", "a shape axis", it->value->loc);
+		dims[n++] = v;
+	}
+	ev->in_shape = saved;
+	if (ops->tensor) {
+		struct walk_tensor t = { .stmt = s, .dims = dims, .ndims = n, .env = env };
+
+		ops->tensor(ctx, &t);
+	}
+}
+
+static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
+			  void *ctx, struct env *job)
+{
+	struct value inst = eval_expr(ev, env, s->instance.call);
+
+	if (inst.kind == VAL_ERROR)
+		return;
+	if (inst.kind != VAL_INSTANCE || inst.decl->kind != DECL_LAYER) {
+		eval_error(ev, DIAG_TYPE_MISMATCH, s->loc, "only layers can be used inside a body");
+		return;
+	}
+	if (ev->depth >= EVAL_MAX_DEPTH) {
+		eval_error(ev, DIAG_DEFINITION_CYCLE, s->loc,
+			   "layers are nested more than %d deep (does '%s' use itself?)", EVAL_MAX_DEPTH,
+			   inst.decl->name);
+		return;
+	}
+	env_set_parent(inst.args, job);
+	if (ops->enter)
+		ops->enter(ctx, inst.decl, inst.args, s->loc);
+	ev->depth++;
+	walk_body(ev, inst.decl->templ.body, env_new(ev, inst.args), ops, ctx, job);
+	ev->depth--;
+	if (ops->leave)
+		ops->leave(ctx, inst.decl);
+}
+
+static void walk_repeat(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
+			void *ctx, struct env *job)
+{
+	struct value n = eval_expr(ev, env, s->repeat.count);
+	uint64_t u;
+
+	if (n.kind == VAL_ERROR)
+		return;
+	if (!n.unknown && !eval_to_u64(ev, n, "a repeat count", &u))
+		return;
+	if (n.unknown && !eval_is_type(ev, n, "count", "a repeat count", n.loc))
+		return;
+	if (ops->repeat_enter)
+		ops->repeat_enter(ctx, s, n);
+	walk_body(ev, s->repeat.body, env_new(ev, env), ops, ctx, job);
+	if (ops->repeat_leave)
+		ops->repeat_leave(ctx, s);
+}
+
+static void walk_if(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
+		    void *ctx, struct env *job)
+{
+	struct value c = eval_expr(ev, env, s->if_.cond);
+
+	if (c.kind == VAL_ERROR || !eval_is_type(ev, c, "bool", "a condition", c.loc))
+		return;
+	if (c.unknown || c.b)
+		walk_body(ev, s->if_.then_body, env_new(ev, env), ops, ctx, job);
+	if (c.unknown || !c.b)
+		walk_body(ev, s->if_.else_body, env_new(ev, env), ops, ctx, job);
+}
+
+static void walk_body(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
+		      void *ctx, struct env *job)
+{
+	for (; s; s = s->next) {
+		switch (s->kind) {
+		case STMT_TENSOR: walk_tensor(ev, s, env, ops, ctx); break;
+		case STMT_INSTANCE: walk_instance(ev, s, env, ops, ctx, job); break;
+		case STMT_REPEAT: walk_repeat(ev, s, env, ops, ctx, job); break;
+		case STMT_IF: walk_if(ev, s, env, ops, ctx, job); break;
+		case STMT_LET: {
+			struct value v = eval_expr(ev, env, s->let.value);
+
+			v.origin = s->let.name_loc;
+			v.label = s->let.name;
+			env_bind(env, s->let.name, v);
+			break;
+		}
+		case STMT__COUNT: break;
+		}
+	}
+}
+
+void eval_walk(struct eval *ev, struct value inst, struct env *job, const struct walk_ops *ops, void *ctx)
+{
+	if (inst.kind != VAL_INSTANCE)
+		return;
+	env_set_parent(inst.args, job);
+	walk_body(ev, inst.decl->templ.body, env_new(ev, inst.args), ops, ctx, job);
+}

@@ -208,6 +208,14 @@ define run_suite
 		echo "$(1): could not run"; echo "$(1) 0 1" >> $(COUNTS); fi
 endef
 
+# Suites that tests/*.mk add to `make check`: EXTRA_CHECKS += NAME runs
+# target check-NAME, which must append its counts line like the others.
+EXTRA_CHECKS ?=
+define newline
+
+
+endef
+
 # A broken build counts as one failure and the suites still run, so the
 # summary is always printed. It is the last line on stdout (make's own
 # "*** Error" note, on failure, goes to stderr) and is kept in
@@ -220,6 +228,7 @@ check: deps
 	$(call run_suite,tables,check-tables)
 	$(call run_suite,unit-asan,B=build-asan SAN=1 check-unit)
 	$(call run_suite,golden-asan,B=build-asan SAN=1 check-golden)
+	$(foreach s,$(EXTRA_CHECKS),$(call run_suite,$(s),check-$(s))$(newline))
 	@awk '{ p += $$2; f += $$3 } END { printf "%d passed, %d failed\n", p, f }' $(COUNTS) \
 		| tee $(B)/summary
 	@grep -q ' 0 failed$$' $(B)/summary

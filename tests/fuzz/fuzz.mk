@@ -44,6 +44,10 @@ FUZZ_OBJS     := $(patsubst %.c,$(FUZZ_B)/%.o,$(FUZZ_LANG_SRCS)) $(FUZZ_GEN_OBJS
 
 .PHONY: fuzz fuzz-build fuzz-corpus check-fuzz
 
+# `make check` runs check-fuzz after the other suites (see EXTRA_CHECKS in
+# the Makefile).
+EXTRA_CHECKS += fuzz
+
 fuzz-build: $(FUZZ_BIN)
 
 # Coverage instrumentation everywhere (fuzzer-no-link); libFuzzer's main()

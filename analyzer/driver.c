@@ -36,7 +36,7 @@ static bool is_dir(const char *p)
 /* The stdlib next to the running binary: build/memc -> stdlib/ of the
  * source tree; PREFIX/bin/memc -> PREFIX/share/memc/stdlib. Else the
  * compiled-in install location. */
-static const char *find_stdlib(struct arena *a, const struct driver_opts *o)
+const char *driver_stdlib_dir(struct arena *a, const struct driver_opts *o)
 {
 	char exe[PATH_MAX];
 	ssize_t n;
@@ -90,7 +90,7 @@ static int compile_one(const struct driver_opts *o, const char *path, struct dri
 		return 2;
 	}
 	struct import_opts io = { .dirs = o->dirs, .ndirs = o->ndirs,
-				  .stdlib_dir = find_stdlib(&arena, o) };
+				  .stdlib_dir = driver_stdlib_dir(&arena, o) };
 
 	p.program = import_load(&arena, in, src, de, path, &io);
 	diag_flush(de);

@@ -32,6 +32,9 @@ struct driver_opts {
 
 /* Compile every file; return the exit status (0, 1 or 2). */
 int driver_compile_all(struct driver_opts *o);
+struct arena;
+/* The stdlib folder: --stdlib, else next to the binary, else installed. */
+const char *driver_stdlib_dir(struct arena *a, const struct driver_opts *o);
 /* memc list. */
 int driver_list(struct driver_opts *o);
 

@@ -25,6 +25,8 @@ struct mem_cost {
 	uint64_t gath;		/* ZeRO-3/FSDP gathered parameter copy */
 	uint64_t cast_keep;	/* casts held from forward to this layer's backward */
 	uint64_t cast_tmp;	/* casts alive only while the layer runs */
+	uint64_t cast_fwd;	/* autocast-cached casts of a recomputed layer: held from its
+				   forward to the end of the forward pass (part of cast_tmp) */
 	uint64_t step_group;	/* grouped (foreach) step temporaries */
 	uint64_t step_max;	/* largest one-at-a-time step temporary */
 	uint64_t stored;	/* activations kept to backward in stored form */
@@ -37,7 +39,7 @@ struct mem_cost {
 
 enum mem_sum_field {
 	S_W, S_S, S_GFIN, S_GFIN_NB, S_GUNSH, S_GUNSH_NB, S_BUCKET, S_GATH, S_GATH_NB,
-	S_CAST_KEEP, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
+	S_CAST_KEEP, S_CAST_FWD, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
 	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S__COUNT
 };
 

@@ -204,7 +204,11 @@ static void eval_forward(struct walk *w, const struct pos *p)
 
 	add_activations(w, p, &v, false);
 	put(w, &v, p->c->act, p->c->tfwd);
-	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, p->P.v[S_CAST_KEEP],
+	/* casts saved for backward, the autocast-cached casts of earlier
+	 * recomputed layers (held until the forward pass ends, §2.1), and this
+	 * layer's own */
+	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, mem_add(&w->cx->ovf, p->P.v[S_CAST_KEEP],
+								p->P.v[S_CAST_FWD]),
 					    mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
 	put_buf(w, &v, MEM_B_GATHERED, gathered(w, p, false));
 	consider(w, &v, &wh);

@@ -79,6 +79,7 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_BUCKET] = mem_add(ovf, v[S_BUCKET], c->bucket);
 	v[S_GATH] = mem_add(ovf, v[S_GATH], c->gath);
 	v[S_CAST_KEEP] = mem_add(ovf, v[S_CAST_KEEP], c->cast_keep);
+	v[S_CAST_FWD] = mem_add(ovf, v[S_CAST_FWD], c->cast_fwd);
 	v[S_STEP_GROUP] = mem_add(ovf, v[S_STEP_GROUP], c->step_group);
 	v[st] = mem_add(ovf, v[st], c->stored);
 	v[sv] = mem_add(ovf, v[sv], c->saves);
@@ -335,11 +336,19 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		cost_weights(cx, p, n, c);
 		if (p->trainable)
 			cost_trainable(cx, p, n, c);
-		/* AMP casts are saved for backward unless the layer is recomputed (§2.1) */
+		/* AMP casts are saved for backward unless the layer is recomputed (§2.1).
+		 * In a recomputed layer autocast's weight-cast cache still holds them
+		 * until the autocast region exits at the end of the forward pass
+		 * (autocast_mode.cpp cached_cast: fp32 leaf params requiring grad are
+		 * cached whatever the grad mode, checkpoint's no_grad forward included;
+		 * the cache is cleared when the outermost autocast exits); the
+		 * recomputation in backward casts again, transiently. */
 		if (p->cast_saved && !full)
 			c->cast_keep = mem_add(&cx->ovf, c->cast_keep, cast);
 		else
 			c->cast_tmp = mem_add(&cx->ovf, c->cast_tmp, cast);
+		if (p->cast_saved && full)
+			c->cast_fwd = mem_add(&cx->ovf, c->cast_fwd, cast);
 	}
 	c->saves = mem_round(job, l->saves_bytes);
 	/* §4.5: a fully recomputed repeat keeps only its first layer's input */

@@ -1,24 +1,134 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pipeline.c - phase order after import, with gates: nothing runs after
- * a phase that reported an error.
+ * a phase that reported an error. Check, then for each train block of the
+ * root file: build the job, analyse it, warn about capacity, report.
  */
 #include <stdio.h>
+#include <string.h>
 
+#include "analyzer/build.h"
+#include "analyzer/fit.h"
 #include "analyzer/pipeline.h"
+#include "analyzer/report.h"
+#include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/check.h"
 #include "lang/diag.h"
 #include "lang/import.h"
+#include "lang/source.h"
+
+static bool json_first_file = true;
 
 void pipeline_begin(const struct driver_opts *o)
 {
-	(void)o;
+	json_first_file = true;
+	if (o->command == DRIVER_REPORT && o->format == DRIVER_FORMAT_JSON)
+		report_json_begin(stdout);
 }
 
 void pipeline_end(const struct driver_opts *o)
 {
-	(void)o;
+	if (o->command == DRIVER_REPORT && o->format == DRIVER_FORMAT_JSON)
+		report_json_end(stdout);
+}
+
+/* A pipeline split that mem_analyze refused is the user's layout error. */
+static void layout_error(struct pipeline *p, const struct build *bd, enum mem_status st)
+{
+	struct loc at = bd->loc_tp.file ? bd->loc_tp : bd->loc_train;
+
+	if (st == MEM_E_PP_UNEVEN)
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at,
+			   "the model's repeated blocks do not split evenly over pp = %u stages",
+			   (unsigned)bd->job.pp);
+	else
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at, "this job cannot be analysed: %s",
+			   mem_status_str(st));
+}
+
+static void header_only(struct build *bd, const struct check_job *cj, const struct src_table *src)
+{
+	bd->rep.name = cj->decl->name;
+	bd->rep.model = cj->model.label;
+	(void)src;
+}
+
+static void analyse(struct pipeline *p, struct check_result *cr, const struct check_job *cj,
+		    struct build *bd, struct mem_result *res)
+{
+	struct build_override none = { .zero = -1 };
+
+	if (!build_job(cr->ev, p->arena, cj, &none, false, bd)) {
+		header_only(bd, cj, p->src);
+		return;
+	}
+	enum mem_status st = mem_analyze(&bd->job, res);
+
+	if (st != MEM_OK) {
+		layout_error(p, bd, st);
+		return;
+	}
+	bd->rep.result = res;
+	bd->rep.analysed = true;
+	fit_check(cr->ev, p->arena, cj, bd);
+}
+
+static void set_position(struct pipeline *p, struct build *bd, const struct check_job *cj)
+{
+	const struct src_file *f = src_get(p->src, cj->decl->name_loc.file);
+
+	bd->rep.file = f->display_name;
+	bd->rep.line = src_line_of(f, cj->decl->name_loc.start);
+}
+
+/* --explain: where every input of the job was written, so each number in
+ * the formulas above can be traced to a line. */
+static void print_inputs(struct pipeline *p, const struct check_job *cj)
+{
+	printf("  inputs:\n");
+	for (unsigned i = 0; i < cj->nfields; i++) {
+		struct loc at = cj->fields[i].origin;
+		const struct src_file *f = at.file ? src_get(p->src, at.file) : NULL;
+
+		if (!f)
+			continue;
+		int len = (int)(at.end - at.start);
+		const char *text = f->text + at.start;
+		const char *nl = memchr(text, '\n', (size_t)len);
+
+		if (nl)
+			len = (int)(nl - text);
+		printf("    %-40.*s %s:%u", len > 40 ? 40 : len, text, f->display_name,
+		       src_line_of(f, at.start));
+		const struct decl *d = cj->fields[i].decl;
+		const struct src_file *df = d && d->name_loc.file ? src_get(p->src, d->name_loc.file) : NULL;
+
+		if (df)	/* and where what it names is declared */
+			printf("  ('%s' at %s:%u)", d->name, df->display_name, src_line_of(df, d->name_loc.start));
+		putchar('\n');
+	}
+}
+
+static void print(struct pipeline *p, struct build *bds, size_t n, const struct check_job *cjs)
+{
+	struct report_job *jobs = ARENA_NEW_ARRAY(p->arena, struct report_job, n ? n : 1);
+
+	for (size_t i = 0; i < n; i++)
+		jobs[i] = bds[i].rep;
+	if (p->opts->format == DRIVER_FORMAT_JSON) {
+		report_json_file(stdout, src_get(p->src, 1)->display_name, jobs, n, p->diag, json_first_file);
+		json_first_file = false;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc('\n', stdout);
+		report_text(stdout, &jobs[i], p->opts->explain);
+		if (p->opts->explain)
+			print_inputs(p, cjs);
+		cjs = cjs ? cjs->next : NULL;
+	}
 }
 
 int pipeline_run(struct pipeline *p)
@@ -29,9 +139,28 @@ int pipeline_run(struct pipeline *p)
 	}
 	if (diag_error_count(p->diag))
 		return 1;
-	check_program(p->arena, p->interner, p->diag, p->src, p->program);
+	struct check_result *cr = check_program(p->arena, p->interner, p->diag, p->src, p->program);
+	size_t n = 0;
+
 	diag_flush(p->diag);
-	if (diag_error_count(p->diag))
-		return 1;
-	return 0;
+	for (const struct check_job *j = cr->jobs; j; j = j->next)
+		n++;
+	struct build *bds = ARENA_NEW_ARRAY(p->arena, struct build, n ? n : 1);
+	struct mem_result *res = ARENA_NEW_ARRAY(p->arena, struct mem_result, n ? n : 1);
+	size_t i = 0;
+
+	for (const struct check_job *j = cr->jobs; j; j = j->next, i++) {
+		if (!diag_error_count(p->diag))
+			analyse(p, cr, j, &bds[i], &res[i]);
+		if (!bds[i].rep.name)
+			header_only(&bds[i], j, p->src);
+		set_position(p, &bds[i], j);
+	}
+	diag_flush(p->diag);
+	if (p->opts->command == DRIVER_REPORT)
+		print(p, bds, n, cr->jobs);
+	for (i = 0; i < n; i++)
+		if (bds[i].rep.analysed)
+			mem_result_free(&res[i]);
+	return diag_error_count(p->diag) ? 1 : 0;
 }

@@ -394,6 +394,11 @@ static void json_components(struct report_jw *w, const struct mem_class *k)
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		jw_u64(w, json_component_keys[c], k->at_peak[c]);
 	jw_close(w, '}');
+	/* resident across steps: what the ZeRO/FSDP formulas of memory-model.md §3 give */
+	jw_open(w, "persistent", '{');
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		jw_u64(w, json_component_keys[c], k->persistent[c]);
+	jw_close(w, '}');
 	jw_open(w, "buffers_detail", '{');
 	for (int b = 0; b < MEM_B__COUNT; b++)
 		jw_u64(w, json_buffer_keys[b], k->buffers_at_peak[b]);

@@ -42,7 +42,14 @@ struct expr *ast_new_expr(struct arena *a, enum expr_kind kind, struct loc loc)
 
 	e->kind = kind;
 	e->loc = loc;
+	e->depth = 1;
 	return e;
+}
+
+void ast_add_child_depth(struct expr *e, const struct expr *child)
+{
+	if (child && child->depth >= e->depth)
+		e->depth = child->depth + 1;
 }
 
 struct expr *ast_new_binary(struct arena *a, enum ast_binop op, struct loc op_loc,
@@ -54,6 +61,8 @@ struct expr *ast_new_binary(struct arena *a, enum ast_binop op, struct loc op_lo
 	e->binary.op_loc = op_loc;
 	e->binary.lhs = lhs;
 	e->binary.rhs = rhs;
+	ast_add_child_depth(e, lhs);
+	ast_add_child_depth(e, rhs);
 	return e;
 }
 

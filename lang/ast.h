@@ -75,6 +75,13 @@ struct item {
 struct expr {
 	enum expr_kind kind;
 	struct loc loc;
+	/* Nodes on the longest path down to a leaf, this one included (a leaf
+	 * is 1). The parser keeps every tree within PARSE_MAX_EXPR_DEPTH
+	 * (lang/parse.h) so that the recursive walkers are bounded by that
+	 * limit and not by the C stack; a node it put in place of a cut
+	 * subtree is marked with a depth past the limit. Nodes built outside
+	 * the parser may leave it 0. */
+	unsigned depth;
 	union {
 		struct { const char *text; } number;		/* digits as written */
 		struct { struct expr *number; const char *unit; struct loc unit_loc; } quantity;
@@ -180,6 +187,8 @@ struct expr *ast_new_expr(struct arena *a, enum expr_kind kind, struct loc loc);
 struct expr *ast_new_binary(struct arena *a, enum ast_binop op, struct loc op_loc,
 			    struct expr *lhs, struct expr *rhs);
 struct expr *ast_new_name(struct arena *a, struct loc loc, const char *name);
+/* Count @child (which may be NULL) in @e's depth. */
+void ast_add_child_depth(struct expr *e, const struct expr *child);
 struct stmt *ast_new_stmt(struct arena *a, enum stmt_kind kind, struct loc loc);
 struct decl *ast_new_decl(struct arena *a, enum decl_kind kind, struct loc loc);
 

@@ -73,14 +73,15 @@ bool check_value_type(struct eval *ev, struct value v, const char *type, const c
 
 static void check_record(struct eval *ev, const struct decl *d, const struct field_spec *specs)
 {
-	char what[96];
+	char what[96], owner[80];
 
+	snprintf(owner, sizeof owner, "%s '%s'", ast_decl_keyword[d->kind], d->name);
 	for (const struct field *f = d->record.fields; f; f = f->next) {
 		const struct field_spec *s = check_spec_find(specs, f->name);
 
-		snprintf(what, sizeof what, "'%s' of %s '%s'", f->name, ast_decl_keyword[d->kind], d->name);
+		snprintf(what, sizeof what, "'%s' of %s", f->name, owner);
 		if (!s) {
-			check_unknown_field(ev, specs, f, what + strlen(f->name) + 6);
+			check_unknown_field(ev, specs, f, owner);
 			continue;
 		}
 		if (!f->value) {

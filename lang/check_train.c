@@ -218,7 +218,8 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 		v = as_decl(ev, v, !strcmp(s->type, "model") ? DECL_MODEL :
 			    !strcmp(s->type, "optimizer") ? DECL_OPTIMIZER : DECL_PRECISION);
 	v.origin = f->loc;
-	v.label = f->name;
+	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))
+		v.label = f->name;	/* "tp (3)" in notes; a model keeps its own name */
 	if (check_kind(ev, v, s->type, what))
 		keep(j, arena_printf(ev->arena, "%s%s", prefix, f->name), v);
 	else

@@ -87,6 +87,12 @@ static bool seen_before(struct eval *ev, int id, struct loc loc)
 
 static struct diag *vreport(struct eval *ev, int id, struct loc loc, const char *fmt, va_list ap)
 {
+	if (ev->quiet) {
+		ev->quiet_errors++;
+		return diag_sink(ev->diag);
+	}
+	if (diag_too_many(ev->diag))
+		return diag_sink(ev->diag);	/* capped: do not grow the seen list */
 	if (seen_before(ev, id, loc)) {
 		/* the sink: notes on it are dropped */
 		return diag_sink(ev->diag);
@@ -224,4 +230,17 @@ const char *eval_describe(struct eval *ev, const struct value *v, char *buf, siz
 	else
 		snprintf(buf, n, "%s", num);
 	return buf;
+}
+
+/* ---- quiet mode, for "what if" evaluations ---- */
+
+void eval_set_quiet(struct eval *ev, bool quiet)
+{
+	ev->quiet = quiet;
+	ev->quiet_errors = 0;
+}
+
+unsigned eval_quiet_errors(const struct eval *ev)
+{
+	return ev->quiet_errors;
 }

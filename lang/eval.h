@@ -74,6 +74,11 @@ struct diag *eval_error(struct eval *ev, int id, struct loc loc, const char *fmt
 struct diag *eval_warn(struct eval *ev, int id, struct loc loc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* Quiet mode: errors are counted, not reported (the analyzer's fit search
+ * evaluates variants of a job that may not divide). */
+void eval_set_quiet(struct eval *ev, bool quiet);
+unsigned eval_quiet_errors(const struct eval *ev);
+
 /*
  * Walking a template body. The walker evaluates shapes and conditions and
  * calls back for every tensor with its evaluated dimensions, and around

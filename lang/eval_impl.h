@@ -31,15 +31,25 @@ struct eval {
 	const char *none;
 	uint64_t *seen;			/* reported (file, offset, id) keys */
 	size_t nseen, capseen;
-	struct decl_memo *memo;
+	struct decl_memo **memo;	/* open addressing on the decl pointer */
+	size_t nmemo, capmemo;
 	struct decl_memo *active[64];	/* the chain being evaluated, for cycles */
 	unsigned nactive;
 	bool in_shape;			/* divisions must be exact */
 	unsigned depth;			/* instantiation depth */
+	unsigned long steps;		/* statements walked since the outermost eval_walk */
+	bool steps_reported;
+	const struct decl *layers[64];	/* the instances being walked, outermost first */
+	struct loc layer_calls[64];
+	bool quiet;			/* what-if evaluation: count errors, print none */
+	unsigned quiet_errors;
 	struct env *static_job;		/* unknown bindings for static checks */
 };
 
-enum { EVAL_MAX_DEPTH = 64 };
+/* Limits (docs/limits.md): layers nested inside layers, and statements
+ * walked per template or job, which bounds exponential fan-out such as
+ * 40 levels of layers that each use the one below twice. */
+enum { EVAL_MAX_DEPTH = 64, EVAL_MAX_STEPS = 200000 };
 
 const char *eval_type_name(const struct value *v, char *buf, size_t n);
 const char *eval_describe(struct eval *ev, const struct value *v, char *buf, size_t n);

@@ -216,15 +216,27 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 	return info->ast;
 }
 
-struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,
-			    struct diag_engine *de, const char *root_path,
-			    const struct import_opts *opts)
+struct program *import_load_many(struct arena *a, struct interner *in, struct src_table *src,
+				 struct diag_engine *de, const char *const *roots, size_t nroots,
+				 const struct import_opts *opts)
 {
 	struct loader ld = { .arena = a, .interner = in, .src = src, .diag = de, .opts = opts };
 	struct program *p = ARENA_NEW(a, struct program);
 
-	p->root = load_file(&ld, root_path, root_path, dir_of(a, root_path), NO_LOC);
+	for (size_t i = 0; i < nroots; i++) {
+		struct file_ast *f = load_file(&ld, roots[i], roots[i], dir_of(a, roots[i]), NO_LOC);
+
+		if (!p->root)
+			p->root = f;
+	}
 	p->files = ld.files;
 	p->nfiles = ld.nfiles;
 	return p;
+}
+
+struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,
+			    struct diag_engine *de, const char *root_path,
+			    const struct import_opts *opts)
+{
+	return import_load_many(a, in, src, de, &root_path, 1, opts);
 }

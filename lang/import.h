@@ -45,4 +45,10 @@ struct program *import_load(struct arena *a, struct interner *in, struct src_tab
 			    struct diag_engine *de, const char *root_path,
 			    const struct import_opts *opts);
 
+/* Several roots into one program (memc list): each file still loads once;
+ * root is the first one that could be read. */
+struct program *import_load_many(struct arena *a, struct interner *in, struct src_table *src,
+				 struct diag_engine *de, const char *const *roots, size_t nroots,
+				 const struct import_opts *opts);
+
 #endif

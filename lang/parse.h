@@ -10,8 +10,11 @@
  * whatever parsed; it is never NULL.
  *
  * Limits (docs/limits.md): brackets and blocks nest at most
- * PARSE_MAX_DEPTH deep; identifiers and numbers are at most
- * PARSE_MAX_TOKEN bytes; strings at most PARSE_MAX_STRING bytes.
+ * PARSE_MAX_DEPTH deep; an expression tree is at most
+ * PARSE_MAX_EXPR_DEPTH nodes deep (chains like 1+1+1+... need no
+ * brackets, and every later phase walks expressions recursively);
+ * identifiers and numbers are at most PARSE_MAX_TOKEN bytes; strings at
+ * most PARSE_MAX_STRING bytes.
  */
 #ifndef MEMC_LANG_PARSE_H
 #define MEMC_LANG_PARSE_H
@@ -25,6 +28,7 @@ struct src_file;
 
 enum {
 	PARSE_MAX_DEPTH = 256,
+	PARSE_MAX_EXPR_DEPTH = 1000,
 	PARSE_MAX_TOKEN = 1024,
 	PARSE_MAX_STRING = 65536,
 };

@@ -2,8 +2,9 @@
 /*
  * parse_build.h - node builders called from the grammar actions of
  * parser.y. Private to the parser. Each one only allocates and links
- * nodes; the two exceptions are parse_cluster*, which check that the word
- * between the counts is `x`, because the grammar cannot say that.
+ * nodes; the exceptions are parse_cluster*, which check that the word
+ * between the counts is `x`, because the grammar cannot say that, and the
+ * expression builders, which keep trees within PARSE_MAX_EXPR_DEPTH.
  */
 #ifndef MEMC_LANG_PARSE_BUILD_H
 #define MEMC_LANG_PARSE_BUILD_H
@@ -56,6 +57,10 @@ struct attr *parse_attr(struct parse_ctx *pc, struct loc loc, const char *name, 
 			bool has_parens);
 struct attr *parse_append_attr(struct attr *list, struct attr *a);
 
+/* Past PARSE_MAX_EXPR_DEPTH these report nesting-depth and return a
+ * shallower node in place of the new one (parse_stmt.c). */
+struct expr *parse_binary(struct parse_ctx *pc, int op, struct loc op_loc, struct expr *lhs,
+			  struct expr *rhs);
 struct expr *parse_unary(struct parse_ctx *pc, struct loc loc, int op, struct expr *operand);
 struct expr *parse_member(struct parse_ctx *pc, struct loc loc, struct expr *obj, const char *field,
 			  struct loc field_loc);

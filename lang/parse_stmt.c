@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * parse_stmt.c - node builders for body statements and expressions,
- * called from parser.y's actions. They allocate and link; the only check
- * is that the word between a cluster's counts is `x`, which the grammar
- * cannot express without reserving the letter.
+ * called from parser.y's actions. They allocate and link; the checks are
+ * that the word between a cluster's counts is `x`, which the grammar
+ * cannot express without reserving the letter, and that no expression is
+ * deeper than PARSE_MAX_EXPR_DEPTH.
  */
 #include <string.h>
 
@@ -11,11 +12,17 @@
 #include "lang/diag.h"
 #include "lang/parse_build.h"
 
+static struct expr *new_call(struct parse_ctx *pc, struct loc loc, struct expr *callee,
+			     struct arg *args);
+
 struct stmt *parse_instance(struct parse_ctx *pc, struct loc loc, struct expr *callee, struct arg *args)
 {
 	struct stmt *s = ast_new_stmt(pc->arena, STMT_INSTANCE, loc);
 
-	s->instance.call = parse_call(pc, loc, callee, args);
+	/* Not depth-capped: a statement is never an operand, so the call can
+	 * be at most one node deeper than its arguments, and cutting it would
+	 * leave an instance that is not a call. */
+	s->instance.call = new_call(pc, loc, callee, args);
 	return s;
 }
 
@@ -83,13 +90,62 @@ struct attr *parse_attr(struct parse_ctx *pc, struct loc loc, const char *name, 
 	return a;
 }
 
+/* The first byte of @l, or its last one (@last). */
+static struct loc loc_byte(struct loc l, bool last)
+{
+	if (l.end > l.start) {
+		if (last)
+			l.start = l.end - 1;
+		else
+			l.end = l.start + 1;
+	}
+	return l;
+}
+
+/*
+ * Trees are kept within PARSE_MAX_EXPR_DEPTH because chains such as
+ * 1+1+1+... or a.b.c... need no brackets, so PARSE_MAX_DEPTH does not
+ * bound them, and ast_dump and the evaluator recurse on them. True if @e
+ * is past the limit. It is reported only where it first crossed it: a
+ * node built on top of a cut one is deeper still and needs no second
+ * error for the same chain.
+ */
+static bool too_deep(struct parse_ctx *pc, const struct expr *e, struct loc at)
+{
+	if (e->depth <= PARSE_MAX_EXPR_DEPTH)
+		return false;
+	if (e->depth == PARSE_MAX_EXPR_DEPTH + 1)
+		diag_note(diag_error(pc->diag, DIAG_NESTING_DEPTH, at,
+				     "expression nested more than %d levels deep",
+				     PARSE_MAX_EXPR_DEPTH),
+			  NO_LOC, "split it into parts with 'let'");
+	return true;
+}
+
+/* @keep (a child of a too-deep node, itself within the limit) takes the
+ * node's place; its depth is raised past the limit to mark the cut. */
+static struct expr *cut(struct expr *keep)
+{
+	keep->depth = PARSE_MAX_EXPR_DEPTH + 1;
+	return keep;
+}
+
+struct expr *parse_binary(struct parse_ctx *pc, int op, struct loc op_loc, struct expr *lhs,
+			  struct expr *rhs)
+{
+	struct expr *e = ast_new_binary(pc->arena, (enum ast_binop)op, op_loc, lhs, rhs);
+
+	return too_deep(pc, e, op_loc) ? cut(lhs) : e;
+}
+
 struct expr *parse_unary(struct parse_ctx *pc, struct loc loc, int op, struct expr *operand)
 {
 	struct expr *e = ast_new_expr(pc->arena, EXPR_UNARY, loc);
 
 	e->unary.op = (enum ast_unop)op;
 	e->unary.operand = operand;
-	return e;
+	ast_add_child_depth(e, operand);
+	return too_deep(pc, e, loc_byte(loc, false)) ? cut(operand) : e;
 }
 
 struct expr *parse_member(struct parse_ctx *pc, struct loc loc, struct expr *obj, const char *field,
@@ -100,16 +156,29 @@ struct expr *parse_member(struct parse_ctx *pc, struct loc loc, struct expr *obj
 	e->member.object = obj;
 	e->member.field = field;
 	e->member.field_loc = field_loc;
-	return e;
+	ast_add_child_depth(e, obj);
+	return too_deep(pc, e, field_loc) ? cut(obj) : e;
 }
 
-struct expr *parse_call(struct parse_ctx *pc, struct loc loc, struct expr *callee, struct arg *args)
+static struct expr *new_call(struct parse_ctx *pc, struct loc loc, struct expr *callee,
+			     struct arg *args)
 {
 	struct expr *e = ast_new_expr(pc->arena, EXPR_CALL, loc);
 
 	e->call.callee = callee;
 	e->call.args = args;
+	ast_add_child_depth(e, callee);
+	for (const struct arg *a = args; a; a = a->next)
+		ast_add_child_depth(e, a->value);
 	return e;
+}
+
+/* A call too deep is reported at its closing ')'. */
+struct expr *parse_call(struct parse_ctx *pc, struct loc loc, struct expr *callee, struct arg *args)
+{
+	struct expr *e = new_call(pc, loc, callee, args);
+
+	return too_deep(pc, e, loc_byte(loc, true)) ? cut(callee) : e;
 }
 
 struct expr *parse_number(struct parse_ctx *pc, struct loc loc, const char *text)
@@ -126,6 +195,7 @@ struct expr *parse_quantity(struct parse_ctx *pc, struct loc loc, const char *nu
 	struct expr *e = ast_new_expr(pc->arena, EXPR_QUANTITY, loc);
 
 	e->quantity.number = parse_number(pc, num_loc, num);
+	ast_add_child_depth(e, e->quantity.number);
 	e->quantity.unit = unit;
 	e->quantity.unit_loc = unit_loc;
 	return e;
@@ -136,6 +206,7 @@ struct expr *parse_percent(struct parse_ctx *pc, struct loc loc, const char *num
 	struct expr *e = ast_new_expr(pc->arena, EXPR_PERCENT, loc);
 
 	e->percent.number = parse_number(pc, num_loc, num);
+	ast_add_child_depth(e, e->percent.number);
 	return e;
 }
 
@@ -163,6 +234,8 @@ struct expr *parse_cluster(struct parse_ctx *pc, struct loc loc, struct expr *no
 	expect_x(pc, x, x_loc);
 	e->cluster.nodes = nodes;
 	e->cluster.gpus = parse_number(pc, num_loc, num);
+	ast_add_child_depth(e, nodes);
+	ast_add_child_depth(e, e->cluster.gpus);
 	e->cluster.gpu = gpu;
 	e->cluster.gpu_loc = gpu_loc;
 	return e;
@@ -184,13 +257,22 @@ struct expr *parse_bool(struct parse_ctx *pc, struct loc loc, bool value)
 	return e;
 }
 
+/* A list too deep loses its items: it must stay a list, because a
+ * tensor's shape is one. */
 struct expr *parse_list(struct parse_ctx *pc, struct loc loc, struct item *items)
 {
 	struct expr *e = ast_new_expr(pc->arena, EXPR_LIST, loc);
 
 	e->list.items = items;
-	for (struct item *it = items; it; it = it->next)
+	for (struct item *it = items; it; it = it->next) {
 		e->list.count++;
+		ast_add_child_depth(e, it->value);
+	}
+	if (too_deep(pc, e, loc_byte(loc, false))) {
+		e->list.items = NULL;
+		e->list.count = 0;
+		return cut(e);
+	}
 	return e;
 }
 

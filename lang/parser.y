@@ -279,20 +279,23 @@ attr
 	| NAME '(' opt_args ')'		{ $$ = parse_attr(pc, @$, $1, $3, true); }
 	;
 
-/* Expressions, loosest first: || && comparisons + - * / unary postfix. */
+/* Expressions, loosest first: || && comparisons + - * / unary postfix.
+ * The builders keep each tree within PARSE_MAX_EXPR_DEPTH, because a
+ * chain of left-associative operators or postfixes needs no brackets and
+ * PARSE_MAX_DEPTH alone would not bound it. */
 expr
-	: expr OR expr			{ $$ = ast_new_binary(pc->arena, AST_OR, @2, $1, $3); }
-	| expr AND expr			{ $$ = ast_new_binary(pc->arena, AST_AND, @2, $1, $3); }
-	| expr EQ expr			{ $$ = ast_new_binary(pc->arena, AST_EQ, @2, $1, $3); }
-	| expr NE expr			{ $$ = ast_new_binary(pc->arena, AST_NE, @2, $1, $3); }
-	| expr '<' expr			{ $$ = ast_new_binary(pc->arena, AST_LT, @2, $1, $3); }
-	| expr LE expr			{ $$ = ast_new_binary(pc->arena, AST_LE, @2, $1, $3); }
-	| expr '>' expr			{ $$ = ast_new_binary(pc->arena, AST_GT, @2, $1, $3); }
-	| expr GE expr			{ $$ = ast_new_binary(pc->arena, AST_GE, @2, $1, $3); }
-	| expr '+' expr			{ $$ = ast_new_binary(pc->arena, AST_ADD, @2, $1, $3); }
-	| expr '-' expr			{ $$ = ast_new_binary(pc->arena, AST_SUB, @2, $1, $3); }
-	| expr '*' expr			{ $$ = ast_new_binary(pc->arena, AST_MUL, @2, $1, $3); }
-	| expr '/' expr			{ $$ = ast_new_binary(pc->arena, AST_DIV, @2, $1, $3); }
+	: expr OR expr			{ $$ = parse_binary(pc, AST_OR, @2, $1, $3); }
+	| expr AND expr			{ $$ = parse_binary(pc, AST_AND, @2, $1, $3); }
+	| expr EQ expr			{ $$ = parse_binary(pc, AST_EQ, @2, $1, $3); }
+	| expr NE expr			{ $$ = parse_binary(pc, AST_NE, @2, $1, $3); }
+	| expr '<' expr			{ $$ = parse_binary(pc, AST_LT, @2, $1, $3); }
+	| expr LE expr			{ $$ = parse_binary(pc, AST_LE, @2, $1, $3); }
+	| expr '>' expr			{ $$ = parse_binary(pc, AST_GT, @2, $1, $3); }
+	| expr GE expr			{ $$ = parse_binary(pc, AST_GE, @2, $1, $3); }
+	| expr '+' expr			{ $$ = parse_binary(pc, AST_ADD, @2, $1, $3); }
+	| expr '-' expr			{ $$ = parse_binary(pc, AST_SUB, @2, $1, $3); }
+	| expr '*' expr			{ $$ = parse_binary(pc, AST_MUL, @2, $1, $3); }
+	| expr '/' expr			{ $$ = parse_binary(pc, AST_DIV, @2, $1, $3); }
 	| '-' expr %prec UNARY		{ $$ = parse_unary(pc, @$, AST_NEG, $2); }
 	| '!' expr %prec UNARY		{ $$ = parse_unary(pc, @$, AST_NOT, $2); }
 	| postfix

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * scan.c - the work behind lexer.l's rules: keywords, identifier
- * validation (Unicode XID, NFC), string escapes, bracket nesting and the
- * scanner's own diagnostics.
+ * validation (Unicode XID, NFC), underscores in numbers, string escapes,
+ * bracket nesting and the scanner's own diagnostics.
  *
  * Identifiers are NFC-normalised before interning so that two spellings
  * of the same text are one name. Bidirectional control characters are
@@ -79,8 +79,47 @@ void lex_check_comment(struct lex_state *ls, struct loc loc, const char *text, s
 	check_bidi(ls, loc, text, len, "a comment");
 }
 
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Report a malformed numeral, quoting at most 40 characters of it. */
+static void bad_number(struct lex_state *ls, struct loc loc, const char *text, size_t len,
+		       const char *why)
+{
+	int shown = len > 40 ? 40 : (int)len;
+
+	diag_error(ls->diag, DIAG_BAD_NUMBER, loc, "malformed number '%.*s%s': %s", shown, text,
+		   (size_t)shown < len ? "..." : "", why);
+}
+
+/* The rule admits underscores anywhere after the first digit; lang/num.c
+ * reads them only between two digits of the mantissa. Report the numeral
+ * once if any other is there. */
+static void check_underscores(struct lex_state *ls, struct loc loc, const char *text, size_t len)
+{
+	bool exponent = false;
+
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == 'e' || text[i] == 'E')
+			exponent = true;
+		if (text[i] != '_')
+			continue;
+		if (exponent) {
+			bad_number(ls, loc, text, len, "an exponent has no underscores");
+			return;
+		}
+		if (i == 0 || i + 1 == len || !is_digit(text[i - 1]) || !is_digit(text[i + 1])) {
+			bad_number(ls, loc, text, len, "underscores go between digits");
+			return;
+		}
+	}
+}
+
 int lex_number(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len)
 {
+	check_underscores(ls, loc, text, len);
 	if (len > PARSE_MAX_TOKEN) {
 		diag_error(ls->diag, DIAG_TOKEN_TOO_LONG, lex_head(loc, 16),
 			   "number is %zu characters long; the limit is %d", len, PARSE_MAX_TOKEN);
@@ -149,7 +188,37 @@ int lex_ident(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const c
 	return NAME;
 }
 
-/* Resolve escapes into the arena. The rule guarantees a closing quote. */
+/* docs/language.md §1: the only escapes. */
+static bool valid_escape(char c)
+{
+	return c == '"' || c == '\\' || c == 'n' || c == 't';
+}
+
+/* Report the unknown escape at @p (a backslash, @off bytes into the
+ * token at @loc), covering the whole character after it. */
+static void bad_escape(struct lex_state *ls, struct loc loc, size_t off, const char *p,
+		       size_t left)
+{
+	int n = u8_mblen((const uint8_t *)p + 1, left - 1);
+	unsigned char c = (unsigned char)p[1];
+	struct loc at = { loc.file, loc.start + (uint32_t)off, 0 };
+	struct diag *d;
+
+	if (n < 1)
+		n = 1;
+	at.end = at.start + 1 + (uint32_t)n;
+	if (c < 0x20 || c == 0x7f)
+		d = diag_error(ls->diag, DIAG_BAD_ESCAPE, at,
+			       "unknown escape sequence: '\\' before control character 0x%02x", c);
+	else
+		d = diag_error(ls->diag, DIAG_BAD_ESCAPE, at, "unknown escape sequence '\\%.*s'",
+			       n, p + 1);
+	diag_note(d, NO_LOC, "the escapes are \\\" \\\\ \\n and \\t");
+}
+
+/* Resolve escapes into the arena. The rule guarantees a closing quote and
+ * a character after every backslash; an unknown escape is reported and
+ * stands for that character. */
 int lex_string(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len)
 {
 	/* A bidi control is reported; the string is kept so parsing continues. */
@@ -165,6 +234,8 @@ int lex_string(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const 
 		char c = text[i];
 
 		if (c == '\\' && i + 2 < len) {
+			if (!valid_escape(text[i + 1]))
+				bad_escape(ls, loc, i, text + i, len - 1 - i);
 			c = text[++i];
 			c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
 		}

@@ -17,16 +17,46 @@
 #include "lang/intern.h"
 #include "lang/scope.h"
 
+static size_t memo_slot(const struct decl *d, size_t cap)
+{
+	uintptr_t h = (uintptr_t)d;
+
+	h ^= h >> 17;
+	h *= 0x9E3779B97F4A7C15u;
+	return (size_t)(h >> 7) & (cap - 1);
+}
+
+static void memo_insert(struct decl_memo **tab, size_t cap, struct decl_memo *m)
+{
+	size_t i = memo_slot(m->decl, cap);
+
+	while (tab[i])
+		i = (i + 1) & (cap - 1);
+	tab[i] = m;
+}
+
+/* Memo entries live in a hash table: a file may hold a million lets. */
 static struct decl_memo *memo_of(struct eval *ev, const struct decl *d)
 {
-	for (struct decl_memo *m = ev->memo; m; m = m->next)
-		if (m->decl == d)
-			return m;
+	for (size_t i = ev->capmemo ? memo_slot(d, ev->capmemo) : 0; ev->capmemo && ev->memo[i];
+	     i = (i + 1) & (ev->capmemo - 1))
+		if (ev->memo[i]->decl == d)
+			return ev->memo[i];
+	if (2 * (ev->nmemo + 1) > ev->capmemo) {
+		size_t cap = ev->capmemo ? ev->capmemo * 2 : 64;
+		struct decl_memo **tab = ARENA_NEW_ARRAY(ev->arena, struct decl_memo *, cap);
+
+		for (size_t i = 0; i < ev->capmemo; i++)
+			if (ev->memo[i])
+				memo_insert(tab, cap, ev->memo[i]);
+		ev->memo = tab;
+		ev->capmemo = cap;
+	}
 	struct decl_memo *m = ARENA_NEW(ev->arena, struct decl_memo);
 
 	m->decl = d;
-	m->next = ev->memo;
-	ev->memo = m;
+	memo_insert(ev->memo, ev->capmemo, m);
+	ev->nmemo++;
 	return m;
 }
 
@@ -253,7 +283,8 @@ static struct value builtin_call(struct eval *ev, struct env *env, const struct 
 	v.loc = v.origin = e->loc;
 	v.label = NULL;
 	if (unary) {
-		v.num = !strcmp(f, "ceil") ? num_ceil(v.num) : num_floor(v.num);
+		if (!v.unknown)	/* an unknown number has no value (d == 0) */
+			v.num = !strcmp(f, "ceil") ? num_ceil(v.num) : num_floor(v.num);
 		return v;
 	}
 	if (a[0].kind != VAL_NUM || a[1].kind != VAL_NUM || !dim_eq(a[0].dim, a[1].dim)) {
@@ -480,12 +511,23 @@ static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env
 		eval_error(ev, DIAG_TYPE_MISMATCH, s->loc, "only layers can be used inside a body");
 		return;
 	}
+	for (unsigned i = 0; i < ev->depth; i++)
+		if (ev->layers[i] == inst.decl) {
+			/* a layer inside itself would never end (and fans out exponentially) */
+			struct diag *d = eval_error(ev, DIAG_DEFINITION_CYCLE, s->loc,
+						    "layer '%s' uses itself", inst.decl->name);
+
+			for (unsigned j = i + 1; j < ev->depth; j++)
+				diag_note(d, ev->layer_calls[j], "'%s' is used here", ev->layers[j]->name);
+			return;
+		}
 	if (ev->depth >= EVAL_MAX_DEPTH) {
-		eval_error(ev, DIAG_DEFINITION_CYCLE, s->loc,
-			   "layers are nested more than %d deep (does '%s' use itself?)", EVAL_MAX_DEPTH,
-			   inst.decl->name);
+		eval_error(ev, DIAG_DEFINITION_CYCLE, s->loc, "layers are nested more than %d deep",
+			   EVAL_MAX_DEPTH);
 		return;
 	}
+	ev->layers[ev->depth] = inst.decl;
+	ev->layer_calls[ev->depth] = s->loc;
 	env_set_parent(inst.args, job);
 	if (ops->enter)
 		ops->enter(ctx, inst.decl, inst.args, s->loc);
@@ -532,6 +574,14 @@ static void walk_body(struct eval *ev, const struct stmt *s, struct env *env, co
 		      void *ctx, struct env *job)
 {
 	for (; s; s = s->next) {
+		if (++ev->steps > EVAL_MAX_STEPS) {
+			if (!ev->steps_reported)
+				eval_error(ev, DIAG_INSTANTIATION_LIMIT, s->loc,
+					   "more than %d statements to walk: layers use each other too many times",
+					   EVAL_MAX_STEPS);
+			ev->steps_reported = true;
+			return;
+		}
 		switch (s->kind) {
 		case STMT_TENSOR: walk_tensor(ev, s, env, ops, ctx); break;
 		case STMT_INSTANCE: walk_instance(ev, s, env, ops, ctx, job); break;
@@ -554,6 +604,15 @@ void eval_walk(struct eval *ev, struct value inst, struct env *job, const struct
 {
 	if (inst.kind != VAL_INSTANCE)
 		return;
+	if (ev->depth >= EVAL_MAX_DEPTH)
+		return;
 	env_set_parent(inst.args, job);
+	if (ev->steps_reported)
+		return;		/* one runaway template is enough: do not walk the rest */
+	if (ev->depth == 0)
+		ev->steps = 0;
+	ev->layers[ev->depth] = inst.decl;
+	ev->layer_calls[ev->depth++] = inst.loc;
 	walk_body(ev, inst.decl->templ.body, env_new(ev, inst.args), ops, ctx, job);
+	ev->depth--;
 }

@@ -6,10 +6,14 @@
 #   tests/run-golden.sh [MEMC] [SUITE_DIR...]
 #
 # MEMC defaults to build/memc; the suites default to every directory under
-# tests/ except tests/unit. A case is either
+# tests/ except tests/unit and tests/validation. A case is either
 #
 #   SUITE/name.mem        with SUITE/name.{out,err,rc}
 #   SUITE/name/main.mem   with SUITE/name/expect.{out,err,rc}   (multi-file)
+#
+#   SUITE/name.case       one line: the whole memc command line (arguments and
+#                         files), with SUITE/name.{out,err,rc}; for checking
+#                         files that live elsewhere (examples/)
 #
 # The first line of the .mem file may be "# ARGS: <args>": the memc
 # arguments put before the file path (split on whitespace, no quoting).
@@ -41,7 +45,9 @@ suites=("$@")
 if [ ${#suites[@]} -eq 0 ]; then
 	for d in tests/*/; do
 		d=${d%/}
-		[ "$d" = tests/unit ] || suites+=("$d")
+		# tests/validation has its own suite (tests/validation.mk): its
+		# files are scored against measurements, not golden output.
+		[ "$d" = tests/unit ] || [ "$d" = tests/validation ] || suites+=("$d")
 	done
 fi
 
@@ -56,7 +62,9 @@ fail=0
 case_args() {
 	local first
 	IFS= read -r first <"$1" || true
-	if [[ $first == "# ARGS:"* ]]; then
+	if [[ $1 == *.case ]]; then
+		read -r -a args <<<"$first"
+	elif [[ $first == "# ARGS:"* ]]; then
 		read -r -a args <<<"${first#"# ARGS:"}"
 	else
 		args=(check)
@@ -96,7 +104,9 @@ run_case() {
 		fail=$((fail + 1))
 		return
 	fi
-	"${wrap[@]}" "$memc" "${args[@]}" "$mem" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
+	local files=("$mem")
+	[[ $mem == *.case ]] && files=()
+	"${wrap[@]}" "$memc" "${args[@]}" "${files[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
 
 	if [ "${UPDATE:-0}" = 1 ]; then
 		update_file "$exp.err" "$tmp/err"
@@ -115,7 +125,7 @@ run_case() {
 	if [ $ok -eq 1 ]; then
 		pass=$((pass + 1))
 	else
-		echo "FAIL: $mem (memc ${args[*]} $mem)"
+		echo "FAIL: $mem (memc ${args[*]} ${files[*]})"
 		sed 's/^/    /' "$tmp/diff"
 		fail=$((fail + 1))
 	fi
@@ -125,6 +135,9 @@ for suite in "${suites[@]}"; do
 	[ -d "$suite" ] || { echo "run-golden: no suite directory '$suite'" >&2; exit 2; }
 	for f in "$suite"/*.mem; do
 		[ -f "$f" ] && run_case "$f" "${f%.mem}"
+	done
+	for f in "$suite"/*.case; do
+		[ -f "$f" ] && run_case "$f" "${f%.case}"
 	done
 	for d in "$suite"/*/; do
 		[ -f "$d/main.mem" ] && run_case "${d}main.mem" "${d}expect"

@@ -9,9 +9,11 @@
  * real run would leave behind. Diagnostics are recorded, not printed (a
  * NULL stream), which keeps the fuzzer fast and its log readable.
  *
- * fuzz_one() is the pipeline. Later phases (scope resolution, evaluation,
- * analysis) go where the "next phases" comment is, gated like the driver
- * gates them: only on a file that parsed without errors.
+ * fuzz_one() is the pipeline: parse, dump, and on a file that parsed
+ * without errors (the driver's gate, analyzer/pipeline.c) the checker:
+ * scope resolution, evaluation of every declaration and train block.
+ * Imports are not followed: an input must not reach the file system, so
+ * the program is the one file, and names from the stdlib are undefined.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +22,9 @@
 
 #include "lang/arena.h"
 #include "lang/ast.h"
+#include "lang/check.h"
 #include "lang/diag.h"
+#include "lang/import.h"
 #include "lang/intern.h"
 #include "lang/parse.h"
 #include "lang/source.h"
@@ -47,6 +51,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* The checker on @ast as the whole program, as the driver runs it. */
+static void check_one(struct arena *arena, struct interner *in, struct diag_engine *de,
+		      const struct src_table *src, struct file_ast *ast)
+{
+	struct file_ast *files[1] = { ast };
+	struct program prog = { .files = files, .nfiles = 1, .root = ast };
+
+	check_program(arena, in, de, src, &prog);
+}
+
 static void fuzz_one(const uint8_t *data, size_t size)
 {
 	struct arena arena = { 0 };
@@ -64,13 +78,8 @@ static void fuzz_one(const uint8_t *data, size_t size)
 		struct file_ast *ast = parse_file(&arena, in, de, f);
 
 		ast_dump(dump_sink, ast);
-		/*
-		 * Next phases go here, on a clean parse only (as in
-		 * analyzer/driver.c): scope resolution (lang/scope.h), then
-		 * evaluation (lang/eval.h), then the analyzer entry point.
-		 * Imports are not followed: an input must not reach the file
-		 * system.
-		 */
+		if (diag_error_count(de) == 0)
+			check_one(&arena, in, de, src, ast);
 	}
 	/* Walk the records as the JSON reporter would: locations must map. */
 	for (const struct diag *d = diag_first(de); d; d = d->next) {

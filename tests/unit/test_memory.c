@@ -558,6 +558,37 @@ static void folded_equals_unrolled(void **state)
 	}
 }
 
+/* AMP weight casts (§2.1) under full recompute: autocast's cast cache holds
+ * every recomputed layer's cast until the forward pass ends, so the forward
+ * end carries all N of them; in backward each recomputed layer casts again
+ * transiently (one at a time). Without recompute they are saved for backward
+ * and all N are live at the start of backward too. Weights 4 B, cast 2 B per
+ * element, frozen, no rounding: forward end = N x ((4 + 2) x numel + input). */
+static void amp_cast_cache_under_recompute(void **state)
+{
+	enum { N = 10 };
+	const uint64_t numel = 1000;
+	struct mem_param p = { .name = "w", .numel = numel, .weight_bytes = 4 * numel,
+			       .cast_bytes = 2 * numel, .cast_saved = true };
+	struct mem_layer l = { .name = "layer", .params = &p, .nparams = 1,
+			       .saves_bytes = 512, .input_bytes = 64 };
+	struct mem_block blk;
+	struct mem_job j = act_job(&l, &blk, N);
+	struct mem_class k;
+
+	(void)state;
+	j.no_rounding = true;
+	j.recompute = MEM_RECOMPUTE_FULL;
+	k = analyze_one(&j);
+	assert_int_equal(k.peak.phase, MEM_PHASE_FORWARD);
+	assert_int_equal(k.peak_allocated, N * 6 * numel + N * 64);	/* saves are not kept */
+	assert_int_equal(k.buffers_at_peak[MEM_B_CASTS], N * 2 * numel);
+	j.recompute = MEM_RECOMPUTE_NONE;
+	k = analyze_one(&j);
+	assert_int_equal(k.buffers_at_peak[MEM_B_CASTS], N * 2 * numel);
+	assert_int_equal(k.peak_allocated, N * 6 * numel + N * 512);
+}
+
 /* 10^9 repeats cost the same as four: forward end = 10^9 x 512 B. */
 static void billion_repeats_are_instant(void **state)
 {
@@ -643,6 +674,7 @@ int main(void)
 		cmocka_unit_test(tv24_example_b),
 		cmocka_unit_test(figures_reserved_and_device),
 		cmocka_unit_test(folded_equals_unrolled),
+		cmocka_unit_test(amp_cast_cache_under_recompute),
 		cmocka_unit_test(billion_repeats_are_instant),
 		cmocka_unit_test(errors),
 		cmocka_unit_test(explain_strings),

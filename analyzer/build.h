@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * build.h - turn one checked train block into the numeric memory model's
+ * input (struct mem_job) and the facts its report prints.
+ *
+ * The model is walked under the job's bindings. Each layer instance used
+ * directly in the model body (or in its repeats) becomes one mem_layer;
+ * tensors of layers nested inside it are added to it. The model's first
+ * repeat is the body block. Per parameter tensor the precision policy,
+ * the fine-tuning mode (LoRA adapters, QLoRA quantisation, frozen bases)
+ * and the optimizer body (evaluated once per distinct tensor shape) give
+ * weight, gradient, master and state bytes. Overrides (a different
+ * micro_batch, checkpointing, ZeRO stage or tp) let the fit search ask
+ * "what if" without touching the source.
+ */
+#ifndef MEMC_ANALYZER_BUILD_H
+#define MEMC_ANALYZER_BUILD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "analyzer/memory.h"
+#include "analyzer/report.h"
+#include "lang/check.h"
+
+/* "What if" changes to a job, for the fit search. 0 / NULL: as written. */
+struct build_override {
+	uint64_t micro_batch;
+	const char *checkpoint;		/* "full" */
+	int zero;			/* -1: as written; else 0..3 */
+	uint64_t tp;
+};
+
+struct build {
+	struct mem_job job;
+	struct report_job rep;
+	/* where each knob was set, for warnings and notes (NO_LOC: default) */
+	struct loc loc_model, loc_micro_batch, loc_seq_len, loc_checkpoint, loc_zero, loc_tp,
+		   loc_optimizer, loc_precision, loc_cluster, loc_train;
+	uint64_t micro_batch, gpus;
+	int zero;			/* DeepSpeed stage, -1 if FSDP or none */
+	bool full_recompute;
+	uint32_t tp;
+};
+
+/* Build @out for @cj. With @quiet, evaluation errors are not reported (the
+ * fit search); returns false if the job could not be built. */
+bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build_override *ov,
+	       bool quiet, struct build *out);
+
+/* Exact parameter count of a model instance with tp = ep = 1, tied
+ * weights once (memc list). */
+bool build_count_params(struct eval *ev, struct arena *a, struct value model, uint64_t *total);
+
+#endif

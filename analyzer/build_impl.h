@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * build_impl.h - state of one job build, shared by build.c (the walk),
+ * build_param.c (parameter bytes, adapters, optimizer states) and
+ * build_job.c (blocks, layout and overheads).
+ */
+#ifndef MEMC_ANALYZER_BUILD_IMPL_H
+#define MEMC_ANALYZER_BUILD_IMPL_H
+
+#include "analyzer/build.h"
+
+struct dtype;
+
+struct pending {
+	const struct arg *names;	/* for_grad(...) */
+	uint64_t bytes;
+	bool loss;
+};
+
+/* One layer instance on the walk's stack. */
+struct frame {
+	const struct decl *decl;
+	struct loc call;
+	struct frame *parent;
+	unsigned depth;			/* 0: used directly by the model */
+	bool implicit;			/* tensors written in the model body itself */
+	uint64_t mult;			/* product of the repeats around this point */
+	uint64_t saved_mult[8];
+	unsigned nrep;
+	const char **names;		/* params declared in this instance */
+	bool *trains;			/* ... and whether each trains or carries an adapter */
+	size_t nnames, capnames;
+	struct pending *pending;
+	size_t npending, cappending;
+	uint64_t temp_fwd, temp_bwd;	/* this instance's own transients */
+	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */
+	uint64_t input;
+	bool loss;
+};
+
+/* Optimizer results per distinct tensor shape and dtype (memoised). */
+struct opt_memo {
+	uint64_t numel, rows, cols, rank;
+	const struct dtype *dtype;
+	uint64_t state, temp;
+	bool grouped;
+};
+
+struct bld {
+	struct eval *ev;
+	struct arena *arena;
+	const struct check_job *cj;
+	struct env *bindings;
+	struct build *out;
+	bool failed;
+	/* precision */
+	const struct dtype *weights, *grads, *master, *act, *cast_cache, *linear_input, *copy_dtype;
+	uint64_t weight_copies;
+	/* fine-tuning */
+	bool lora, qlora;
+	uint64_t lora_r;
+	double lora_dropout;
+	const struct dtype *lora_dtype, *quant;
+	struct value targets, freeze;
+	/* optimizer */
+	struct value optimizer;
+	struct opt_memo *memo;
+	size_t nmemo, capmemo;
+	/* walk state */
+	struct frame *frame;
+	uint64_t model_mult;
+	unsigned model_repeats;		/* open repeats at model level */
+	uint64_t saved_model_mult[16];
+	uint64_t block_repeat;		/* repeat of the block being walked (totals) */
+	bool have_body;
+	uint64_t tokens;		/* batch x seq / cp, for adapter activations */
+	/* being assembled */
+	struct mem_param *params;	/* of the open top-level layer */
+	size_t nparams, capparams;
+	uint64_t saves, loss_saves;
+	struct mem_layer *layers;	/* of the open block */
+	size_t nlayers, caplayers;
+	struct mem_block *blocks;
+	size_t nblocks, capblocks;
+	uint64_t params_total, params_trainable;	/* this walk's (tp-sharded) counts */
+};
+
+extern const struct walk_ops bld_ops;
+
+bool bld_mul(uint64_t a, uint64_t b, uint64_t *out);
+uint64_t bld_bytes(const struct dtype *dt, uint64_t numel);
+struct frame *bld_frame_push(struct bld *b, const struct decl *layer);
+void bld_frame_pop(struct bld *b);
+struct frame *bld_frame(struct bld *b);
+void bld_close_implicit(struct bld *b);
+void bld_frame_param(struct frame *f, const char *name, bool trains);
+void bld_add_saves(struct bld *b, uint64_t bytes, bool loss);
+void bld_layer_close(struct bld *b, struct frame *f);
+void bld_repeat_enter(struct bld *b, const struct stmt *s, uint64_t n);
+void bld_repeat_leave(struct bld *b, const struct stmt *s);
+void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
+	       const struct dtype *dt, uint64_t d_in, uint64_t d_out);
+bool bld_setup_precision(struct bld *b, struct value precision);
+bool bld_setup_finetune(struct bld *b, struct value ft);
+
+#endif

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * build_job.c - assemble layers into blocks, then the job: layout,
+ * sharding, buffers and overheads from the train block and its GPU.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/build_impl.h"
+#include "lang/arena.h"
+#include "lang/diag.h"
+#include "lang/dtypes.h"
+#include "lang/intern.h"
+#include "lang/scope.h"
+
+/* ---- layers and blocks ---- */
+
+struct frame *bld_frame(struct bld *b)
+{
+	if (!b->frame) {
+		struct frame *f = bld_frame_push(b, b->cj->model.decl);
+
+		f->implicit = true;
+	}
+	return b->frame;
+}
+
+void bld_close_implicit(struct bld *b)
+{
+	if (b->frame && b->frame->implicit)
+		bld_frame_pop(b);
+}
+
+void bld_add_saves(struct bld *b, uint64_t bytes, bool loss)
+{
+	bld_frame(b);
+	if (loss)
+		b->loss_saves += bytes;
+	else
+		b->saves += bytes;
+}
+
+static void open_block(struct bld *b, uint64_t repeat, bool body)
+{
+	if (b->nblocks == b->capblocks) {
+		b->capblocks = b->capblocks ? b->capblocks * 2 : 8;
+		struct mem_block *n = ARENA_NEW_ARRAY(b->arena, struct mem_block, b->capblocks);
+
+		if (b->nblocks)
+			memcpy(n, b->blocks, b->nblocks * sizeof *n);
+		b->blocks = n;
+	}
+	b->blocks[b->nblocks++] = (struct mem_block){ .repeat = repeat, .is_body = body };
+	b->layers = NULL;
+	b->nlayers = b->caplayers = 0;
+}
+
+void bld_layer_close(struct bld *b, struct frame *f)
+{
+	if (!b->nblocks)
+		open_block(b, 1, false);
+	if (b->nlayers == b->caplayers) {
+		b->caplayers = b->caplayers ? b->caplayers * 2 : 8;
+		struct mem_layer *n = ARENA_NEW_ARRAY(b->arena, struct mem_layer, b->caplayers);
+
+		if (b->nlayers)
+			memcpy(n, b->layers, b->nlayers * sizeof *n);
+		b->layers = n;
+	}
+	bool loss = f->loss || b->loss_saves > 0;
+
+	b->layers[b->nlayers++] = (struct mem_layer){
+		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
+		.params = b->params, .nparams = b->nparams,
+		.saves_bytes = b->saves + b->loss_saves, .input_bytes = f->input,
+		.temp_fwd_bytes = f->temp_fwd + f->child_fwd, .temp_bwd_bytes = f->temp_bwd + f->child_bwd,
+		.loss_region = loss,
+	};
+	b->blocks[b->nblocks - 1].layers = b->layers;
+	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
+	b->params = NULL;
+	b->nparams = b->capparams = 0;
+	b->saves = b->loss_saves = 0;
+}
+
+/* A repeat in the model body: the first is the body of identical blocks
+ * (pipeline split, checkpoint unit); a repeat inside it multiplies. */
+void bld_repeat_enter(struct bld *b, const struct stmt *s, uint64_t n)
+{
+	(void)s;
+	if (b->model_repeats < 16)
+		b->saved_model_mult[b->model_repeats] = b->model_mult;
+	if (b->model_repeats++ > 0) {
+		if (!bld_mul(b->model_mult, n, &b->model_mult))
+			b->failed = true;
+		return;
+	}
+	open_block(b, n, !b->have_body);
+	b->have_body = true;
+	b->block_repeat = n;
+}
+
+void bld_repeat_leave(struct bld *b, const struct stmt *s)
+{
+	(void)s;
+	if (--b->model_repeats > 0) {
+		if (b->model_repeats < 16)
+			b->model_mult = b->saved_model_mult[b->model_repeats];
+		return;
+	}
+	open_block(b, 1, false);
+	b->block_repeat = 1;
+}
+
+/* ---- reading the train block ---- */
+
+static const char *I(struct bld *b, const char *s)
+{
+	return intern_cstr(eval_interner(b->ev), s);
+}
+
+static uint64_t bound_u64(struct bld *b, const char *name, uint64_t dflt)
+{
+	struct value v;
+	uint64_t u = dflt;
+
+	if (env_lookup(b->bindings, I(b, name), &v) && v.kind == VAL_NUM && !v.unknown)
+		num_to_u64(v.num, &u);
+	return u;
+}
+
+static const char *bound_sym(struct bld *b, const char *name, const char *dflt)
+{
+	struct value v;
+
+	if (env_lookup(b->bindings, I(b, name), &v) && v.kind == VAL_SYMBOL)
+		return v.str;
+	return dflt;
+}
+
+static bool key(const struct bld *b, const char *k, struct value *v)
+{
+	return check_job_field(b->cj, k, v);
+}
+
+static uint64_t key_u64(struct bld *b, const char *k, uint64_t dflt)
+{
+	struct value v;
+	uint64_t u = dflt;
+
+	if (key(b, k, &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &u);
+	return u;
+}
+
+static bool key_bool(struct bld *b, const char *k, bool dflt)
+{
+	struct value v;
+
+	return key(b, k, &v) && v.kind == VAL_BOOL ? v.b : dflt;
+}
+
+static const char *key_sym(struct bld *b, const char *k, const char *dflt)
+{
+	struct value v;
+
+	return key(b, k, &v) && (v.kind == VAL_SYMBOL || v.kind == VAL_STRING || v.kind == VAL_NONE) ? v.str : dflt;
+}
+
+static struct loc key_loc(struct bld *b, const char *k)
+{
+	struct value v;
+
+	return key(b, k, &v) ? v.origin : NO_LOC;
+}
+
+/* A field of the job's GPU (following `gpu X : Base`), in whole units. */
+static bool gpu_u64(struct bld *b, const char *field, uint64_t *out)
+{
+	const struct decl *d = b->cj->cluster.decl;
+
+	for (; d; d = d->record.base ? scope_find_kind(eval_scope(b->ev), d->record.base, DECL_GPU) : NULL)
+		for (const struct field *f = d->record.fields; f; f = f->next)
+			if (!strcmp(f->name, field) && f->value) {
+				struct value v = eval_expr(b->ev, NULL, f->value);
+
+				return v.kind == VAL_NUM && num_to_u64(num_floor(v.num), out);
+			}
+	return false;
+}
+
+static uint64_t overhead(struct bld *b, const char *field, uint64_t dflt)
+{
+	char k[64];
+	uint64_t u = dflt;
+
+	gpu_u64(b, field, &u);
+	snprintf(k, sizeof k, "overhead.%s", field);
+	return key_u64(b, k, u);
+}
+
+/* ---- the layout ---- */
+
+static enum mem_sharding sharding(struct bld *b, int zero, uint32_t dp, const char **name)
+{
+	const char *fsdp = key_sym(b, "fsdp", "none");
+	static const struct { const char *sym; enum mem_sharding s; const char *name; } f[] = {
+		{ "full_shard", MEM_SHARD_FSDP_FULL, "FSDP full_shard" },
+		{ "shard_grad_op", MEM_SHARD_FSDP_GRAD_OP, "FSDP shard_grad_op" },
+		{ "hybrid_shard", MEM_SHARD_FSDP_HYBRID, "FSDP hybrid_shard" },
+		{ "no_shard", MEM_SHARD_FSDP_NO_SHARD, "FSDP no_shard" },
+	};
+
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+		if (!strcmp(fsdp, f[i].sym))
+			return *name = f[i].name, f[i].s;
+	if (zero >= 1 && zero <= 3) {
+		static const char *const zn[] = { "", "ZeRO-1", "ZeRO-2", "ZeRO-3" };
+
+		*name = zn[zero];
+		return zero == 1 ? MEM_SHARD_ZERO1 : zero == 2 ? MEM_SHARD_ZERO2 : MEM_SHARD_ZERO3;
+	}
+	*name = dp > 1 ? "DDP" : "none";
+	return dp > 1 ? MEM_SHARD_DDP : MEM_SHARD_NONE;
+}
+
+static enum mem_schedule schedule(struct bld *b)
+{
+	const char *s = key_sym(b, "parallel.schedule", "1f1b");
+
+	return !strcmp(s, "interleaved") ? MEM_PP_INTERLEAVED : !strcmp(s, "gpipe") ? MEM_PP_GPIPE : MEM_PP_1F1B;
+}
+
+static void layout(struct bld *b, struct mem_job *j, int zero)
+{
+	const char *shard_name;
+
+	j->dp = (uint32_t)bound_u64(b, "dp", 1);
+	j->tp = (uint32_t)bound_u64(b, "tp", 1);
+	j->pp = (uint32_t)bound_u64(b, "pp", 1);
+	j->cp = (uint32_t)bound_u64(b, "cp", 1);
+	j->ep = (uint32_t)bound_u64(b, "ep", 1);
+	j->vp = (uint32_t)bound_u64(b, "vp", 1);
+	uint64_t per = 0;
+
+	num_to_u64(b->cj->cluster.gpus, &per);
+	j->gpus_per_node = (uint32_t)per;
+	j->schedule = schedule(b);
+	j->micro_batches = key_u64(b, "grad_accum", 1);
+	j->sharding = sharding(b, zero, j->dp, &shard_name);
+	b->out->rep.sharding = shard_name;
+	const char *ck = bound_sym(b, "checkpoint", "none");
+
+	j->recompute = !strcmp(ck, "full") ? MEM_RECOMPUTE_FULL :
+		       !strcmp(ck, "selective") ? MEM_RECOMPUTE_SELECTIVE : MEM_RECOMPUTE_NONE;
+	b->out->rep.recompute = ck;
+	b->out->full_recompute = j->recompute == MEM_RECOMPUTE_FULL;
+}
+
+static void buffers(struct bld *b, struct mem_job *j, int zero)
+{
+	uint64_t gsz = bld_bytes(b->grads, 1), wsz = bld_bytes(b->weights, 1);
+	const char *off_opt = key_sym(b, "offload.optimizer", "none");
+	const char *off_par = key_sym(b, "offload.params", "none");
+
+	j->grad_as_bucket_view = key_bool(b, "ddp.gradient_as_bucket_view", false);
+	if (zero >= 1) {
+		j->zero_reduce_bucket_bytes = key_u64(b, "deepspeed.reduce_bucket_size", 500000000) * gsz;
+		j->overlap_comm = key_bool(b, "deepspeed.overlap_comm", zero == 3);
+		j->zero_prefetch_bytes = key_u64(b, "deepspeed.prefetch_bucket_size", 50000000) * wsz;
+	}
+	j->offload_optimizer = strcmp(off_opt, "none") != 0;
+	j->offload_params = strcmp(off_par, "none") != 0;
+}
+
+static void overheads(struct bld *b, struct mem_job *j)
+{
+	struct value v;
+	uint64_t mem = 0;
+
+	j->cuda_context_bytes = overhead(b, "context", 500ull << 20);
+	j->cublas_workspace_bytes = overhead(b, "cublas_workspace", 8519680);
+	j->nccl_bytes_per_comm = overhead(b, "nccl", 512ull << 20);
+	j->frag_factor = 1.10;
+	if (key(b, "overhead.fragmentation", &v) && v.kind == VAL_NUM)
+		j->frag_factor = 1.0 + num_to_double(v.num);
+	gpu_u64(b, "memory", &mem);
+	j->capacity_bytes = mem;
+	j->headroom = 0.10;
+	if (key(b, "headroom", &v) && v.kind == VAL_NUM)
+		j->headroom = num_to_double(v.num);
+}
+
+/* ---- the walk ---- */
+
+static struct env *override_env(struct bld *b, struct env *base, const struct build_override *ov)
+{
+	struct env *e = env_new(b->ev, base);
+
+	if (ov && ov->micro_batch) {
+		struct value v = val_count(ov->micro_batch, NO_LOC);
+
+		v.label = "batch";
+		env_bind(e, I(b, "batch"), v);
+	}
+	if (ov && ov->checkpoint)
+		env_bind(e, I(b, "checkpoint"), val_symbol(b->ev, ov->checkpoint, NO_LOC));
+	if (ov && ov->tp) {
+		struct value spv, tpv = val_count(ov->tp, NO_LOC);
+		uint64_t gpus = b->out->gpus, pp = bound_u64(b, "pp", 1), cp = bound_u64(b, "cp", 1);
+		bool sp = env_lookup(base, I(b, "sp"), &spv) && spv.kind == VAL_NUM && !num_eq(spv.num, num_from_int(1));
+
+		tpv.label = "tp";
+		env_bind(e, I(b, "tp"), tpv);
+		env_bind(e, I(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
+		uint64_t mp = ov->tp * pp * cp;
+
+		env_bind(e, I(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
+	}
+	return e;
+}
+
+/* Walk the model once under @env; the counts land in b->params_*. */
+static bool walk(struct bld *b, struct env *env)
+{
+	unsigned before = eval_quiet_errors(b->ev);
+
+	b->bindings = env;
+	b->model_mult = 1;
+	b->block_repeat = 1;
+	eval_walk(b->ev, b->cj->model, env, &bld_ops, b);
+	while (b->frame)
+		bld_frame_pop(b);
+	return !b->failed && eval_quiet_errors(b->ev) == before;
+}
+
+/* Exact totals with tp = ep = cp = 1: published counts are unsharded. */
+static void count(struct bld *real, struct env *env)
+{
+	struct bld b = *real;
+	struct env *e = env_new(real->ev, env);
+	static const char *const ones[] = { "tp", "sp", "ep", "cp", "pp" };
+
+	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)
+		env_bind(e, I(real, ones[i]), val_count(1, NO_LOC));
+	b.memo = NULL;
+	b.nmemo = b.capmemo = 0;
+	b.params_total = b.params_trainable = 0;
+	b.blocks = NULL;
+	b.nblocks = b.capblocks = 0;
+	walk(&b, e);
+	free(b.memo);
+	real->out->rep.params_total = b.params_total;
+	real->out->rep.params_trainable = b.params_trainable;
+}
+
+static void drop_empty_blocks(struct bld *b, struct mem_job *j)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->nblocks; i++)
+		if (b->blocks[i].nlayers)
+			b->blocks[n++] = b->blocks[i];
+	j->blocks = b->blocks;
+	j->nblocks = n;
+}
+
+static void fill_report(struct bld *b, struct build *out)
+{
+	struct report_job *r = &out->rep;
+	const struct check_job *cj = b->cj;
+	uint64_t nodes = 1;
+
+	r->name = cj->decl->name;
+	r->model = cj->model.label ? cj->model.label : cj->model.decl->name;
+	r->gpu = cj->cluster.decl->name;
+	num_to_u64(cj->cluster.nodes, &nodes);
+	r->nodes = nodes;
+	r->gpus = out->gpus;
+	r->precision = cj->precision.decl->name;
+	r->optimizer = cj->optimizer.label ? cj->optimizer.label : cj->optimizer.decl->name;
+	r->finetune = b->lora ? arena_printf(b->arena, "lora r=%llu", (unsigned long long)b->lora_r) :
+		      b->qlora ? arena_printf(b->arena, "qlora r=%llu %s", (unsigned long long)b->lora_r,
+					      dtype_name(b->quant)) : "full";
+	r->dp = out->job.dp;
+	r->tp = out->job.tp;
+	r->pp = out->job.pp;
+	r->cp = out->job.cp;
+	r->ep = out->job.ep;
+	r->vp = out->job.vp;
+	r->sequence_parallel = bound_u64(b, "sp", 1) > 1;
+	r->micro_batch = bound_u64(b, "batch", 1);
+	r->seq_len = bound_u64(b, "seq", 1);
+	r->grad_accum = out->job.micro_batches;
+	r->weights_dtype = dtype_name(b->weights);
+	r->grads_dtype = dtype_name(b->grads);
+	r->state_dtype = dtype_name(b->lora || b->qlora ? b->lora_dtype : b->master ? b->master : b->weights);
+	r->act_dtype = dtype_name(b->act);
+	r->job = &out->job;
+}
+
+static void locations(struct bld *b, struct build *out)
+{
+	out->loc_train = b->cj->decl->name_loc;
+	out->loc_model = key_loc(b, "model");
+	out->loc_micro_batch = key_loc(b, "micro_batch");
+	out->loc_seq_len = key_loc(b, "seq_len");
+	out->loc_checkpoint = key_loc(b, "checkpoint");
+	out->loc_zero = key_loc(b, "zero");
+	out->loc_tp = key_loc(b, "parallel.tp");
+	out->loc_optimizer = key_loc(b, "optimizer");
+	out->loc_precision = key_loc(b, "precision");
+	out->loc_cluster = key_loc(b, "cluster");
+}
+
+bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build_override *ov,
+	       bool quiet, struct build *out)
+{
+	struct bld b = { .ev = ev, .arena = a, .cj = cj, .out = out };
+	uint64_t nodes = 1, per = 1;
+	int zero = (int)key_u64(&b, "zero", 0);
+
+	memset(out, 0, sizeof *out);
+	if (!cj->ok || cj->model.kind != VAL_INSTANCE || cj->cluster.kind != VAL_CLUSTER ||
+	    cj->optimizer.kind != VAL_INSTANCE || !bld_setup_precision(&b, cj->precision))
+		return false;
+	num_to_u64(cj->cluster.nodes, &nodes);
+	num_to_u64(cj->cluster.gpus, &per);
+	out->gpus = nodes * per;
+	zero = ov && ov->zero >= 0 ? ov->zero : zero;
+	out->zero = key(&b, "zero", &(struct value){ 0 }) || (ov && ov->zero >= 0) ? zero : -1;
+	b.optimizer = cj->optimizer;
+	bld_setup_finetune(&b, cj->finetune);
+	key(&b, "freeze", &b.freeze);
+	eval_set_quiet(ev, quiet);
+	b.bindings = override_env(&b, cj->bindings, ov);
+	b.tokens = bound_u64(&b, "batch", 1) * bound_u64(&b, "seq", 1) / bound_u64(&b, "cp", 1);
+	count(&b, b.bindings);
+	bool ok = walk(&b, b.bindings);
+
+	eval_set_quiet(ev, false);
+	free(b.memo);
+	if (!ok)
+		return false;
+	drop_empty_blocks(&b, &out->job);
+	layout(&b, &out->job, zero);
+	buffers(&b, &out->job, zero);
+	overheads(&b, &out->job);
+	out->micro_batch = bound_u64(&b, "batch", 1);
+	out->tp = out->job.tp;
+	fill_report(&b, out);
+	locations(&b, out);
+	return true;
+}
+
+/* The neutral job of `memc list`: every degree 1, one token. */
+static struct env *neutral_bindings(struct bld *b)
+{
+	static const char *const ones[] = { "batch", "seq", "tp", "sp", "cp", "ep", "pp", "dp", "vp" };
+	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
+					       { "kernels", "hf" }, { "loss", "standard" } };
+	struct env *e = env_new(b->ev, NULL);
+
+	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)
+		env_bind(e, I(b, ones[i]), val_count(1, NO_LOC));
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+		env_bind(e, I(b, syms[i][0]), val_symbol(b->ev, syms[i][1], NO_LOC));
+	env_bind(e, I(b, "act"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") });
+	return e;
+}
+
+bool build_count_params(struct eval *ev, struct arena *a, struct value model, uint64_t *total)
+{
+	struct check_job cj = { .model = model, .ok = true };
+	struct build out;
+	struct bld b = { .ev = ev, .arena = a, .cj = &cj, .out = &out };
+
+	if (model.kind != VAL_INSTANCE)
+		return false;
+	eval_set_quiet(ev, true);
+	bool ok = walk(&b, neutral_bindings(&b));
+
+	eval_set_quiet(ev, false);
+	free(b.memo);
+	*total = b.params_total;
+	return ok;
+}

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * build_param.c - bytes of each parameter tensor under the job's
+ * precision policy, fine-tuning mode and optimizer.
+ *
+ * The optimizer's body is evaluated per tensor with numel, rows, cols and
+ * rank bound (docs/language.md §3.6); results are memoised per distinct
+ * (shape, dtype), so a model costs as many evaluations as it has distinct
+ * tensor shapes, not tensors.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/build_impl.h"
+#include "lang/arena.h"
+#include "lang/dtypes.h"
+#include "lang/intern.h"
+#include "lang/scope.h"
+
+static const char *I(struct bld *b, const char *s)
+{
+	return intern_cstr(eval_interner(b->ev), s);
+}
+
+static bool in_list(const struct value *list, const char *name)
+{
+	if (list->kind != VAL_LIST)
+		return false;
+	for (unsigned i = 0; i < list->nitems; i++) {
+		const struct value *v = &list->items[i];
+
+		if ((v->kind == VAL_SYMBOL || v->kind == VAL_STRING) && !strcmp(v->str, name))
+			return true;
+		if ((v->kind == VAL_DECL || v->kind == VAL_INSTANCE) && v->decl && !strcmp(v->decl->name, name))
+			return true;
+	}
+	return false;
+}
+
+/* ---- optimizer states, per distinct tensor ---- */
+
+struct opt_walk {
+	struct bld *b;
+	const struct dtype *dflt;
+	uint64_t state, temp;
+	bool grouped;
+};
+
+static void opt_tensor(void *ctx, const struct walk_tensor *t)
+{
+	struct opt_walk *w = ctx;
+	uint64_t n = 1;
+	const struct dtype *dt = w->dflt;
+	bool paged = false, grouped = false;
+
+	for (unsigned i = 0; i < t->ndims; i++) {
+		uint64_t u = 0;
+
+		if (t->dims[i].kind != VAL_NUM || !num_to_u64(t->dims[i].num, &u) || !bld_mul(n, u, &n))
+			return;
+	}
+	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
+		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
+
+		paged |= !strcmp(a->name, "paged");
+		grouped |= !strcmp(a->name, "grouped");
+		if (!a->has_parens) {
+			struct value v = eval_expr(w->b->ev, t->env, &name);
+
+			if (v.kind == VAL_DTYPE)
+				dt = v.dtype;
+		}
+	}
+	/* paged state lives in CUDA unified memory, outside the allocator */
+	if (t->stmt->tensor.kind == TENSOR_STATE && !paged)
+		w->state += bld_bytes(dt, n);
+	if (t->stmt->tensor.kind == TENSOR_TEMP) {
+		w->temp += bld_bytes(dt, n);
+		w->grouped |= grouped;
+	}
+}
+
+static struct opt_memo *opt_lookup(struct bld *b, uint64_t numel, uint64_t rows, uint64_t cols,
+				   uint64_t rank, const struct dtype *dt)
+{
+	for (size_t i = 0; i < b->nmemo; i++) {
+		struct opt_memo *m = &b->memo[i];
+
+		if (m->numel == numel && m->rows == rows && m->cols == cols && m->rank == rank && m->dtype == dt)
+			return m;
+	}
+	return NULL;
+}
+
+static struct opt_memo *opt_eval(struct bld *b, uint64_t numel, uint64_t rows, uint64_t cols,
+				 uint64_t rank, const struct dtype *dt)
+{
+	struct opt_memo *m = opt_lookup(b, numel, rows, cols, rank, dt);
+	static const struct walk_ops ops = { .tensor = opt_tensor };
+
+	if (m)
+		return m;
+	struct env *e = env_new(b->ev, b->bindings);
+	struct opt_walk w = { .b = b, .dflt = dt };
+
+	env_bind(e, I(b, "numel"), val_count(numel, NO_LOC));
+	env_bind(e, I(b, "rows"), val_count(rows, NO_LOC));
+	env_bind(e, I(b, "cols"), val_count(cols, NO_LOC));
+	env_bind(e, I(b, "rank"), val_count(rank, NO_LOC));
+	eval_walk(b->ev, b->optimizer, e, &ops, &w);
+	if (b->nmemo == b->capmemo) {
+		b->capmemo = b->capmemo ? b->capmemo * 2 : 16;
+		b->memo = realloc(b->memo, b->capmemo * sizeof *b->memo);
+		if (!b->memo)
+			xdie_oom();
+	}
+	m = &b->memo[b->nmemo++];
+	*m = (struct opt_memo){ numel, rows, cols, rank, dt, w.state, w.temp, w.grouped };
+	return m;
+}
+
+/* ---- one mem_param ---- */
+
+static struct mem_param *new_param(struct bld *b)
+{
+	if (b->nparams == b->capparams) {
+		b->capparams = b->capparams ? b->capparams * 2 : 16;
+		struct mem_param *n = ARENA_NEW_ARRAY(b->arena, struct mem_param, b->capparams);
+
+		if (b->nparams)
+			memcpy(n, b->params, b->nparams * sizeof *n);
+		b->params = n;
+	}
+	return memset(&b->params[b->nparams++], 0, sizeof(struct mem_param));
+}
+
+/* Gradient, master and optimizer bytes of a trainable tensor of @base
+ * elements repeated @mult times, stored as @dt. */
+static void train_bytes(struct bld *b, struct mem_param *p, uint64_t base, uint64_t mult,
+			const struct dtype *dt, uint64_t rows, uint64_t cols, uint64_t rank)
+{
+	const struct dtype *opt_dt = b->master ? b->master : dt;
+	struct opt_memo *m = opt_eval(b, base, rows, cols, rank, opt_dt);
+
+	p->trainable = true;
+	p->grad_bytes = bld_bytes(b->grads && dt == b->weights ? b->grads : dt, base) * mult;
+	if (b->master && b->master != dt)
+		p->master_bytes = bld_bytes(b->master, base) * mult;
+	p->state_bytes = m->state * mult;
+	p->step_temp_bytes = m->temp * mult;
+	p->step_temp_grouped = m->grouped;
+}
+
+static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t cols, uint64_t mult)
+{
+	struct mem_param *p = new_param(b);
+	const struct dtype *dt = b->lora_dtype;
+
+	p->name = name;
+	p->numel = rows * cols * mult;
+	p->weight_bytes = bld_bytes(dt, rows * cols) * mult;
+	train_bytes(b, p, rows * cols, mult, dt, rows, cols, 2);
+	p->master_bytes = 0;	/* adapters are kept in their own dtype */
+	b->params_trainable += p->numel * b->block_repeat;
+}
+
+/* LoRA on a Linear [d_in, d_out]: A [d_in, r], B [r, d_out], trainable;
+ * it saves A's output (and, with dropout, its own dropped input). */
+static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult)
+{
+	uint64_t r = b->lora_r;
+
+	adapter(b, name, d_in, r, mult);
+	adapter(b, name, r, d_out, mult);
+	bld_add_saves(b, bld_bytes(b->act, b->tokens * r) * mult, false);
+	if (b->lora_dropout > 0)
+		bld_add_saves(b, (bld_bytes(b->act, b->tokens * d_in) + b->tokens * d_in) * mult, false);
+}
+
+void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
+	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
+{
+	const char *name = t->stmt->tensor.name;
+	struct frame *f = bld_frame(b);
+	bool frozen = b->lora || b->qlora || in_list(&b->freeze, name) || in_list(&b->freeze, f->decl->name);
+	bool adapted = (b->lora || b->qlora) && linear && in_list(&b->targets, name);
+	bool quantised = b->qlora && linear && !dt;
+	struct mem_param *p = new_param(b);
+
+	dt = dt ? dt : b->weights;
+	p->name = name;
+	p->origin = t->stmt;
+	p->numel = base * mult;
+	p->weight_bytes = bld_bytes(quantised ? b->quant : dt, base) * mult;
+	b->params_total += p->numel * b->block_repeat;
+	if (!frozen) {
+		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);
+		b->params_trainable += p->numel * b->block_repeat;
+	}
+	if (quantised)		/* MatMul4Bit dequantises the whole weight per call */
+		p->cast_bytes = bld_bytes(b->act, base);
+	else if (linear && b->cast_cache) {
+		p->cast_bytes = bld_bytes(b->cast_cache, base) * mult;
+		p->cast_saved = true;
+	} else if (linear && b->weight_copies)
+		p->cast_bytes = bld_bytes(b->copy_dtype, base) * b->weight_copies;
+	bld_frame_param(f, name, !frozen || adapted);
+	if (adapted)
+		add_lora(b, name, d_in, d_out, mult);
+}
+
+/* ---- the precision policy and the fine-tuning mode ---- */
+
+static const struct dtype *record_dtype(struct bld *b, const struct decl *d, const char *field)
+{
+	for (; d; d = d->record.base ? scope_find_kind(eval_scope(b->ev), d->record.base, d->kind) : NULL)
+		for (const struct field *f = d->record.fields; f; f = f->next)
+			if (!strcmp(f->name, field) && f->value) {
+				struct value v = eval_expr(b->ev, NULL, f->value);
+
+				return v.kind == VAL_DTYPE ? v.dtype : NULL;
+			}
+	return NULL;
+}
+
+bool bld_setup_precision(struct bld *b, struct value precision)
+{
+	const struct decl *d = precision.kind == VAL_DECL ? precision.decl : NULL;
+
+	if (!d)
+		return false;
+	b->weights = record_dtype(b, d, "weights");
+	b->grads = record_dtype(b, d, "grads");
+	b->master = record_dtype(b, d, "master");
+	b->act = record_dtype(b, d, "compute");
+	b->cast_cache = record_dtype(b, d, "cast_cache");
+	b->linear_input = record_dtype(b, d, "linear_input");
+	b->copy_dtype = record_dtype(b, d, "copy_dtype");
+	for (const struct field *f = d->record.fields; f; f = f->next)
+		if (!strcmp(f->name, "weight_copies") && f->value) {
+			struct value v = eval_expr(b->ev, NULL, f->value);
+
+			num_to_u64(v.num, &b->weight_copies);
+		}
+	if (b->master == b->weights)
+		b->master = NULL;
+	return b->weights && b->grads && b->act;
+}
+
+static bool ft_arg(struct bld *b, const struct value *ft, const char *name, struct value *out)
+{
+	return ft->kind == VAL_CALL && env_lookup(ft->args, I(b, name), out);
+}
+
+bool bld_setup_finetune(struct bld *b, struct value ft)
+{
+	struct value v;
+
+	b->lora = ft.kind == VAL_CALL && !strcmp(ft.str, "lora");
+	b->qlora = ft.kind == VAL_CALL && !strcmp(ft.str, "qlora");
+	if (!b->lora && !b->qlora)
+		return true;
+	b->lora_r = 8;
+	b->lora_dtype = b->master ? b->master : b->weights;
+	b->quant = dtype_find("nf4_dq");
+	if (ft_arg(b, &ft, "r", &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &b->lora_r);
+	if (ft_arg(b, &ft, "dropout", &v) && v.kind == VAL_NUM)
+		b->lora_dropout = num_to_double(v.num);
+	if (ft_arg(b, &ft, "dtype", &v) && v.kind == VAL_DTYPE)
+		b->lora_dtype = v.dtype;
+	if (ft_arg(b, &ft, "quant", &v) && v.kind == VAL_DTYPE)
+		b->quant = v.dtype;
+	if (!ft_arg(b, &ft, "targets", &b->targets))
+		b->targets = (struct value){ .kind = VAL_LIST };
+	return true;
+}

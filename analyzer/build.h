@@ -52,4 +52,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
  * weights once (memc list). */
 bool build_count_params(struct eval *ev, struct arena *a, struct value model, uint64_t *total);
 
+/* A whole-unit field of a gpu declaration (memory, context, ...). */
+bool build_gpu_u64(struct eval *ev, const struct decl *gpu, const char *field, uint64_t *out);
+
 #endif

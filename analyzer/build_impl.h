@@ -58,6 +58,7 @@ struct bld {
 	uint64_t weight_copies;
 	/* fine-tuning */
 	bool lora, qlora;
+	bool quant_saves_input;		/* bitsandbytes < 0.42 MatMul4Bit keeps its input */
 	uint64_t lora_r;
 	double lora_dropout;
 	const struct dtype *lora_dtype, *quant;

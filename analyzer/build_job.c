@@ -175,18 +175,17 @@ static struct loc key_loc(struct bld *b, const char *k)
 }
 
 /* A field of the job's GPU (following `gpu X : Base`), in whole units. */
+bool build_gpu_u64(struct eval *ev, const struct decl *gpu, const char *field, uint64_t *out)
+{
+	const struct field *f = check_record_field(eval_scope(ev), gpu, field);
+	struct value v = f ? eval_expr(ev, NULL, f->value) : val_error(NO_LOC);
+
+	return v.kind == VAL_NUM && !v.unknown && num_to_u64(num_floor(v.num), out);
+}
+
 static bool gpu_u64(struct bld *b, const char *field, uint64_t *out)
 {
-	const struct decl *d = b->cj->cluster.decl;
-
-	for (; d; d = d->record.base ? scope_find_kind(eval_scope(b->ev), d->record.base, DECL_GPU) : NULL)
-		for (const struct field *f = d->record.fields; f; f = f->next)
-			if (!strcmp(f->name, field) && f->value) {
-				struct value v = eval_expr(b->ev, NULL, f->value);
-
-				return v.kind == VAL_NUM && num_to_u64(num_floor(v.num), out);
-			}
-	return false;
+	return build_gpu_u64(b->ev, b->cj->cluster.decl, field, out);
 }
 
 static uint64_t overhead(struct bld *b, const char *field, uint64_t dflt)
@@ -264,6 +263,9 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	const char *off_par = key_sym(b, "offload.params", "none");
 
 	j->grad_as_bucket_view = key_bool(b, "ddp.gradient_as_bucket_view", false);
+	/* zero_grad(set_to_none=False) (PyTorch < 2.0 default, HF Trainer then):
+	 * zeroed gradients stay allocated through forward (memory-model.md §5.1) */
+	j->grads_persistent = !strcmp(key_sym(b, "zero_grad", "set_to_none"), "zeros");
 	if (zero >= 1) {
 		j->zero_reduce_bucket_bytes = key_u64(b, "deepspeed.reduce_bucket_size", 500000000) * gsz;
 		j->overlap_comm = key_bool(b, "deepspeed.overlap_comm", zero == 3);
@@ -466,6 +468,7 @@ static struct env *neutral_bindings(struct bld *b)
 	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
 		env_bind(e, I(b, syms[i][0]), val_symbol(b->ev, syms[i][1], NO_LOC));
 	env_bind(e, I(b, "act"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") });
+	env_bind(e, I(b, "autocast"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }
 

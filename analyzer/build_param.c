@@ -204,7 +204,9 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		p->cast_saved = true;
 	} else if (linear && b->weight_copies)
 		p->cast_bytes = bld_bytes(b->copy_dtype, base) * b->weight_copies;
-	bld_frame_param(f, name, !frozen || adapted);
+	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
+	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
+	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));
 	if (adapted)
 		add_lora(b, name, d_in, d_out, mult);
 }
@@ -213,14 +215,10 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 
 static const struct dtype *record_dtype(struct bld *b, const struct decl *d, const char *field)
 {
-	for (; d; d = d->record.base ? scope_find_kind(eval_scope(b->ev), d->record.base, d->kind) : NULL)
-		for (const struct field *f = d->record.fields; f; f = f->next)
-			if (!strcmp(f->name, field) && f->value) {
-				struct value v = eval_expr(b->ev, NULL, f->value);
+	const struct field *f = check_record_field(eval_scope(b->ev), d, field);
+	struct value v = f ? eval_expr(b->ev, NULL, f->value) : val_error(NO_LOC);
 
-				return v.kind == VAL_DTYPE ? v.dtype : NULL;
-			}
-	return NULL;
+	return v.kind == VAL_DTYPE ? v.dtype : NULL;
 }
 
 bool bld_setup_precision(struct bld *b, struct value precision)
@@ -236,12 +234,14 @@ bool bld_setup_precision(struct bld *b, struct value precision)
 	b->cast_cache = record_dtype(b, d, "cast_cache");
 	b->linear_input = record_dtype(b, d, "linear_input");
 	b->copy_dtype = record_dtype(b, d, "copy_dtype");
-	for (const struct field *f = d->record.fields; f; f = f->next)
-		if (!strcmp(f->name, "weight_copies") && f->value) {
-			struct value v = eval_expr(b->ev, NULL, f->value);
+	const struct field *wc = check_record_field(eval_scope(b->ev), d, "weight_copies");
 
+	if (wc) {
+		struct value v = eval_expr(b->ev, NULL, wc->value);
+
+		if (v.kind == VAL_NUM)
 			num_to_u64(v.num, &b->weight_copies);
-		}
+	}
 	if (b->master == b->weights)
 		b->master = NULL;
 	return b->weights && b->grads && b->act;
@@ -271,6 +271,8 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 		b->lora_dtype = v.dtype;
 	if (ft_arg(b, &ft, "quant", &v) && v.kind == VAL_DTYPE)
 		b->quant = v.dtype;
+	if (ft_arg(b, &ft, "save_input", &v) && v.kind == VAL_BOOL)
+		b->quant_saves_input = v.b;
 	if (!ft_arg(b, &ft, "targets", &b->targets))
 		b->targets = (struct value){ .kind = VAL_LIST };
 	return true;

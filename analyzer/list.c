@@ -68,18 +68,6 @@ struct entry {
 	bool known;
 };
 
-static bool gpu_memory(struct eval *ev, const struct decl *d, uint64_t *out)
-{
-	for (; d; d = d->record.base ? scope_find_kind(eval_scope(ev), d->record.base, DECL_GPU) : NULL)
-		for (const struct field *f = d->record.fields; f; f = f->next)
-			if (!strcmp(f->name, "memory") && f->value) {
-				struct value v = eval_expr(ev, NULL, f->value);
-
-				return v.kind == VAL_NUM && num_to_u64(num_floor(v.num), out);
-			}
-	return false;
-}
-
 /* A model a user can name in a train block: an alias or a template whose
  * parameters all have defaults. */
 static bool model_count(struct eval *ev, struct arena *a, const struct decl *d, uint64_t *n)
@@ -171,7 +159,7 @@ static int list_program(struct driver_opts *o, struct arena *a, const char *cons
 		if (e[i].d->kind == DECL_MODEL)
 			e[i].known = model_count(cr->ev, a, e[i].d, &e[i].n);
 		else if (e[i].d->kind == DECL_GPU)
-			e[i].known = gpu_memory(cr->ev, e[i].d, &e[i].n);
+			e[i].known = build_gpu_u64(cr->ev, e[i].d, "memory", &e[i].n);
 	}
 	if (o->format == DRIVER_FORMAT_JSON)
 		print_json(cr->scope, e);

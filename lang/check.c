@@ -32,6 +32,20 @@ static const struct field_spec precision_fields[] = {
 	{ "copy_dtype", "dtype", false }, { NULL, NULL, false },
 };
 
+/* "'a'", "'a' and 'b'", "'a', 'b' and 'c'": one message for every missing field. */
+void check_list_add(char *buf, size_t n, const char *name)
+{
+	size_t len = strlen(buf);
+	char *and = strstr(buf, " and ");
+
+	if (and) {		/* "'a' and 'b'" -> "'a', 'b' and 'c'" */
+		memmove(and + 1, and + 4, strlen(and + 4) + 1);
+		and[0] = ',';
+		len = strlen(buf);
+	}
+	snprintf(buf + len, n - len, "%s'%s'", len ? " and " : "", name);
+}
+
 const struct field_spec *check_spec_find(const struct field_spec *specs, const char *name)
 {
 	for (; specs->name; specs++)
@@ -96,15 +110,18 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 				   ast_decl_keyword[d->kind], d->record.base);
 		return;
 	}
+	char missing[256] = "";
+
 	for (const struct field_spec *s = specs; s->name; s++) {
 		bool given = false;
 
 		for (const struct field *f = d->record.fields; f; f = f->next)
 			given |= !strcmp(f->name, s->name);
 		if (s->required && !given)
-			eval_error(ev, DIAG_MISSING_FIELD, d->name_loc, "%s '%s' has no '%s'",
-				   ast_decl_keyword[d->kind], d->name, s->name);
+			check_list_add(missing, sizeof missing, s->name);
 	}
+	if (missing[0])
+		eval_error(ev, DIAG_MISSING_FIELD, d->name_loc, "%s has no %s", owner, missing);
 }
 
 static void check_params(struct eval *ev, const struct decl *d)
@@ -168,4 +185,15 @@ bool check_job_field(const struct check_job *job, const char *key, struct value 
 			return true;
 		}
 	return false;
+}
+
+const struct field *check_record_field(const struct scope *scope, const struct decl *d, const char *name)
+{
+	unsigned guard = 0;	/* `gpu A : B` and `gpu B : A` must not loop */
+
+	for (; d && guard++ < 64; d = d->record.base ? scope_find_kind(scope, d->record.base, d->kind) : NULL)
+		for (const struct field *f = d->record.fields; f; f = f->next)
+			if (!strcmp(f->name, name) && f->value)
+				return f;
+	return NULL;
 }

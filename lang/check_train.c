@@ -71,6 +71,9 @@ static struct env *unknown_job(struct eval *ev)
 		env_bind(e, intern_cstr(ev->interner, syms[i]), v);
 	}
 	struct value act = { .kind = VAL_DTYPE, .dtype = dtype_find("bf16"), .unknown = true };
+	struct value ac = { .kind = VAL_BOOL, .unknown = true };
+
+	env_bind(e, intern_cstr(ev->interner, "autocast"), ac);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);
 	return e;
@@ -92,11 +95,12 @@ static const struct field_spec train_fields[] = {
 	{ "optimizer", "optimizer", true }, { "micro_batch", "count", true }, { "seq_len", "count", true },
 	{ "grad_accum", "count", false }, { "checkpoint", "enum:none|selective|full", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked", false }, { "zero", "count", false },
+	{ "loss", "enum:standard|chunked|chunked_kept", false }, { "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
 	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
-	{ "overhead", "record", false }, { "headroom", "ratio", false }, { NULL, NULL, false },
+	{ "overhead", "record", false }, { "headroom", "ratio", false },
+	{ "zero_grad", "enum:set_to_none|zeros", false }, { NULL, NULL, false },
 };
 
 static const struct field_spec parallel_fields[] = {
@@ -309,11 +313,21 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 
 static struct value compute_dtype(struct eval *ev, const struct check_job *j)
 {
-	if (j->precision.kind == VAL_DECL)
-		for (const struct field *f = j->precision.decl->record.fields; f; f = f->next)
-			if (!strcmp(f->name, "compute") && f->value)
-				return eval_expr(ev, NULL, f->value);
-	return (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") };
+	const struct field *f = j->precision.kind == VAL_DECL ?
+		check_record_field(ev->scope, j->precision.decl, "compute") : NULL;
+
+	return f ? eval_expr(ev, NULL, f->value) : (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") };
+}
+
+/* autocast: the policy keeps a low-precision weight cache, i.e. fp32
+ * weights computed under torch.autocast (layers save fp32 where autocast
+ * runs an op in fp32). */
+static bool autocast_policy(struct eval *ev, const struct check_job *j)
+{
+	const struct field *f = j->precision.kind == VAL_DECL ?
+		check_record_field(ev->scope, j->precision.decl, "cast_cache") : NULL;
+
+	return f && eval_expr(ev, NULL, f->value).kind == VAL_DTYPE;
 }
 
 static struct env *job_bindings(struct eval *ev, struct check_job *j)
@@ -331,6 +345,8 @@ static struct env *job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "checkpoint", sym_key(ev, j, "checkpoint", "none"));
 	bind(ev, e, "kernels", sym_key(ev, j, "kernels", "hf"));
 	bind(ev, e, "loss", sym_key(ev, j, "loss", "standard"));
+	bind(ev, e, "autocast", (struct value){ .kind = VAL_BOOL, .b = autocast_policy(ev, j),
+						.loc = j->decl->name_loc, .origin = j->decl->name_loc });
 	return e;
 }
 
@@ -344,12 +360,16 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	j->ok = true;
 	for (const struct field *f = d->record.fields; f; f = f->next)
 		train_field(ev, j, f, "", train_fields);
+	char missing[256] = "";
+
 	for (const struct field_spec *s = train_fields; s->name; s++) {
 		struct value v;
 
 		if (s->required && !check_job_field(j, s->name, &v) && j->ok)
-			eval_error(ev, DIAG_MISSING_FIELD, d->name_loc, "train block '%s' has no '%s'", d->name, s->name);
+			check_list_add(missing, sizeof missing, s->name);
 	}
+	if (missing[0])
+		eval_error(ev, DIAG_MISSING_FIELD, d->name_loc, "train block '%s' has no %s", d->name, missing);
 	check_job_field(j, "model", &j->model);
 	check_job_field(j, "cluster", &j->cluster);
 	check_job_field(j, "precision", &j->precision);

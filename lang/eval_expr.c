@@ -243,28 +243,49 @@ static struct value logic(struct eval *ev, const struct expr *e, struct value l,
 	return v;
 }
 
-static struct value binary(struct eval *ev, struct env *env, const struct expr *e)
+/* Out of line: its message buffers must not sit in binary()'s frame,
+ * which is on the stack once per nesting level. */
+static __attribute__((noinline)) struct value bad_operands(struct eval *ev, const struct expr *e,
+							 const struct value *l, const struct value *r)
 {
-	struct value l = eval_expr(ev, env, e->binary.lhs);
-	struct value r = eval_expr(ev, env, e->binary.rhs);
-	enum ast_binop op = e->binary.op;
 	char a[64], b[64];
 
-	if (l.kind == VAL_ERROR || r.kind == VAL_ERROR)
+	eval_error(ev, DIAG_TYPE_MISMATCH, e->binary.op_loc, "operator '%s' cannot combine %s and %s",
+		   ast_binop_spelling(e->binary.op), eval_type_name(l, a, sizeof a),
+		   eval_type_name(r, b, sizeof b));
+	return val_error(e->loc);
+}
+
+/* Operands are evaluated into one heap-free pair and combined out of line,
+ * so that the recursive path (eval_expr -> binary -> eval_expr) keeps a
+ * small frame. */
+static __attribute__((noinline)) struct value combine(struct eval *ev, const struct expr *e,
+						      const struct value *l, const struct value *r)
+{
+	enum ast_binop op = e->binary.op;
+
+	if (l->kind == VAL_ERROR || r->kind == VAL_ERROR)
 		return val_error(e->loc);
 	if (op == AST_AND || op == AST_OR)
-		return logic(ev, e, l, r);
+		return logic(ev, e, *l, *r);
 	if (op >= AST_EQ)
-		return compare(ev, e, l, r);
-	if (l.kind == VAL_SYMBOL)
-		return undefined_name(ev, &l);
-	if (r.kind == VAL_SYMBOL)
-		return undefined_name(ev, &r);
-	if (l.kind == VAL_NUM && r.kind == VAL_NUM)
-		return arith(ev, e, l, r);
-	eval_error(ev, DIAG_TYPE_MISMATCH, e->binary.op_loc, "operator '%s' cannot combine %s and %s",
-		   ast_binop_spelling(op), eval_type_name(&l, a, sizeof a), eval_type_name(&r, b, sizeof b));
-	return val_error(e->loc);
+		return compare(ev, e, *l, *r);
+	if (l->kind == VAL_SYMBOL)
+		return undefined_name(ev, l);
+	if (r->kind == VAL_SYMBOL)
+		return undefined_name(ev, r);
+	if (l->kind == VAL_NUM && r->kind == VAL_NUM)
+		return arith(ev, e, *l, *r);
+	return bad_operands(ev, e, l, r);
+}
+
+static struct value binary(struct eval *ev, struct env *env, const struct expr *e)
+{
+	struct value lr[2];
+
+	lr[0] = eval_expr(ev, env, e->binary.lhs);
+	lr[1] = eval_expr(ev, env, e->binary.rhs);
+	return combine(ev, e, &lr[0], &lr[1]);
 }
 
 static struct value list(struct eval *ev, struct env *env, const struct expr *e)
@@ -303,7 +324,29 @@ static struct value cluster(struct eval *ev, const struct expr *e)
 	return v;
 }
 
+static __attribute__((noinline)) struct value eval_expr1(struct eval *ev, struct env *env, const struct expr *e);
+
+/* Expressions nest at most PARSE_MAX_EXPR_DEPTH in one tree, but names
+ * chain trees together (`let x2 = x1 + ...`): the total depth is bounded
+ * here, before the C stack is. */
 struct value eval_expr(struct eval *ev, struct env *env, const struct expr *e)
+{
+	if (ev->expr_depth >= EVAL_MAX_EXPR_DEPTH) {
+		if (!ev->expr_depth_reported)
+			eval_error(ev, DIAG_NESTING_DEPTH, e->loc,
+				   "evaluation nested more than %d levels deep (through names that use "
+				   "deep expressions)", EVAL_MAX_EXPR_DEPTH);
+		ev->expr_depth_reported = true;
+		return val_error(e->loc);
+	}
+	ev->expr_depth++;
+	struct value v = eval_expr1(ev, env, e);
+
+	ev->expr_depth--;
+	return v;
+}
+
+static struct value eval_expr1(struct eval *ev, struct env *env, const struct expr *e)
 {
 	struct value v;
 

@@ -33,10 +33,13 @@ struct eval {
 	size_t nseen, capseen;
 	struct decl_memo **memo;	/* open addressing on the decl pointer */
 	size_t nmemo, capmemo;
-	struct decl_memo *active[64];	/* the chain being evaluated, for cycles */
+	struct decl_memo *active[2048];	/* the chain being evaluated, for cycles; deeper
+					   than EVAL_MAX_EXPR_DEPTH cannot happen */
 	unsigned nactive;
 	bool in_shape;			/* divisions must be exact */
 	unsigned depth;			/* instantiation depth */
+	unsigned expr_depth;		/* eval_expr frames on the C stack */
+	bool expr_depth_reported;
 	unsigned long steps;		/* statements walked since the outermost eval_walk */
 	bool steps_reported;
 	const struct decl *layers[64];	/* the instances being walked, outermost first */
@@ -49,7 +52,7 @@ struct eval {
 /* Limits (docs/limits.md): layers nested inside layers, and statements
  * walked per template or job, which bounds exponential fan-out such as
  * 40 levels of layers that each use the one below twice. */
-enum { EVAL_MAX_DEPTH = 64, EVAL_MAX_STEPS = 200000 };
+enum { EVAL_MAX_DEPTH = 64, EVAL_MAX_STEPS = 200000, EVAL_MAX_EXPR_DEPTH = 1500 };
 
 const char *eval_type_name(const struct value *v, char *buf, size_t n);
 const char *eval_describe(struct eval *ev, const struct value *v, char *buf, size_t n);

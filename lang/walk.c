@@ -213,14 +213,20 @@ bool eval_is_type(struct eval *ev, struct value v, const char *type, const char 
 		undefined_name(ev, &v);
 		return false;
 	}
+	struct dim want;
+
+	if (v.kind == VAL_NUM && dim_named(type, &want) && dim_eq(want, v.dim)) {
+		diag_note(eval_error(ev, DIAG_TYPE_MISMATCH, v.loc.file ? v.loc : at,
+				     "%s must be a whole count, but this is %s", what,
+				     eval_describe(ev, &v, b, sizeof b)),
+			  NO_LOC, "counts (layers, heads, sizes) are whole numbers; use ceil() or floor()");
+		return false;
+	}
 	struct diag *d = eval_error(ev, DIAG_TYPE_MISMATCH, v.loc.file ? v.loc : at,
 				    "%s must be %s, but this is %s", what, type,
 				    eval_type_name(&v, b, sizeof b));
-	struct dim want;
 
-	if (v.kind == VAL_NUM && dim_named(type, &want) && dim_eq(want, v.dim))
-		diag_note(d, NO_LOC, "a count must be a whole number");
-	else if (v.kind == VAL_NUM && dim_named(type, &want) && dim_is_scalar(v.dim) &&
+	if (v.kind == VAL_NUM && dim_named(type, &want) && dim_is_scalar(v.dim) &&
 		 dim_literal_hint(want, h, sizeof h))
 		diag_note(d, NO_LOC, "%s", h);
 	else if (v.kind == VAL_NUM && dim_named(type, &want) && dim_fix_hint(want, v.dim, h, sizeof h))
@@ -397,11 +403,11 @@ static void bind_args(struct eval *ev, struct env *frame, const struct decl *d, 
 			eval_error(ev, DIAG_BAD_ARGUMENT, a->value->loc, "'%s' is given twice", to->name);
 			continue;
 		}
-		if (check_arg(ev, d, to, &v)) {
-			v.origin = a->name ? a->name_loc : a->value->loc;
-			v.label = to->name;
-			env_bind(frame, to->name, v);
-		}
+		if (!check_arg(ev, d, to, &v))
+			v = val_error(a->value->loc);	/* reported: not "missing" as well */
+		v.origin = a->name ? a->name_loc : a->value->loc;
+		v.label = to->name;
+		env_bind(frame, to->name, v);
 		if (!a->name && p)
 			p = p->next;
 	}
@@ -503,6 +509,20 @@ static void walk_tensor(struct eval *ev, const struct stmt *s, struct env *env, 
 static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
 			  void *ctx, struct env *job)
 {
+	const struct expr *callee = s->instance.call->call.callee;
+	const struct decl *d = callee->kind == EXPR_NAME ? scope_find(ev->scope, callee->name.name) : NULL;
+
+	if (callee->kind == EXPR_NAME && (!d || d->kind != DECL_LAYER)) {
+		const char *sug = scope_suggest(ev->scope, callee->name.name, DECL_LAYER);
+		struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, callee->loc, "no layer named '%s'",
+					    callee->name.name);
+
+		if (sug)
+			diag_note(g, NO_LOC, "did you mean '%s'?", sug);
+		else if (!d)
+			diag_note(g, NO_LOC, "is an import missing? The stdlib layers are in \"layers/...\"");
+		return;
+	}
 	struct value inst = eval_expr(ev, env, s->instance.call);
 
 	if (inst.kind == VAL_ERROR)
@@ -514,11 +534,11 @@ static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env
 	for (unsigned i = 0; i < ev->depth; i++)
 		if (ev->layers[i] == inst.decl) {
 			/* a layer inside itself would never end (and fans out exponentially) */
-			struct diag *d = eval_error(ev, DIAG_DEFINITION_CYCLE, s->loc,
+			struct diag *g = eval_error(ev, DIAG_DEFINITION_CYCLE, s->loc,
 						    "layer '%s' uses itself", inst.decl->name);
 
 			for (unsigned j = i + 1; j < ev->depth; j++)
-				diag_note(d, ev->layer_calls[j], "'%s' is used here", ev->layers[j]->name);
+				diag_note(g, ev->layer_calls[j], "'%s' is used here", ev->layers[j]->name);
 			return;
 		}
 	if (ev->depth >= EVAL_MAX_DEPTH) {

@@ -11,7 +11,9 @@
  *
  * fuzz_one() is the pipeline: parse, dump, and on a file that parsed
  * without errors (the driver's gate, analyzer/pipeline.c) the checker:
- * scope resolution, evaluation of every declaration and train block.
+ * scope resolution, evaluation of every declaration and train block; then,
+ * for a file that checked, each job is built, analysed, searched for
+ * capacity fixes and reported as text and JSON, as `memc report` does.
  * Imports are not followed: an input must not reach the file system, so
  * the program is the one file, and names from the stdlib are undefined.
  */
@@ -20,6 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "analyzer/build.h"
+#include "analyzer/fit.h"
+#include "analyzer/memory.h"
+#include "analyzer/report.h"
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/check.h"
@@ -51,14 +57,36 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* One job through the analyzer and both reports, as pipeline.c does. */
+static void analyse_one(struct arena *arena, struct check_result *cr, const struct check_job *cj,
+			struct diag_engine *de)
+{
+	struct build_override none = { .zero = -1 };
+	struct build bd;
+	struct mem_result res;
+
+	if (!build_job(cr->ev, arena, cj, &none, false, &bd) || mem_analyze(&bd.job, &res) != MEM_OK)
+		return;
+	bd.rep.result = &res;
+	bd.rep.analysed = true;
+	fit_check(cr->ev, arena, cj, &bd);
+	report_text(dump_sink, &bd.rep, true);
+	report_json_begin(dump_sink);
+	report_json_file(dump_sink, "fuzz.mem", &bd.rep, 1, de, true);
+	report_json_end(dump_sink);
+	mem_result_free(&res);
+}
+
 /* The checker on @ast as the whole program, as the driver runs it. */
 static void check_one(struct arena *arena, struct interner *in, struct diag_engine *de,
 		      const struct src_table *src, struct file_ast *ast)
 {
 	struct file_ast *files[1] = { ast };
 	struct program prog = { .files = files, .nfiles = 1, .root = ast };
+	struct check_result *cr = check_program(arena, in, de, src, &prog);
 
-	check_program(arena, in, de, src, &prog);
+	for (const struct check_job *j = cr->jobs; j && !diag_error_count(de); j = j->next)
+		analyse_one(arena, cr, j, de);
 }
 
 static void fuzz_one(const uint8_t *data, size_t size)

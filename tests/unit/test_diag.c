@@ -8,61 +8,8 @@
  * Warning behaviour is tested on whichever WARNING rows diag.def has; the
  * rows belong to other modules, so no particular name is assumed.
  */
-/* cmocka 1.1.x needs these four headers before <cmocka.h>. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "lang/arena.h"
-#include "lang/diag.h"
-#include "lang/source.h"
 #include "lang/strbuf.h"
-
-struct fixture {
-	struct arena arena;
-	struct src_table *t;
-	struct diag_engine *de;
-	FILE *out;
-	char *buf;
-	size_t len;
-};
-
-static int setup(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-
-	if (!fx)
-		return -1;
-	fx->t = src_table_new(&fx->arena);
-	fx->out = open_memstream(&fx->buf, &fx->len);
-	fx->de = diag_new(&fx->arena, fx->t, fx->out);
-	*state = fx;
-	return fx->out ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-
-	fclose(fx->out);
-	free(fx->buf);
-	arena_free(&fx->arena);
-	free(fx);
-	return 0;
-}
-
-static const char *output(struct fixture *fx)
-{
-	diag_flush(fx->de);
-	fflush(fx->out);
-	return fx->buf;
-}
+#include "lang_fixture.h"
 
 static struct src_file *add(struct fixture *fx, const char *name, const char *text)
 {
@@ -98,7 +45,7 @@ static void error_with_range(void **state)
 
 	diag_error(fx->de, DIAG_SYNTAX, at(f, "80 GiB + 3"), "cannot add %s and %s", "bytes",
 		   "count");
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "a.mem:2:12: error: cannot add bytes and count [syntax]\n"
 			    "    2 |   memory = 80 GiB + 3\n"
 			    "      |            ^~~~~~~~~~\n");
@@ -116,7 +63,7 @@ static void gutter_grows_with_line_number(void **state)
 	strbuf_release(&sb);
 
 	diag_error(fx->de, DIAG_SYNTAX, at(f, "oops"), "bad");
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "long.mem:12345:1: error: bad [syntax]\n"
 			    " 12345 | oops\n"
 			    "       | ^~~~\n");
@@ -130,7 +77,7 @@ static void caret_under_tabs_cjk_emoji(void **state)
 
 	diag_error(fx->de, DIAG_SYNTAX, at(f, "y"), "here");
 	diag_error(fx->de, DIAG_SYNTAX, at(f, "日本"), "wide");
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "u.mem:1:17: error: here [syntax]\n"
 			    "    1 | \tname = \"日本🙂\" + y\n"
 			    "      | \t                  ^\n"
@@ -148,7 +95,7 @@ static void empty_and_multiline_ranges(void **state)
 
 	diag_error(fx->de, DIAG_SYNTAX, empty, "empty");
 	diag_error(fx->de, DIAG_SYNTAX, two_lines, "spans");
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "r.mem:1:5: error: empty [syntax]\n"
 			    "    1 | abc def\n"
 			    "      |     ^\n"
@@ -165,7 +112,7 @@ static void caret_at_end_of_file(void **state)
 	struct loc eof = { f->id, f->len, f->len };
 
 	diag_error(fx->de, DIAG_SYNTAX, eof, "unexpected end of file");
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "eof.mem:1:8: error: unexpected end of file [syntax]\n"
 			    "    1 | gpu X {\n"
 			    "      |        ^\n");
@@ -184,7 +131,7 @@ static void long_line_is_clipped(void **state)
 	strbuf_release(&sb);
 
 	diag_error(fx->de, DIAG_SYNTAX, at(f, "XYZ"), "here");
-	const char *out = output(fx);
+	const char *out = fx_output(fx);
 	const char *src = strstr(out, "\n    1 | ...");
 	assert_non_null(src);
 	const char *caret_line = strchr(src + 1, '\n') + 1;
@@ -204,7 +151,7 @@ static void escapes_keep_the_line_readable(void **state)
 	struct src_file *f = add(fx, "bidi.mem", "s = \"\xe2\x80\xae" "abc\" + \x1b" "z\n");
 
 	diag_error(fx->de, DIAG_SYNTAX, at(f, "z"), "here");
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "bidi.mem:1:15: error: here [syntax]\n"
 			    "    1 | s = \"<U+202E>abc\" + <1b>z\n"
 			    "      |                         ^\n");
@@ -220,7 +167,7 @@ static void notes_and_no_location(void **state)
 	diag_note(d, at(f, "a = 1"), "declared here");
 	diag_note(d, NO_LOC, "see docs/diagnostics.md#%s", "syntax");
 	diag_error(fx->de, DIAG_BAD_FLAG, NO_LOC, "nowhere");
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "n.mem:2:9: error: unknown name 'x' [syntax]\n"
 			    "    2 | b = a + x\n"
 			    "      |         ^\n"
@@ -246,7 +193,7 @@ static void include_chain_before_first_diagnostic(void **state)
 	diag_error(fx->de, DIAG_SYNTAX, at(c, "bad"), "two");
 	diag_error(fx->de, DIAG_SYNTAX, at(a, "x"), "three");
 	diag_error(fx->de, DIAG_SYNTAX, at(b, "import"), "four");
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "In file included from b.mem:1:1,\n"
 			    "                 from a.mem:2:1:\n"
 			    "c.mem:1:1: error: one [syntax]\n"
@@ -281,7 +228,7 @@ static void flag_parsing(void **state)
 	assert_false(diag_apply_flag(fx->de, "no-error=syntax"));
 	assert_false(diag_apply_flag(fx->de, ""));
 	assert_int_equal(diag_error_count(fx->de), 6);
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "memc: error: unknown warning option '-Weror'; did you mean '-Werror'? [bad-flag]\n"
 			    "memc: error: unknown warning option '-Wno-erorr'; did you mean '-Wno-error'? [bad-flag]\n"
 			    "memc: error: unknown warning option '-Wfrobnicate' [bad-flag]\n"
@@ -305,7 +252,7 @@ static void flag_suggests_warning_names(void **state)
 	snprintf(want, sizeof(want),
 		 "memc: error: unknown warning option '-W%s'; did you mean '-Wno-%s'? [bad-flag]\n",
 		 typo, diag_name(w));
-	assert_string_equal(output(fx), want);
+	assert_string_equal(fx_output(fx), want);
 }
 
 static void warning_flags(void **state)
@@ -322,7 +269,7 @@ static void warning_flags(void **state)
 	diag_warn(fx->de, w, at(f, "x"), "plain");
 	snprintf(want, sizeof(want),
 		 "w.mem:1:1: warning: plain [-W%s]\n    1 | x\n      | ^\n", name);
-	assert_string_equal(output(fx), want);
+	assert_string_equal(fx_output(fx), want);
 	assert_int_equal(diag_warning_count(fx->de), 1);
 
 	/* Disabled: the sink swallows the note too. */
@@ -341,7 +288,7 @@ static void warning_flags(void **state)
 	diag_warn(fx->de, w, NO_LOC, "promoted");
 	snprintf(want + strlen(want), sizeof(want) - strlen(want),
 		 "memc: error: promoted [-Werror=%s]\n", name);
-	assert_string_equal(output(fx), want);
+	assert_string_equal(fx_output(fx), want);
 	assert_int_equal(diag_error_count(fx->de), 1);
 	assert_int_equal(diag_warning_count(fx->de), 1);
 }
@@ -397,7 +344,7 @@ static void error_limit(void **state)
 		diag_note(diag_error(fx->de, DIAG_SYNTAX, NO_LOC, "error %d", i), NO_LOC, "n%d", i);
 	assert_true(diag_too_many(fx->de));
 	assert_int_equal(diag_error_count(fx->de), 3);
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "memc: error: error 1 [syntax]\n"
 			    "memc: note: n1\n"
 			    "memc: error: error 2 [syntax]\n"
@@ -476,7 +423,7 @@ static void records_are_kept_for_readers(void **state)
 	diag_flush(fx->de);
 	diag_error(fx->de, DIAG_BAD_FLAG, NO_LOC, "second");
 	diag_flush(fx->de);
-	assert_string_equal(output(fx), "");
+	assert_string_equal(fx_output(fx), "");
 
 	const struct diag *d = diag_first(fx->de);
 	assert_non_null(d);
@@ -503,7 +450,7 @@ static void flush_prints_each_record_once(void **state)
 	diag_flush(fx->de);
 	diag_flush(fx->de);
 	diag_error(fx->de, DIAG_SYNTAX, NO_LOC, "b");
-	assert_string_equal(output(fx), "memc: error: a [syntax]\nmemc: error: b [syntax]\n");
+	assert_string_equal(fx_output(fx), "memc: error: a [syntax]\nmemc: error: b [syntax]\n");
 }
 
 static void color_output(void **state)
@@ -512,7 +459,7 @@ static void color_output(void **state)
 
 	diag_set_color(fx->de, true);
 	diag_error(fx->de, DIAG_SYNTAX, NO_LOC, "red");
-	assert_string_equal(output(fx), "\033[01m\033[Kmemc:\033[m\033[K "
+	assert_string_equal(fx_output(fx), "\033[01m\033[Kmemc:\033[m\033[K "
 					"\033[01;31m\033[Kerror:\033[m\033[K red [syntax]\n");
 }
 
@@ -540,7 +487,7 @@ static void table_is_sorted_and_searchable(void **state)
 	free(buf);
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, fx_setup_printing, fx_teardown)
 
 int main(void)
 {

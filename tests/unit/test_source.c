@@ -3,63 +3,9 @@
  * test_source.c - loading, validation, and offset -> line/column mapping
  * with tabs, CJK and emoji.
  */
-/* cmocka 1.1.x needs these four headers before <cmocka.h>. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-#include "lang/arena.h"
-#include "lang/diag.h"
-#include "lang/source.h"
-
-/* One arena, source table and engine (printing into memory) per test. */
-struct fixture {
-	struct arena arena;
-	struct src_table *t;
-	struct diag_engine *de;
-	FILE *out;
-	char *buf;
-	size_t len;
-};
-
-static int setup(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-
-	if (!fx)
-		return -1;
-	fx->t = src_table_new(&fx->arena);
-	fx->out = open_memstream(&fx->buf, &fx->len);
-	fx->de = diag_new(&fx->arena, fx->t, fx->out);
-	*state = fx;
-	return fx->out ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-
-	fclose(fx->out);
-	free(fx->buf);
-	arena_free(&fx->arena);
-	free(fx);
-	return 0;
-}
-
-/* Everything printed so far. */
-static const char *output(struct fixture *fx)
-{
-	diag_flush(fx->de);
-	fflush(fx->out);
-	return fx->buf;
-}
+#include "lang_fixture.h"
 
 static struct src_file *add(struct fixture *fx, const char *name, const char *text)
 {
@@ -146,7 +92,7 @@ static void invalid_utf8_is_located(void **state)
 
 	assert_null(add(fx, "bad.mem", text));
 	assert_int_equal(diag_error_count(fx->de), 1);
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "bad.mem:2:3: error: invalid UTF-8 byte 0xff [invalid-utf8]\n"
 			    "    2 | ab<ff>cd\n"
 			    "      |   ^~~~\n");
@@ -160,7 +106,7 @@ static void truncated_utf8_is_located(void **state)
 	struct fixture *fx = *state;
 
 	assert_null(add(fx, "trunc.mem", "日本\xe6\x97"));
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "trunc.mem:1:3: error: invalid UTF-8 byte 0xe6 [invalid-utf8]\n"
 			    "    1 | 日本<e6><97>\n"
 			    "      |     ^~~~\n");
@@ -172,7 +118,7 @@ static void nul_byte_is_located(void **state)
 	const char text[] = "x = 1\ny = \0 2\n";
 
 	assert_null(src_add_string(fx->t, fx->de, "nul.mem", text, sizeof(text) - 1));
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "nul.mem:2:5: error: NUL byte in source file [nul-byte]\n"
 			    "    2 | y = <00> 2\n"
 			    "      |     ^~~~\n");
@@ -185,7 +131,7 @@ static void first_problem_wins(void **state)
 	const char text[] = "a\0b\xff";
 
 	assert_null(src_add_string(fx->t, fx->de, "both.mem", text, sizeof(text) - 1));
-	assert_non_null(strstr(output(fx), "[nul-byte]"));
+	assert_non_null(strstr(fx_output(fx), "[nul-byte]"));
 	assert_int_equal(diag_error_count(fx->de), 1);
 }
 
@@ -194,7 +140,7 @@ static void missing_file_without_site(void **state)
 	struct fixture *fx = *state;
 
 	assert_null(src_load(fx->t, fx->de, "/nonexistent/x.mem", "x.mem", NO_LOC));
-	assert_string_equal(output(fx), "memc: error: cannot open 'x.mem': No such file or "
+	assert_string_equal(fx_output(fx), "memc: error: cannot open 'x.mem': No such file or "
 					"directory [file-not-found]\n");
 }
 
@@ -205,7 +151,7 @@ static void missing_file_at_include_site(void **state)
 	struct loc site = { f->id, 7, 17 };
 
 	assert_null(src_load(fx->t, fx->de, "/nonexistent/gone.mem", "gone.mem", site));
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "main.mem:1:8: error: cannot open 'gone.mem': No such file or "
 			    "directory [file-not-found]\n"
 			    "    1 | import \"gone.mem\"\n"
@@ -217,7 +163,7 @@ static void directory_is_refused(void **state)
 	struct fixture *fx = *state;
 
 	assert_null(src_load(fx->t, fx->de, "/", NULL, NO_LOC));
-	assert_string_equal(output(fx),
+	assert_string_equal(fx_output(fx),
 			    "memc: error: cannot read '/': Is a directory [file-not-found]\n");
 }
 
@@ -249,7 +195,7 @@ static void load_real_file(void **state)
 	assert_non_null(f->real_path);
 	assert_ptr_equal(src_find_real(fx->t, f->real_path), f);
 	assert_null(src_find_real(fx->t, "/no/such/file"));
-	assert_string_equal(output(fx) ? fx->buf : "", "");
+	assert_string_equal(fx_output(fx) ? fx->buf : "", "");
 }
 
 static void too_large_file_is_refused(void **state)
@@ -263,7 +209,7 @@ static void too_large_file_is_refused(void **state)
 	unlink(path);
 
 	assert_null(f);
-	assert_string_equal(output(fx), "memc: error: 'huge.mem' is 16777217 bytes, more than "
+	assert_string_equal(fx_output(fx), "memc: error: 'huge.mem' is 16777217 bytes, more than "
 					"the limit of 16 MiB [file-too-large]\n");
 }
 
@@ -303,7 +249,7 @@ static void loc_join_covers_both(void **state)
 	assert_false(loc_is_none(a));
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, fx_setup_printing, fx_teardown)
 
 int main(void)
 {

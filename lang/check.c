@@ -32,6 +32,18 @@ static const struct field_spec precision_fields[] = {
 	{ "copy_dtype", "dtype", false }, { NULL, NULL, false },
 };
 
+/* A key given twice in one record: the second wins nowhere, it is an error. */
+bool check_duplicate_field(struct eval *ev, const struct field *first, const struct field *f)
+{
+	for (const struct field *g = first; g && g != f; g = g->next)
+		if (!strcmp(g->name, f->name)) {
+			diag_note(eval_error(ev, DIAG_DUPLICATE_FIELD, f->name_loc, "'%s' is set twice", f->name),
+				  g->name_loc, "first set here");
+			return true;
+		}
+	return false;
+}
+
 /* "'a'", "'a' and 'b'", "'a', 'b' and 'c'": one message for every missing field. */
 void check_list_add(char *buf, size_t n, const char *name)
 {
@@ -94,6 +106,8 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 		const struct field_spec *s = check_spec_find(specs, f->name);
 
 		snprintf(what, sizeof what, "'%s' of %s", f->name, owner);
+		if (check_duplicate_field(ev, d->record.fields, f))
+			continue;
 		if (!s) {
 			check_unknown_field(ev, specs, f, owner);
 			continue;

@@ -14,6 +14,7 @@ struct field_spec {
 	bool required;
 };
 
+bool check_duplicate_field(struct eval *ev, const struct field *first, const struct field *f);
 void check_list_add(char *buf, size_t n, const char *name);
 const struct field_spec *check_spec_find(const struct field_spec *specs, const char *name);
 void check_unknown_field(struct eval *ev, const struct field_spec *specs, const struct field *f,

@@ -159,7 +159,22 @@ static bool check_enum(struct eval *ev, struct value v, const char *alts, const 
 		if (strstr(buf, key))
 			return true;
 	}
-	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be one of %s", what, alts);
+	char list[128];
+	size_t n = 0;
+
+	/* "none|selective|full" -> "none, selective or full" */
+	for (const char *p = alts; *p && n + 4 < sizeof list; p++) {
+		if (*p != '|') {
+			list[n++] = *p;
+			continue;
+		}
+		const char *sep = strchr(p + 1, '|') ? ", " : " or ";
+
+		for (; *sep && n + 1 < sizeof list; sep++)
+			list[n++] = *sep;
+	}
+	list[n] = '\0';
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be %s", what, list);
 	return false;
 }
 
@@ -213,7 +228,8 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 		if (!f->sub && f->value)
 			eval_error(ev, DIAG_TYPE_MISMATCH, f->loc, "%s is written '%s { ... }'", what, f->name);
 		for (const struct field *g = f->sub; g; g = g->next)
-			train_field(ev, j, g, arena_printf(ev->arena, "%s.", f->name), sub_specs(f->name));
+			if (!check_duplicate_field(ev, f->sub, g))
+				train_field(ev, j, g, arena_printf(ev->arena, "%s.", f->name), sub_specs(f->name));
 		return;
 	}
 	struct value v = eval_expr(ev, NULL, f->value);
@@ -242,6 +258,33 @@ static uint64_t count_key(struct eval *ev, const struct check_job *j, const char
 		*v = val_count(def, j->decl->name_loc);
 	v->label = strrchr(key, '.') ? strrchr(key, '.') + 1 : key;
 	return u;
+}
+
+/* micro_batch, seq_len and grad_accum of 0 would make every tensor empty:
+ * say so at the line, not deep inside a stdlib shape. */
+static bool positive_keys(struct eval *ev, struct check_job *j)
+{
+	static const char *const keys[] = { "micro_batch", "seq_len", "grad_accum", "parallel.tp",
+					    "parallel.pp", "parallel.cp", "parallel.ep", "parallel.vp" };
+	bool ok = true;
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		struct value v;
+
+		if (check_job_field(j, keys[i], &v) && v.kind == VAL_NUM && !v.unknown &&
+		    num_sign(v.num) <= 0) {
+			eval_error(ev, DIAG_BAD_SHAPE, v.loc, "'%s' must be at least 1", keys[i]);
+			ok = false;
+		}
+	}
+	struct value z;
+
+	if (check_job_field(j, "zero", &z) && z.kind == VAL_NUM &&
+	    (num_sign(z.num) < 0 || num_cmp(z.num, num_from_int(3)) > 0)) {
+		eval_error(ev, DIAG_TYPE_MISMATCH, z.loc, "'zero' is a DeepSpeed stage: 0, 1, 2 or 3");
+		ok = false;
+	}
+	return ok;
 }
 
 static void bind(struct eval *ev, struct env *e, const char *name, struct value v)
@@ -359,7 +402,10 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	j->decl = d;
 	j->ok = true;
 	for (const struct field *f = d->record.fields; f; f = f->next)
-		train_field(ev, j, f, "", train_fields);
+		if (check_duplicate_field(ev, d->record.fields, f))
+			j->ok = false;
+		else
+			train_field(ev, j, f, "", train_fields);
 	char missing[256] = "";
 
 	for (const struct field_spec *s = train_fields; s->name; s++) {
@@ -376,7 +422,7 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	check_job_field(j, "optimizer", &j->optimizer);
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
-	if (diag_error_count(ev->diag) == before) {
+	if (diag_error_count(ev->diag) == before && positive_keys(ev, j)) {
 		j->bindings = job_bindings(ev, j);
 		if (diag_error_count(ev->diag) == before)
 			eval_walk(ev, j->model, j->bindings, &ops, ev);

@@ -229,6 +229,8 @@ bool eval_is_type(struct eval *ev, struct value v, const char *type, const char 
 	if (v.kind == VAL_NUM && dim_named(type, &want) && dim_is_scalar(v.dim) &&
 		 dim_literal_hint(want, h, sizeof h))
 		diag_note(d, NO_LOC, "%s", h);
+	else if (v.kind == VAL_NUM && dim_named(type, &want) && dim_is_scalar(want))
+		diag_note(d, NO_LOC, "a %s has no unit: write the number alone", type);
 	else if (v.kind == VAL_NUM && dim_named(type, &want) && dim_fix_hint(want, v.dim, h, sizeof h))
 		diag_note(d, NO_LOC, "%s", h);
 	return false;

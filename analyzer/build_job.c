@@ -42,14 +42,7 @@ void bld_add_saves(struct bld *b, uint64_t bytes, bool loss)
 
 static void open_block(struct bld *b, uint64_t repeat, bool body)
 {
-	if (b->nblocks == b->capblocks) {
-		b->capblocks = b->capblocks ? b->capblocks * 2 : 8;
-		struct mem_block *n = ARENA_NEW_ARRAY(b->arena, struct mem_block, b->capblocks);
-
-		if (b->nblocks)
-			memcpy(n, b->blocks, b->nblocks * sizeof *n);
-		b->blocks = n;
-	}
+	ARENA_GROW(b->arena, b->blocks, b->nblocks, b->capblocks);
 	b->blocks[b->nblocks++] = (struct mem_block){ .repeat = repeat, .is_body = body };
 	b->layers = NULL;
 	b->nlayers = b->caplayers = 0;
@@ -59,14 +52,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 {
 	if (!b->nblocks)
 		open_block(b, 1, false);
-	if (b->nlayers == b->caplayers) {
-		b->caplayers = b->caplayers ? b->caplayers * 2 : 8;
-		struct mem_layer *n = ARENA_NEW_ARRAY(b->arena, struct mem_layer, b->caplayers);
-
-		if (b->nlayers)
-			memcpy(n, b->layers, b->nlayers * sizeof *n);
-		b->layers = n;
-	}
+	ARENA_GROW(b->arena, b->layers, b->nlayers, b->caplayers);
 	bool loss = f->loss || b->loss_saves > 0;
 
 	b->layers[b->nlayers++] = (struct mem_layer){

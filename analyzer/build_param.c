@@ -123,14 +123,7 @@ static struct opt_memo *opt_eval(struct bld *b, uint64_t numel, uint64_t rows, u
 
 static struct mem_param *new_param(struct bld *b)
 {
-	if (b->nparams == b->capparams) {
-		b->capparams = b->capparams ? b->capparams * 2 : 16;
-		struct mem_param *n = ARENA_NEW_ARRAY(b->arena, struct mem_param, b->capparams);
-
-		if (b->nparams)
-			memcpy(n, b->params, b->nparams * sizeof *n);
-		b->params = n;
-	}
+	ARENA_GROW(b->arena, b->params, b->nparams, b->capparams);
 	return memset(&b->params[b->nparams++], 0, sizeof(struct mem_param));
 }
 

@@ -138,7 +138,7 @@ static void capacity(struct eval *ev, struct arena *a, const struct check_job *c
 {
 	char got[32], cap[32], over[32], part[32];
 	enum mem_component c = largest(k);
-	struct diag *d = eval_warn(ev, DIAG_CAPACITY, blame(bd, c),
+	struct diag *d = eval_error(ev, DIAG_CAPACITY, blame(bd, c),
 				   "device total %s per GPU exceeds %s (%s) by %s",
 				   report_bytes(k->device_total, got, sizeof got), bd->rep.gpu,
 				   report_bytes(k->capacity, cap, sizeof cap),
@@ -146,7 +146,7 @@ static void capacity(struct eval *ev, struct arena *a, const struct check_job *c
 
 	if (bd->job.pp > 1)
 		diag_note(d, NO_LOC, "on pipeline stage %u", (unsigned)k->stage);
-	diag_note(d, NO_LOC, "%s (%s) are the largest part", mem_component_name(c),
+	diag_note(d, NO_LOC, "the largest part is %s (%s)", mem_component_name(c),
 		  report_bytes(k->at_peak[c], part, sizeof part));
 	if (bd->micro_batch > 1)
 		fix_micro_batch(ev, a, cj, bd, d);
@@ -167,7 +167,7 @@ void fit_check(struct eval *ev, struct arena *a, const struct check_job *cj, con
 		} else if (!k->fits_headroom) {
 			char free_b[32];
 
-			eval_warn(ev, DIAG_HEADROOM, bd->loc_train,
+			eval_error(ev, DIAG_HEADROOM, bd->loc_train,
 				  "only %s (%.1f%%) of %s stays free; the job asks for %.0f%% headroom",
 				  report_bytes(k->capacity - k->device_total, free_b, sizeof free_b),
 				  k->headroom * 100, bd->rep.gpu, bd->job.headroom * 100);

@@ -43,14 +43,7 @@ static void collect(struct arena *a, const char *dir, const char ***out, size_t 
 		if (S_ISDIR(st.st_mode)) {
 			collect(a, p, out, n, cap);
 		} else if (len > 4 && !strcmp(e->d_name + len - 4, ".mem")) {
-			if (*n == *cap) {
-				*cap = *cap ? *cap * 2 : 64;
-				const char **m = ARENA_NEW_ARRAY(a, const char *, *cap);
-
-				if (*n)
-					memcpy(m, *out, *n * sizeof *m);
-				*out = m;
-			}
+			*out = arena_grow(a, (void *)*out, *n, cap, sizeof **out);
 			(*out)[(*n)++] = p;
 		}
 	}

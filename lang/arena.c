@@ -172,3 +172,15 @@ void arena_free(struct arena *a)
 	a->head = NULL;
 	a->used = 0;
 }
+
+void *arena_grow(struct arena *a, void *p, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return p;
+	*cap = *cap ? *cap * 2 : 8;
+	void *q = arena_alloc(a, arena_array_size(size, *cap));
+
+	if (n)
+		memcpy(q, p, n * size);
+	return q;
+}

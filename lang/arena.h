@@ -52,6 +52,12 @@ void arena_free(struct arena *a);
 /* size * n, aborting on overflow instead of allocating a short array. */
 size_t arena_array_size(size_t size, size_t n);
 
+/* Make room for one more element in the arena array *@p of @n elements of
+ * @size bytes and capacity *@cap (doubling; the old block is abandoned to
+ * the arena). Returns the (possibly moved) array. */
+void *arena_grow(struct arena *a, void *p, size_t n, size_t *cap, size_t size);
+#define ARENA_GROW(a, p, n, cap) ((p) = arena_grow((a), (p), (n), &(cap), sizeof *(p)))
+
 void *xmalloc(size_t size);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t size);

@@ -194,6 +194,7 @@ static void dump_stmts(FILE *out, const struct stmt *s, int depth)
 			break;
 		case STMT_INSTANCE: dump_expr(out, s->instance.call); fputc('\n', out); break;
 		case STMT_LET: fprintf(out, "let %s = ", s->let.name); dump_expr(out, s->let.value); fputc('\n', out); break;
+		case STMT_WARN: fprintf(out, "warn \"%s\"\n", s->warn.message); break;
 		case STMT_REPEAT:
 			fputs("repeat ", out);
 			dump_expr(out, s->repeat.count);

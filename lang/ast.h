@@ -145,6 +145,7 @@ struct stmt {
 		struct { struct expr *count; struct stmt *body; } repeat;
 		struct { struct expr *cond; struct stmt *then_body, *else_body; } if_;
 		struct { const char *name; struct loc name_loc; struct expr *value; } let;
+		struct { const char *message; struct loc message_loc; } warn;	/* {name} interpolates */
 	};
 	struct stmt *next;
 };

@@ -180,8 +180,15 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 	if (diag_error_count(de))
 		return r;
 	for (size_t i = 0; i < p->nfiles; i++)
-		for (const struct decl *d = p->files[i]->decls; d; d = d->next)
+		for (const struct decl *d = p->files[i]->decls; d; d = d->next) {
+			if (r->ev->total_steps > EVAL_MAX_TOTAL_STEPS) {
+				eval_error(r->ev, DIAG_INSTANTIATION_LIMIT, d->loc,
+					   "the program's templates expand into more than %d statements; "
+					   "stopping here", EVAL_MAX_TOTAL_STEPS);
+				return r;
+			}
 			check_decl(r->ev, d);
+		}
 	for (const struct decl *d = p->root ? p->root->decls : NULL; d; d = d->next) {
 		if (d->kind != DECL_TRAIN)
 			continue;

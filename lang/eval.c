@@ -88,7 +88,8 @@ static bool seen_before(struct eval *ev, int id, struct loc loc)
 static struct diag *vreport(struct eval *ev, int id, struct loc loc, const char *fmt, va_list ap)
 {
 	if (ev->quiet) {
-		ev->quiet_errors++;
+		if (diag_kind_of((enum diag_id)id) == DIAG_KIND_ERROR)
+			ev->quiet_errors++;
 		return diag_sink(ev->diag);
 	}
 	if (diag_too_many(ev->diag))
@@ -101,16 +102,6 @@ static struct diag *vreport(struct eval *ev, int id, struct loc loc, const char 
 }
 
 struct diag *eval_error(struct eval *ev, int id, struct loc loc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	struct diag *d = vreport(ev, id, loc, fmt, ap);
-	va_end(ap);
-	return d;
-}
-
-struct diag *eval_warn(struct eval *ev, int id, struct loc loc, const char *fmt, ...)
 {
 	va_list ap;
 

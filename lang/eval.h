@@ -68,10 +68,9 @@ bool eval_is_type(struct eval *ev, struct value v, const char *type, const char 
 bool eval_to_u64(struct eval *ev, struct value v, const char *what, uint64_t *out);
 bool eval_to_bool(struct eval *ev, struct value v, const char *what, bool *out);
 
-/* Report once per location; return NULL (a sink) if already reported. */
+/* Report once per location (the severity, error or warning, comes from
+ * the diagnostics table); return the sink if already reported. */
 struct diag *eval_error(struct eval *ev, int id, struct loc loc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-struct diag *eval_warn(struct eval *ev, int id, struct loc loc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* Quiet mode: errors are counted, not reported (the analyzer's fit search

@@ -129,6 +129,19 @@ static struct value mismatch(struct eval *ev, const struct expr *e, const struct
 	return val_error(e->loc);
 }
 
+/* heads / tp fails in every shape of a layer: report the pair once. */
+static bool divisible_reported(struct eval *ev, struct num a, struct num b)
+{
+	for (unsigned i = 0; i < ev->ndivisible_seen; i++)
+		if (num_eq(ev->divisible_seen[i][0], a) && num_eq(ev->divisible_seen[i][1], b))
+			return true;
+	if (ev->ndivisible_seen < 16 && !ev->quiet) {
+		ev->divisible_seen[ev->ndivisible_seen][0] = a;
+		ev->divisible_seen[ev->ndivisible_seen++][1] = b;
+	}
+	return false;
+}
+
 static struct value arith(struct eval *ev, const struct expr *e, struct value l, struct value r)
 {
 	struct value v = { .kind = VAL_NUM, .loc = e->loc, .origin = e->loc };
@@ -165,6 +178,8 @@ static struct value arith(struct eval *ev, const struct expr *e, struct value l,
 	}
 	if (op == AST_DIV && ev->in_shape && num_is_int(l.num) && num_is_int(r.num) &&
 	    dim_is_scalar(l.dim) && dim_is_scalar(r.dim) && !num_is_int(v.num)) {
+		if (divisible_reported(ev, l.num, r.num))
+			return val_error(e->loc);	/* one error per pair of numbers, not per shape */
 		char a[96], b[96];
 		struct diag *d = eval_error(ev, DIAG_NOT_DIVISIBLE, e->loc, "%s is not divisible by %s",
 					    eval_describe(ev, &l, a, sizeof a),

@@ -38,9 +38,12 @@ struct eval {
 	unsigned nactive;
 	bool in_shape;			/* divisions must be exact */
 	unsigned depth;			/* instantiation depth */
+	struct num divisible_seen[16][2];	/* not-divisible pairs already reported */
+	unsigned ndivisible_seen;
 	unsigned expr_depth;		/* eval_expr frames on the C stack */
 	bool expr_depth_reported;
-	unsigned long steps;		/* statements walked since the outermost eval_walk */
+	unsigned long steps;
+	unsigned long total_steps;	/* over the whole check: bounds many templates */		/* statements walked since the outermost eval_walk */
 	bool steps_reported;
 	const struct decl *layers[64];	/* the instances being walked, outermost first */
 	struct loc layer_calls[64];
@@ -52,7 +55,8 @@ struct eval {
 /* Limits (docs/limits.md): layers nested inside layers, and statements
  * walked per template or job, which bounds exponential fan-out such as
  * 40 levels of layers that each use the one below twice. */
-enum { EVAL_MAX_DEPTH = 64, EVAL_MAX_STEPS = 200000, EVAL_MAX_EXPR_DEPTH = 1500 };
+enum { EVAL_MAX_DEPTH = 64, EVAL_MAX_STEPS = 20000,
+       EVAL_MAX_TOTAL_STEPS = 2000000, EVAL_MAX_EXPR_DEPTH = 1500 };
 
 const char *eval_type_name(const struct value *v, char *buf, size_t n);
 const char *eval_describe(struct eval *ev, const struct value *v, char *buf, size_t n);

@@ -151,14 +151,7 @@ static void report_cycle(struct loader *ld, struct src_file *f, struct loc site)
 
 static void add_program_file(struct loader *ld, struct file_ast *ast)
 {
-	if (ld->nfiles == ld->cap) {
-		ld->cap = ld->cap ? ld->cap * 2 : 16;
-		struct file_ast **n = ARENA_NEW_ARRAY(ld->arena, struct file_ast *, ld->cap);
-
-		if (ld->nfiles)
-			memcpy(n, ld->files, ld->nfiles * sizeof *n);
-		ld->files = n;
-	}
+	ARENA_GROW(ld->arena, ld->files, ld->nfiles, ld->cap);
 	ld->files[ld->nfiles++] = ast;
 }
 

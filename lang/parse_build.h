@@ -49,6 +49,7 @@ struct stmt *parse_repeat(struct parse_ctx *pc, struct loc loc, struct expr *cou
 struct stmt *parse_if(struct parse_ctx *pc, struct loc loc, struct expr *cond, struct stmt *then_body,
 		      struct stmt *else_part);
 struct stmt *parse_else_body(struct parse_ctx *pc, struct loc loc, struct stmt *body);
+struct stmt *parse_warn(struct parse_ctx *pc, struct loc loc, const char *message, struct loc message_loc);
 struct stmt *parse_stmt_let(struct parse_ctx *pc, struct loc loc, const char *name, struct loc name_loc,
 			    struct expr *value);
 struct stmt *parse_tensor(struct parse_ctx *pc, struct loc loc, int kind, const char *name,

@@ -293,3 +293,12 @@ struct arg *parse_arg(struct parse_ctx *pc, const char *name, struct loc name_lo
 	a->value = value;
 	return a;
 }
+
+struct stmt *parse_warn(struct parse_ctx *pc, struct loc loc, const char *message, struct loc message_loc)
+{
+	struct stmt *s = ast_new_stmt(pc->arena, STMT_WARN, loc);
+
+	s->warn.message = message;
+	s->warn.message_loc = message_loc;
+	return s;
+}

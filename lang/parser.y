@@ -71,7 +71,7 @@ static int yylex(YYSTYPE *lval, struct loc *lloc, struct parse_ctx *pc)
 %token <text> IMPORT "import" LET "let" GPU "gpu" PRECISION "precision" TRAIN "train"
 %token <text> LAYER "layer" MODEL "model" OPTIMIZER "optimizer"
 %token <text> PARAM "param" SAVES "saves" TEMP "temp" STATE "state" INPUT "input"
-%token <text> REPEAT "repeat" IF "if" ELSE "else" TRUE "true" FALSE "false"
+%token <text> REPEAT "repeat" IF "if" ELSE "else" TRUE "true" FALSE "false" WARN "warn"
 %token EQ "==" NE "!=" LE "<=" GE ">=" AND "&&" OR "||"
 %token EOL "end of line"
 %token <text> NUMBER "number" NAME "name" STRING "string"
@@ -238,6 +238,7 @@ stmt
 	| REPEAT expr body		{ $$ = parse_repeat(pc, @$, $2, $3); }
 	| if_stmt
 	| LET NAME '=' expr		{ $$ = parse_stmt_let(pc, @$, $2, @2, $4); }
+	| WARN STRING			{ $$ = parse_warn(pc, @$, $2, @2); }
 	;
 
 /* if attention == eager { ... } else if ... { ... } else { ... } */
@@ -361,7 +362,7 @@ arg
 /* A field or argument name: a name, or a keyword used as one. */
 key
 	: NAME | IMPORT | LET | GPU | PRECISION | TRAIN | LAYER | MODEL | OPTIMIZER
-	| PARAM | SAVES | TEMP | STATE | INPUT | REPEAT | IF | ELSE
+	| PARAM | SAVES | TEMP | STATE | INPUT | REPEAT | IF | ELSE | WARN
 	;
 
 %%

@@ -29,7 +29,7 @@ static const struct keyword {
 	{ "import", IMPORT }, { "let", LET }, { "gpu", GPU }, { "precision", PRECISION },
 	{ "train", TRAIN }, { "layer", LAYER }, { "model", MODEL }, { "optimizer", OPTIMIZER },
 	{ "param", PARAM }, { "saves", SAVES }, { "temp", TEMP }, { "state", STATE },
-	{ "input", INPUT }, { "repeat", REPEAT }, { "if", IF }, { "else", ELSE },
+	{ "input", INPUT }, { "repeat", REPEAT }, { "if", IF }, { "else", ELSE }, { "warn", WARN },
 	{ "true", TRUE }, { "false", FALSE },
 };
 

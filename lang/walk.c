@@ -16,6 +16,7 @@
 #include "lang/eval_impl.h"
 #include "lang/intern.h"
 #include "lang/scope.h"
+#include "lang/strbuf.h"
 
 static size_t memo_slot(const struct decl *d, size_t cap)
 {
@@ -274,9 +275,13 @@ static struct value builtin_call(struct eval *ev, struct env *env, const struct 
 {
 	struct value a[2];
 	unsigned n = 0;
+	bool in_shape = ev->in_shape;
 
+	/* ceil(a / b) and floor(a / b) ask for a remainder explicitly */
+	ev->in_shape = false;
 	for (const struct arg *x = e->call.args; x && n < 2; x = x->next)
 		a[n++] = eval_expr(ev, env, x->value);
+	ev->in_shape = in_shape;
 	bool unary = !strcmp(f, "ceil") || !strcmp(f, "floor");
 
 	if (n != (unary ? 1u : 2u) || (e->call.args && e->call.args->next && e->call.args->next->next)) {
@@ -592,10 +597,70 @@ static void walk_if(struct eval *ev, const struct stmt *s, struct env *env, cons
 		walk_body(ev, s->if_.else_body, env_new(ev, env), ops, ctx, job);
 }
 
+/* Append the value of {name} to @out; false if it is not known yet. */
+static bool interpolate_one(struct eval *ev, struct env *env, const char *name, size_t len,
+			    struct strbuf *out, struct loc *blame, struct env *job)
+{
+	const char *n = intern(ev->interner, name, len);
+	struct expr e = { .kind = EXPR_NAME, .loc = NO_LOC, .name.name = n };
+	struct value v = eval_expr(ev, env, &e), jv;
+	char buf[64];
+
+	if (v.kind == VAL_ERROR || v.unknown)
+		return false;
+	if (v.kind == VAL_NUM)
+		strbuf_addstr(out, num_format(v.num, buf, sizeof buf, 4));
+	else if (v.kind == VAL_SYMBOL || v.kind == VAL_STRING)
+		strbuf_addstr(out, v.str);
+	else if (v.kind == VAL_BOOL)
+		strbuf_addstr(out, v.b ? "true" : "false");
+	else if (v.kind == VAL_DTYPE)
+		strbuf_addstr(out, dtype_name(v.dtype));
+	else
+		strbuf_addstr(out, n);
+	/* the warning belongs at the line of the job that chose this value */
+	if (!blame->file && env_lookup(job, n, &jv) && jv.origin.file)
+		*blame = jv.origin;
+	return true;
+}
+
+/* `warn "tp ({tp}) above kv_heads ({kv_heads})"`: only under a real job,
+ * and only once every {name} has a value. */
+static void walk_warn(struct eval *ev, const struct stmt *s, struct env *env, struct env *job)
+{
+	const char *m = s->warn.message;
+	struct strbuf sb;
+	struct loc blame = NO_LOC;
+	bool ok = true;
+
+	if (!job || job == ev->static_job)
+		return;
+	strbuf_init(&sb);
+	while (*m && ok) {
+		const char *close = *m == '{' ? strchr(m, '}') : NULL;
+
+		if (close) {
+			ok = interpolate_one(ev, env, m + 1, (size_t)(close - m - 1), &sb, &blame, job);
+			m = close + 1;
+		} else {
+			strbuf_addch(&sb, *m++);
+		}
+	}
+	if (ok) {
+		struct diag *d = eval_error(ev, DIAG_LAYOUT, blame.file ? blame : s->loc, "%s", sb.buf);
+
+		if (blame.file)
+			diag_note(d, s->loc, "warning written in layer '%s'",
+				  ev->depth ? ev->layers[ev->depth - 1]->name : "?");
+	}
+	strbuf_release(&sb);
+}
+
 static void walk_body(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
 		      void *ctx, struct env *job)
 {
 	for (; s; s = s->next) {
+		ev->total_steps++;
 		if (++ev->steps > EVAL_MAX_STEPS) {
 			if (!ev->steps_reported)
 				eval_error(ev, DIAG_INSTANTIATION_LIMIT, s->loc,
@@ -609,9 +674,15 @@ static void walk_body(struct eval *ev, const struct stmt *s, struct env *env, co
 		case STMT_INSTANCE: walk_instance(ev, s, env, ops, ctx, job); break;
 		case STMT_REPEAT: walk_repeat(ev, s, env, ops, ctx, job); break;
 		case STMT_IF: walk_if(ev, s, env, ops, ctx, job); break;
+		case STMT_WARN: walk_warn(ev, s, env, job); break;
 		case STMT_LET: {
+			bool in_shape = ev->in_shape;
+
+			/* counts in a body are whole: a let's division must be exact too */
+			ev->in_shape = true;
 			struct value v = eval_expr(ev, env, s->let.value);
 
+			ev->in_shape = in_shape;
 			v.origin = s->let.name_loc;
 			v.label = s->let.name;
 			env_bind(env, s->let.name, v);

@@ -511,14 +511,16 @@ static void shape_divisible(void **state)
 	assert_int_equal(c.last_dims[1], 2);
 }
 
-static void division_outside_a_shape_may_leave_a_fraction(void **state)
+/* Inside a body every division of counts is exact unless it is rounded
+ * explicitly: ceil(a / b) asks for the remainder. */
+static void rounded_division_may_leave_a_fraction(void **state)
 {
 	struct fixture *fx = *state;
 	struct counts c = { 0 };
 	static const char text[] =
 		"layer l(heads: count) {\n"
-		"  let ratio = heads / tp\n"
-		"  param w : [ceil(ratio)]\n"
+		"  let ratio = ceil(heads / tp)\n"
+		"  param w : [ratio]\n"
 		"}\n"
 		"layer m = l(heads = 40)\n"
 		"train job { parallel { tp = 3 } }\n";
@@ -706,7 +708,7 @@ int main(void)
 		T(a_lone_name_is_a_symbol),
 		T(shape_not_divisible),
 		T(shape_divisible),
-		T(division_outside_a_shape_may_leave_a_fraction),
+		T(rounded_division_may_leave_a_fraction),
 		T(shape_axes_must_be_positive),
 		T(huge_repeat_walks_once),
 		T(if_picks_a_branch),

@@ -252,6 +252,7 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	/* zero_grad(set_to_none=False) (PyTorch < 2.0 default, HF Trainer then):
 	 * zeroed gradients stay allocated through forward (memory-model.md §5.1) */
 	j->grads_persistent = !strcmp(key_sym(b, "zero_grad", "set_to_none"), "zeros");
+	j->optimizer_in_backward = key_bool(b, "optimizer_in_backward", false);
 	if (zero >= 1) {
 		j->zero_reduce_bucket_bytes = key_u64(b, "deepspeed.reduce_bucket_size", 500000000) * gsz;
 		j->overlap_comm = key_bool(b, "deepspeed.overlap_comm", zero == 3);

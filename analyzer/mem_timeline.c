@@ -192,6 +192,12 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 		unsh = (p->c->body && !remat) ? in_unit : 0;
 		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], p->P.v[S_GUNSH_NB]));
 	}
+	if (w->job->optimizer_in_backward) {
+		/* stepped as produced: only this layer's gradients, and one
+		 * tensor's step temporaries, ever exist (no optimizer phase) */
+		after = p->c->gfin;
+		put_buf(w, v, MEM_B_STEP_TEMPS, w->st->step_max);
+	}
 	if (!w->resident)
 		put(w, v, MEM_C_GRADIENTS, after);
 	put_buf(w, v, MEM_B_UNSHARDED_GRADS, unsh);
@@ -377,6 +383,6 @@ void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumul
 	make_base(&w, chunks);
 	walk_forward(&w);
 	walk_backward(&w);
-	if (!accumulating)
+	if (!accumulating && !cx->job->optimizer_in_backward)
 		eval_optimizer(&w);
 }

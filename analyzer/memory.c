@@ -280,10 +280,11 @@ static void cost_step_temp(struct mem_ctx *cx, const struct mem_param *p, uint32
 
 	if (job->offload_optimizer || !p->step_temp_bytes)
 		return;
-	/* §5.2: foreach temporaries exist for the whole group, for-loop ones one at a time */
+	/* §5.2: foreach temporaries exist for the whole group, for-loop ones one
+	 * at a time; stepped in backward, every parameter is its own group */
 	t = mem_round(job, mode_shards_states(job->sharding) ? shard(p->step_temp_bytes, n) :
 							       p->step_temp_bytes);
-	if (p->step_temp_grouped)
+	if (p->step_temp_grouped && !job->optimizer_in_backward)
 		c->step_group = mem_add(&cx->ovf, c->step_group, t);
 	else if (t > c->step_max)
 		c->step_max = t;

@@ -151,6 +151,8 @@ struct mem_job {
 	enum mem_recompute recompute;
 	enum mem_sharding sharding;
 	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */
+	bool optimizer_in_backward;	/* torchtune optimizer_in_bwd: each parameter is stepped,
+					   and its gradient freed, as soon as the gradient exists */
 	bool grads_persistent;		/* grads exist before backward (Megatron main_grad,
 					   zero_grad(set_to_none=False)) */
 	uint64_t zero_reduce_bucket_bytes; /* ZeRO-1/2 IPG bucket, ZeRO-3 reduce bucket (bytes) */

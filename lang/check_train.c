@@ -100,7 +100,8 @@ static const struct field_spec train_fields[] = {
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
 	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
 	{ "overhead", "record", false }, { "headroom", "ratio", false },
-	{ "zero_grad", "enum:set_to_none|zeros", false }, { NULL, NULL, false },
+	{ "zero_grad", "enum:set_to_none|zeros", false }, { "optimizer_in_backward", "bool", false },
+	{ NULL, NULL, false },
 };
 
 static const struct field_spec parallel_fields[] = {

@@ -409,6 +409,31 @@ static void tv23_example_a_fused(void **state)
 	free(m);
 }
 
+/* optimizer_in_bwd: Example A with each parameter stepped in its own
+ * backward. No optimizer-step instant exists and at no instant do more
+ * than one layer's gradients exist, so the peak falls from the fused run's
+ * end of backward (all gradients) to the start-of-backward loss region
+ * (TV-23's 43,339,243,520 B) plus at most the head's own gradient. */
+static void optimizer_in_backward(void **state)
+{
+	struct llama *m = example_a(2);
+	struct mem_class k;
+	uint64_t fused_peak;
+
+	(void)state;
+	m->job.optimizer_in_backward = true;
+	k = analyze_one(&m->job);
+	assert_int_equal(k.phase_peak[MEM_PHASE_OPTIMIZER], 0);
+	assert_true(k.peak.phase != MEM_PHASE_OPTIMIZER);
+	/* the gradients at the peak are one layer's at most (202,383,360 params x 2 B) */
+	assert_true(k.at_peak[MEM_C_GRADIENTS] <= 262144000ull);
+	fused_peak = 54671212544ull - 262144000ull + 33554432ull;
+	assert_true(k.peak_allocated < fused_peak);
+	assert_true(k.peak_allocated >= 43339243520ull);
+	assert_true(k.peak_allocated <= 43339243520ull + 262144000ull);
+	free(m);
+}
+
 /* Example B (TV-24): Llama-3-8B, FSDP per block + root, 8 GPUs, bf16 compute,
  * fp32 master/reduce, AdamW, FA2, full checkpointing, s = 8192, b = 1. */
 static struct llama *example_b(void)
@@ -671,6 +696,7 @@ int main(void)
 		cmocka_unit_test(tv21_first_stage_activations),
 		cmocka_unit_test(tv23_example_a_foreach),
 		cmocka_unit_test(tv23_example_a_fused),
+		cmocka_unit_test(optimizer_in_backward),
 		cmocka_unit_test(tv24_example_b),
 		cmocka_unit_test(figures_reserved_and_device),
 		cmocka_unit_test(folded_equals_unrolled),

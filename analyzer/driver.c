@@ -94,8 +94,8 @@ static int compile_one(const struct driver_opts *o, const char *path, struct dri
 
 	p.program = import_load(&arena, in, src, de, path, &io);
 	diag_flush(de);
-	if (!p.program->root)
-		rc = 2;
+	if (!p.program->root)	/* read but invalid (UTF-8, NUL): a located error, 1 */
+		rc = src->nfiles > 1 && src_get(src, 1)->text ? 1 : 2;
 	else
 		rc = pipeline_run(&p);
 	diag_flush(de);

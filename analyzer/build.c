@@ -281,7 +281,19 @@ static void on_repeat_leave(void *ctx, const struct stmt *s)
 	bld_repeat_leave(b, s);
 }
 
+/* trains(p) in a layer body: the parameter of the innermost instance. */
+static int on_trains(void *ctx, const char *param)
+{
+	struct bld *b = ctx;
+	const struct frame *f = b->frame;
+
+	for (size_t i = 0; f && i < f->nnames; i++)
+		if (f->names[i] == param)
+			return f->trains[i];
+	return 0;	/* no such parameter here: nothing trains */
+}
+
 const struct walk_ops bld_ops = {
 	.tensor = on_tensor, .enter = on_enter, .leave = on_leave,
-	.repeat_enter = on_repeat_enter, .repeat_leave = on_repeat_leave,
+	.repeat_enter = on_repeat_enter, .repeat_leave = on_repeat_leave, .trains = on_trains,
 };

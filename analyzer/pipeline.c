@@ -16,6 +16,7 @@
 #include "lang/check.h"
 #include "lang/diag.h"
 #include "lang/import.h"
+#include "lang/scope.h"
 #include "lang/source.h"
 
 static bool json_first_file = true;
@@ -84,7 +85,7 @@ static void set_position(struct pipeline *p, struct build *bd, const struct chec
 
 /* --explain: where every input of the job was written, so each number in
  * the formulas above can be traced to a line. */
-static void print_inputs(struct pipeline *p, const struct check_job *cj)
+static void print_inputs(struct pipeline *p, const struct check_job *cj, const struct scope *scope)
 {
 	printf("  inputs:\n");
 	for (unsigned i = 0; i < cj->nfields; i++) {
@@ -102,6 +103,10 @@ static void print_inputs(struct pipeline *p, const struct check_job *cj)
 		printf("    %-40.*s %s:%u", len > 40 ? 40 : len, text, f->display_name,
 		       src_line_of(f, at.start));
 		const struct decl *d = cj->fields[i].decl;
+		const struct decl *alias = cj->fields[i].label ? scope_find(scope, cj->fields[i].label) : NULL;
+
+		if (alias && alias->kind == (d ? d->kind : DECL__COUNT))
+			d = alias;	/* `model = llama2_7b`: point at the alias, not the template */
 		const struct src_file *df = d && d->name_loc.file ? src_get(p->src, d->name_loc.file) : NULL;
 
 		if (df)	/* and where what it names is declared */
@@ -110,7 +115,8 @@ static void print_inputs(struct pipeline *p, const struct check_job *cj)
 	}
 }
 
-static void print(struct pipeline *p, struct build *bds, size_t n, const struct check_job *cjs)
+static void print(struct pipeline *p, struct build *bds, size_t n, const struct check_job *cjs,
+		  const struct scope *scope)
 {
 	struct report_job *jobs = ARENA_NEW_ARRAY(p->arena, struct report_job, n ? n : 1);
 
@@ -126,7 +132,7 @@ static void print(struct pipeline *p, struct build *bds, size_t n, const struct 
 			fputc('\n', stdout);
 		report_text(stdout, &jobs[i], p->opts->explain);
 		if (p->opts->explain)
-			print_inputs(p, cjs);
+			print_inputs(p, cjs, scope);
 		cjs = cjs ? cjs->next : NULL;
 	}
 }
@@ -158,7 +164,7 @@ int pipeline_run(struct pipeline *p)
 	}
 	diag_flush(p->diag);
 	if (p->opts->command == DRIVER_REPORT)
-		print(p, bds, n, cr->jobs);
+		print(p, bds, n, cr->jobs, cr->scope);
 	for (i = 0; i < n; i++)
 		if (bds[i].rep.analysed)
 			mem_result_free(&res[i]);

@@ -12,7 +12,7 @@ static const char *const reserved[] = {
 	/* bound per tensor inside optimizer bodies (§3.6) */
 	"numel", "rows", "cols", "rank",
 	/* values and functions */
-	"none", "ceil", "floor", "max",
+	"none", "ceil", "floor", "max", "trains",
 };
 
 bool builtin_is_reserved(const char *name)

@@ -97,6 +97,9 @@ struct walk_ops {
 	void (*leave)(void *ctx, const struct decl *layer);
 	void (*repeat_enter)(void *ctx, const struct stmt *s, struct value count);
 	void (*repeat_leave)(void *ctx, const struct stmt *s);
+	/* `trains(p)`: 1 if parameter @param of the innermost layer trains (or
+	 * carries an adapter), 0 if it is frozen, -1 if unknown. NULL: unknown. */
+	int (*trains)(void *ctx, const char *param);
 };
 
 /* Walk @inst (VAL_INSTANCE) with @job as the frame of train bindings. */

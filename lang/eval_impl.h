@@ -49,6 +49,8 @@ struct eval {
 	struct loc layer_calls[64];
 	bool quiet;			/* what-if evaluation: count errors, print none */
 	unsigned quiet_errors;
+	const struct walk_ops *walk_ops;	/* of the walk in progress, for trains() */
+	void *walk_ctx;
 	struct env *static_job;		/* unknown bindings for static checks */
 };
 

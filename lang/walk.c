@@ -329,6 +329,26 @@ static struct value record_call(struct eval *ev, struct env *env, const struct e
 	return v;
 }
 
+/* trains(p): known only while the analyzer walks a job; the checker sees
+ * an unknown bool and checks both branches. */
+static struct value trains_call(struct eval *ev, const struct expr *e)
+{
+	const struct arg *a = e->call.args;
+	struct value v = { .kind = VAL_BOOL, .unknown = true, .loc = e->loc, .origin = e->loc };
+
+	if (!a || a->next || a->name || a->value->kind != EXPR_NAME) {
+		eval_error(ev, DIAG_BAD_ARGUMENT, e->loc, "'trains' takes one parameter name");
+		return val_error(e->loc);
+	}
+	int t = ev->walk_ops && ev->walk_ops->trains ? ev->walk_ops->trains(ev->walk_ctx, a->value->name.name) : -1;
+
+	if (t >= 0) {
+		v.unknown = false;
+		v.b = t;
+	}
+	return v;
+}
+
 struct value eval_call(struct eval *ev, struct env *env, const struct expr *e)
 {
 	const struct expr *c = e->call.callee;
@@ -349,6 +369,8 @@ struct value eval_call(struct eval *ev, struct env *env, const struct expr *e)
 	}
 	if (!strcmp(f, "ceil") || !strcmp(f, "floor") || !strcmp(f, "min") || !strcmp(f, "max"))
 		return builtin_call(ev, env, e, f);
+	if (!strcmp(f, "trains"))
+		return trains_call(ev, e);
 	return record_call(ev, env, e, f);
 }
 
@@ -704,8 +726,15 @@ void eval_walk(struct eval *ev, struct value inst, struct env *job, const struct
 		return;		/* one runaway template is enough: do not walk the rest */
 	if (ev->depth == 0)
 		ev->steps = 0;
+	const struct walk_ops *saved_ops = ev->walk_ops;
+	void *saved_ctx = ev->walk_ctx;
+
+	ev->walk_ops = ops;
+	ev->walk_ctx = ctx;
 	ev->layers[ev->depth] = inst.decl;
 	ev->layer_calls[ev->depth++] = inst.loc;
 	walk_body(ev, inst.decl->templ.body, env_new(ev, inst.args), ops, ctx, job);
 	ev->depth--;
+	ev->walk_ops = saved_ops;
+	ev->walk_ctx = saved_ctx;
 }

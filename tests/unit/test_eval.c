@@ -624,6 +624,42 @@ static void if_picks_a_branch(void **state)
 	assert_string_equal(c.last_name, "b");
 }
 
+/* trains(p) asks the walker: "w" trains, anything else is frozen; without
+ * the callback (the checker) it is unknown and both branches are walked. */
+static int only_w_trains(void *ctx, const char *param)
+{
+	(void)ctx;
+	return strcmp(param, "w") == 0;
+}
+
+static void trains_asks_the_walker(void **state)
+{
+	struct fixture *fx = *state;
+	struct counts c = { 0 };
+	struct walk_ops ops = counting;
+	static const char text[] =
+		"layer l {\n"
+		"  param w : [4]\n"
+		"  param f : [4]\n"
+		"  if trains(w) { saves x : [1] }\n"
+		"  if trains(f) { saves y : [2] }\n"
+		"}\n"
+		"layer m = l\n"
+		"train job { parallel { tp = 1 } }\n";
+
+	load(fx, text);
+	ops.trains = only_w_trains;
+	eval_walk(fx->ev, eval_decl_value(fx->ev, decl(fx, "m"), NO_LOC), job_with_tp(fx, "tp = 1"),
+		  &ops, &c);
+	fx_assert_no_diags(fx);
+	assert_int_equal(c.tensors, 3);		/* w, f and x: not y */
+	assert_string_equal(c.last_name, "x");
+	c = (struct counts){ 0 };
+	eval_walk(fx->ev, eval_decl_value(fx->ev, decl(fx, "m"), NO_LOC), job_with_tp(fx, "tp = 1"),
+		  &counting, &c);
+	assert_int_equal(c.tensors, 4);		/* unknown: both saves */
+}
+
 static void unknown_parameters_walk_both_branches(void **state)
 {
 	struct fixture *fx = *state;
@@ -712,6 +748,7 @@ int main(void)
 		T(shape_axes_must_be_positive),
 		T(huge_repeat_walks_once),
 		T(if_picks_a_branch),
+		T(trains_asks_the_walker),
 		T(unknown_parameters_walk_both_branches),
 		T(bad_arguments),
 	};

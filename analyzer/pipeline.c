@@ -48,11 +48,11 @@ static void layout_error(struct pipeline *p, const struct build *bd, enum mem_st
 			   mem_status_str(st));
 }
 
-static void header_only(struct build *bd, const struct check_job *cj, const struct src_table *src)
+/* A job that could not be built still gets its header line in the report. */
+static void header_only(struct build *bd, const struct check_job *cj)
 {
 	bd->rep.name = cj->decl->name;
 	bd->rep.model = cj->model.label;
-	(void)src;
 }
 
 static void analyse(struct pipeline *p, struct check_result *cr, const struct check_job *cj,
@@ -61,7 +61,7 @@ static void analyse(struct pipeline *p, struct check_result *cr, const struct ch
 	struct build_override none = { .zero = -1 };
 
 	if (!build_job(cr->ev, p->arena, cj, &none, false, bd)) {
-		header_only(bd, cj, p->src);
+		header_only(bd, cj);
 		return;
 	}
 	enum mem_status st = mem_analyze(&bd->job, res);
@@ -159,7 +159,7 @@ int pipeline_run(struct pipeline *p)
 		if (!diag_error_count(p->diag))
 			analyse(p, cr, j, &bds[i], &res[i]);
 		if (!bds[i].rep.name)
-			header_only(&bds[i], j, p->src);
+			header_only(&bds[i], j);
 		set_position(p, &bds[i], j);
 	}
 	diag_flush(p->diag);

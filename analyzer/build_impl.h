@@ -88,6 +88,7 @@ struct bld {
 
 extern const struct walk_ops bld_ops;
 
+const char *bld_intern(struct bld *b, const char *s);
 bool bld_mul(uint64_t a, uint64_t b, uint64_t *out);
 uint64_t bld_bytes(const struct dtype *dt, uint64_t numel);
 struct frame *bld_frame_push(struct bld *b, const struct decl *layer);

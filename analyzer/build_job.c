@@ -15,6 +15,11 @@
 
 /* ---- layers and blocks ---- */
 
+const char *bld_intern(struct bld *b, const char *s)
+{
+	return intern_cstr(eval_interner(b->ev), s);
+}
+
 struct frame *bld_frame(struct bld *b)
 {
 	if (!b->frame) {
@@ -100,17 +105,12 @@ void bld_repeat_leave(struct bld *b, const struct stmt *s)
 
 /* ---- reading the train block ---- */
 
-static const char *I(struct bld *b, const char *s)
-{
-	return intern_cstr(eval_interner(b->ev), s);
-}
-
 static uint64_t bound_u64(struct bld *b, const char *name, uint64_t dflt)
 {
 	struct value v;
 	uint64_t u = dflt;
 
-	if (env_lookup(b->bindings, I(b, name), &v) && v.kind == VAL_NUM && !v.unknown)
+	if (env_lookup(b->bindings, bld_intern(b, name), &v) && v.kind == VAL_NUM && !v.unknown)
 		num_to_u64(v.num, &u);
 	return u;
 }
@@ -119,7 +119,7 @@ static const char *bound_sym(struct bld *b, const char *name, const char *dflt)
 {
 	struct value v;
 
-	if (env_lookup(b->bindings, I(b, name), &v) && v.kind == VAL_SYMBOL)
+	if (env_lookup(b->bindings, bld_intern(b, name), &v) && v.kind == VAL_SYMBOL)
 		return v.str;
 	return dflt;
 }
@@ -290,21 +290,21 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 		struct value v = val_count(ov->micro_batch, NO_LOC);
 
 		v.label = "batch";
-		env_bind(e, I(b, "batch"), v);
+		env_bind(e, bld_intern(b, "batch"), v);
 	}
 	if (ov && ov->checkpoint)
-		env_bind(e, I(b, "checkpoint"), val_symbol(b->ev, ov->checkpoint, NO_LOC));
+		env_bind(e, bld_intern(b, "checkpoint"), val_symbol(b->ev, ov->checkpoint, NO_LOC));
 	if (ov && ov->tp) {
 		struct value spv, tpv = val_count(ov->tp, NO_LOC);
 		uint64_t gpus = b->out->gpus, pp = bound_u64(b, "pp", 1), cp = bound_u64(b, "cp", 1);
-		bool sp = env_lookup(base, I(b, "sp"), &spv) && spv.kind == VAL_NUM && !num_eq(spv.num, num_from_int(1));
+		bool sp = env_lookup(base, bld_intern(b, "sp"), &spv) && spv.kind == VAL_NUM && !num_eq(spv.num, num_from_int(1));
 
 		tpv.label = "tp";
-		env_bind(e, I(b, "tp"), tpv);
-		env_bind(e, I(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
+		env_bind(e, bld_intern(b, "tp"), tpv);
+		env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
 		uint64_t mp = ov->tp * pp * cp;
 
-		env_bind(e, I(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
+		env_bind(e, bld_intern(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
 	}
 	return e;
 }
@@ -331,7 +331,7 @@ static void count(struct bld *real, struct env *env)
 	static const char *const ones[] = { "tp", "sp", "ep", "cp", "pp" };
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)
-		env_bind(e, I(real, ones[i]), val_count(1, NO_LOC));
+		env_bind(e, bld_intern(real, ones[i]), val_count(1, NO_LOC));
 	b.memo = NULL;
 	b.nmemo = b.capmemo = 0;
 	b.params_total = b.params_trainable = 0;
@@ -451,11 +451,11 @@ static struct env *neutral_bindings(struct bld *b)
 	struct env *e = env_new(b->ev, NULL);
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)
-		env_bind(e, I(b, ones[i]), val_count(1, NO_LOC));
+		env_bind(e, bld_intern(b, ones[i]), val_count(1, NO_LOC));
 	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
-		env_bind(e, I(b, syms[i][0]), val_symbol(b->ev, syms[i][1], NO_LOC));
-	env_bind(e, I(b, "act"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") });
-	env_bind(e, I(b, "autocast"), (struct value){ .kind = VAL_BOOL, .b = false });
+		env_bind(e, bld_intern(b, syms[i][0]), val_symbol(b->ev, syms[i][1], NO_LOC));
+	env_bind(e, bld_intern(b, "act"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") });
+	env_bind(e, bld_intern(b, "autocast"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }
 

@@ -17,11 +17,6 @@
 #include "lang/intern.h"
 #include "lang/scope.h"
 
-static const char *I(struct bld *b, const char *s)
-{
-	return intern_cstr(eval_interner(b->ev), s);
-}
-
 static bool in_list(const struct value *list, const char *name)
 {
 	if (list->kind != VAL_LIST)
@@ -103,10 +98,10 @@ static struct opt_memo *opt_eval(struct bld *b, uint64_t numel, uint64_t rows, u
 	struct env *e = env_new(b->ev, b->bindings);
 	struct opt_walk w = { .b = b, .dflt = dt };
 
-	env_bind(e, I(b, "numel"), val_count(numel, NO_LOC));
-	env_bind(e, I(b, "rows"), val_count(rows, NO_LOC));
-	env_bind(e, I(b, "cols"), val_count(cols, NO_LOC));
-	env_bind(e, I(b, "rank"), val_count(rank, NO_LOC));
+	env_bind(e, bld_intern(b, "numel"), val_count(numel, NO_LOC));
+	env_bind(e, bld_intern(b, "rows"), val_count(rows, NO_LOC));
+	env_bind(e, bld_intern(b, "cols"), val_count(cols, NO_LOC));
+	env_bind(e, bld_intern(b, "rank"), val_count(rank, NO_LOC));
 	eval_walk(b->ev, b->optimizer, e, &ops, &w);
 	if (b->nmemo == b->capmemo) {
 		b->capmemo = b->capmemo ? b->capmemo * 2 : 16;
@@ -242,7 +237,7 @@ bool bld_setup_precision(struct bld *b, struct value precision)
 
 static bool ft_arg(struct bld *b, const struct value *ft, const char *name, struct value *out)
 {
-	return ft->kind == VAL_CALL && env_lookup(ft->args, I(b, name), out);
+	return ft->kind == VAL_CALL && env_lookup(ft->args, bld_intern(b, name), out);
 }
 
 bool bld_setup_finetune(struct bld *b, struct value ft)

@@ -319,15 +319,7 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 	    num_to_u64(j->cluster.gpus, &per))
 		total = nodes * per;
 	gpus = val_count(total, j->cluster.loc);
-	for (struct value *d = (struct value[]){ tp, pp, cp, ep }, *end = d + 4; d < end; d++) {
-		uint64_t u;
-
-		if (d->kind == VAL_NUM && num_to_u64(d->num, &u) && u == 0) {
-			eval_error(ev, DIAG_BAD_SHAPE, d->loc, "'%s' must be at least 1", d->label);
-			j->ok = false;
-			return;
-		}
-	}
+	/* degrees are >= 1 here: positive_keys() ran first */
 	uint64_t mp = t * p * c;
 
 	if (total && mp && total % mp) {

@@ -163,7 +163,7 @@ static struct loc key_loc(struct bld *b, const char *k)
 /* A field of the job's GPU (following `gpu X : Base`), in whole units. */
 bool build_gpu_u64(struct eval *ev, const struct decl *gpu, const char *field, uint64_t *out)
 {
-	const struct field *f = check_record_field(eval_scope(ev), gpu, field);
+	const struct field *f = eval_record_field(eval_scope(ev), gpu, field);
 	struct value v = f ? eval_expr(ev, NULL, f->value) : val_error(NO_LOC);
 
 	return v.kind == VAL_NUM && !v.unknown && num_to_u64(num_floor(v.num), out);

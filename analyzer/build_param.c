@@ -203,7 +203,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 
 static const struct dtype *record_dtype(struct bld *b, const struct decl *d, const char *field)
 {
-	const struct field *f = check_record_field(eval_scope(b->ev), d, field);
+	const struct field *f = eval_record_field(eval_scope(b->ev), d, field);
 	struct value v = f ? eval_expr(b->ev, NULL, f->value) : val_error(NO_LOC);
 
 	return v.kind == VAL_DTYPE ? v.dtype : NULL;
@@ -222,7 +222,7 @@ bool bld_setup_precision(struct bld *b, struct value precision)
 	b->cast_cache = record_dtype(b, d, "cast_cache");
 	b->linear_input = record_dtype(b, d, "linear_input");
 	b->copy_dtype = record_dtype(b, d, "copy_dtype");
-	const struct field *wc = check_record_field(eval_scope(b->ev), d, "weight_copies");
+	const struct field *wc = eval_record_field(eval_scope(b->ev), d, "weight_copies");
 
 	if (wc) {
 		struct value v = eval_expr(b->ev, NULL, wc->value);

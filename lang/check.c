@@ -207,14 +207,3 @@ bool check_job_field(const struct check_job *job, const char *key, struct value 
 		}
 	return false;
 }
-
-const struct field *check_record_field(const struct scope *scope, const struct decl *d, const char *name)
-{
-	unsigned guard = 0;	/* `gpu A : B` and `gpu B : A` must not loop */
-
-	for (; d && guard++ < 64; d = d->record.base ? scope_find_kind(scope, d->record.base, d->kind) : NULL)
-		for (const struct field *f = d->record.fields; f; f = f->next)
-			if (!strcmp(f->name, name) && f->value)
-				return f;
-	return NULL;
-}

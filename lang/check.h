@@ -41,10 +41,6 @@ struct check_result {
 
 struct check_result *check_program(struct arena *a, struct interner *in, struct diag_engine *de,
 				   const struct src_table *src, const struct program *p);
-/* The field @name of record declaration @d (gpu, precision), following
- * `: Base` derivation; NULL if neither it nor a base sets it. */
-const struct field *check_record_field(const struct scope *scope, const struct decl *d, const char *name);
-
 /* The value of @key in @job, or false if it was not given. */
 bool check_job_field(const struct check_job *job, const char *key, struct value *out);
 

@@ -350,7 +350,7 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 static struct value compute_dtype(struct eval *ev, const struct check_job *j)
 {
 	const struct field *f = j->precision.kind == VAL_DECL ?
-		check_record_field(ev->scope, j->precision.decl, "compute") : NULL;
+		eval_record_field(ev->scope, j->precision.decl, "compute") : NULL;
 
 	return f ? eval_expr(ev, NULL, f->value) : (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") };
 }
@@ -361,7 +361,7 @@ static struct value compute_dtype(struct eval *ev, const struct check_job *j)
 static bool autocast_policy(struct eval *ev, const struct check_job *j)
 {
 	const struct field *f = j->precision.kind == VAL_DECL ?
-		check_record_field(ev->scope, j->precision.decl, "cast_cache") : NULL;
+		eval_record_field(ev->scope, j->precision.decl, "cast_cache") : NULL;
 
 	return f && eval_expr(ev, NULL, f->value).kind == VAL_DTYPE;
 }

@@ -54,6 +54,10 @@ struct value val_symbol(struct eval *ev, const char *s, struct loc loc);
  * instance, a parameterless template's instance, or VAL_DECL. */
 struct value eval_decl_value(struct eval *ev, const struct decl *d, struct loc use);
 
+/* The field @name of record declaration @d (gpu, precision), following
+ * `: Base` derivation; NULL if neither it nor a base sets it. */
+const struct field *eval_record_field(const struct scope *scope, const struct decl *d, const char *name);
+
 /* Bind @args to the parameters of template @d (reporting missing,
  * unknown and mistyped arguments at the call, with a note at the
  * parameter). */

@@ -79,9 +79,10 @@ static struct value member(struct eval *ev, struct env *env, const struct expr *
 		return v;
 	}
 	if (obj.kind == VAL_DECL && obj.decl->kind <= DECL_TRAIN && obj.decl->kind >= DECL_GPU) {
-		for (const struct field *fl = obj.decl->record.fields; fl; fl = fl->next)
-			if (fl->name == f && fl->value)
-				return eval_expr(ev, env, fl->value);
+		const struct field *fl = eval_record_field(ev->scope, obj.decl, f);
+
+		if (fl)
+			return eval_expr(ev, env, fl->value);
 	}
 	eval_error(ev, DIAG_UNKNOWN_FIELD, e->member.field_loc, "'%s' has no member '%s'",
 		   obj.label ? obj.label : "this value", f);

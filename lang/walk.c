@@ -269,6 +269,17 @@ struct value undefined_name(struct eval *ev, const struct value *v)
 	return val_error(v->loc);
 }
 
+const struct field *eval_record_field(const struct scope *scope, const struct decl *d, const char *name)
+{
+	unsigned guard = 0;	/* `gpu A : B` and `gpu B : A` must not loop */
+
+	for (; d && guard++ < 64; d = d->record.base ? scope_find_kind(scope, d->record.base, d->kind) : NULL)
+		for (const struct field *f = d->record.fields; f; f = f->next)
+			if (!strcmp(f->name, name) && f->value)
+				return f;
+	return NULL;
+}
+
 /* ---- calls ---- */
 
 static struct value builtin_call(struct eval *ev, struct env *env, const struct expr *e, const char *f)

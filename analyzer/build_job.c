@@ -424,7 +424,8 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	eval_set_quiet(ev, quiet);
 	b.bindings = override_env(&b, cj->bindings, ov);
 	b.tokens = bound_u64(&b, "batch", 1) * bound_u64(&b, "seq", 1) / bound_u64(&b, "cp", 1);
-	count(&b, b.bindings);
+	if (!quiet)	/* what-if variants (fit search, sweeps) never print the totals */
+		count(&b, b.bindings);
 	bool ok = walk(&b, b.bindings);
 
 	eval_set_quiet(ev, false);

@@ -10,7 +10,10 @@
 #
 # The seed corpus is copied at run time from examples/, stdlib/ and every
 # tests/**/*.mem into $(FUZZ_CORPUS), which also collects what the fuzzer
-# finds; nothing is duplicated in git. FUZZ_JOBS > 1 runs libFuzzer's
+# finds; nothing is duplicated in git. Each example and validation job is
+# also seeded with its imports inlined (tests/fuzz/inline-imports.sh),
+# since the harness does not follow imports and would otherwise never
+# build a real model. FUZZ_JOBS > 1 runs libFuzzer's
 # -jobs mode (logs in fuzz-N.log in the current folder). Crashes land in $(FUZZ_ARTIFACTS):
 # minimise one with `$(FUZZ_BIN) -minimize_crash=1 FILE`, then keep it as a
 # tests/bad/ case (it must give located errors) or under
@@ -26,8 +29,10 @@ FUZZ_SECONDS   ?= 600
 FUZZ_CHECK_SECONDS ?= 30
 FUZZ_JOBS      ?= 1
 # Inputs larger than this teach the fuzzer nothing a smaller one would not,
-# and the limits (docs/limits.md) are tested by their own cases.
-FUZZ_MAX_LEN   ?= 16384
+# and the limits (docs/limits.md) are tested by their own cases. The
+# inlined seeds (a job with its stdlib imports pasted in, comments and
+# blank lines dropped) are 13-27 KiB: they must fit whole.
+FUZZ_MAX_LEN   ?= 32768
 FUZZ_RSS_MB    ?= 2048
 FUZZ_FLAGS     ?=
 
@@ -84,6 +89,12 @@ fuzz-corpus:
 		while read -r f; do \
 			cp "$$f" "$(FUZZ_CORPUS)/seed-$$(sha1sum < "$$f" | cut -c1-16)"; \
 		done
+	@for f in examples/*.mem tests/validation/*.mem; do \
+		[ -f "$$f" ] || continue; \
+		tests/fuzz/inline-imports.sh "$$f" | sed -e 's://.*$$::' -e 's/[[:space:]]*$$//' -e '/^$$/d' \
+			> $(FUZZ_CORPUS)/.inline.tmp; \
+		mv $(FUZZ_CORPUS)/.inline.tmp "$(FUZZ_CORPUS)/inline-$$(sha1sum < "$$f" | cut -c1-16)"; \
+	done
 
 FUZZ_RUN = $(FUZZ_BIN) -dict=$(FUZZ_DICT) -max_len=$(FUZZ_MAX_LEN) \
 	   -rss_limit_mb=$(FUZZ_RSS_MB) -timeout=10 -artifact_prefix=$(FUZZ_ARTIFACTS)/ \

@@ -61,9 +61,20 @@ static int scan(struct parse_ctx *pc, YYSTYPE *lval, struct loc *lloc)
 	 * at the cursor, where "unexpected end of file" belongs. */
 	lloc->file = pc->src->id;
 	lloc->start = lloc->end = pc->lex.offset;
-	if (diag_too_many(pc->diag))
+	if (diag_too_many(pc->diag) || pc->lex.too_deep)
 		return YYEOF;
-	return mlex_lex(lval, lloc, pc->scanner);
+	int k = mlex_lex(lval, lloc, pc->scanner);
+
+	if (k != YYEOF && ++pc->ntokens > PARSE_MAX_TOKENS) {
+		/* Memory and time after the parser grow with the token count, not
+		 * the byte count: past this, stop as nesting-depth does. */
+		diag_error(pc->diag, DIAG_FILE_TOO_LARGE, *lloc,
+			   "file has more than %d tokens; the limit is %d (split it into files that import each other)",
+			   PARSE_MAX_TOKENS, PARSE_MAX_TOKENS);
+		pc->lex.too_deep = true;
+		return YYEOF;
+	}
+	return k;
 }
 
 int parse_next_token(YYSTYPE *lval, struct loc *lloc, struct parse_ctx *pc)

@@ -14,7 +14,8 @@
  * PARSE_MAX_EXPR_DEPTH nodes deep (chains like 1+1+1+... need no
  * brackets, and every later phase walks expressions recursively);
  * identifiers and numbers are at most PARSE_MAX_TOKEN bytes; strings at
- * most PARSE_MAX_STRING bytes.
+ * most PARSE_MAX_STRING bytes; a file has at most PARSE_MAX_TOKENS tokens
+ * (what the later phases cost grows with them, not with the bytes).
  */
 #ifndef MEMC_LANG_PARSE_H
 #define MEMC_LANG_PARSE_H
@@ -31,6 +32,7 @@ enum {
 	PARSE_MAX_EXPR_DEPTH = 1000,
 	PARSE_MAX_TOKEN = 1024,
 	PARSE_MAX_STRING = 65536,
+	PARSE_MAX_TOKENS = 1000000,
 };
 
 struct file_ast *parse_file(struct arena *a, struct interner *in, struct diag_engine *de,

@@ -14,3 +14,12 @@ bench: all $(B)/bench-sweep
 	@$(B)/bench-sweep examples/llama2-13b-zero3.mem $(BENCH_VARIANTS)
 	@$(B)/bench-sweep examples/llama2-70b-3d.mem $(BENCH_VARIANTS)
 .PHONY: bench
+
+# make bench-limits: the worst inputs at each limit of docs/limits.md,
+# generated into build/hostile/, each run under a 2 s / 200 MB budget.
+$(B)/bench-rusage: tests/bench/rusage.c
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+bench-limits: all $(B)/bench-rusage
+	@tests/bench/hostile.sh $(MEMC) $(B)/bench-rusage $(B)/hostile
+.PHONY: bench-limits

@@ -242,7 +242,7 @@ static const char *shard_label(struct bld *b, const struct mem_job *j, const cha
 	bool sharded = j->sharding != MEM_SHARD_NONE && j->sharding != MEM_SHARD_DDP &&
 		       j->sharding != MEM_SHARD_FSDP_NO_SHARD;
 
-	if (!sharded || !n || (n == j->dp && (!b->experts || e == n)))
+	if (!sharded || !n || (n == j->dp && reps == 1 && (!b->experts || e == n)))
 		return name;
 	return arena_printf(b->arena, "%s over %u ranks%s%s", name, (unsigned)n,
 			    reps > 1 ? arena_printf(b->arena, " x %u replicas", (unsigned)reps) : "",

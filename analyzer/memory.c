@@ -201,16 +201,20 @@ static uint32_t chunks_per_stage(const struct mem_job *job)
 }
 
 /* dp ranks of one shard group: the job's dp_shard, else all of dp, or under
- * hybrid_shard those of one node (§3.3); dp / dp_shard groups replicate. */
+ * hybrid_shard those of one node (§3.3): the node's GPUs over its tp x cp
+ * ranks, which the group spans anyway; dp / dp_shard groups replicate. */
 static uint32_t dp_shard(const struct mem_job *job)
 {
-	uint32_t g = job->gpus_per_node ? job->gpus_per_node : job->dp;
+	uint64_t mp = (uint64_t)job->tp * job->cp;
+	uint64_t g = job->gpus_per_node && mp ? job->gpus_per_node / mp : job->dp;
 
 	if (job->dp_shard)
 		return job->dp_shard;
 	if (job->sharding != MEM_SHARD_FSDP_HYBRID)
 		return job->dp;
-	return g < job->dp ? g : job->dp;
+	if (g == 0)
+		g = 1;
+	return g < job->dp ? (uint32_t)g : job->dp;
 }
 
 /* cp ranks hold the same weights and reduce their gradients together, so

@@ -332,8 +332,9 @@ static bool sharded_mode(const struct check_job *j)
 
 /* dp = dp_shard x dp_replicate (torchtitan's names): the dp ranks of one shard
  * group, and how many such groups replicate. Returns dp_shard; as memory.c,
- * hybrid_shard defaults to the ranks of one node. */
-static uint64_t dp_shard_key(struct eval *ev, struct check_job *j, uint64_t dp, uint64_t per)
+ * hybrid_shard defaults to the dp ranks of one node, per / (tp x cp). */
+static uint64_t dp_shard_key(struct eval *ev, struct check_job *j, uint64_t dp, uint64_t per,
+			     uint64_t node_mp)
 {
 	struct value sv, rv, f;
 	uint64_t s, r, sr = 0;
@@ -357,8 +358,8 @@ static uint64_t dp_shard_key(struct eval *ev, struct check_job *j, uint64_t dp, 
 	}
 	s = has_s ? s : has_r ? dp / r : dp;
 	if (!has_s && !has_r && check_job_field(j, "fsdp", &f) && f.kind == VAL_SYMBOL &&
-	    !strcmp(f.str, "hybrid_shard") && per && per < dp)
-		s = per;
+	    !strcmp(f.str, "hybrid_shard") && per && per / node_mp < dp)
+		s = per / node_mp ? per / node_mp : 1;
 	if ((has_s || has_r) && s < dp && !sharded_mode(j)) {
 		eval_error(ev, DIAG_BAD_LAYOUT, has_s ? sv.loc : rv.loc,
 			   "'%s' asks for shard groups of %llu of the %llu dp ranks, but nothing is "
@@ -425,7 +426,7 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 	}
 	uint64_t dp = total && mp ? total / mp : 1;
 
-	expert_layout(ev, j, e, dp_shard_key(ev, j, dp, per) * c * t, tp, ep);
+	expert_layout(ev, j, e, dp_shard_key(ev, j, dp, per, t * c) * c * t, tp, ep);
 	bind(ev, e, "tp", tp);
 	bind(ev, e, "pp", pp);
 	bind(ev, e, "cp", cp);

@@ -679,6 +679,11 @@ static void sharding_groups(void **state)
 	j.sharding = MEM_SHARD_FSDP_HYBRID;
 	j.gpus_per_node = 8;
 	assert_int_equal(mem_shard_group(&j), 8);
+	j.tp = 2;	/* a node holds 8 / 2 dp ranks */
+	assert_int_equal(mem_shard_group(&j), 4);
+	j.tp = 16;	/* a tp group wider than the node: one dp rank */
+	assert_int_equal(mem_shard_group(&j), 1);
+	j.tp = 1;
 	j.sharding = MEM_SHARD_ZERO1;
 	assert_int_equal(mem_shard_group(&j), 16);
 	/* Megatron folding: 16 GPUs, tp 2, ep 8, etp 1 -> edp = 16 / 8 = 2 */

@@ -84,6 +84,7 @@ struct bld {
 	struct mem_block *blocks;
 	size_t nblocks, capblocks;
 	uint64_t params_total, params_trainable;	/* this walk's (tp-sharded) counts */
+	bool experts;			/* a param has the `expert` attribute */
 };
 
 extern const struct walk_ops bld_ops;

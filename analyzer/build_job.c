@@ -216,7 +216,40 @@ static enum mem_schedule schedule(struct bld *b)
 	return !strcmp(s, "interleaved") ? MEM_PP_INTERLEAVED : !strcmp(s, "gpipe") ? MEM_PP_GPIPE : MEM_PP_1F1B;
 }
 
-static void layout(struct bld *b, struct mem_job *j, int zero)
+/* The dp ranks of one shard group: parallel.dp_shard, or dp over
+ * parallel.dp_replicate, else 0 (memory.c's default). False when a what-if
+ * tp left a dp that the replicas no longer divide. */
+static bool dp_shard(struct bld *b, struct mem_job *j)
+{
+	uint64_t s = key_u64(b, "parallel.dp_shard", 0), r = key_u64(b, "parallel.dp_replicate", 0);
+
+	if (!s && r) {
+		if (j->dp % r)
+			return false;
+		s = j->dp / r;
+	}
+	if (s > UINT32_MAX)
+		return false;
+	j->dp_shard = (uint32_t)s;
+	return true;
+}
+
+/* "ZeRO-3 over 8 ranks, experts over 1": the groups, where they are not dp. */
+static const char *shard_label(struct bld *b, const struct mem_job *j, const char *name)
+{
+	uint32_t n = mem_shard_group(j), e = mem_expert_group(j);
+	uint32_t shard = n / (j->cp ? j->cp : 1), reps = shard ? j->dp / shard : 1;
+	bool sharded = j->sharding != MEM_SHARD_NONE && j->sharding != MEM_SHARD_DDP &&
+		       j->sharding != MEM_SHARD_FSDP_NO_SHARD;
+
+	if (!sharded || !n || (n == j->dp && reps == 1 && (!b->experts || e == n)))
+		return name;
+	return arena_printf(b->arena, "%s over %u ranks%s%s", name, (unsigned)n,
+			    reps > 1 ? arena_printf(b->arena, " x %u replicas", (unsigned)reps) : "",
+			    b->experts && e != n ? arena_printf(b->arena, ", experts over %u", (unsigned)e) : "");
+}
+
+static bool layout(struct bld *b, struct mem_job *j, int zero)
 {
 	const char *shard_name;
 
@@ -226,6 +259,7 @@ static void layout(struct bld *b, struct mem_job *j, int zero)
 	j->cp = (uint32_t)bound_u64(b, "cp", 1);
 	j->ep = (uint32_t)bound_u64(b, "ep", 1);
 	j->vp = (uint32_t)bound_u64(b, "vp", 1);
+	j->etp = (uint32_t)bound_u64(b, "etp", j->tp);
 	uint64_t per = 0;
 
 	num_to_u64(b->cj->cluster.gpus, &per);
@@ -233,13 +267,16 @@ static void layout(struct bld *b, struct mem_job *j, int zero)
 	j->schedule = schedule(b);
 	j->micro_batches = key_u64(b, "grad_accum", 1);
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
-	b->out->rep.sharding = shard_name;
+	if (!dp_shard(b, j))
+		return false;
+	b->out->rep.sharding = shard_label(b, j, shard_name);
 	const char *ck = bound_sym(b, "checkpoint", "none");
 
 	j->recompute = !strcmp(ck, "full") ? MEM_RECOMPUTE_FULL :
 		       !strcmp(ck, "selective") ? MEM_RECOMPUTE_SELECTIVE : MEM_RECOMPUTE_NONE;
 	b->out->rep.recompute = ck;
 	b->out->full_recompute = j->recompute == MEM_RECOMPUTE_FULL;
+	return true;
 }
 
 static void buffers(struct bld *b, struct mem_job *j, int zero)
@@ -286,6 +323,7 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 {
 	struct env *e = env_new(b->ev, base);
 
+	b->bindings = base;	/* bound_u64 below reads the job's pp and cp */
 	if (ov && ov->micro_batch) {
 		struct value v = val_count(ov->micro_batch, NO_LOC);
 
@@ -301,6 +339,12 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 
 		tpv.label = "tp";
 		env_bind(e, bld_intern(b, "tp"), tpv);
+		if (!key(b, "parallel.etp", &(struct value){ 0 })) {	/* etp follows tp unless set */
+			struct value etpv = tpv;
+
+			etpv.label = "etp";
+			env_bind(e, bld_intern(b, "etp"), etpv);
+		}
 		env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
 		uint64_t mp = ov->tp * pp * cp;
 
@@ -328,7 +372,7 @@ static void count(struct bld *real, struct env *env)
 {
 	struct bld b = *real;
 	struct env *e = env_new(real->ev, env);
-	static const char *const ones[] = { "tp", "sp", "ep", "cp", "pp" };
+	static const char *const ones[] = { "tp", "sp", "ep", "etp", "cp", "pp" };
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)
 		env_bind(e, bld_intern(real, ones[i]), val_count(1, NO_LOC));
@@ -433,7 +477,8 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	if (!ok)
 		return false;
 	drop_empty_blocks(&b, &out->job);
-	layout(&b, &out->job, zero);
+	if (!layout(&b, &out->job, zero))
+		return false;
 	buffers(&b, &out->job, zero);
 	overheads(&b, &out->job);
 	out->micro_batch = bound_u64(&b, "batch", 1);
@@ -446,7 +491,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 /* The neutral job of `memc list`: every degree 1, one token. */
 static struct env *neutral_bindings(struct bld *b)
 {
-	static const char *const ones[] = { "batch", "seq", "tp", "sp", "cp", "ep", "pp", "dp", "vp" };
+	static const char *const ones[] = { "batch", "seq", "tp", "sp", "cp", "ep", "etp", "pp", "dp", "vp" };
 	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
 					       { "kernels", "hf" }, { "loss", "standard" } };
 	struct env *e = env_new(b->ev, NULL);

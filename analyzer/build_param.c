@@ -165,6 +165,14 @@ static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 		bld_add_saves(b, (bld_bytes(b->act, b->tokens * d_in) + b->tokens * d_in) * mult, false);
 }
 
+static bool has_attr(const struct walk_tensor *t, const char *name)
+{
+	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next)
+		if (!strcmp(a->name, name))
+			return true;
+	return false;
+}
+
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
 {
@@ -178,6 +186,9 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	dt = dt ? dt : b->weights;
 	p->name = name;
 	p->origin = t->stmt;
+	/* an expert's states shard over the expert data parallel group (memory.c) */
+	p->expert = has_attr(t, "expert");
+	b->experts |= p->expert;
 	p->numel = base * mult;
 	p->weight_bytes = bld_bytes(quantised ? b->quant : dt, base) * mult;
 	b->params_total += p->numel * b->block_repeat;
@@ -195,8 +206,13 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
 	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));
-	if (adapted)
+	if (adapted) {
+		bool expert = p->expert;
+
 		add_lora(b, name, d_in, d_out, mult);
+		/* the adapters of an expert live with it on its EP rank */
+		b->params[b->nparams - 1].expert = b->params[b->nparams - 2].expert = expert;
+	}
 }
 
 /* ---- the precision policy and the fine-tuning mode ---- */

@@ -76,7 +76,9 @@ struct mem_ctx {
 	const struct mem_job *job;
 	struct mem_cost **costs;	/* [block][layer] */
 	struct mem_sums *iter;		/* [block]: sums of one repeat */
-	uint32_t shard_n;		/* default sharding group */
+	uint32_t shard_n;		/* default sharding group (mem_shard_group) */
+	uint32_t expert_n;		/* expert params' group (mem_expert_group) */
+	bool experts;			/* the job has expert params */
 	bool ovf;			/* sticky overflow flag */
 };
 

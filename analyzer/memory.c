@@ -116,9 +116,10 @@ const char *mem_status_str(enum mem_status st)
 	case MEM_OK: return "ok";
 	case MEM_E_INVALID: return "invalid job (a degree or micro_batches is 0, or bad factor)";
 	case MEM_E_PP_UNEVEN: return "body layers do not split evenly over pipeline stages";
-	case MEM_E_HYBRID_GROUP: return "dp is not a multiple of the hybrid shard group";
+	case MEM_E_HYBRID_GROUP: return "dp is not a multiple of the shard group (dp_shard)";
 	case MEM_E_OVERFLOW: return "byte count overflows 64 bits";
 	case MEM_E_NOMEM: return "out of memory";
+	case MEM_E_EXPERT_GROUP: return "ep x etp does not divide dp_shard x cp x tp (expert data parallel group)";
 	}
 	return "unknown status";
 }
@@ -199,14 +200,48 @@ static uint32_t chunks_per_stage(const struct mem_job *job)
 	return job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
 }
 
-/* The default sharding group: dp, or the intra-node group for hybrid (§3.3). */
-static uint32_t shard_group(const struct mem_job *job)
+/* dp ranks of one shard group: the job's dp_shard, else all of dp, or under
+ * hybrid_shard those of one node (§3.3): the node's GPUs over its tp x cp
+ * ranks, which the group spans anyway; dp / dp_shard groups replicate. */
+static uint32_t dp_shard(const struct mem_job *job)
 {
-	uint32_t g = job->gpus_per_node ? job->gpus_per_node : job->dp;
+	uint64_t mp = (uint64_t)job->tp * job->cp;
+	uint64_t g = job->gpus_per_node && mp ? job->gpus_per_node / mp : job->dp;
 
+	if (job->dp_shard)
+		return job->dp_shard;
 	if (job->sharding != MEM_SHARD_FSDP_HYBRID)
 		return job->dp;
-	return g < job->dp ? g : job->dp;
+	if (g == 0)
+		g = 1;
+	return g < job->dp ? (uint32_t)g : job->dp;
+}
+
+/* cp ranks hold the same weights and reduce their gradients together, so
+ * they are inside the shard group: Megatron-Core shards the distributed
+ * optimizer over get_data_parallel_group(with_context_parallel=True),
+ * torchtitan's apply_fsdp shards over the dp_shard_cp mesh, DeepSpeed
+ * partitions over its sequence-data-parallel group. */
+uint32_t mem_shard_group(const struct mem_job *job)
+{
+	uint64_t n = (uint64_t)dp_shard(job) * job->cp;
+
+	return n > UINT32_MAX ? 0 : (uint32_t)n;
+}
+
+/* Expert params are laid out over pp x edp x ep x etp, the same ranks as the
+ * dense pp x dp x cp x tp: edp = dp_shard x cp x tp / (ep x etp), Megatron's
+ * expert_data_parallel_size = world / (etp x ep x pp) (parallel_state.py
+ * initialize_model_parallel), torchtitan's dp_shard_mod_ep (parallel_dims.py),
+ * DeepSpeed's expert data parallel group of dp / ep (etp = tp). */
+uint32_t mem_expert_group(const struct mem_job *job)
+{
+	uint64_t etp = job->etp ? job->etp : job->tp;
+	uint64_t m = (uint64_t)mem_shard_group(job) * job->tp, d = (uint64_t)job->ep * etp;
+
+	if (!m || !d || m % d || m / d > UINT32_MAX)
+		return 0;
+	return (uint32_t)(m / d);
 }
 
 static enum mem_status check_job(const struct mem_job *job)
@@ -219,7 +254,9 @@ static enum mem_status check_job(const struct mem_job *job)
 		return MEM_E_INVALID;
 	if (job->frag_factor != 0.0 && !(job->frag_factor >= 1.0 && job->frag_factor < 100.0))
 		return MEM_E_INVALID;
-	if (job->sharding == MEM_SHARD_FSDP_HYBRID && job->dp % shard_group(job))
+	if (!mem_shard_group(job))
+		return MEM_E_INVALID;
+	if (job->dp % dp_shard(job))
 		return MEM_E_HYBRID_GROUP;
 	chunks = (uint64_t)job->pp * chunks_per_stage(job);
 	if (job->pp > 1 && (r == 0 || r % chunks))
@@ -331,7 +368,7 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 	c->act = l->loss_region ? MEM_C_LOGITS : MEM_C_ACTIVATIONS;
 	for (size_t i = 0; i < l->nparams; i++) {
 		const struct mem_param *p = &l->params[i];
-		uint32_t n = p->shard_group ? p->shard_group : cx->shard_n;
+		uint32_t n = p->shard_group ? p->shard_group : p->expert ? cx->expert_n : cx->shard_n;
 		uint64_t cast = mem_round(job, p->cast_bytes);
 
 		cost_weights(cx, p, n, c);
@@ -378,6 +415,18 @@ static enum mem_status build_costs(struct mem_ctx *cx)
 		}
 	}
 	return MEM_OK;
+}
+
+/* Whether any layer has expert params: only then must the expert group be
+ * whole, and only then is it a communicator of its own. */
+static bool has_experts(const struct mem_job *job)
+{
+	for (size_t b = 0; b < job->nblocks; b++)
+		for (size_t j = 0; j < job->blocks[b].nlayers; j++)
+			for (size_t i = 0; i < job->blocks[b].layers[j].nparams; i++)
+				if (job->blocks[b].layers[j].params[i].expert)
+					return true;
+	return false;
 }
 
 static void free_ctx(struct mem_ctx *cx)
@@ -537,13 +586,18 @@ static uint64_t reserved_of(bool *ovf, const struct mem_job *job, uint64_t alloc
 	return mem_mul(ovf, res / seg + (res % seg != 0), seg);
 }
 
-static uint32_t communicators(const struct mem_job *job)
+static uint32_t communicators(const struct mem_ctx *cx)
 {
-	/* §5.3.3: one NCCL communicator per group that performs collectives */
-	uint32_t n = (job->dp > 1) + (job->tp > 1) + (job->pp > 1) + (job->ep > 1) + (job->cp > 1);
+	const struct mem_job *job = cx->job;
+	/* §5.3.3: one NCCL communicator per group that performs collectives;
+	 * gradients are reduced over dp x cp (Megatron dp_cp, torchtitan dp_shard_cp) */
+	uint64_t dp_cp = (uint64_t)job->dp * job->cp;
+	uint32_t n = (dp_cp > 1) + (job->tp > 1) + (job->pp > 1) + (job->ep > 1) + (job->cp > 1);
 
-	if (job->sharding == MEM_SHARD_FSDP_HYBRID && job->dp > shard_group(job))
+	if (mode_shards_states(job->sharding) && job->dp > dp_shard(job))
 		n++;	/* shard group and replicate group */
+	if (cx->experts && job->ep > 1 && cx->expert_n > 1)
+		n++;	/* expert gradients reduce over the expert data parallel group */
 	return n;
 }
 
@@ -554,7 +608,7 @@ static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem
 
 	k->peak_allocated = w->peak;
 	k->peak_reserved = reserved_of(o, job, w->peak);
-	k->ncomms = communicators(job);
+	k->ncomms = communicators(cx);
 	k->overhead_context = job->cuda_context_bytes;
 	k->overhead_cublas = job->cublas_workspace_bytes;
 	k->overhead_nccl = mem_mul(o, job->nccl_bytes_per_comm, k->ncomms);
@@ -587,9 +641,20 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 						       mem_round(job, job->zero_reduce_bucket_bytes));
 }
 
-static const char *shard_note(bool sharded)
+/* The group is named by size where it is not plain dp (cp inside it,
+ * replicas, experts over their own group). */
+static const char *shard_note(const struct mem_ctx *cx, bool sharded, char buf[80])
 {
-	return sharded ? ", sharded per tensor over the DP group (§3.1, §3.3)," : "";
+	if (!sharded)
+		return "";
+	if (cx->shard_n == cx->job->dp && !cx->experts)
+		return ", sharded per tensor over the DP group (§3.1, §3.3),";
+	if (!cx->experts)
+		snprintf(buf, 80, ", sharded per tensor over %u ranks (§3.1),", cx->shard_n);
+	else
+		snprintf(buf, 80, ", sharded per tensor over %u ranks, experts over %u (§3.1),",
+			 cx->shard_n, cx->expert_n);
+	return buf;
 }
 
 static void explain_states(const struct mem_ctx *cx, const struct mem_stage *st,
@@ -597,21 +662,21 @@ static void explain_states(const struct mem_ctx *cx, const struct mem_stage *st,
 {
 	const struct mem_job *job = cx->job;
 	enum mem_sharding m = job->sharding;
-	char a[32], b[32], c[32], d[32];
+	char a[32], b[32], c[32], d[32], note[80];
 
 	snprintf(k->explain[MEM_C_WEIGHTS], MEM_EXPLAIN_LEN,
 		 "weights = %s B for %s params%s%s = %s B (%s)", fmt_u64(a, st->total.v[S_RAW_W]),
-		 fmt_u64(b, st->total.v[S_NUMEL]), shard_note(mode_shards_weights(m)),
+		 fmt_u64(b, st->total.v[S_NUMEL]), shard_note(cx, mode_shards_weights(m), note),
 		 mode_shards_weights(m) && job->offload_params ? ", offloaded to host (§7)" : "",
 		 fmt_u64(c, st->total.v[S_W]), sharding_name(m));
 	snprintf(k->explain[MEM_C_GRADIENTS], MEM_EXPLAIN_LEN,
 		 "gradients = %s B unsharded%s -> %s B resident after backward; %s B at the peak%s",
-		 fmt_u64(a, st->total.v[S_RAW_G]), shard_note(mode_shards_grads(m)),
+		 fmt_u64(a, st->total.v[S_RAW_G]), shard_note(cx, mode_shards_grads(m), note),
 		 fmt_u64(b, st->total.v[S_GFIN]), fmt_u64(c, k->at_peak[MEM_C_GRADIENTS]),
 		 k->peak.accumulating ? " (accumulated, micro-batch >= 2)" : "");
 	snprintf(k->explain[MEM_C_OPTIMIZER], MEM_EXPLAIN_LEN,
 		 "optimizer = %s B states + master%s%s = %s B (%s, §2.2, §3.1)",
-		 fmt_u64(a, st->total.v[S_RAW_S]), shard_note(mode_shards_states(m)),
+		 fmt_u64(a, st->total.v[S_RAW_S]), shard_note(cx, mode_shards_states(m), note),
 		 job->offload_optimizer ? ", offloaded to host (§7)" : "",
 		 fmt_u64(d, st->total.v[S_S]), sharding_name(m));
 }
@@ -747,7 +812,11 @@ enum mem_status mem_analyze(const struct mem_job *job, struct mem_result *out)
 	if (s != MEM_OK)
 		return s;
 	cx.job = job;
-	cx.shard_n = shard_group(job);
+	cx.shard_n = mem_shard_group(job);
+	cx.expert_n = mem_expert_group(job);
+	cx.experts = has_experts(job);
+	if (cx.experts && !cx.expert_n)
+		return MEM_E_EXPERT_GROUP;
 	s = build_costs(&cx);
 	if (s == MEM_OK) {
 		stages = calloc(job->pp, sizeof(*stages));

@@ -91,6 +91,7 @@ enum mem_status {
 	MEM_E_HYBRID_GROUP,	/* dp not a multiple of the hybrid shard group */
 	MEM_E_OVERFLOW,		/* a byte count exceeds 2^64 - 1 */
 	MEM_E_NOMEM,
+	MEM_E_EXPERT_GROUP,	/* ep x etp does not divide dp_shard x cp x tp */
 };
 
 /* One parameter tensor of ONE layer instance, already split by TP/EP: its size
@@ -113,7 +114,10 @@ struct mem_param {
 	bool cast_saved;		/* AMP: the cast lives from forward to this layer's backward */
 	bool trainable;
 	bool replicated_dp;		/* never partitioned (ZeRO-3 persistence threshold) */
-	uint32_t shard_group;		/* sharding group size; 0 = the job's (dp, or hybrid group) */
+	bool expert;			/* an MoE expert weight: sharded over the expert-data-parallel
+					   group, not the dense one (mem_expert_group) */
+	uint32_t shard_group;		/* sharding group size; 0 = the job's (mem_shard_group, or
+					   mem_expert_group for expert params) */
 };
 
 /* One layer instance; activation bytes are for ONE micro-batch on one device. */
@@ -145,6 +149,10 @@ struct mem_job {
 	size_t nblocks;
 	uint32_t dp, tp, pp, cp, ep;	/* degrees, each >= 1; world = dp x tp x pp x cp */
 	uint32_t vp;			/* model chunks per GPU (interleaved); 1 otherwise */
+	uint32_t etp;			/* expert tensor parallel degree; 0 = tp (Megatron's default) */
+	uint32_t dp_shard;		/* dp ranks of one shard group (torchtitan dp_shard; the
+					   rest, dp / dp_shard, replicate); 0 = dp, or the node's
+					   ranks under FSDP hybrid_shard */
 	uint32_t gpus_per_node;		/* hybrid shard group; 0 = dp */
 	enum mem_schedule schedule;
 	uint64_t micro_batches;		/* per optimizer step per DP rank (>= 1) */
@@ -225,6 +233,15 @@ const char *mem_status_str(enum mem_status st);
 const char *mem_component_name(enum mem_component c);	/* "weights", "logits+loss", ... */
 const char *mem_buffer_name(enum mem_buffer b);
 const char *mem_phase_name(enum mem_phase p);		/* "forward", "optimizer step", ... */
+
+/* Ranks that share one shard of a dense parameter's states: dp_shard x cp
+ * (Megatron's distributed optimizer over dp x cp, torchtitan's dp_shard_cp
+ * mesh); the dp_replicate = dp / dp_shard groups each hold a full copy. */
+uint32_t mem_shard_group(const struct mem_job *job);
+/* The expert-data-parallel group an expert param is sharded over:
+ * dp_shard x cp x tp / (ep x etp) (Megatron world / (pp x etp x ep),
+ * DeepSpeed-MoE dp / ep, torchtitan dp_shard_mod_ep); 0 if it does not divide. */
+uint32_t mem_expert_group(const struct mem_job *job);
 
 /* Pipeline (§4.6): model-chunk forwards whose activations stage `stage` holds at
  * most (1F1B: min(pp - stage, m); GPipe: m; interleaved: Megatron's warm-up

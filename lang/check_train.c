@@ -19,7 +19,7 @@
 #include "lang/scope.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", NULL };
+					    "grouped", "paged", "expert", NULL };
 
 static bool is_word(const char *name)
 {
@@ -44,7 +44,7 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 					    "'%s' is neither a dtype nor a tensor attribute", a->name);
 		const char *s = dtype_suggest(a->name);
 
-		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, for_grad(...), "
+		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, expert, for_grad(...), "
 			  "forward, backward, loss, grouped, paged%s", s ? s : "");
 	}
 }
@@ -57,8 +57,8 @@ static void static_tensor(void *ctx, const struct walk_tensor *t)
 /* Unknown bindings for a template that no job instantiates. */
 static struct env *unknown_job(struct eval *ev)
 {
-	static const char *const counts[] = { "batch", "seq", "tp", "sp", "cp", "ep", "pp", "dp", "vp",
-					      "numel", "rows", "cols", "rank" };
+	static const char *const counts[] = { "batch", "seq", "tp", "sp", "cp", "ep", "etp", "pp", "dp",
+					      "vp", "numel", "rows", "cols", "rank" };
 	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss" };
 	struct env *e = env_new(ev, NULL);
 
@@ -107,6 +107,7 @@ static const struct field_spec train_fields[] = {
 static const struct field_spec parallel_fields[] = {
 	{ "tp", "count", false }, { "pp", "count", false }, { "cp", "count", false }, { "ep", "count", false },
 	{ "vp", "count", false }, { "sequence_parallel", "bool", false }, { "schedule", "string", false },
+	{ "etp", "count", false }, { "dp_shard", "count", false }, { "dp_replicate", "count", false },
 	{ NULL, NULL, false },
 };
 static const struct field_spec offload_fields[] = {
@@ -303,15 +304,107 @@ static struct value sym_key(struct eval *ev, const struct check_job *j, const ch
 	return v;
 }
 
+/* An optional count of the parallel record that must be at least 1. */
+static bool group_key(struct eval *ev, struct check_job *j, const char *key, uint64_t *u, struct value *v)
+{
+	*u = 0;
+	if (!check_job_field(j, key, v) || v->kind != VAL_NUM || v->unknown)
+		return false;
+	eval_to_u64(ev, *v, key, u);
+	if (*u == 0) {
+		eval_error(ev, DIAG_BAD_SHAPE, v->loc, "'%s' must be at least 1", key);
+		j->ok = false;
+	}
+	return *u != 0;
+}
+
+/* zero = 1..3 or an fsdp strategy that shards: only these have shard groups. */
+static bool sharded_mode(const struct check_job *j)
+{
+	struct value z, f;
+	uint64_t u = 0;
+
+	if (check_job_field(j, "zero", &z) && z.kind == VAL_NUM && num_to_u64(z.num, &u) && u >= 1)
+		return true;
+	return check_job_field(j, "fsdp", &f) && f.kind == VAL_SYMBOL &&
+	       (!strcmp(f.str, "full_shard") || !strcmp(f.str, "shard_grad_op") || !strcmp(f.str, "hybrid_shard"));
+}
+
+/* dp = dp_shard x dp_replicate (torchtitan's names): the dp ranks of one shard
+ * group, and how many such groups replicate. Returns dp_shard; as memory.c,
+ * hybrid_shard defaults to the dp ranks of one node, per / (tp x cp). */
+static uint64_t dp_shard_key(struct eval *ev, struct check_job *j, uint64_t dp, uint64_t per,
+			     uint64_t node_mp)
+{
+	struct value sv, rv, f;
+	uint64_t s, r, sr = 0;
+	bool has_s = group_key(ev, j, "parallel.dp_shard", &s, &sv);
+	bool has_r = group_key(ev, j, "parallel.dp_replicate", &r, &rv);
+	const char *bad = NULL;
+
+	if (has_s && has_r && (__builtin_mul_overflow(s, r, &sr) || sr != dp))
+		bad = "dp_shard x dp_replicate";
+	else if ((has_s && dp % s) || (has_r && dp % r))
+		bad = has_s && dp % s ? "dp_shard" : "dp_replicate";
+	if (bad) {
+		struct diag *d = eval_error(ev, DIAG_NOT_DIVISIBLE, has_s ? sv.loc : rv.loc,
+					    "%s = %llu does not %s dp = %llu", bad,
+					    (unsigned long long)(has_s && has_r ? sr : has_s && dp % s ? s : r),
+					    has_s && has_r ? "equal" : "divide", (unsigned long long)dp);
+
+		diag_note(d, j->cluster.loc, "dp is the GPUs of the cluster over tp x pp x cp");
+		j->ok = false;
+		return dp;
+	}
+	s = has_s ? s : has_r ? dp / r : dp;
+	if (!has_s && !has_r && check_job_field(j, "fsdp", &f) && f.kind == VAL_SYMBOL &&
+	    !strcmp(f.str, "hybrid_shard") && per && per / node_mp < dp)
+		s = per / node_mp ? per / node_mp : 1;
+	if ((has_s || has_r) && s < dp && !sharded_mode(j)) {
+		eval_error(ev, DIAG_BAD_LAYOUT, has_s ? sv.loc : rv.loc,
+			   "'%s' asks for shard groups of %llu of the %llu dp ranks, but nothing is "
+			   "sharded: set zero = 1, 2 or 3 or fsdp = full_shard, shard_grad_op or hybrid_shard",
+			   has_s ? "dp_shard" : "dp_replicate", (unsigned long long)s, (unsigned long long)dp);
+		j->ok = false;
+	}
+	return s;
+}
+
+/* Experts are laid out over dp_shard x cp x tp as ep x etp x the expert data
+ * parallel group (Megatron-Core expert_data_parallel_size, torchtitan
+ * dp_shard_mod_ep): that group must be whole. etp defaults to tp. */
+static void expert_layout(struct eval *ev, struct check_job *j, struct env *e, uint64_t shard_cp_tp,
+			  struct value tp, struct value ep)
+{
+	struct value etp;
+	uint64_t x = 1, t = 1, xt = 0;
+	bool has_t = group_key(ev, j, "parallel.etp", &t, &etp);
+
+	eval_to_u64(ev, ep, "ep", &x);
+	if (!has_t)
+		eval_to_u64(ev, tp, "tp", &t);
+	if (x && t && (__builtin_mul_overflow(x, t, &xt) || shard_cp_tp % xt)) {
+		struct diag *d = eval_error(ev, DIAG_NOT_DIVISIBLE, x > 1 || !has_t ? ep.loc : etp.loc,
+					    "ep x etp = %llu does not divide dp_shard x cp x tp = %llu",
+					    (unsigned long long)xt, (unsigned long long)shard_cp_tp);
+
+		diag_note(d, NO_LOC, "the expert data parallel group is dp_shard x cp x tp / (ep x etp); "
+			  "etp is tp unless set: lower ep or etp");
+		j->ok = false;
+	}
+	bind(ev, e, "etp", has_t ? etp : tp);
+}
+
 /* dp = gpus / (tp * pp * cp): the layout must divide the cluster. */
 static void layout(struct eval *ev, struct check_job *j, struct env *e)
 {
 	struct value tp, pp, cp, ep, vp, spv, gpus;
 	uint64_t t = count_key(ev, j, "parallel.tp", 1, &tp), p = count_key(ev, j, "parallel.pp", 1, &pp);
-	uint64_t c = count_key(ev, j, "parallel.cp", 1, &cp), x = count_key(ev, j, "parallel.ep", 1, &ep);
+	uint64_t c = count_key(ev, j, "parallel.cp", 1, &cp);
 	uint64_t total = 0, nodes = 0, per = 0;
 	bool sp = false;
 
+	count_key(ev, j, "parallel.ep", 1, &ep);
 	count_key(ev, j, "parallel.vp", 1, &vp);
 	if (check_job_field(j, "parallel.sequence_parallel", &spv))
 		eval_to_bool(ev, spv, "sequence_parallel", &sp);
@@ -333,11 +426,7 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 	}
 	uint64_t dp = total && mp ? total / mp : 1;
 
-	if (x > 1 && dp * t % x) {
-		eval_error(ev, DIAG_NOT_DIVISIBLE, ep.loc, "ep = %llu does not divide dp x tp = %llu",
-			   (unsigned long long)x, (unsigned long long)(dp * t));
-		j->ok = false;
-	}
+	expert_layout(ev, j, e, dp_shard_key(ev, j, dp, per, t * c) * c * t, tp, ep);
 	bind(ev, e, "tp", tp);
 	bind(ev, e, "pp", pp);
 	bind(ev, e, "cp", cp);

@@ -660,6 +660,110 @@ static void errors(void **state)
 			    "body layers do not split evenly over pipeline stages");
 }
 
+/* The shard groups: dp_shard x cp for dense params, dp_shard x cp x tp /
+ * (ep x etp) for experts (Megatron, DeepSpeed-MoE, torchtitan agree). */
+static void sharding_groups(void **state)
+{
+	struct mem_job j;
+
+	(void)state;
+	job_defaults(&j);
+	j.dp = 2;
+	j.cp = 4;
+	assert_int_equal(mem_shard_group(&j), 8);
+	job_defaults(&j);
+	j.dp = 16;
+	j.dp_shard = 8;
+	assert_int_equal(mem_shard_group(&j), 8);
+	j.dp_shard = 0;
+	j.sharding = MEM_SHARD_FSDP_HYBRID;
+	j.gpus_per_node = 8;
+	assert_int_equal(mem_shard_group(&j), 8);
+	j.tp = 2;	/* a node holds 8 / 2 dp ranks */
+	assert_int_equal(mem_shard_group(&j), 4);
+	j.tp = 16;	/* a tp group wider than the node: one dp rank */
+	assert_int_equal(mem_shard_group(&j), 1);
+	j.tp = 1;
+	j.sharding = MEM_SHARD_ZERO1;
+	assert_int_equal(mem_shard_group(&j), 16);
+	/* Megatron folding: 16 GPUs, tp 2, ep 8, etp 1 -> edp = 16 / 8 = 2 */
+	job_defaults(&j);
+	j.dp = 8;
+	j.tp = 2;
+	j.ep = 8;
+	j.etp = 1;
+	assert_int_equal(mem_expert_group(&j), 2);
+	j.etp = 0;	/* = tp: 16 / 16 */
+	assert_int_equal(mem_expert_group(&j), 1);
+	j.ep = 3;
+	assert_int_equal(mem_expert_group(&j), 0);
+	/* DeepSpeed-MoE: dp 8, ep 4 -> 2; torchtitan dp_shard 16 of 32, ep 8 -> 2 */
+	job_defaults(&j);
+	j.dp = 8;
+	j.ep = 4;
+	assert_int_equal(mem_expert_group(&j), 2);
+	j.dp = 32;
+	j.dp_shard = 16;
+	j.ep = 8;
+	assert_int_equal(mem_expert_group(&j), 2);
+}
+
+/* Llama-2-7B ZeRO-3 on 8 GPUs as dp 2 x cp 4: the TV-09 N = 8 states. */
+static void cp_inside_shard_group(void **state)
+{
+	struct llama *m = llama2_7b(&zero_mixed);
+	struct mem_class k;
+
+	(void)state;
+	m->job.dp = 2;
+	m->job.cp = 4;
+	m->job.sharding = MEM_SHARD_ZERO3;
+	k = analyze_one(&m->job);
+	assert_int_equal(states(&k), 13476831232ull);
+	assert_int_equal(k.ncomms, 2);		/* dp x cp and cp */
+	m->job.dp = 1;
+	m->job.cp = 8;
+	k = analyze_one(&m->job);
+	assert_int_equal(states(&k), 13476831232ull);
+	assert_int_equal(k.ncomms, 2);		/* dp x cp is 8 even with dp 1 */
+	free(m);
+}
+
+/* Gate/up/down as experts, ep = dp = 8: each GPU holds its experts whole
+ * (edp = 1), the dense rest shards over 8. */
+static void expert_params_shard_over_expert_group(void **state)
+{
+	struct llama *m = llama2_7b(&zero_mixed);
+	uint64_t expert = 32ull * 3 * 4096 * 11008, dense = 6738415616ull - expert;
+	struct mem_result res;
+	struct mem_class k;
+
+	(void)state;
+	for (int i = 4; i < 7; i++)
+		m->layer[i].expert = true;
+	m->job.dp = 8;
+	m->job.ep = 8;
+	m->job.sharding = MEM_SHARD_ZERO3;
+	k = analyze_one(&m->job);
+	assert_int_equal(states(&k), 16 * dense / 8 + 16 * expert);
+	assert_int_equal(k.ncomms, 2);		/* dp and ep; the expert group is one rank */
+	m->job.dp = 16;
+	k = analyze_one(&m->job);
+	assert_int_equal(states(&k), 16 * dense / 16 + 16 * expert / 2);
+	assert_int_equal(k.ncomms, 3);		/* + the expert data parallel group */
+	m->job.dp_shard = 8;			/* HSDP: 8 x 2 replicas, experts over 1 */
+	k = analyze_one(&m->job);
+	assert_int_equal(states(&k), 16 * dense / 8 + 16 * expert);
+	assert_int_equal(k.ncomms, 3);		/* dp, ep, replicate */
+	m->job.dp_shard = 3;
+	assert_int_equal(mem_analyze(&m->job, &res), MEM_E_HYBRID_GROUP);
+	m->job.dp_shard = 0;
+	m->job.ep = 32;
+	assert_int_equal(mem_analyze(&m->job, &res), MEM_E_EXPERT_GROUP);
+	assert_null(res.classes);
+	free(m);
+}
+
 static void explain_strings(void **state)
 {
 	struct llama *m = llama2_7b(&zero_mixed);
@@ -704,6 +808,9 @@ int main(void)
 		cmocka_unit_test(billion_repeats_are_instant),
 		cmocka_unit_test(errors),
 		cmocka_unit_test(explain_strings),
+		cmocka_unit_test(sharding_groups),
+		cmocka_unit_test(cp_inside_shard_group),
+		cmocka_unit_test(expert_params_shard_over_expert_group),
 	};
 	return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
 }

@@ -6,7 +6,9 @@
 # `make check` can call it every time.
 set -euo pipefail
 
-packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config)
+# clang and its runtime build the libFuzzer harness that `make check` replays
+# (tests/fuzz/fuzz.mk); without them that suite is skipped.
+packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config clang libclang-rt-dev)
 
 missing=()
 for p in "${packages[@]}"; do

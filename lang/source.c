@@ -75,18 +75,31 @@ struct src_file *src_find_real(const struct src_table *t, const char *real_path)
 	return NULL;
 }
 
+/* Length of the line end at text[i]: "\r\n" is 2, a lone "\r" or "\n" 1,
+ * anything else 0. The lexer splits lines the same way, so a file saved
+ * with old Mac line ends reads as lines, not as one long comment. */
+static uint32_t line_end_len(const char *text, uint32_t len, uint32_t i)
+{
+	if (text[i] == '\n')
+		return 1;
+	if (text[i] != '\r')
+		return 0;
+	return i + 1 < len && text[i + 1] == '\n' ? 2 : 1;
+}
+
 static void build_line_table(struct arena *a, struct src_file *f)
 {
 	uint32_t n = 1;
 
-	for (const char *p = f->text; (p = memchr(p, '\n', f->len - (size_t)(p - f->text))); p++)
-		n++;
+	for (uint32_t i = 0, k; i < f->len; i += k ? k : 1)
+		if ((k = line_end_len(f->text, f->len, i)))
+			n++;
 	f->line_starts = ARENA_NEW_ARRAY(a, uint32_t, n);
 	f->nlines = n;
 	n = 1;
-	for (uint32_t i = 0; i < f->len; i++)
-		if (f->text[i] == '\n')
-			f->line_starts[n++] = i + 1;
+	for (uint32_t i = 0, k; i < f->len; i += k ? k : 1)
+		if ((k = line_end_len(f->text, f->len, i)))
+			f->line_starts[n++] = i + k;
 }
 
 /*
@@ -117,12 +130,18 @@ static bool validate(struct diag_engine *de, struct src_file *f)
 	return true;
 }
 
-/* Register @text (already NUL-terminated, in the arena) and validate it. */
+/* Register @text (already NUL-terminated, in the arena) and validate it.
+ * A leading UTF-8 byte order mark is dropped here, before anything counts
+ * offsets, so it is neither a token nor a column. */
 static struct src_file *add_text(struct src_table *t, struct diag_engine *de,
 				 const char *display_name, char *text, size_t len)
 {
 	struct src_file *f = ARENA_NEW(t->arena, struct src_file);
 
+	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
 	f->display_name = arena_strdup(t->arena, display_name);
 	f->text = text;
 	f->len = (uint32_t)len;
@@ -276,10 +295,10 @@ const char *src_line_text(const struct src_file *f, uint32_t line, size_t *len)
 {
 	assert(line >= 1 && line <= f->nlines);
 	uint32_t start = f->line_starts[line - 1];
-	uint32_t end = line < f->nlines ? f->line_starts[line] - 1 : f->len;
+	uint32_t end = line < f->nlines ? f->line_starts[line] : f->len;
 
-	if (end > start && f->text[end - 1] == '\r')
-		end--;
+	if (line < f->nlines)	/* drop the "\n", "\r\n" or "\r" */
+		end -= end - start >= 2 && f->text[end - 2] == '\r' && f->text[end - 1] == '\n' ? 2 : 1;
 	*len = end - start;
 	return f->text + start;
 }

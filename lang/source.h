@@ -12,6 +12,9 @@
  *    for it. src_get(t, 0) returns that pseudo-file (empty text).
  *  - f->text is NUL-terminated (text[len] == 0) and, for a file that loaded
  *    successfully (f->valid), contains no NUL byte and is valid UTF-8.
+ *    A leading UTF-8 byte order mark is not part of f->text: offsets and
+ *    columns start after it.
+ *  - "\n", "\r\n" and a lone "\r" each end a line (as in lexer.l).
  *  - A file that fails validation stays in the table (so the diagnostic can
  *    show the offending line) but has valid == false, and src_load()
  *    returns NULL for it.
@@ -121,7 +124,7 @@ struct src_file *src_find_real(const struct src_table *t, const char *real_path)
 uint32_t src_line_of(const struct src_file *f, uint32_t offset);
 /* 1-based column of @offset, counted in code points (an invalid byte is 1). */
 uint32_t src_col_of(const struct src_file *f, uint32_t offset);
-/* Start of 1-based @line, its length without the "\n" (or "\r\n") in *len. */
+/* Start of 1-based @line, its length without the "\n", "\r\n" or "\r" in *len. */
 const char *src_line_text(const struct src_file *f, uint32_t line, size_t *len);
 
 /* Returned by src_decode() for a byte that does not start valid UTF-8. */

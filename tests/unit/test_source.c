@@ -71,6 +71,49 @@ static void line_text_strips_newline_and_cr(void **state)
 	assert_int_equal(n, 4);
 }
 
+/* CR, LF and CRLF each end one line, in any mix; "\n\r" is two. */
+static void every_line_end_counts(void **state)
+{
+	struct fixture *fx = *state;
+	const char *text = "a\rbb\r\nc\n\rd\r\r";
+	struct src_file *f = add(fx, "mix.mem", text);
+	size_t n;
+
+	assert_non_null(f);
+	assert_int_equal(f->nlines, 7);
+	assert_int_equal(src_line_of(f, 2), 2);			/* 'b' after a lone CR */
+	assert_int_equal(src_col_of(f, 3), 2);
+	assert_memory_equal(src_line_text(f, 2, &n), "bb", 2);
+	assert_int_equal(n, 2);
+	assert_int_equal(src_line_of(f, 6), 3);			/* 'c' after CRLF */
+	assert_int_equal(src_line_of(f, 8), 4);			/* the empty line between \n and \r */
+	src_line_text(f, 4, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(src_line_of(f, 9), 5);			/* 'd' */
+	assert_memory_equal(src_line_text(f, 5, &n), "d", 1);
+	assert_int_equal(n, 1);
+	src_line_text(f, 6, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(src_line_of(f, f->len), 7);
+}
+
+/* A leading byte order mark is not text: offsets and columns start after it. */
+static void leading_bom_is_dropped(void **state)
+{
+	struct fixture *fx = *state;
+	struct src_file *f = add(fx, "bom.mem", "\xEF\xBB\xBF" "ab\n\xEF\xBB\xBF");
+	struct src_file *g = add(fx, "only.mem", "\xEF\xBB\xBF");
+	struct src_file *h = add(fx, "short.mem", "\xEF\xBB");
+
+	assert_non_null(f);
+	assert_int_equal(f->len, 6);
+	assert_memory_equal(f->text, "ab\n\xEF\xBB\xBF", 6);	/* a later one stays */
+	assert_int_equal(src_col_of(f, 1), 2);
+	assert_non_null(g);
+	assert_int_equal(g->len, 0);
+	assert_null(h);						/* truncated UTF-8 */
+}
+
 static void empty_file_has_one_line(void **state)
 {
 	struct fixture *fx = *state;
@@ -257,6 +300,8 @@ int main(void)
 		T(builtin_is_file_zero),
 		T(lines_and_columns),
 		T(line_text_strips_newline_and_cr),
+		T(every_line_end_counts),
+		T(leading_bom_is_dropped),
 		T(empty_file_has_one_line),
 		T(invalid_utf8_is_located),
 		T(truncated_utf8_is_located),

@@ -104,14 +104,26 @@ struct src_table *src_table_new(struct arena *a);
 
 /*
  * Read @path whole and register it under @display_name (which defaults to
- * @path when NULL). @site is the include statement, or NO_LOC for a root
+ * @path when NULL). It is opened without blocking and must be a regular
+ * file (a FIFO, device or directory is file-not-found, never a hang). @site is the include statement, or NO_LOC for a root
  * file; it becomes f->included_from and is where open/read errors point.
  * On any error a diagnostic goes to @de and NULL is returned.
  */
 struct src_file *src_load(struct src_table *t, struct diag_engine *de, const char *path,
 			  const char *display_name, struct loc site);
 
-/* Register in-memory text (tests, --stdin). Validated like a file. */
+/*
+ * Read descriptor @fd (standard input for `memc check -`) to its end and
+ * register it as @display_name ("<stdin>"), validated like a file. It is
+ * read in chunks and never more than one byte past SRC_MAX_SIZE, so an
+ * endless pipe is refused with file-too-large. real_path is NULL: such a
+ * text cannot be imported, and imports from it resolve from the current
+ * folder.
+ */
+struct src_file *src_load_fd(struct src_table *t, struct diag_engine *de, int fd,
+			     const char *display_name);
+
+/* Register in-memory text (tests). Validated like a file. */
 struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,
 				const char *display_name, const char *text, size_t len);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_source.c - loading, validation, and offset -> line/column mapping
- * with tabs, CJK and emoji.
+ * test_source.c - loading (files, descriptors), validation, and offset ->
+ * line/column mapping with tabs, CJK, emoji and every kind of line end.
  */
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "lang_fixture.h"
@@ -256,6 +257,47 @@ static void too_large_file_is_refused(void **state)
 					"the limit of 16 MiB [file-too-large]\n");
 }
 
+/* Standard input: read to its end, shown as given, no real path. */
+static void descriptor_is_read_to_the_end(void **state)
+{
+	struct fixture *fx = *state;
+	int fds[2];
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(write(fds[1], "gpu A {\r}\n", 10), 10);
+	close(fds[1]);
+	struct src_file *f = src_load_fd(fx->t, fx->de, fds[0], "<stdin>");
+	close(fds[0]);
+
+	assert_non_null(f);
+	assert_string_equal(f->display_name, "<stdin>");
+	assert_int_equal(f->len, 10);
+	assert_int_equal(f->nlines, 3);
+	assert_null(f->real_path);
+	assert_string_equal(fx_output(fx) ? fx->buf : "", "");
+}
+
+/* Past the limit the descriptor is not read to its end (it may not have
+ * one): the error comes one byte after 16 MiB, without a size. */
+static void descriptor_past_limit_is_refused(void **state)
+{
+	struct fixture *fx = *state;
+	char path[] = "/tmp/memc-test-XXXXXX";
+
+	write_temp(path, "", 0);
+	assert_int_equal(truncate(path, (off_t)SRC_MAX_SIZE * 4), 0);	/* sparse */
+	int fd = open(path, O_RDONLY);
+	unlink(path);
+	assert_true(fd >= 0);
+	struct src_file *f = src_load_fd(fx->t, fx->de, fd, "<stdin>");
+
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), SRC_MAX_SIZE + 1);
+	close(fd);
+	assert_null(f);
+	assert_string_equal(fx_output(fx), "memc: error: '<stdin>' is more than the limit of "
+					"16 MiB [file-too-large]\n");
+}
+
 static void decode_consumes_every_byte(void **state)
 {
 	const char s[] = "a\xc3\xa9\xff\xf0\x9f\x99\x82";
@@ -312,6 +354,8 @@ int main(void)
 		T(directory_is_refused),
 		T(load_real_file),
 		T(too_large_file_is_refused),
+		T(descriptor_is_read_to_the_end),
+		T(descriptor_past_limit_is_refused),
 		cmocka_unit_test(decode_consumes_every_byte),
 		cmocka_unit_test(loc_join_covers_both),
 	};

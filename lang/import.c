@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "lang/arena.h"
+#include "lang/confusable.h"
 #include "lang/diag.h"
 #include "lang/import.h"
 #include "lang/parse.h"
@@ -239,6 +240,8 @@ struct program *import_load_many(struct arena *a, struct interner *in, struct sr
 	}
 	p->files = ld.files;
 	p->nfiles = ld.nfiles;
+	/* Here, where the whole program is first seen, for every command. */
+	confusable_check(a, de, p);
 	return p;
 }
 

@@ -78,31 +78,27 @@ struct src_file *src_find_real(const struct src_table *t, const char *real_path)
 	return NULL;
 }
 
-/* Length of the line end at text[i]: "\r\n" is 2, a lone "\r" or "\n" 1,
- * anything else 0. The lexer splits lines the same way, so a file saved
- * with old Mac line ends reads as lines, not as one long comment. */
-static uint32_t line_end_len(const char *text, uint32_t len, uint32_t i)
+/* Whether text[i] is the last byte of a line end: "\n", or a "\r" that
+ * is not the first half of "\r\n". The lexer splits lines the same way,
+ * so a file saved with old Mac line ends reads as lines, not as one long
+ * comment. */
+static bool ends_line(const char *text, uint32_t len, uint32_t i)
 {
-	if (text[i] == '\n')
-		return 1;
-	if (text[i] != '\r')
-		return 0;
-	return i + 1 < len && text[i + 1] == '\n' ? 2 : 1;
+	return text[i] == '\n' || (text[i] == '\r' && (i + 1 == len || text[i + 1] != '\n'));
 }
 
 static void build_line_table(struct arena *a, struct src_file *f)
 {
 	uint32_t n = 1;
 
-	for (uint32_t i = 0, k; i < f->len; i += k ? k : 1)
-		if ((k = line_end_len(f->text, f->len, i)))
-			n++;
+	for (uint32_t i = 0; i < f->len; i++)
+		n += ends_line(f->text, f->len, i);
 	f->line_starts = ARENA_NEW_ARRAY(a, uint32_t, n);
 	f->nlines = n;
 	n = 1;
-	for (uint32_t i = 0, k; i < f->len; i += k ? k : 1)
-		if ((k = line_end_len(f->text, f->len, i)))
-			f->line_starts[n++] = i + k;
+	for (uint32_t i = 0; i < f->len; i++)
+		if (ends_line(f->text, f->len, i))
+			f->line_starts[n++] = i + 1;
 }
 
 /*
@@ -387,10 +383,12 @@ const char *src_line_text(const struct src_file *f, uint32_t line, size_t *len)
 {
 	assert(line >= 1 && line <= f->nlines);
 	uint32_t start = f->line_starts[line - 1];
-	uint32_t end = line < f->nlines ? f->line_starts[line] : f->len;
+	uint32_t end = line < f->nlines ? f->line_starts[line] - 1 : f->len;
 
-	if (line < f->nlines)	/* drop the "\n", "\r\n" or "\r" */
-		end -= end - start >= 2 && f->text[end - 2] == '\r' && f->text[end - 1] == '\n' ? 2 : 1;
+	/* The "\r" of a "\r\n"; a lone "\r" cannot come before the line's
+	 * last byte, since it would have ended the line there. */
+	if (end > start && f->text[end - 1] == '\r')
+		end--;
 	*len = end - start;
 	return f->text + start;
 }

@@ -96,6 +96,14 @@ static void every_line_end_counts(void **state)
 	src_line_text(f, 6, &n);
 	assert_int_equal(n, 0);
 	assert_int_equal(src_line_of(f, f->len), 7);
+
+	struct src_file *g = add(fx, "crcrlf.mem", "x\r\r\ny");	/* CR, then CRLF */
+
+	assert_int_equal(g->nlines, 3);
+	src_line_text(g, 2, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(src_line_of(g, 4), 3);
+	assert_int_equal(src_col_of(g, 4), 1);
 }
 
 /* A leading byte order mark is not text: offsets and columns start after it. */

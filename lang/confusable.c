@@ -201,11 +201,12 @@ struct collector {
 	struct arena *a;
 	struct name_entry *v;
 	size_t n, cap;
+	bool ascii_too;		/* false: only names with a non-ASCII letter */
 };
 
 static void add_name(struct collector *c, const char *name, struct loc loc)
 {
-	if (!name)
+	if (!name || (!c->ascii_too && is_ascii(name)))
 		return;
 	ARENA_GROW(c->a, c->v, c->n, c->cap);
 	c->v[c->n] = (struct name_entry){ name, confusable_skeleton(c->a, name), loc, c->n, NULL,
@@ -336,11 +337,18 @@ void confusable_check(struct arena *a, struct diag_engine *de, const struct prog
 
 	if (!diag_is_enabled(de, DIAG_CONFUSABLE) && !diag_is_enabled(de, DIAG_MIXED_SCRIPT))
 		return;
-	for (size_t i = 0; i < p->nfiles; i++)
-		for (const struct decl *d = p->files[i]->decls; d; d = d->next)
-			add_decl(&c, d);
-	if (!c.n)
-		return;
+	/* Both warnings need a name with a non-ASCII letter (distinct ASCII
+	 * names have distinct skeletons), so an ASCII-only program, nearly
+	 * every one, costs one walk and no table. */
+	for (int pass = 0; pass < 2; pass++) {
+		c.ascii_too = pass == 1;
+		c.n = 0;
+		for (size_t i = 0; i < p->nfiles; i++)
+			for (const struct decl *d = p->files[i]->decls; d; d = d->next)
+				add_decl(&c, d);
+		if (!c.n)
+			return;
+	}
 
 	struct name_entry **by = ARENA_NEW_ARRAY(a, struct name_entry *, c.n);
 

@@ -7,6 +7,12 @@
  *   memc report FILE...   the same, plus the per-device report on stdout
  *   memc list [FILE...]   the declarations visible from FILEs (or the stdlib)
  *
+ * Options may come before or after the files; "--" ends them and a lone
+ * "-" is standard input. Every list (-I, -W, files, MEMC_PATH) is sized
+ * to what it can hold, option values are checked strictly, and a
+ * single-valued option given twice with two values is an error: a CI
+ * gate must not run with settings other than the ones written.
+ *
  * Exit status: 0 no errors; 1 errors (or warnings under -Werror); 2 usage
  * errors or an unreadable input file. Each phase runs only if the ones
  * before it succeeded; diagnostics are flushed after every phase, so
@@ -43,11 +49,13 @@ static const char usage_text[] =
 	"  -W<name>, -Wno-<name>, -Werror, -Werror=<name>, -w\n"
 	"                      switch warnings (see --list-diagnostics)\n"
 	"  --max-errors=N      stop after N errors (default 20; 0: no limit)\n"
-	"  --                  end of options: what follows are FILEs\n"
-	"FILE '-' is standard input, shown as <stdin> (imports from the current folder)\n"
 	"  --dump-ast          print the syntax tree of each FILE and stop\n"
 	"  --list-diagnostics  print every diagnostic name and exit\n"
-	"  --help, --version\n";
+	"  --help, --version\n"
+	"  --                  end of options: what follows are FILEs\n"
+	"\n"
+	"A FILE of '-' is standard input, named <stdin>; its imports are looked up\n"
+	"from the current folder.\n";
 
 /* Arguments are escaped like diagnostics: an argument holding a newline
  * must not print a line of its own. */

@@ -15,13 +15,14 @@
 #                         files), with SUITE/name.{out,err,rc}; for checking
 #                         files that live elsewhere (examples/)
 #
-#   SUITE/name.sh         a bash script, with SUITE/name.{out,err,rc}, for what
+#   SUITE/name.case.sh    a bash script, with SUITE/name.{out,err,rc}, for what
 #                         a command line cannot say (a FIFO, standard input,
 #                         the environment, 70 arguments). It runs from the
 #                         repository root with $MEMC the memc command (use it
 #                         unquoted: it may carry MEMC_WRAP) and $SCRATCH an
 #                         empty folder of its own; its stdout, stderr and exit
-#                         status are what is compared.
+#                         status are what is compared. (A plain .sh in a
+#                         suite is a helper, not a case.)
 #
 # The first line of the .mem file may be "# ARGS: <args>": the memc
 # arguments put before the file path (split on whitespace, no quoting).
@@ -73,7 +74,7 @@ fail=0
 case_args() {
 	local first
 	IFS= read -r first <"$1" || true
-	if [[ $1 == *.sh ]]; then
+	if [[ $1 == *.case.sh ]]; then
 		args=()
 	elif [[ $1 == *.case ]]; then
 		read -r -a args <<<"$first"
@@ -119,7 +120,7 @@ run_case() {
 	fi
 	local files=("$mem")
 	[[ $mem == *.case ]] && files=()
-	if [[ $mem == *.sh ]]; then
+	if [[ $mem == *.case.sh ]]; then
 		rm -rf "$tmp/scratch" && mkdir "$tmp/scratch"
 		MEMC="${wrap[*]} $memc_abs" SCRATCH="$tmp/scratch" bash "$mem" \
 			>"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
@@ -158,8 +159,8 @@ for suite in "${suites[@]}"; do
 	for f in "$suite"/*.case; do
 		[ -f "$f" ] && run_case "$f" "${f%.case}"
 	done
-	for f in "$suite"/*.sh; do
-		[ -f "$f" ] && run_case "$f" "${f%.sh}"
+	for f in "$suite"/*.case.sh; do
+		[ -f "$f" ] && run_case "$f" "${f%.case.sh}"
 	done
 	for d in "$suite"/*/; do
 		[ -f "$d/main.mem" ] && run_case "${d}main.mem" "${d}expect"

@@ -9,8 +9,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum { DRIVER_MAX_DIRS = 64, DRIVER_MAX_FLAGS = 64, DRIVER_MAX_FILES = 4096 };
-
 enum driver_command { DRIVER_CHECK, DRIVER_REPORT, DRIVER_LIST };
 enum driver_format { DRIVER_FORMAT_TEXT, DRIVER_FORMAT_JSON };
 
@@ -21,11 +19,13 @@ struct driver_opts {
 	unsigned max_errors;
 	const char *argv0;
 	const char *stdlib_dir;		/* --stdlib, or NULL: found next to the binary */
-	const char *dirs[DRIVER_MAX_DIRS];
+	/* Sized by main.c to the argument count (and MEMC_PATH), so no
+	 * argument can be dropped or refused for want of room. */
+	const char **dirs;		/* -I folders, then MEMC_PATH folders */
 	size_t ndirs;
-	const char *wflags[DRIVER_MAX_FLAGS];
+	const char **wflags;
 	size_t nwflags;
-	const char *files[DRIVER_MAX_FILES];
+	const char **files;		/* "-" is standard input */
 	size_t nfiles;
 	char *env_path_copy;
 };

@@ -7,24 +7,34 @@
  *   memc report FILE...   the same, plus the per-device report on stdout
  *   memc list [FILE...]   the declarations visible from FILEs (or the stdlib)
  *
+ * Options may come before or after the files; "--" ends them and a lone
+ * "-" is standard input. Every list (-I, -W, files, MEMC_PATH) is sized
+ * to what it can hold, option values are checked strictly, and a
+ * single-valued option given twice with two values is an error: a CI
+ * gate must not run with settings other than the ones written.
+ *
  * Exit status: 0 no errors; 1 errors (or warnings under -Werror); 2 usage
  * errors or an unreadable input file. Each phase runs only if the ones
  * before it succeeded; diagnostics are flushed after every phase, so
  * stderr is in phase order and then in source order.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyzer/driver.h"
 #include "lang/diag.h"
+#include "lang/strbuf.h"
 
 enum memc_exit { MEMC_OK = 0, MEMC_ERRORS = 1, MEMC_USAGE = 2 };
 
 static const char usage_text[] =
-	"usage: memc <command> [options] FILE...\n"
+	"usage: memc <command> [options] [--] FILE...\n"
 	"\n"
 	"commands:\n"
 	"  check FILE...       type-check and analyse; print diagnostics only\n"
@@ -41,20 +51,40 @@ static const char usage_text[] =
 	"  --max-errors=N      stop after N errors (default 20; 0: no limit)\n"
 	"  --dump-ast          print the syntax tree of each FILE and stop\n"
 	"  --list-diagnostics  print every diagnostic name and exit\n"
-	"  --help, --version\n";
+	"  --help, --version\n"
+	"  --                  end of options: what follows are FILEs\n"
+	"\n"
+	"A FILE of '-' is standard input, named <stdin>; its imports are looked up\n"
+	"from the current folder.\n";
 
+/* Arguments are escaped like diagnostics: an argument holding a newline
+ * must not print a line of its own. */
 __attribute__((format(printf, 1, 2)))
 static int usage_error(const char *fmt, ...)
 {
+	struct strbuf msg, out;
 	va_list ap;
 
+	strbuf_init(&msg);
+	strbuf_init(&out);
 	va_start(ap, fmt);
-	fputs("memc: ", stderr);
-	vfprintf(stderr, fmt, ap);
+	strbuf_vaddf(&msg, fmt, ap);
 	va_end(ap);
-	fputs("\nTry 'memc --help' for more information.\n", stderr);
+	diag_escape(&out, msg.buf);
+	fprintf(stderr, "memc: %s\nTry 'memc --help' for more information.\n", out.buf);
+	strbuf_release(&msg);
+	strbuf_release(&out);
 	return MEMC_USAGE;
 }
+
+/* What main.c needs beyond driver_opts: the single-valued options seen,
+ * so that a second, different value is an error rather than a silent
+ * override. */
+struct cli {
+	struct driver_opts *o;
+	const char *format, *stdlib, *max_errors;
+	bool stdin_seen;
+};
 
 static bool parse_format(struct driver_opts *o, const char *v)
 {
@@ -67,24 +97,125 @@ static bool parse_format(struct driver_opts *o, const char *v)
 	return true;
 }
 
-/* Options that take a value, as "--opt VALUE" or "--opt=VALUE". */
-static const char *option_value(int argc, char **argv, int *i, const char *name)
+/* A whole decimal number, 0 to UINT_MAX: no sign, no blanks, no suffix. */
+static bool parse_count(const char *v, unsigned *out)
+{
+	unsigned long long n = 0;
+
+	if (!*v)
+		return false;
+	for (const char *p = v; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		n = n * 10 + (unsigned)(*p - '0');
+		if (n > UINT_MAX)
+			return false;
+	}
+	*out = (unsigned)n;
+	return true;
+}
+
+/*
+ * A folder for the import search path (-I, MEMC_PATH) or --stdlib. A
+ * missing one is an error, not skipped: a typo would otherwise let an
+ * import resolve to a same-named file further down the path, such as
+ * the stdlib's, and give a report for a model nobody wrote.
+ */
+static bool check_dir(const char *what, const char *dir)
+{
+	struct stat st;
+
+	if (!*dir)
+		return usage_error("%s: empty directory name", what), false;
+	if (stat(dir, &st) != 0)
+		return usage_error("%s '%s': %s", what, dir, strerror(errno)), false;
+	if (!S_ISDIR(st.st_mode))
+		return usage_error("%s '%s': %s", what, dir, strerror(ENOTDIR)), false;
+	return true;
+}
+
+/*
+ * A single-valued option: a second occurrence with another value is an
+ * error (a script that appends "--format json" to a line that already
+ * says "--format text" should hear about it). The same value twice is
+ * harmless.
+ */
+static bool once(const char **seen, const char *name, const char *v)
+{
+	if (*seen && strcmp(*seen, v) != 0)
+		return usage_error("%s given twice, as '%s' and as '%s'", name, *seen, v), false;
+	*seen = v;
+	return true;
+}
+
+/*
+ * Options that take a value, as "--opt VALUE" or "--opt=VALUE" (and, for
+ * -I, "-IDIR"). Sets *v and returns true when argv[*i] is @name; *v is
+ * NULL when the value is missing.
+ */
+static bool option_value(int argc, char **argv, int *i, const char *name, bool glued,
+			 const char **v)
 {
 	size_t n = strlen(name);
+	const char *a = argv[*i];
 
-	if (strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] == '\0' && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
+	if (strncmp(a, name, n) != 0)
+		return false;
+	if (a[n] == '=' && !glued)
+		*v = a + n + 1;
+	else if (a[n] && glued)
+		*v = a + n;
+	else if (a[n])
+		return false;
+	else
+		*v = *i + 1 < argc ? argv[++*i] : NULL;
+	return true;
+}
+
+/* One option with a value; returns -1 when it was consumed, else an exit
+ * status, or -2 when @a is none of them. */
+static int parse_valued(struct cli *c, int argc, char **argv, int *i)
+{
+	struct driver_opts *o = c->o;
+	const char *v;
+
+	if (option_value(argc, argv, i, "-I", true, &v)) {
+		if (!v)
+			return usage_error("option '-I' needs a directory");
+		if (!check_dir("-I", v))
+			return MEMC_USAGE;
+		o->dirs[o->ndirs++] = v;
+	} else if (option_value(argc, argv, i, "--format", false, &v)) {
+		if (!v)
+			return usage_error("option '--format' needs a value (text, json)");
+		if (!parse_format(o, v))
+			return usage_error("unknown format '%s' (text, json)", v);
+		if (!once(&c->format, "--format", v))
+			return MEMC_USAGE;
+	} else if (option_value(argc, argv, i, "--stdlib", false, &v)) {
+		if (!v)
+			return usage_error("option '--stdlib' needs a directory");
+		if (!check_dir("--stdlib", v) || !once(&c->stdlib, "--stdlib", v))
+			return MEMC_USAGE;
+		o->stdlib_dir = v;
+	} else if (option_value(argc, argv, i, "--max-errors", false, &v)) {
+		if (!v || !parse_count(v, &o->max_errors))
+			return usage_error("--max-errors needs a whole number from 0 to %u "
+					   "(0: no limit), not '%s'", UINT_MAX, v ? v : "");
+		if (!once(&c->max_errors, "--max-errors", v))
+			return MEMC_USAGE;
+	} else {
+		return -2;
+	}
+	return -1;
 }
 
 /* One argument; returns -1 when it was consumed, else an exit status. */
-static int parse_option(struct driver_opts *o, int argc, char **argv, int *i)
+static int parse_option(struct cli *c, int argc, char **argv, int *i)
 {
-	const char *a = argv[*i], *v;
+	struct driver_opts *o = c->o;
+	const char *a = argv[*i];
+	int rc;
 
 	if (strcmp(a, "--explain") == 0)
 		o->explain = true;
@@ -92,56 +223,91 @@ static int parse_option(struct driver_opts *o, int argc, char **argv, int *i)
 		o->dump_ast = true;
 	else if (strcmp(a, "-w") == 0)
 		o->no_warnings = true;
-	else if (strncmp(a, "-W", 2) == 0 && a[2])
+	else if (strcmp(a, "--help") == 0)
+		return fputs(usage_text, stdout), MEMC_OK;
+	else if (strcmp(a, "-W") == 0)
+		return usage_error("option '-W' needs a warning name (see --list-diagnostics)");
+	else if (strncmp(a, "-W", 2) == 0)
 		o->wflags[o->nwflags++] = a + 2;
-	else if (strncmp(a, "-I", 2) == 0 && a[2])
-		o->dirs[o->ndirs++] = a + 2;
-	else if (strcmp(a, "-I") == 0 && *i + 1 < argc)
-		o->dirs[o->ndirs++] = argv[++*i];
-	else if ((v = option_value(argc, argv, i, "--format")))
-		return parse_format(o, v) ? -1 : usage_error("unknown format '%s' (text, json)", v);
-	else if ((v = option_value(argc, argv, i, "--stdlib")))
-		o->stdlib_dir = v;
-	else if ((v = option_value(argc, argv, i, "--max-errors")))
-		o->max_errors = (unsigned)strtoul(v, NULL, 10);
+	else if ((rc = parse_valued(c, argc, argv, i)) != -2)
+		return rc;
 	else
 		return usage_error("unknown option '%s'", a);
 	return -1;
 }
 
-/* MEMC_PATH folders follow the -I folders. The string lives as long as
- * the process (getenv), so the pieces are strdup'ed once. */
-static void add_memc_path(struct driver_opts *o)
+/* How many folders MEMC_PATH can add: one per separator, plus one. */
+static size_t count_memc_path(void)
+{
+	const char *env = getenv("MEMC_PATH");
+	size_t n = 1;
+
+	for (const char *p = env ? env : ""; *p; p++)
+		n += *p == ':';
+	return n;
+}
+
+/* MEMC_PATH folders follow the -I folders, wherever the -I options were
+ * on the line. The string lives as long as the process (getenv), so the
+ * pieces are strdup'ed once. An empty piece ("a::b") is skipped. */
+static bool add_memc_path(struct driver_opts *o)
 {
 	const char *env = getenv("MEMC_PATH");
 
 	if (!env || !*env)
-		return;
+		return true;
 	char *copy = strdup(env);
 
+	if (!copy)
+		return usage_error("out of memory"), false;
 	o->env_path_copy = copy;
-	for (char *tok = strtok(copy, ":"); tok && o->ndirs < DRIVER_MAX_DIRS; tok = strtok(NULL, ":"))
-		if (*tok)
-			o->dirs[o->ndirs++] = tok;
+	for (char *tok = strtok(copy, ":"); tok; tok = strtok(NULL, ":")) {
+		if (!check_dir("MEMC_PATH entry", tok))
+			return false;
+		o->dirs[o->ndirs++] = tok;
+	}
+	return true;
 }
 
+/* Room for every argument in each list: nothing is ever refused or
+ * dropped for want of space. */
+static bool alloc_lists(struct driver_opts *o, int argc)
+{
+	size_t n = (size_t)argc;
+
+	o->dirs = calloc(n + count_memc_path(), sizeof *o->dirs);
+	o->wflags = calloc(n, sizeof *o->wflags);
+	o->files = calloc(n, sizeof *o->files);
+	return o->dirs && o->wflags && o->files;
+}
+
+/* "--" ends the options (POSIX): what follows is a file even if it starts
+ * with "-". A lone "-" is standard input, readable once. */
 static int parse_args(struct driver_opts *o, int argc, char **argv)
 {
+	struct cli c = { .o = o };
+	bool options = true;
+
+	if (!alloc_lists(o, argc))
+		return usage_error("out of memory");
 	for (int i = 2; i < argc; i++) {
-		if (o->ndirs >= DRIVER_MAX_DIRS || o->nwflags >= DRIVER_MAX_FLAGS ||
-		    o->nfiles >= DRIVER_MAX_FILES)
-			return usage_error("too many arguments");
-		if (argv[i][0] == '-' && argv[i][1]) {
-			int rc = parse_option(o, argc, argv, &i);
+		const char *a = argv[i];
+
+		if (options && strcmp(a, "--") == 0) {
+			options = false;
+		} else if (options && a[0] == '-' && a[1]) {
+			int rc = parse_option(&c, argc, argv, &i);
 
 			if (rc >= 0)
 				return rc;
+		} else if (strcmp(a, "-") == 0 && c.stdin_seen) {
+			return usage_error("standard input ('-') can be read only once");
 		} else {
-			o->files[o->nfiles++] = argv[i];
+			c.stdin_seen |= strcmp(a, "-") == 0;
+			o->files[o->nfiles++] = a;
 		}
 	}
-	add_memc_path(o);
-	return -1;
+	return add_memc_path(o) ? -1 : MEMC_USAGE;
 }
 
 static int run_command(const char *cmd, struct driver_opts *o)
@@ -181,6 +347,9 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		rc = run_command(argv[1], &o);
 	free(o.env_path_copy);
+	free(o.dirs);
+	free(o.wflags);
+	free(o.files);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = MEMC_USAGE;
 	return rc;

@@ -470,11 +470,35 @@ static const char *color(const struct diag_engine *de, enum color c)
 enum { SNIPPET_COLS = 200, SNIPPET_BEFORE = 100 };
 
 /*
+ * Message text, notes and file names are escaped when printed (the
+ * records keep the raw text for the JSON reporter): a newline or an
+ * escape sequence there could start a line of its own, such as a forged
+ * "file:1:1: error:" in a run that exits 0, or recolour the terminal.
+ * Backslashes are left alone: a message quoting a backslash and an "n"
+ * reads like one that held a newline, which is ambiguous but forges
+ * nothing, and keeps the many messages that quote escapes readable.
+ */
+static bool must_escape(uint32_t cp)
+{
+	if (cp < 0x20 || cp == 0x7f)
+		return true;
+	if (cp < 0x80)
+		return false;
+	/* C1 controls, format characters (bidi controls among them),
+	 * surrogates, private use, unassigned, and the two Unicode line
+	 * and paragraph separators. */
+	return uc_is_general_category(cp, UC_CATEGORY_C) ||
+	       uc_is_general_category(cp, UC_CATEGORY_Zl) ||
+	       uc_is_general_category(cp, UC_CATEGORY_Zp) || uc_is_property_bidi_control(cp);
+}
+
+/*
  * How the snippet shows one code point: NULL means as itself; otherwise
  * the escape written into @buf. Invalid bytes and control characters are
- * shown as "<ff>", and invisible or bidi-control code points as "<U+202E>",
- * so that the echoed line is readable, cannot reorder itself on screen
- * (Trojan Source) and keeps the caret aligned. Tabs are kept.
+ * shown as "<ff>"; invisible, format (bidi controls, U+FEFF) and
+ * unassigned code points as "<U+202E>", so that the echoed line is
+ * readable, cannot reorder or hide itself on screen (Trojan Source) and
+ * keeps the caret aligned. Tabs are kept.
  */
 static const char *escape_of(uint32_t cp, unsigned char byte, char buf[16])
 {
@@ -484,11 +508,33 @@ static const char *escape_of(uint32_t cp, unsigned char byte, char buf[16])
 		return NULL;
 	else if (cp < 0x20 || cp == 0x7f)
 		snprintf(buf, 16, "<%02x>", (unsigned)cp);
-	else if (cp >= 0x80 && (uc_width(cp, "UTF-8") < 0 || uc_is_property_bidi_control(cp)))
+	else if (cp >= 0x80 && (uc_width(cp, "UTF-8") < 0 || must_escape(cp)))
 		snprintf(buf, 16, "<U+%04X>", (unsigned)cp);
 	else
 		return NULL;
 	return buf;
+}
+
+void diag_escape(struct strbuf *sb, const char *s)
+{
+	const char *end = s + strlen(s);
+
+	while (s < end) {
+		uint32_t cp;
+		size_t n = src_decode(s, end, &cp);
+
+		if (cp == SRC_BAD_CP)
+			strbuf_addf(sb, "\\x%02x", (unsigned char)*s);
+		else if (cp == '\n' || cp == '\t' || cp == '\r')
+			strbuf_addf(sb, "\\%c", cp == '\n' ? 'n' : cp == '\t' ? 't' : 'r');
+		else if (cp < 0x80 && must_escape(cp))
+			strbuf_addf(sb, "\\x%02x", (unsigned)cp);
+		else if (must_escape(cp))
+			strbuf_addf(sb, "\\u{%x}", (unsigned)cp);
+		else
+			strbuf_add(sb, s, n);
+		s += n;
+	}
 }
 
 /* Screen columns of one code point as shown; tabs are handled by callers. */
@@ -640,9 +686,10 @@ static void put_locus(struct diag_engine *de, struct strbuf *sb, struct loc loc)
 	strbuf_addstr(sb, color(de, C_LOCUS));
 	if (loc.file == 0)
 		strbuf_addstr(sb, "memc:");
-	else
-		strbuf_addf(sb, "%s:%u:%u:", diag_loc_file(de, loc), diag_loc_line(de, loc),
-			    diag_loc_col(de, loc));
+	else {
+		diag_escape(sb, diag_loc_file(de, loc));
+		strbuf_addf(sb, ":%u:%u:", diag_loc_line(de, loc), diag_loc_col(de, loc));
+	}
 	strbuf_addf(sb, "%s ", color(de, C_RESET));
 }
 
@@ -660,8 +707,9 @@ static void put_include_chain(struct diag_engine *de, struct strbuf *sb,
 
 	/* The chain cannot loop (a file is registered once), but cap it anyway. */
 	for (int depth = 0; site.file != 0 && depth < 256; depth++) {
-		strbuf_addf(sb, "%s %s:%u:%u", lead, diag_loc_file(de, site),
-			    diag_loc_line(de, site), diag_loc_col(de, site));
+		strbuf_addf(sb, "%s ", lead);
+		diag_escape(sb, diag_loc_file(de, site));
+		strbuf_addf(sb, ":%u:%u", diag_loc_line(de, site), diag_loc_col(de, site));
 		site = src_get(de->sources, site.file)->included_from;
 		strbuf_addstr(sb, site.file ? ",\n" : ":\n");
 		lead = "                 from";
@@ -672,7 +720,9 @@ static void put_note(struct diag_engine *de, struct strbuf *sb, const struct dia
 		     const struct diag_note *n)
 {
 	put_locus(de, sb, n->loc);
-	strbuf_addf(sb, "%snote:%s %s\n", color(de, C_NOTE), color(de, C_RESET), n->msg);
+	strbuf_addf(sb, "%snote:%s ", color(de, C_NOTE), color(de, C_RESET));
+	diag_escape(sb, n->msg);
+	strbuf_addch(sb, '\n');
 	if (n->loc.file == 0)
 		return;
 	de->last_file = n->loc.file;
@@ -704,8 +754,9 @@ static void render(struct diag_engine *de, struct strbuf *sb, const struct diag 
 	if (f && f->id != de->last_file && f->included_from.file != 0)
 		put_include_chain(de, sb, f);
 	put_locus(de, sb, d->loc);
-	strbuf_addf(sb, "%s%s:%s %s", color(de, err ? C_ERROR : C_WARNING),
-		    diag_severity_str(d), color(de, C_RESET), d->msg);
+	strbuf_addf(sb, "%s%s:%s ", color(de, err ? C_ERROR : C_WARNING),
+		    diag_severity_str(d), color(de, C_RESET));
+	diag_escape(sb, d->msg);
 	put_option(sb, d);
 	strbuf_addch(sb, '\n');
 	if (f) {

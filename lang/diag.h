@@ -143,6 +143,15 @@ const char *diag_loc_file(const struct diag_engine *de, struct loc loc);
 unsigned diag_loc_line(const struct diag_engine *de, struct loc loc);
 unsigned diag_loc_col(const struct diag_engine *de, struct loc loc);
 
+struct strbuf;
+/*
+ * Append @s to @sb as the printer shows message text, notes and file
+ * names: control characters, invalid bytes, format characters (bidi
+ * controls among them) and line separators become "\n", "\t", "\r",
+ * "\x1b" or "\u{202e}", so no text can start a line of its own.
+ */
+void diag_escape(struct strbuf *sb, const char *s);
+
 /* The table, for --list-diagnostics, docs and tests. */
 const char *diag_name(enum diag_id id);
 enum diag_kind diag_kind_of(enum diag_id id);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "lang/arena.h"
+#include "lang/confusable.h"
 #include "lang/diag.h"
 #include "lang/import.h"
 #include "lang/parse.h"
@@ -60,11 +61,15 @@ static const char *join(struct arena *a, const char *dir, const char *name)
 	return arena_printf(a, "%s/%s", dir, name);
 }
 
-static bool is_regular(const char *path)
+/* Whether @path names anything at all. A FIFO, device or directory found
+ * here is the file the import means: src_load() then refuses it at the
+ * import, without blocking, rather than the search going on silently to
+ * a same-named file further down the path (the stdlib's, say). */
+static bool exists(const char *path)
 {
 	struct stat st;
 
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+	return stat(path, &st) == 0;
 }
 
 static const char *with_extension(struct arena *a, const char *name)
@@ -81,7 +86,7 @@ static bool try_dir(struct loader *ld, const char *dir, const char *display_dir,
 {
 	const char *p = join(ld->arena, dir, name);
 
-	if (!is_regular(p))
+	if (!exists(p))
 		return false;
 	*path = p;
 	*display = join(ld->arena, display_dir, name);
@@ -113,7 +118,7 @@ static bool resolve(struct loader *ld, const struct file_info *from, const char 
 	const char *dir = from ? from->dir : ".", *ddir = from ? from->display_dir : ".";
 
 	if (name[0] == '/') {
-		if (!is_regular(name))
+		if (!exists(name))
 			return report_not_found(ld, from, name, site, true), false;
 		*path = *display = name;
 		return true;
@@ -171,10 +176,21 @@ static void load_imports(struct loader *ld, struct src_file *f, struct file_info
 	(void)f;
 }
 
+/* A root named "-" is standard input, shown as <stdin>; it has no folder
+ * of its own, so its imports are looked up from the current one. */
+static struct src_file *load_source(struct loader *ld, const char *path, const char *display,
+				    struct loc site)
+{
+	if (site.file == 0 && strcmp(path, "-") == 0)
+		return src_load_fd(ld->src, ld->diag, 0, IMPORT_STDIN_NAME);
+	return src_load(ld->src, ld->diag, path, display, site);
+}
+
 static struct file_ast *load_file(struct loader *ld, const char *path, const char *display,
 				  const char *display_dir, struct loc site)
 {
-	char *rp = realpath(path, NULL);
+	bool is_stdin = site.file == 0 && strcmp(path, "-") == 0;
+	char *rp = is_stdin ? NULL : realpath(path, NULL);
 	struct src_file *f = rp ? src_find_real(ld->src, rp) : NULL;
 
 	free(rp);
@@ -190,7 +206,7 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 		ld->depth_reported = true;
 		return NULL;
 	}
-	f = src_load(ld->src, ld->diag, path, display, site);
+	f = load_source(ld, path, display, site);
 	if (!f)
 		return NULL;
 
@@ -224,6 +240,8 @@ struct program *import_load_many(struct arena *a, struct interner *in, struct sr
 	}
 	p->files = ld.files;
 	p->nfiles = ld.nfiles;
+	/* Here, where the whole program is first seen, for every command. */
+	confusable_check(a, de, p);
 	return p;
 }
 

@@ -12,7 +12,10 @@
  * with the whole chain. IMPORT_MAX_DEPTH caps pathological nesting.
  *
  * Paths printed in diagnostics are never made absolute: files found in the
- * stdlib are shown as "<stdlib>/models/llama.mem".
+ * stdlib are shown as "<stdlib>/models/llama.mem". A root "-" is standard
+ * input ("<stdin>"), whose imports resolve from the current folder. A
+ * name that resolves to something other than a regular file (FIFO,
+ * device, directory) is an error at the import, never a hang.
  */
 #ifndef MEMC_LANG_IMPORT_H
 #define MEMC_LANG_IMPORT_H
@@ -27,6 +30,9 @@ struct diag_engine;
 struct src_table;
 
 enum { IMPORT_MAX_DEPTH = 64 };
+
+/* A root path of "-" is read from standard input and shown as this. */
+#define IMPORT_STDIN_NAME "<stdin>"
 
 struct import_opts {
 	const char *const *dirs;	/* -I folders, then MEMC_PATH folders, in order */

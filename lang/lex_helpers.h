@@ -8,6 +8,7 @@
 #ifndef MEMC_LANG_LEX_HELPERS_H
 #define MEMC_LANG_LEX_HELPERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "lang/diag.h"
@@ -19,6 +20,7 @@ struct loc lex_head(struct loc l, uint32_t n);
 void lex_error(struct lex_state *ls, enum diag_id id, struct loc loc, const char *msg);
 void lex_check_comment(struct lex_state *ls, struct loc loc, const char *text, size_t len);
 int lex_number(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len);
+bool lex_stray_bom(struct lex_state *ls, struct loc loc, const char *text, size_t len);
 int lex_ident(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len);
 int lex_string(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len);
 int lex_open(struct lex_state *ls, struct loc loc, char c);

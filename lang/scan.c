@@ -188,6 +188,22 @@ int lex_ident(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const c
 	return NAME;
 }
 
+/*
+ * U+FEFF after the start of the file (lang/source.c drops a leading one):
+ * an editor shows nothing there, so report it once and let the caller
+ * give the rest of the word back to the scanner. `gpu` after it is then
+ * still the keyword, and there is no second, baffling syntax error.
+ */
+bool lex_stray_bom(struct lex_state *ls, struct loc loc, const char *text, size_t len)
+{
+	if (len < 3 || memcmp(text, "\xEF\xBB\xBF", 3) != 0)
+		return false;
+	diag_error(ls->diag, DIAG_INVALID_CHARACTER, (struct loc){ loc.file, loc.start, loc.start + 3 },
+		   "byte order mark U+FEFF is only allowed at the start of a file");
+	ls->offset = loc.start + 3;	/* the rule calls yyless(3) */
+	return true;
+}
+
 /* docs/language.md §1: the only escapes. */
 static bool valid_escape(char c)
 {

@@ -18,10 +18,13 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <unistr.h>
 
 #include "lang/arena.h"
@@ -75,17 +78,26 @@ struct src_file *src_find_real(const struct src_table *t, const char *real_path)
 	return NULL;
 }
 
+/* Whether text[i] is the last byte of a line end: "\n", or a "\r" that
+ * is not the first half of "\r\n". The lexer splits lines the same way,
+ * so a file saved with old Mac line ends reads as lines, not as one long
+ * comment. */
+static bool ends_line(const char *text, uint32_t len, uint32_t i)
+{
+	return text[i] == '\n' || (text[i] == '\r' && (i + 1 == len || text[i + 1] != '\n'));
+}
+
 static void build_line_table(struct arena *a, struct src_file *f)
 {
 	uint32_t n = 1;
 
-	for (const char *p = f->text; (p = memchr(p, '\n', f->len - (size_t)(p - f->text))); p++)
-		n++;
+	for (uint32_t i = 0; i < f->len; i++)
+		n += ends_line(f->text, f->len, i);
 	f->line_starts = ARENA_NEW_ARRAY(a, uint32_t, n);
 	f->nlines = n;
 	n = 1;
 	for (uint32_t i = 0; i < f->len; i++)
-		if (f->text[i] == '\n')
+		if (ends_line(f->text, f->len, i))
 			f->line_starts[n++] = i + 1;
 }
 
@@ -117,12 +129,18 @@ static bool validate(struct diag_engine *de, struct src_file *f)
 	return true;
 }
 
-/* Register @text (already NUL-terminated, in the arena) and validate it. */
+/* Register @text (already NUL-terminated, in the arena) and validate it.
+ * A leading UTF-8 byte order mark is dropped here, before anything counts
+ * offsets, so it is neither a token nor a column. */
 static struct src_file *add_text(struct src_table *t, struct diag_engine *de,
 				 const char *display_name, char *text, size_t len)
 {
 	struct src_file *f = ARENA_NEW(t->arena, struct src_file);
 
+	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+		text += 3;
+		len -= 3;
+	}
 	f->display_name = arena_strdup(t->arena, display_name);
 	f->text = text;
 	f->len = (uint32_t)len;
@@ -146,24 +164,28 @@ struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,
 	return f->valid ? f : NULL;
 }
 
-/* Open @path and check it is a regular file no larger than the limit. */
-static FILE *open_source(struct diag_engine *de, const char *path, const char *name,
-			 struct loc site, size_t *size)
+/*
+ * Open @path without blocking and check it is a regular file no larger
+ * than the limit; -1 after reporting why not. O_NONBLOCK matters for a
+ * FIFO, whose open() would otherwise wait for a writer for ever; a
+ * directory opens fine and would only fail on read; devices and FIFOs
+ * have no size to check in advance.
+ */
+static int open_source(struct diag_engine *de, const char *path, const char *name,
+		       struct loc site, size_t *size)
 {
-	FILE *fp = fopen(path, "rb");
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat st;
 
-	if (!fp) {
+	if (fd < 0) {
 		diag_error(de, DIAG_FILE_NOT_FOUND, site, "cannot open '%s': %s", name,
 			   strerror(errno));
-		return NULL;
+		return -1;
 	}
-	if (fstat(fileno(fp), &st) != 0) {
+	if (fstat(fd, &st) != 0) {
 		diag_error(de, DIAG_FILE_NOT_FOUND, site, "cannot read '%s': %s", name,
 			   strerror(errno));
 	} else if (!S_ISREG(st.st_mode)) {
-		/* A directory opens fine on Linux and only fails on read, with
-		 * a less helpful message; FIFOs and devices have no fixed size. */
 		diag_error(de, DIAG_FILE_NOT_FOUND, site, "cannot read '%s': %s", name,
 			   S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
 	} else if ((unsigned long long)st.st_size > SRC_MAX_SIZE) {
@@ -172,24 +194,54 @@ static FILE *open_source(struct diag_engine *de, const char *path, const char *n
 			   (long long)st.st_size, SRC_MAX_SIZE >> 20);
 	} else {
 		*size = (size_t)st.st_size;
-		return fp;
+		return fd;
 	}
-	fclose(fp);
-	return NULL;
+	close(fd);
+	return -1;
 }
 
-/* Read @size bytes (the whole file) into the arena; NULL on a read error. */
-static char *read_all(struct src_table *t, struct diag_engine *de, FILE *fp,
+/*
+ * Read up to @want bytes into @buf, retrying short reads and interrupts,
+ * and waiting when a descriptor (a pipe on stdin) has nothing yet. Returns
+ * the bytes read (fewer only at end of file), or -1 with errno set.
+ */
+static ssize_t read_full(int fd, char *buf, size_t want)
+{
+	size_t got = 0;
+
+	while (got < want) {
+		ssize_t n = read(fd, buf + got, want - got);
+
+		if (n > 0) {
+			got += (size_t)n;
+		} else if (n == 0) {
+			break;
+		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+				return -1;
+		} else if (errno != EINTR) {
+			return -1;
+		}
+	}
+	return (ssize_t)got;
+}
+
+/*
+ * Read the whole file (@size bytes by fstat) into the arena; NULL after
+ * reporting a read error. One byte more is asked for, so a file that grew
+ * since fstat is an error and not a silently cut text.
+ */
+static char *read_all(struct src_table *t, struct diag_engine *de, int fd,
 		      const char *name, struct loc site, size_t size)
 {
-	char *buf = arena_alloc(t->arena, size + 1);
-	size_t got = fread(buf, 1, size, fp);
+	char *buf = arena_alloc(t->arena, size + 2);
+	ssize_t got = read_full(fd, buf, size + 1);
 
-	if (got != size || ferror(fp)) {
-		int err = ferror(fp) ? errno : 0;
-
+	if (got < 0 || (size_t)got != size) {
 		diag_error(de, DIAG_FILE_NOT_FOUND, site, "cannot read '%s': %s", name,
-			   err ? strerror(err) : "file changed while being read");
+			   got < 0 ? strerror(errno) : "file changed while being read");
 		return NULL;
 	}
 	buf[size] = '\0';
@@ -212,18 +264,73 @@ struct src_file *src_load(struct src_table *t, struct diag_engine *de, const cha
 {
 	const char *name = display_name ? display_name : path;
 	size_t size = 0;
-	FILE *fp = open_source(de, path, name, site, &size);
+	int fd = open_source(de, path, name, site, &size);
 
-	if (!fp)
+	if (fd < 0)
 		return NULL;
-	char *text = read_all(t, de, fp, name, site, size);
-	fclose(fp);
+	char *text = read_all(t, de, fd, name, site, size);
+	close(fd);
 	if (!text)
 		return NULL;
 
 	struct src_file *f = add_text(t, de, name, text, size);
 	f->real_path = real_path_of(t->arena, path);
 	f->included_from = site;
+	return f->valid ? f : NULL;
+}
+
+/*
+ * Read @fd to its end into a heap buffer, in growing chunks and never past
+ * one byte over the limit: a pipe has no size to check first, and
+ * `yes | memc check -` must cost 16 MiB, not all of memory. Returns the
+ * length, SRC_MAX_SIZE + 1 when over the limit, or -1 with errno set.
+ */
+static ssize_t read_bounded(int fd, char **out)
+{
+	size_t cap = 64 * 1024, len = 0;
+	char *buf = malloc(cap);
+
+	for (;;) {
+		if (!buf)
+			xdie_oom();
+		size_t want = cap - len;
+		ssize_t n = read_full(fd, buf + len, want);
+
+		if (n < 0) {
+			free(buf);
+			return -1;
+		}
+		len += (size_t)n;
+		if ((size_t)n < want || len > SRC_MAX_SIZE)
+			break;	/* end of input, or one byte past the limit */
+		cap = cap * 2 > SRC_MAX_SIZE + 1 ? SRC_MAX_SIZE + 1 : cap * 2;
+		buf = realloc(buf, cap);	/* NULL: out of memory, above */
+	}
+	*out = buf;
+	return (ssize_t)len;
+}
+
+struct src_file *src_load_fd(struct src_table *t, struct diag_engine *de, int fd,
+			     const char *display_name)
+{
+	char *buf = NULL;
+	ssize_t len = read_bounded(fd, &buf);
+
+	if (len < 0) {
+		diag_error(de, DIAG_FILE_NOT_FOUND, NO_LOC, "cannot read '%s': %s", display_name,
+			   strerror(errno));
+		return NULL;
+	}
+	if ((size_t)len > SRC_MAX_SIZE) {
+		diag_error(de, DIAG_FILE_TOO_LARGE, NO_LOC, "'%s' is more than the limit of %u MiB",
+			   display_name, SRC_MAX_SIZE >> 20);
+		free(buf);
+		return NULL;
+	}
+	char *text = arena_strndup(t->arena, buf, (size_t)len);
+	struct src_file *f = add_text(t, de, display_name, text, (size_t)len);
+
+	free(buf);
 	return f->valid ? f : NULL;
 }
 
@@ -278,6 +385,8 @@ const char *src_line_text(const struct src_file *f, uint32_t line, size_t *len)
 	uint32_t start = f->line_starts[line - 1];
 	uint32_t end = line < f->nlines ? f->line_starts[line] - 1 : f->len;
 
+	/* The "\r" of a "\r\n"; a lone "\r" cannot come before the line's
+	 * last byte, since it would have ended the line there. */
 	if (end > start && f->text[end - 1] == '\r')
 		end--;
 	*len = end - start;

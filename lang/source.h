@@ -12,6 +12,9 @@
  *    for it. src_get(t, 0) returns that pseudo-file (empty text).
  *  - f->text is NUL-terminated (text[len] == 0) and, for a file that loaded
  *    successfully (f->valid), contains no NUL byte and is valid UTF-8.
+ *    A leading UTF-8 byte order mark is not part of f->text: offsets and
+ *    columns start after it.
+ *  - "\n", "\r\n" and a lone "\r" each end a line (as in lexer.l).
  *  - A file that fails validation stays in the table (so the diagnostic can
  *    show the offending line) but has valid == false, and src_load()
  *    returns NULL for it.
@@ -101,14 +104,26 @@ struct src_table *src_table_new(struct arena *a);
 
 /*
  * Read @path whole and register it under @display_name (which defaults to
- * @path when NULL). @site is the include statement, or NO_LOC for a root
+ * @path when NULL). It is opened without blocking and must be a regular
+ * file (a FIFO, device or directory is file-not-found, never a hang). @site is the include statement, or NO_LOC for a root
  * file; it becomes f->included_from and is where open/read errors point.
  * On any error a diagnostic goes to @de and NULL is returned.
  */
 struct src_file *src_load(struct src_table *t, struct diag_engine *de, const char *path,
 			  const char *display_name, struct loc site);
 
-/* Register in-memory text (tests, --stdin). Validated like a file. */
+/*
+ * Read descriptor @fd (standard input for `memc check -`) to its end and
+ * register it as @display_name ("<stdin>"), validated like a file. It is
+ * read in chunks and never more than one byte past SRC_MAX_SIZE, so an
+ * endless pipe is refused with file-too-large. real_path is NULL: such a
+ * text cannot be imported, and imports from it resolve from the current
+ * folder.
+ */
+struct src_file *src_load_fd(struct src_table *t, struct diag_engine *de, int fd,
+			     const char *display_name);
+
+/* Register in-memory text (tests). Validated like a file. */
 struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,
 				const char *display_name, const char *text, size_t len);
 
@@ -121,7 +136,7 @@ struct src_file *src_find_real(const struct src_table *t, const char *real_path)
 uint32_t src_line_of(const struct src_file *f, uint32_t offset);
 /* 1-based column of @offset, counted in code points (an invalid byte is 1). */
 uint32_t src_col_of(const struct src_file *f, uint32_t offset);
-/* Start of 1-based @line, its length without the "\n" (or "\r\n") in *len. */
+/* Start of 1-based @line, its length without the "\n", "\r\n" or "\r" in *len. */
 const char *src_line_text(const struct src_file *f, uint32_t line, size_t *len);
 
 /* Returned by src_decode() for a byte that does not start valid UTF-8. */

@@ -15,6 +15,15 @@
 #                         files), with SUITE/name.{out,err,rc}; for checking
 #                         files that live elsewhere (examples/)
 #
+#   SUITE/name.case.sh    a bash script, with SUITE/name.{out,err,rc}, for what
+#                         a command line cannot say (a FIFO, standard input,
+#                         the environment, 70 arguments). It runs from the
+#                         repository root with $MEMC the memc command (use it
+#                         unquoted: it may carry MEMC_WRAP) and $SCRATCH an
+#                         empty folder of its own; its stdout, stderr and exit
+#                         status are what is compared. (A plain .sh in a
+#                         suite is a helper, not a case.)
+#
 # The first line of the .mem file may be "# ARGS: <args>": the memc
 # arguments put before the file path (split on whitespace, no quoting).
 # Without it the arguments are "check".
@@ -41,6 +50,9 @@ unset MEMC_PATH
 
 memc=${1:-build/memc}
 [ $# -gt 0 ] && shift
+# .sh cases may change folder; give them a memc that works from anywhere.
+memc_abs=$memc
+[[ $memc == /* ]] || memc_abs=$PWD/$memc
 suites=("$@")
 if [ ${#suites[@]} -eq 0 ]; then
 	for d in tests/*/; do
@@ -62,7 +74,9 @@ fail=0
 case_args() {
 	local first
 	IFS= read -r first <"$1" || true
-	if [[ $1 == *.case ]]; then
+	if [[ $1 == *.case.sh ]]; then
+		args=()
+	elif [[ $1 == *.case ]]; then
 		read -r -a args <<<"$first"
 	elif [[ $first == "# ARGS:"* ]]; then
 		read -r -a args <<<"${first#"# ARGS:"}"
@@ -106,7 +120,13 @@ run_case() {
 	fi
 	local files=("$mem")
 	[[ $mem == *.case ]] && files=()
-	"${wrap[@]}" "$memc" "${args[@]}" "${files[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
+	if [[ $mem == *.case.sh ]]; then
+		rm -rf "$tmp/scratch" && mkdir "$tmp/scratch"
+		MEMC="${wrap[*]} $memc_abs" SCRATCH="$tmp/scratch" bash "$mem" \
+			>"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
+	else
+		"${wrap[@]}" "$memc" "${args[@]}" "${files[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
+	fi
 
 	if [ "${UPDATE:-0}" = 1 ]; then
 		update_file "$exp.err" "$tmp/err"
@@ -138,6 +158,9 @@ for suite in "${suites[@]}"; do
 	done
 	for f in "$suite"/*.case; do
 		[ -f "$f" ] && run_case "$f" "${f%.case}"
+	done
+	for f in "$suite"/*.case.sh; do
+		[ -f "$f" ] && run_case "$f" "${f%.case.sh}"
 	done
 	for d in "$suite"/*/; do
 		[ -f "$d/main.mem" ] && run_case "${d}main.mem" "${d}expect"

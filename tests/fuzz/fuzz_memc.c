@@ -6,11 +6,13 @@
  * Built and run by tests/fuzz/fuzz.mk (`make fuzz`, `make check-fuzz`).
  * Each input is one whole compilation with its own arena, so state never
  * leaks from one input to the next and LeakSanitizer sees exactly what a
- * real run would leave behind. Diagnostics are recorded, not printed (a
- * NULL stream), which keeps the fuzzer fast and its log readable.
+ * real run would leave behind. Diagnostics are recorded while the phases
+ * run (a NULL stream) and rendered once at the end into /dev/null, so the
+ * printer (snippets, carets, escapes) is fuzzed and the log stays readable.
  *
- * fuzz_one() is the pipeline: parse, dump, and on a file that parsed
- * without errors (the driver's gate, analyzer/pipeline.c) the checker:
+ * fuzz_one() is the pipeline: parse, dump, -Wconfusable/-Wmixed-script,
+ * and on a file that parsed without errors (the driver's gate,
+ * analyzer/pipeline.c) the checker:
  * scope resolution, evaluation of every declaration and train block; then,
  * for a file that checked, each job is built, analysed, searched for
  * capacity fixes and reported as text and JSON, as `memc report` does.
@@ -29,6 +31,7 @@
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/check.h"
+#include "lang/confusable.h"
 #include "lang/diag.h"
 #include "lang/import.h"
 #include "lang/intern.h"
@@ -104,8 +107,11 @@ static void fuzz_one(const uint8_t *data, size_t size)
 
 	if (f) {
 		struct file_ast *ast = parse_file(&arena, in, de, f);
+		struct file_ast *files[1] = { ast };
+		struct program prog = { .files = files, .nfiles = 1, .root = ast };
 
 		ast_dump(dump_sink, ast);
+		confusable_check(&arena, de, &prog);	/* as import_load() runs it */
 		if (diag_error_count(de) == 0)
 			check_one(&arena, in, de, src, ast);
 	}
@@ -114,6 +120,9 @@ static void fuzz_one(const uint8_t *data, size_t size)
 		(void)diag_loc_line(de, d->loc);
 		(void)diag_loc_col(de, d->loc);
 	}
+	/* And print them as the CLI would: snippets, carets and escapes. */
+	diag_set_output(de, dump_sink);
+	diag_flush(de);
 	arena_free(&arena);
 }
 

@@ -487,6 +487,30 @@ static void table_is_sorted_and_searchable(void **state)
 	free(buf);
 }
 
+/* Message text, notes and file names cannot start a line or hide text:
+ * controls, invalid bytes, bidi and format characters are escaped. */
+static void message_text_is_escaped(void **state)
+{
+	struct fixture *fx = *state;
+	struct src_file *f = add(fx, "x\n.mem", "a b\n");
+	struct diag *d = diag_error(fx->de, DIAG_SYNTAX, at(f, "b"),
+				    "m\nfake.mem:1:1: error: x\t\x1b[31m\r\x7f\xff");
+
+	diag_note(d, NO_LOC, "n\xc2\x85\xe2\x80\xae\xe2\x80\xa8\xef\xbb\xbf\\n ok \xc3\xa9");
+	assert_string_equal(fx_output(fx),
+			    "x\\n.mem:1:3: error: m\\nfake.mem:1:1: error: x\\t\\x1b[31m\\r\\x7f\\xff [syntax]\n"
+			    "    1 | a b\n"
+			    "      |   ^\n"
+			    "memc: note: n\\u{85}\\u{202e}\\u{2028}\\u{feff}\\n ok \xc3\xa9\n");
+
+	struct strbuf sb;
+
+	strbuf_init(&sb);
+	diag_escape(&sb, "plain \xe6\x97\xa5\xe6\x9c\xac \\ \"q\"");
+	assert_string_equal(sb.buf, "plain \xe6\x97\xa5\xe6\x9c\xac \\ \"q\"");
+	strbuf_release(&sb);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup_printing, fx_teardown)
 
 int main(void)
@@ -514,6 +538,7 @@ int main(void)
 		T(records_are_kept_for_readers),
 		T(flush_prints_each_record_once),
 		T(color_output),
+		T(message_text_is_escaped),
 		cmocka_unit_test(table_is_sorted_and_searchable),
 	};
 	return cmocka_run_group_tests_name("diag", tests, NULL, NULL);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_source.c - loading, validation, and offset -> line/column mapping
- * with tabs, CJK and emoji.
+ * test_source.c - loading (files, descriptors), validation, and offset ->
+ * line/column mapping with tabs, CJK, emoji and every kind of line end.
  */
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "lang_fixture.h"
@@ -69,6 +70,57 @@ static void line_text_strips_newline_and_cr(void **state)
 	assert_int_equal(n, 0);
 	assert_memory_equal(src_line_text(f, 4, &n), "last", 4);
 	assert_int_equal(n, 4);
+}
+
+/* CR, LF and CRLF each end one line, in any mix; "\n\r" is two. */
+static void every_line_end_counts(void **state)
+{
+	struct fixture *fx = *state;
+	const char *text = "a\rbb\r\nc\n\rd\r\r";
+	struct src_file *f = add(fx, "mix.mem", text);
+	size_t n;
+
+	assert_non_null(f);
+	assert_int_equal(f->nlines, 7);
+	assert_int_equal(src_line_of(f, 2), 2);			/* 'b' after a lone CR */
+	assert_int_equal(src_col_of(f, 3), 2);
+	assert_memory_equal(src_line_text(f, 2, &n), "bb", 2);
+	assert_int_equal(n, 2);
+	assert_int_equal(src_line_of(f, 6), 3);			/* 'c' after CRLF */
+	assert_int_equal(src_line_of(f, 8), 4);			/* the empty line between \n and \r */
+	src_line_text(f, 4, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(src_line_of(f, 9), 5);			/* 'd' */
+	assert_memory_equal(src_line_text(f, 5, &n), "d", 1);
+	assert_int_equal(n, 1);
+	src_line_text(f, 6, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(src_line_of(f, f->len), 7);
+
+	struct src_file *g = add(fx, "crcrlf.mem", "x\r\r\ny");	/* CR, then CRLF */
+
+	assert_int_equal(g->nlines, 3);
+	src_line_text(g, 2, &n);
+	assert_int_equal(n, 0);
+	assert_int_equal(src_line_of(g, 4), 3);
+	assert_int_equal(src_col_of(g, 4), 1);
+}
+
+/* A leading byte order mark is not text: offsets and columns start after it. */
+static void leading_bom_is_dropped(void **state)
+{
+	struct fixture *fx = *state;
+	struct src_file *f = add(fx, "bom.mem", "\xEF\xBB\xBF" "ab\n\xEF\xBB\xBF");
+	struct src_file *g = add(fx, "only.mem", "\xEF\xBB\xBF");
+	struct src_file *h = add(fx, "short.mem", "\xEF\xBB");
+
+	assert_non_null(f);
+	assert_int_equal(f->len, 6);
+	assert_memory_equal(f->text, "ab\n\xEF\xBB\xBF", 6);	/* a later one stays */
+	assert_int_equal(src_col_of(f, 1), 2);
+	assert_non_null(g);
+	assert_int_equal(g->len, 0);
+	assert_null(h);						/* truncated UTF-8 */
 }
 
 static void empty_file_has_one_line(void **state)
@@ -213,6 +265,47 @@ static void too_large_file_is_refused(void **state)
 					"the limit of 16 MiB [file-too-large]\n");
 }
 
+/* Standard input: read to its end, shown as given, no real path. */
+static void descriptor_is_read_to_the_end(void **state)
+{
+	struct fixture *fx = *state;
+	int fds[2];
+
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(write(fds[1], "gpu A {\r}\n", 10), 10);
+	close(fds[1]);
+	struct src_file *f = src_load_fd(fx->t, fx->de, fds[0], "<stdin>");
+	close(fds[0]);
+
+	assert_non_null(f);
+	assert_string_equal(f->display_name, "<stdin>");
+	assert_int_equal(f->len, 10);
+	assert_int_equal(f->nlines, 3);
+	assert_null(f->real_path);
+	assert_string_equal(fx_output(fx) ? fx->buf : "", "");
+}
+
+/* Past the limit the descriptor is not read to its end (it may not have
+ * one): the error comes one byte after 16 MiB, without a size. */
+static void descriptor_past_limit_is_refused(void **state)
+{
+	struct fixture *fx = *state;
+	char path[] = "/tmp/memc-test-XXXXXX";
+
+	write_temp(path, "", 0);
+	assert_int_equal(truncate(path, (off_t)SRC_MAX_SIZE * 4), 0);	/* sparse */
+	int fd = open(path, O_RDONLY);
+	unlink(path);
+	assert_true(fd >= 0);
+	struct src_file *f = src_load_fd(fx->t, fx->de, fd, "<stdin>");
+
+	assert_int_equal(lseek(fd, 0, SEEK_CUR), SRC_MAX_SIZE + 1);
+	close(fd);
+	assert_null(f);
+	assert_string_equal(fx_output(fx), "memc: error: '<stdin>' is more than the limit of "
+					"16 MiB [file-too-large]\n");
+}
+
 static void decode_consumes_every_byte(void **state)
 {
 	const char s[] = "a\xc3\xa9\xff\xf0\x9f\x99\x82";
@@ -257,6 +350,8 @@ int main(void)
 		T(builtin_is_file_zero),
 		T(lines_and_columns),
 		T(line_text_strips_newline_and_cr),
+		T(every_line_end_counts),
+		T(leading_bom_is_dropped),
 		T(empty_file_has_one_line),
 		T(invalid_utf8_is_located),
 		T(truncated_utf8_is_located),
@@ -267,6 +362,8 @@ int main(void)
 		T(directory_is_refused),
 		T(load_real_file),
 		T(too_large_file_is_refused),
+		T(descriptor_is_read_to_the_end),
+		T(descriptor_past_limit_is_refused),
 		cmocka_unit_test(decode_consumes_every_byte),
 		cmocka_unit_test(loc_join_covers_both),
 	};

@@ -33,6 +33,9 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  --format text|json  report and list format (default text)\n"
+	"  --format json|sarif|github\n"
+	"                      check: the diagnostics as JSON, SARIF 2.1.0 or\n"
+	"                      GitHub workflow commands on stdout\n"
 	"  --explain           report: show each component's formula and inputs\n"
 	"  -I DIR              add DIR to the import search path (MEMC_PATH too)\n"
 	"  --stdlib DIR        use DIR as the standard library\n"
@@ -62,6 +65,10 @@ static bool parse_format(struct driver_opts *o, const char *v)
 		o->format = DRIVER_FORMAT_TEXT;
 	else if (strcmp(v, "json") == 0)
 		o->format = DRIVER_FORMAT_JSON;
+	else if (strcmp(v, "sarif") == 0)
+		o->format = DRIVER_FORMAT_SARIF;
+	else if (strcmp(v, "github") == 0)
+		o->format = DRIVER_FORMAT_GITHUB;
 	else
 		return false;
 	return true;
@@ -99,7 +106,7 @@ static int parse_option(struct driver_opts *o, int argc, char **argv, int *i)
 	else if (strcmp(a, "-I") == 0 && *i + 1 < argc)
 		o->dirs[o->ndirs++] = argv[++*i];
 	else if ((v = option_value(argc, argv, i, "--format")))
-		return parse_format(o, v) ? -1 : usage_error("unknown format '%s' (text, json)", v);
+		return parse_format(o, v) ? -1 : usage_error("unknown format '%s' (text, json, sarif, github)", v);
 	else if ((v = option_value(argc, argv, i, "--stdlib")))
 		o->stdlib_dir = v;
 	else if ((v = option_value(argc, argv, i, "--max-errors")))
@@ -146,6 +153,8 @@ static int parse_args(struct driver_opts *o, int argc, char **argv)
 
 static int run_command(const char *cmd, struct driver_opts *o)
 {
+	if (o->format >= DRIVER_FORMAT_SARIF && o->command != DRIVER_CHECK)
+		return usage_error("--format sarif and github are for 'check' only");
 	if (strcmp(cmd, "list") == 0)
 		return driver_list(o);
 	if (o->nfiles == 0)

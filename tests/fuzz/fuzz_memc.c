@@ -25,6 +25,7 @@
 #include "analyzer/build.h"
 #include "analyzer/fit.h"
 #include "analyzer/memory.h"
+#include "analyzer/out/diag_out.h"
 #include "analyzer/report.h"
 #include "lang/arena.h"
 #include "lang/ast.h"
@@ -113,6 +114,14 @@ static void fuzz_one(const uint8_t *data, size_t size)
 	for (const struct diag *d = diag_first(de); d; d = d->next) {
 		(void)diag_loc_line(de, d->loc);
 		(void)diag_loc_col(de, d->loc);
+	}
+	/* And as check --format json|sarif|github writes them. */
+	for (int fmt = DIAG_OUT_JSON; fmt <= DIAG_OUT_GITHUB; fmt++) {
+		struct diag_out w;
+
+		diag_out_begin(&w, dump_sink, (enum diag_out_format)fmt);
+		diag_out_file(&w, "fuzz.mem", de);
+		diag_out_end(&w);
 	}
 	arena_free(&arena);
 }

@@ -72,7 +72,10 @@ GEN_H    := $(if $(PARSER_Y),$(B)/lang/parser.tab.h) $(if $(LEXER_L),$(B)/lang/l
 GEN_OBJS := $(GEN_C:.c=.o)
 
 LANG_OBJS     := $(patsubst %.c,$(B)/%.o,$(wildcard lang/*.c))
-ANALYZER_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard analyzer/*.c))
+ANALYZER_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard analyzer/*.c analyzer/*/*.c))
+# The SARIF rules' help text, generated from docs/diagnostics.md.
+DIAG_HELP_C   := $(B)/gen/diag_help.c
+ANALYZER_OBJS += $(DIAG_HELP_C:.c=.o)
 # Everything the unit tests link: the analyzer without its main().
 ANALYZER_LIB_OBJS := $(filter-out $(B)/analyzer/main.o,$(ANALYZER_OBJS))
 UNIT_TESTS    := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -120,6 +123,13 @@ $(B)/lang/parser.tab.c $(B)/lang/parser.tab.h &: lang/parser.y
 $(B)/lang/lexer.c $(B)/lang/lexer.h &: lang/lexer.l $(if $(PARSER_Y),$(B)/lang/parser.tab.h)
 	@mkdir -p $(@D)
 	$(FLEX) --header-file=$(B)/lang/lexer.h -o $(B)/lang/lexer.c $<
+
+$(DIAG_HELP_C): tools/gen-diag-help.sh lang/diag.def docs/diagnostics.md
+	@mkdir -p $(@D)
+	tools/gen-diag-help.sh lang/diag.def docs/diagnostics.md > $@.tmp && mv $@.tmp $@
+
+$(DIAG_HELP_C:.c=.o): $(DIAG_HELP_C) $(FLAGS_FILE) | $(GEN_H)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 # Rebuilt from scratch so an object whose source was deleted leaves too.
 $(LIBLANG): $(LANG_OBJS) $(GEN_OBJS)

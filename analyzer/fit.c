@@ -63,11 +63,19 @@ static enum mem_component largest(const struct mem_class *k)
 	return best;
 }
 
-static void note_fix(struct diag *d, struct loc at, const char *what, uint64_t total)
+/* "micro_batch = 1 fits (...)" at the field @what changes. A field the
+ * block writes gets the edit too (@what replaces it, for JSON and SARIF);
+ * a default has no text to replace, so the note sits on the train name. */
+static void note_fix(struct diag *d, const struct build *bd, struct loc field, const char *what,
+		     uint64_t total)
 {
 	char buf[32];
 
-	diag_note(d, at, "%s fits (device total %s)", what, report_bytes(total, buf, sizeof buf));
+	report_bytes(total, buf, sizeof buf);
+	if (field.file)
+		diag_note_fix(d, field, what, "%s fits (device total %s)", what, buf);
+	else
+		diag_note(d, bd->loc_train, "%s fits (device total %s)", what, buf);
 }
 
 /* Largest micro_batch below the current one that fits: totals grow with it. */
@@ -95,7 +103,7 @@ static void fix_micro_batch(struct eval *ev, struct arena *a, const struct check
 		char what[64];
 
 		snprintf(what, sizeof what, "micro_batch = %llu", (unsigned long long)lo);
-		note_fix(d, bd->loc_micro_batch.file ? bd->loc_micro_batch : bd->loc_train, what, best_total);
+		note_fix(d, bd, bd->loc_micro_batch, what, best_total);
 	}
 }
 
@@ -109,7 +117,7 @@ static void fix_other(struct eval *ev, struct arena *a, const struct check_job *
 	if (!bd->full_recompute) {
 		ov.checkpoint = "full";
 		if ((t = try_variant(ev, a, cj, &ov, &fits)) && fits)
-			note_fix(d, bd->loc_checkpoint.file ? bd->loc_checkpoint : bd->loc_train, "checkpoint = full", t);
+			note_fix(d, bd, bd->loc_checkpoint, "checkpoint = full", t);
 	}
 	ov = no_override();
 	if (bd->job.dp > 1 && bd->zero >= 0 && bd->zero < 3) {
@@ -118,7 +126,7 @@ static void fix_other(struct eval *ev, struct arena *a, const struct check_job *
 		ov.zero = bd->zero + 1;
 		snprintf(what, sizeof what, "zero = %d", ov.zero);
 		if ((t = try_variant(ev, a, cj, &ov, &fits)) && fits)
-			note_fix(d, bd->loc_zero.file ? bd->loc_zero : bd->loc_train, what, t);
+			note_fix(d, bd, bd->loc_zero, what, t);
 	}
 	ov = no_override();
 	for (uint64_t tp = (uint64_t)bd->tp * 2; tp <= 8 && tp <= bd->gpus; tp *= 2) {
@@ -127,7 +135,7 @@ static void fix_other(struct eval *ev, struct arena *a, const struct check_job *
 		ov.tp = tp;
 		snprintf(what, sizeof what, "tp = %llu", (unsigned long long)tp);
 		if ((t = try_variant(ev, a, cj, &ov, &fits)) && fits) {
-			note_fix(d, bd->loc_tp.file ? bd->loc_tp : bd->loc_train, what, t);
+			note_fix(d, bd, bd->loc_tp, what, t);
 			break;
 		}
 	}

@@ -43,6 +43,9 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  --format text|json  report and list format (default text)\n"
+	"  --format json|sarif|github\n"
+	"                      check: the diagnostics as JSON, SARIF 2.1.0 or\n"
+	"                      GitHub workflow commands on stdout\n"
 	"  --explain           report: show each component's formula and inputs\n"
 	"  -I DIR              add DIR to the import search path (MEMC_PATH too)\n"
 	"  --stdlib DIR        use DIR as the standard library\n"
@@ -92,6 +95,10 @@ static bool parse_format(struct driver_opts *o, const char *v)
 		o->format = DRIVER_FORMAT_TEXT;
 	else if (strcmp(v, "json") == 0)
 		o->format = DRIVER_FORMAT_JSON;
+	else if (strcmp(v, "sarif") == 0)
+		o->format = DRIVER_FORMAT_SARIF;
+	else if (strcmp(v, "github") == 0)
+		o->format = DRIVER_FORMAT_GITHUB;
 	else
 		return false;
 	return true;
@@ -187,9 +194,9 @@ static int parse_valued(struct cli *c, int argc, char **argv, int *i)
 		o->dirs[o->ndirs++] = v;
 	} else if (option_value(argc, argv, i, "--format", false, &v)) {
 		if (!v)
-			return usage_error("option '--format' needs a value (text, json)");
+			return usage_error("option '--format' needs a value (text, json, sarif, github)");
 		if (!parse_format(o, v))
-			return usage_error("unknown format '%s' (text, json)", v);
+			return usage_error("unknown format '%s' (text, json, sarif, github)", v);
 		if (!once(&c->format, "--format", v))
 			return MEMC_USAGE;
 	} else if (option_value(argc, argv, i, "--stdlib", false, &v)) {
@@ -312,6 +319,8 @@ static int parse_args(struct driver_opts *o, int argc, char **argv)
 
 static int run_command(const char *cmd, struct driver_opts *o)
 {
+	if (o->format >= DRIVER_FORMAT_SARIF && o->command != DRIVER_CHECK)
+		return usage_error("--format sarif and github are for 'check' only");
 	if (strcmp(cmd, "list") == 0)
 		return driver_list(o);
 	if (o->nfiles == 0)

@@ -125,6 +125,7 @@ static void print(struct pipeline *p, struct build *bds, size_t n, const struct 
 	if (p->opts->format == DRIVER_FORMAT_JSON) {
 		report_json_file(stdout, src_get(p->src, 1)->display_name, jobs, n, p->diag, json_first_file);
 		json_first_file = false;
+		p->reported = true;
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -135,6 +136,15 @@ static void print(struct pipeline *p, struct build *bds, size_t n, const struct 
 			print_inputs(p, cjs, scope);
 		cjs = cjs ? cjs->next : NULL;
 	}
+}
+
+void pipeline_report_unbuilt(struct pipeline *p, const char *file)
+{
+	if (p->reported)
+		return;
+	report_json_file(stdout, file, NULL, 0, p->diag, json_first_file);
+	json_first_file = false;
+	p->reported = true;
 }
 
 int pipeline_run(struct pipeline *p)

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "analyzer/out/diag_out.h"
 #include "lang/diag.h"
 #include "lang/source.h"
 
@@ -457,36 +458,12 @@ static void json_job(struct report_jw *w, const struct report_job *j)
 	jw_close(w, '}');
 }
 
-/* file/line/column of @loc, all null for a diagnostic without a location. */
-static void json_loc(struct report_jw *w, const struct diag_engine *de, struct loc loc)
-{
-	if (loc_is_none(loc)) {
-		jw_null(w, "file");
-		jw_null(w, "line");
-		jw_null(w, "column");
-		return;
-	}
-	jw_str(w, "file", diag_loc_file(de, loc));
-	jw_u64(w, "line", diag_loc_line(de, loc));
-	jw_u64(w, "column", diag_loc_col(de, loc));
-}
-
+/* The same object as in `check --format json` (analyzer/out/diag_json.c),
+ * so one schema describes both. */
 static void json_diag(struct report_jw *w, const struct diag_engine *de, const struct diag *d)
 {
-	jw_open(w, NULL, '{');
-	json_loc(w, de, d->loc);
-	jw_str(w, "severity", diag_severity_str(d));
-	jw_str(w, "name", diag_name(d->id));
-	jw_str(w, "message", diag_message(d));
-	jw_open(w, "notes", '[');
-	for (const struct diag_note *n = d->notes; n; n = n->next) {
-		jw_open(w, NULL, '{');
-		json_loc(w, de, n->loc);
-		jw_str(w, "message", n->msg);
-		jw_close(w, '}');
-	}
-	jw_close(w, ']');
-	jw_close(w, '}');
+	jw_member(w, NULL);
+	diag_out_json_record(w->out, w->depth, de, d);
 }
 
 void report_json_begin(FILE *out)

@@ -8,7 +8,8 @@ set -euo pipefail
 
 # clang and its runtime build the libFuzzer harness that `make check` replays
 # (tests/fuzz/fuzz.mk); without them that suite is skipped.
-packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config clang libclang-rt-dev)
+# libjansson-dev and libyaml-dev: `memc import` reads JSON and YAML configs.
+packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config clang libclang-rt-dev libjansson-dev libyaml-dev)
 
 missing=()
 for p in "${packages[@]}"; do

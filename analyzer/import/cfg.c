@@ -34,6 +34,7 @@ void cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *te
 	memset(it, 0, sizeof *it);
 	it->path = arena_strdup(c->arena, path);
 	it->loc = loc;
+	it->block_loc = loc;
 	cfg_set_scalar(it, kind, arena_strdup(c->arena, text));
 }
 
@@ -214,6 +215,28 @@ bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r,
 	return true;
 }
 
+/* One error per unknown block: quantization_config's four keys are one
+ * mistake. */
+bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what)
+{
+	size_t top = strcspn(it->path, ".");
+
+	if (c->reported_block && strlen(c->reported_block) == top &&
+	    !strncmp(c->reported_block, it->path, top))
+		return false;
+	if (it->path[top]) {
+		c->reported_block = arena_strndup(c->arena, it->path, top);
+		diag_error(c->diag, DIAG_IMPORT_UNUSED_KEY, it->block_loc,
+			   "'%s' is not a block %s, nor one memc import knows to be harmless; "
+			   "it may change memory", c->reported_block, what);
+		return false;
+	}
+	diag_error(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
+		   "'%s' is not a key %s, nor one memc import knows to be harmless; it may change memory",
+		   it->path, what);
+	return false;
+}
+
 bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o)
 {
 	bool ok = true;
@@ -223,10 +246,7 @@ bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o)
 		const struct map_row *r = map_find(rows, it->path);
 
 		if (!r) {
-			diag_error(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
-				   "memc import does not know '%s'; it may change memory, so it is not ignored",
-				   it->path);
-			ok = false;
+			ok = cfg_unknown_key(c, it, "memc import maps");
 			continue;
 		}
 		ok &= map_item(c, it, r, o);

@@ -41,7 +41,9 @@ static const struct map_row common_rows[] = {
 	IGN("rope_parameters.*"), IGN("max_position_embeddings"), IGN("hidden_act"),
 	IGN("tokenizer_class"), IGN("_attn_implementation"), IGN("output_attentions"),
 	IGN("output_hidden_states"), IGN("return_dict"), IGN("pretraining_tp"),
-	IGN("_from_model_config"), END
+	IGN("_from_model_config"),
+	/* The modelling code's module names: model_type already picked the family. */
+	IGN("auto_map.*"), END
 };
 
 static const struct hf_family *family_of(const char *model_type)
@@ -87,10 +89,7 @@ static bool map_keys(struct cfg *c, const struct hf_family *f, struct imp_out *o
 			ok &= map_item(c, it, r, o);
 			continue;
 		}
-		diag_error(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
-			   "'%s' is not a key the %s template reads or memc import knows to be harmless; "
-			   "it may change memory", it->path, f->template);
-		ok = false;
+		ok = cfg_unknown_key(c, it, arena_printf(c->arena, "the %s template reads", f->template));
 	}
 	return ok;
 }

@@ -29,6 +29,7 @@ struct cfg_item {
 	long long i;		/* CFG_INT (and CFG_BOOL: 0/1) */
 	double r;		/* CFG_REAL and CFG_INT */
 	struct loc loc;		/* the key */
+	struct loc block_loc;	/* its top-level key ("quantization_config"); loc if none */
 };
 
 struct cfg {
@@ -37,6 +38,7 @@ struct cfg {
 	struct src_file *file;
 	struct cfg_item *items;
 	size_t n, cap;
+	const char *reported_block;	/* the last unknown block an error named */
 };
 
 void cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *text, struct loc loc);
@@ -91,6 +93,9 @@ void imp_set(struct imp_out *o, const char *dst, const char *value, const char *
 /* Apply @rows (NULL-terminated by src) to every item of @c; unmatched or
  * unmappable keys are import-unused-key errors. Returns false on errors. */
 bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o);
+/* An import-unused-key error for a key no table has (@what: "memc import
+ * maps"); keys below an unknown block already reported are not repeated. */
+bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what);
 const struct map_row *map_find(const struct map_row *rows, const char *path);
 /* Convert one item by one row into @o (dst may be a template parameter). */
 bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o);

@@ -159,7 +159,9 @@ static const char *list_text(struct arena *a, json_t *arr)
 	return t;
 }
 
-static void flatten(struct cfg *c, const struct key_scan *s, json_t *obj, const char *prefix)
+/* @top: the location of the top-level key above @obj (NO_LOC at the top). */
+static void flatten(struct cfg *c, const struct key_scan *s, json_t *obj, const char *prefix,
+		    struct loc top)
 {
 	const char *key;
 	json_t *v;
@@ -168,8 +170,10 @@ static void flatten(struct cfg *c, const struct key_scan *s, json_t *obj, const 
 		const char *path = *prefix ? arena_printf(c->arena, "%s.%s", prefix, key) : key;
 		enum cfg_kind kind;
 
+		struct loc here = key_loc(c, s, path), block = loc_is_none(top) ? here : top;
+
 		if (json_is_object(v) && json_object_size(v) > 0) {
-			flatten(c, s, v, path);
+			flatten(c, s, v, path, block);
 			continue;
 		}
 		const char *text = scalar_text(c->arena, v, &kind);
@@ -178,7 +182,8 @@ static void flatten(struct cfg *c, const struct key_scan *s, json_t *obj, const 
 			text = list_text(c->arena, v);
 		else if (json_is_object(v))
 			kind = CFG_NULL, text = "{}";
-		cfg_add(c, path, kind, text, key_loc(c, s, path));
+		cfg_add(c, path, kind, text, here);
+		c->items[c->n - 1].block_loc = block;
 	}
 }
 
@@ -200,7 +205,7 @@ bool cfg_read_json(struct cfg *c)
 	struct key_scan s = { .arena = c->arena };
 
 	scan_keys(&s, c->file->text, c->file->len);
-	flatten(c, &s, root, "");
+	flatten(c, &s, root, "", NO_LOC);
 	json_decref(root);
 	return true;
 }

@@ -27,6 +27,7 @@ struct yframe {
 struct yreader {
 	struct cfg *c;
 	yaml_parser_t parser;
+	struct loc top_loc;	/* the last top-level key */
 	struct yframe *stack;
 	size_t depth, cap;
 };
@@ -86,11 +87,14 @@ static void on_scalar(struct yreader *y, yaml_event_t *e)
 
 		f->key = arena_strdup(y->c->arena, s);
 		f->key_loc = cfg_loc(y->c, a, b > a ? b - a : 1);
+		if (f == y->stack)
+			y->top_loc = f->key_loc;
 		return;
 	}
 	enum cfg_kind k = e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? plain_kind(s, &text) : CFG_STR;
 
 	cfg_add(y->c, frame_path(y, f), k, text, f->key_loc);
+	y->c->items[y->c->n - 1].block_loc = y->top_loc;
 	f->key = NULL;
 }
 

@@ -15,7 +15,7 @@ pass=0 fail=0
 while read -r dir name want; do
 	[[ -z $dir || $dir == \#* ]] && continue
 	mem=$tmp/$dir.mem
-	if ! "$memc" import "tests/config-import/$dir/config.json" >"$mem"; then
+	if ! "$memc" import -o "$mem" "tests/config-import/$dir/config.json" || [ ! -s "$mem" ]; then
 		echo "FAIL: $dir: memc import failed"; fail=$((fail + 1)); continue
 	fi
 	if ! "$memc" check -Werror "$mem"; then

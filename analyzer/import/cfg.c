@@ -162,10 +162,37 @@ static bool map_count(struct cfg *c, const struct cfg_item *it, const struct map
 	return true;
 }
 
+static bool map_enum(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o)
+{
+	const char *v = enum_lookup(c->arena, r->arg, it->text);
+
+	if (!v)
+		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
+				 "'%s' = '%s' has no memc equivalent (memc import knows %s)",
+				 it->path, it->text, enum_keys(c->arena, r->arg));
+	if (*v)
+		imp_set(o, r->dst, v, it->path, NULL);
+	return true;
+}
+
+static bool map_if_true(struct cfg *c, const struct cfg_item *it, const struct map_row *r,
+			struct imp_out *o)
+{
+	if (it->kind == CFG_STR && !strcmp(it->text, "auto")) {
+		imp_set(o, NULL, NULL, it->path,
+			arena_printf(c->arena, "%s = \"auto\": the launcher decides; %s = %s if it is on",
+				     it->path, r->dst, r->arg));
+		return true;
+	}
+	if (it->kind != CFG_BOOL)
+		return bad_value(c, it, "true or false");
+	if (it->i)
+		imp_set(o, r->dst, r->arg, it->path, NULL);
+	return true;
+}
+
 bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o)
 {
-	const char *v;
-
 	switch (r->conv) {
 	case MAP_COUNT:
 		return map_count(c, it, r, o);
@@ -180,31 +207,14 @@ bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r,
 		imp_set(o, r->dst, it->r != 0 ? "true" : "false", it->path, NULL);
 		return true;
 	case MAP_ENUM:
-		if (!(v = enum_lookup(c->arena, r->arg, it->text)))
-			return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
-					 "'%s' = '%s' has no memc equivalent (memc import knows %s)",
-					 it->path, it->text, enum_keys(c->arena, r->arg));
-		if (*v)
-			imp_set(o, r->dst, v, it->path, NULL);
-		return true;
+		return map_enum(c, it, r, o);
 	case MAP_IF_TRUE:
-		if (it->kind == CFG_STR && !strcmp(it->text, "auto")) {
-			imp_set(o, NULL, NULL, it->path,
-				arena_printf(c->arena, "%s = \"auto\": the launcher decides; %s = %s if it is on",
-					     it->path, r->dst, r->arg));
-			return true;
-		}
-		if (it->kind != CFG_BOOL)
-			return bad_value(c, it, "true or false");
-		if (it->i)
-			imp_set(o, r->dst, r->arg, it->path, NULL);
-		return true;
+		return map_if_true(c, it, r, o);
 	case MAP_MUST:
-		if (must_match(r->arg, it->text))
-			return true;
-		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
-				 "'%s' = %s changes memory and memc import cannot express it (only %s is supported)",
-				 it->path, it->text, r->arg);
+		return must_match(r->arg, it->text) ||
+		       diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
+				 "'%s' = %s changes memory and memc import cannot express it "
+				 "(only %s is supported)", it->path, it->text, r->arg);
 	case MAP_NOTE:
 		imp_set(o, NULL, NULL, it->path,
 			arena_printf(c->arena, "%s = %s: %s", it->path, it->text, r->arg));
@@ -227,13 +237,11 @@ bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what)
 	if (it->path[top]) {
 		c->reported_block = arena_strndup(c->arena, it->path, top);
 		diag_error(c->diag, DIAG_IMPORT_UNUSED_KEY, it->block_loc,
-			   "'%s' is not a block %s, nor one memc import knows to be harmless; "
-			   "it may change memory", c->reported_block, what);
+			   "'%s' is not a block %s; it may change memory", c->reported_block, what);
 		return false;
 	}
 	diag_error(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
-		   "'%s' is not a key %s, nor one memc import knows to be harmless; it may change memory",
-		   it->path, what);
+		   "'%s' is not a key %s; it may change memory", it->path, what);
 	return false;
 }
 
@@ -246,7 +254,7 @@ bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o)
 		const struct map_row *r = map_find(rows, it->path);
 
 		if (!r) {
-			ok = cfg_unknown_key(c, it, "memc import maps");
+			ok = cfg_unknown_key(c, it, "memc import maps or knows to be harmless");
 			continue;
 		}
 		ok &= map_item(c, it, r, o);

@@ -89,7 +89,8 @@ static bool map_keys(struct cfg *c, const struct hf_family *f, struct imp_out *o
 			ok &= map_item(c, it, r, o);
 			continue;
 		}
-		ok = cfg_unknown_key(c, it, arena_printf(c->arena, "the %s template reads", f->template));
+		ok = cfg_unknown_key(c, it, arena_printf(c->arena, "the %s template reads or memc import knows to be harmless",
+							   f->template));
 	}
 	return ok;
 }

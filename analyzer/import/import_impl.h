@@ -94,7 +94,7 @@ void imp_set(struct imp_out *o, const char *dst, const char *value, const char *
  * unmappable keys are import-unused-key errors. Returns false on errors. */
 bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o);
 /* An import-unused-key error for a key no table has (@what: "memc import
- * maps"); keys below an unknown block already reported are not repeated. */
+ * maps or knows to be harmless"); keys below an unknown block already reported are not repeated. */
 bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what);
 const struct map_row *map_find(const struct map_row *rows, const char *path);
 /* Convert one item by one row into @o (dst may be a template parameter). */

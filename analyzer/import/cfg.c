@@ -59,9 +59,14 @@ struct loc cfg_loc(const struct cfg *c, size_t start, size_t len)
 
 void imp_set(struct imp_out *o, const char *dst, const char *value, const char *src, const char *note)
 {
-	/* A later config overrides an earlier one's setting of the same key. */
+	/* A later config overrides an earlier one's setting of the same key;
+	 * the comment keeps what it replaced, so the conflict stays visible. */
 	for (size_t i = 0; dst && value && i < o->n; i++)
 		if (o->set[i].dst && o->set[i].value && !strcmp(o->set[i].dst, dst)) {
+			const struct imp_setting old = o->set[i];
+
+			if (old.value[0] && strcmp(old.value, value) && old.src)
+				note = arena_printf(o->arena, "overrides %s = %s", old.src, old.value);
 			o->set[i] = (struct imp_setting){ dst, value, src, note };
 			return;
 		}
@@ -166,6 +171,12 @@ static bool map_enum(struct cfg *c, const struct cfg_item *it, const struct map_
 {
 	const char *v = enum_lookup(c->arena, r->arg, it->text);
 
+	if (!v && it->kind == CFG_STR && !strcmp(it->text, "auto")) {
+		imp_set(o, NULL, NULL, it->path,
+			arena_printf(c->arena, "%s = \"auto\": the launcher decides; set %s yourself",
+				     it->path, r->dst));
+		return true;
+	}
 	if (!v)
 		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
 				 "'%s' = '%s' has no memc equivalent (memc import knows %s)",

@@ -39,6 +39,16 @@ static int import_usage(const char *msg, const char *arg)
 	return 2;
 }
 
+static bool is_identifier(const char *s)
+{
+	if (!isalpha((unsigned char)*s) && *s != '_')
+		return false;
+	while (*++s)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return false;
+	return true;
+}
+
 static int parse_import_args(struct import_run *r, int argc, char **argv)
 {
 	r->files = arena_alloc(&r->arena, arena_array_size(sizeof *r->files, (size_t)argc));
@@ -57,6 +67,8 @@ static int parse_import_args(struct import_run *r, int argc, char **argv)
 			r->files[r->nfiles++] = a;
 		}
 	}
+	if (r->name && !is_identifier(r->name))
+		return import_usage("--name needs a .mem identifier (letters, digits, _), not", r->name);
 	return r->nfiles ? -1 : import_usage("needs at least one CONFIG", NULL);
 }
 
@@ -141,7 +153,7 @@ static void emit_line(struct strbuf *sb, const char *indent, const char *key,
 	strbuf_addf(sb, "%s%s = %s", indent, key, s->value);
 	while (sb->len - start < 30)
 		strbuf_addch(sb, ' ');
-	strbuf_addf(sb, " // %s\n", s->src);
+	strbuf_addf(sb, " // %s%s%s\n", s->src, s->note ? "; " : "", s->note ? s->note : "");
 }
 
 /* Sub-record settings ("offload.optimizer") grouped into one block each,

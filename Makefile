@@ -11,7 +11,7 @@
 #   make update-golden   rewrite golden expectations (review the diff!)
 #   make install         PREFIX=/usr/local DESTDIR=
 #
-# Sources are found by wildcard: a new lang/*.c, analyzer/*.c or
+# Sources are found by wildcard: a new lang/*.c, analyzer/*.c, analyzer/*/*.c or
 # tests/unit/test_*.c is picked up without editing this file. Extra
 # targets (bench, validate, fuzz, ...) live in tests/*.mk, included below.
 
@@ -59,7 +59,10 @@ ALL_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARNINGS) $(CFLAGS) $(SANFLA
 GEN_CFLAGS   = $(ALL_CFLAGS) -Wno-unused-function -Wno-sign-compare \
 	       -Wno-missing-prototypes
 ALL_LDFLAGS  = $(LDFLAGS) $(SANFLAGS)
-LIBS         := -lunistring -lm
+# jansson and libyaml read the configs of `memc import` (docs/import.md).
+# Deferred (=) like CMOCKA: pkg-config runs after `make deps` installed them.
+IMPORT_LIBS  = $(shell $(PKG_CONFIG) --libs jansson yaml-0.1 2>/dev/null || echo -ljansson -lyaml)
+LIBS         = -lunistring -lm $(IMPORT_LIBS)
 # Deferred (=): evaluated only when a test is linked, after `make deps`.
 CMOCKA       = $(shell $(PKG_CONFIG) --cflags --libs cmocka)
 

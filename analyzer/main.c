@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "analyzer/driver.h"
+#include "analyzer/import/import_cmd.h"
 #include "lang/diag.h"
 #include "lang/strbuf.h"
 
@@ -40,6 +41,9 @@ static const char usage_text[] =
 	"  check FILE...       type-check and analyse; print diagnostics only\n"
 	"  report FILE...      also print the per-device memory report\n"
 	"  list [FILE...]      list models, GPUs, layers, optimizers and precisions\n"
+	"  import [--name NAME] [-o FILE] CONFIG...\n"
+	"                      print .mem text from a config.json, DeepSpeed JSON,\n"
+	"                      Megatron args, torchtitan TOML or training YAML\n"
 	"\n"
 	"options:\n"
 	"  --format text|json  report and list format (default text)\n"
@@ -340,6 +344,8 @@ int main(int argc, char **argv)
 		return printf("memc %s\n", MEMC_VERSION), MEMC_OK;
 	if (strcmp(argv[1], "--list-diagnostics") == 0)
 		return diag_list_print(stdout), MEMC_OK;
+	if (strcmp(argv[1], "import") == 0)
+		return import_main(argc, argv);
 	if (strcmp(argv[1], "check") == 0)
 		o.command = DRIVER_CHECK;
 	else if (strcmp(argv[1], "report") == 0)
@@ -347,7 +353,7 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "list") == 0)
 		o.command = DRIVER_LIST;
 	else
-		return usage_error("unknown command '%s' (check, report, list)", argv[1]);
+		return usage_error("unknown command '%s' (check, report, list, import)", argv[1]);
 	o.max_errors = 20;
 	o.argv0 = argv[0];
 

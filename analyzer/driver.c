@@ -95,6 +95,7 @@ static int compile_one(const struct driver_opts *o, const char *path, struct dri
 	struct interner *in = interner_new(&arena);
 	struct src_table *src = src_table_new(&arena);
 	struct diag_engine *de = diag_new(&arena, src, stderr);
+	diag_set_color(de, o->color);
 	struct pipeline p = { .arena = &arena, .interner = in, .src = src, .diag = de, .opts = o };
 	int rc = 0;
 

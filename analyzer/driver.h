@@ -17,6 +17,7 @@ struct driver_opts {
 	enum driver_command command;
 	enum driver_format format;
 	bool explain, dump_ast, no_warnings;
+	bool color;			/* --color, resolved by main.c for stderr */
 	unsigned max_errors;
 	const char *argv0;
 	const char *stdlib_dir;		/* --stdlib, or NULL: found next to the binary */

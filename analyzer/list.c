@@ -134,6 +134,7 @@ static int list_program(struct driver_opts *o, struct arena *a, const char *cons
 	struct interner *in = interner_new(a);
 	struct src_table *src = src_table_new(a);
 	struct diag_engine *de = diag_new(a, src, stderr);
+	diag_set_color(de, o->color);
 	struct import_opts io = { .dirs = o->dirs, .ndirs = o->ndirs, .stdlib_dir = stdlib };
 	struct program *p = import_load_many(a, in, src, de, roots, n, &io);
 

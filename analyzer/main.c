@@ -56,6 +56,9 @@ static const char usage_text[] =
 	"  -W<name>, -Wno-<name>, -Werror, -Werror=<name>, -w\n"
 	"                      switch warnings (see --list-diagnostics)\n"
 	"  --max-errors=N      stop after N errors (default 20; 0: no limit)\n"
+	"  --color=auto|always|never\n"
+	"                      colour the diagnostics on stderr (default auto:\n"
+	"                      on a terminal, unless NO_COLOR is set)\n"
 	"  --dump-ast          print the syntax tree of each FILE and stop\n"
 	"  --list-diagnostics  print every diagnostic name and exit\n"
 	"  --help, --version\n"
@@ -89,7 +92,7 @@ static int usage_error(const char *fmt, ...)
  * override. */
 struct cli {
 	struct driver_opts *o;
-	const char *format, *stdlib, *max_errors;
+	const char *format, *stdlib, *max_errors, *color;
 	bool stdin_seen;
 };
 
@@ -209,6 +212,11 @@ static int parse_valued(struct cli *c, int argc, char **argv, int *i)
 		if (!check_dir("--stdlib", v) || !once(&c->stdlib, "--stdlib", v))
 			return MEMC_USAGE;
 		o->stdlib_dir = v;
+	} else if (option_value(argc, argv, i, "--color", false, &v)) {
+		if (!v || (strcmp(v, "auto") && strcmp(v, "always") && strcmp(v, "never")))
+			return usage_error("--color needs auto, always or never, not '%s'", v ? v : "");
+		if (!once(&c->color, "--color", v))
+			return MEMC_USAGE;
 	} else if (option_value(argc, argv, i, "--max-errors", false, &v)) {
 		if (!v || !parse_count(v, &o->max_errors))
 			return usage_error("--max-errors needs a whole number from 0 to %u "
@@ -292,6 +300,22 @@ static bool alloc_lists(struct driver_opts *o, int argc)
 	return o->dirs && o->wflags && o->files;
 }
 
+/*
+ * --color=auto colours only a terminal, and honours NO_COLOR (set and not
+ * empty, per no-color.org) and TERM=dumb, as GCC does; an explicit
+ * --color=always wins over both, so a CI log viewer can still ask for it.
+ */
+static bool want_color(const char *when)
+{
+	const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
+
+	if (when && strcmp(when, "auto") != 0)
+		return strcmp(when, "always") == 0;
+	if ((no_color && *no_color) || (term && strcmp(term, "dumb") == 0))
+		return false;
+	return isatty(STDERR_FILENO);
+}
+
 /* "--" ends the options (POSIX): what follows is a file even if it starts
  * with "-". A lone "-" is standard input, readable once. */
 static int parse_args(struct driver_opts *o, int argc, char **argv)
@@ -318,6 +342,7 @@ static int parse_args(struct driver_opts *o, int argc, char **argv)
 			o->files[o->nfiles++] = a;
 		}
 	}
+	o->color = want_color(c.color);
 	return add_memc_path(o) ? -1 : MEMC_USAGE;
 }
 

@@ -10,8 +10,9 @@ set -euo pipefail
 # (tests/fuzz/fuzz.mk); without them that suite is skipped.
 # jq validates the machine-readable output against its schemas
 # (tests/output/check-schema.sh); libjansson-dev and libyaml-dev: `memc import`
-# reads JSON and YAML configs.
-packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config clang libclang-rt-dev jq libjansson-dev libyaml-dev)
+# reads JSON and YAML configs. groff-base and man-db render the man pages
+# (tests/cli-extra/check-man.sh).
+packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config clang libclang-rt-dev jq libjansson-dev libyaml-dev groff-base man-db)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -5,3 +5,10 @@ EXTRA_CHECKS += man
 check-man: all
 	@MEMC_COUNTS=$(COUNTS) tests/cli-extra/check-man.sh $(MEMC)
 .PHONY: check-man
+
+# Shell completion: the bash function called with COMP_WORDS, zsh -n and
+# fish -n where installed (tests/cli-extra/check-completion.sh).
+EXTRA_CHECKS += completion
+check-completion: all
+	@MEMC_COUNTS=$(COUNTS) tests/cli-extra/check-completion.sh $(MEMC)
+.PHONY: check-completion

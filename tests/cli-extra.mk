@@ -12,3 +12,10 @@ EXTRA_CHECKS += completion
 check-completion: all
 	@MEMC_COUNTS=$(COUNTS) tests/cli-extra/check-completion.sh $(MEMC)
 .PHONY: check-completion
+
+# The GitHub problem matcher's pattern against every golden .err
+# (tests/cli-extra/check-matcher.sh; docs/ci.md).
+EXTRA_CHECKS += problem-matcher
+check-problem-matcher:
+	@MEMC_COUNTS=$(COUNTS) tests/cli-extra/check-matcher.sh
+.PHONY: check-problem-matcher

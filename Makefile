@@ -9,7 +9,8 @@
 #                        last line "N passed, N failed"
 #   make check-unit | check-golden | check-tables | check-asan | valgrind
 #   make update-golden   rewrite golden expectations (review the diff!)
-#   make install         PREFIX=/usr/local DESTDIR=
+#   make install         PREFIX=/usr/local DESTDIR= (binary, stdlib, man pages,
+#                        shell completions)
 #
 # Sources are found by wildcard: a new lang/*.c, analyzer/*.c, analyzer/*/*.c or
 # tests/unit/test_*.c is picked up without editing this file. Extra
@@ -250,6 +251,19 @@ check-valgrind: valgrind
 
 # ---- install ---------------------------------------------------------------
 
+# Man pages, shell completions and the GitHub problem matcher go where
+# Debian and Fedora look for them (the zsh folder is Debian's; Fedora's
+# is $(DATADIR)/zsh/site-functions: set ZSHCOMPDIR).
+MANDIR      ?= $(DATADIR)/man
+BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR  ?= $(DATADIR)/zsh/vendor-completions
+FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+EXTRA_FILES := $(MANDIR)/man1/memc.1=docs/man/memc.1 $(MANDIR)/man5/memc.5=docs/man/memc.5 \
+	       $(BASHCOMPDIR)/memc=contrib/completion/memc.bash \
+	       $(ZSHCOMPDIR)/_memc=contrib/completion/_memc \
+	       $(FISHCOMPDIR)/memc.fish=contrib/completion/memc.fish \
+	       $(DATADIR)/memc/memc-problem-matcher.json=contrib/github/memc-problem-matcher.json
+
 install: all
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(STDLIBDIR)
 	$(INSTALL) -m 0755 $(MEMC) $(DESTDIR)$(BINDIR)/$(PROG)
@@ -257,10 +271,12 @@ install: all
 		cd stdlib && find . -type d -exec $(INSTALL) -d '$(DESTDIR)$(STDLIBDIR)/{}' \; && \
 		find . -type f -name '*.mem' -exec $(INSTALL) -m 0644 '{}' '$(DESTDIR)$(STDLIBDIR)/{}' \; ; \
 	fi
+	$(foreach f,$(EXTRA_FILES),$(INSTALL) -D -m 0644 $(word 2,$(subst =, ,$(f))) $(DESTDIR)$(word 1,$(subst =, ,$(f)))$(newline))
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/$(PROG)
 	rm -rf $(DESTDIR)$(STDLIBDIR)
+	rm -f $(foreach f,$(EXTRA_FILES),$(DESTDIR)$(word 1,$(subst =, ,$(f))))
 	-rmdir $(DESTDIR)$(DATADIR)/memc 2>/dev/null || true
 
 clean:

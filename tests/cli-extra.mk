@@ -19,3 +19,10 @@ EXTRA_CHECKS += problem-matcher
 check-problem-matcher:
 	@MEMC_COUNTS=$(COUNTS) tests/cli-extra/check-matcher.sh
 .PHONY: check-problem-matcher
+
+# make install DESTDIR=... PREFIX=/usr from a build of its own, then
+# uninstall (tests/cli-extra/check-install.sh).
+EXTRA_CHECKS += install
+check-install:
+	@MEMC_COUNTS=$(COUNTS) tests/cli-extra/check-install.sh
+.PHONY: check-install

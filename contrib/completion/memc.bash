@@ -69,6 +69,10 @@ _memc()
 		_memc_value "$prev" "" "$cmd" && return 0
 	elif [[ $prev == = ]] && ((COMP_CWORD >= 3)); then
 		_memc_value "${COMP_WORDS[COMP_CWORD-2]}" "$cur" "$cmd" && return 0
+	elif [[ $cur == -*=* ]]; then
+		# "=" not in COMP_WORDBREAKS: the word is "--format=js" whole.
+		_memc_value "${cur%%=*}" "${cur#*=}" "$cmd" &&
+			COMPREPLY=("${COMPREPLY[@]/#/${cur%%=*}=}") && return 0
 	elif [[ $prev != -Werror && $prev != -Wno-error ]]; then
 		_memc_value "$prev" "$cur" "$cmd" && return 0
 	fi

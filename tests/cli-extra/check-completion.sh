@@ -67,6 +67,9 @@ expect 'text json sarif github' check --format ''
 expect 'text json' report --format ''
 expect 'sarif' check --format = s
 expect 'auto always never' check --color = ''
+# Where COMP_WORDBREAKS has no "=", the option and its value are one word.
+expect '--format=sarif' check --format=s
+expect '-Werror=capacity -Werror=confusable' check -Werror=c
 expect 'always' list a.mem --color al
 expect '-Wcapacity' check -Wcap
 expect '-Wno-headroom' check -Wno-head

@@ -34,12 +34,49 @@ void pipeline_end(const struct driver_opts *o)
 		report_json_end(stdout);
 }
 
+/* The numeric key of @cj with the largest value: the factor to blame when
+ * the job's byte totals overflow (the memory model knows no lines). */
+static const struct value *largest_key(const struct check_job *cj, uint64_t *n)
+{
+	const struct value *best = NULL;
+
+	for (unsigned i = 0; i < cj->nfields; i++) {
+		const struct value *v = &cj->fields[i];
+		uint64_t u;
+
+		if (v->kind == VAL_NUM && !v->unknown && num_to_u64(num_floor(v->num), &u) && (!best || u > *n)) {
+			best = v;
+			*n = u;
+		}
+	}
+	return best;
+}
+
+static void overflow_error(struct pipeline *p, const struct check_job *cj, const struct build *bd)
+{
+	uint64_t n = 0;
+	const struct value *v = largest_key(cj, &n);
+
+	if (!v) {
+		diag_error(p->diag, DIAG_OVERFLOW, bd->loc_train, "this job's memory would overflow 64 bits");
+		return;
+	}
+	for (unsigned i = 0; i < cj->nfields; i++)
+		if (&cj->fields[i] == v)
+			diag_error(p->diag, DIAG_OVERFLOW, v->origin.file ? v->origin : bd->loc_train,
+				   "this job's memory would overflow 64 bits; its largest factor is %s (%llu)",
+				   cj->names[i], (unsigned long long)n);
+}
+
 /* A pipeline split that mem_analyze refused is the user's layout error. */
-static void layout_error(struct pipeline *p, const struct build *bd, enum mem_status st)
+static void layout_error(struct pipeline *p, const struct check_job *cj, const struct build *bd,
+			 enum mem_status st)
 {
 	struct loc at = bd->loc_tp.file ? bd->loc_tp : bd->loc_train;
 
-	if (st == MEM_E_PP_UNEVEN)
+	if (st == MEM_E_OVERFLOW)
+		overflow_error(p, cj, bd);
+	else if (st == MEM_E_PP_UNEVEN)
 		diag_error(p->diag, DIAG_BAD_LAYOUT, at,
 			   "the model's repeated blocks do not split evenly over pp = %u stages",
 			   (unsigned)bd->job.pp);
@@ -48,11 +85,22 @@ static void layout_error(struct pipeline *p, const struct build *bd, enum mem_st
 			   mem_status_str(st));
 }
 
-/* A job that could not be built still gets its header line in the report. */
+/* A job that could not be built still gets its header line in the report:
+ * what it was written with, never a count from half a walk. */
 static void header_only(struct build *bd, const struct check_job *cj)
 {
+	uint64_t nodes = 0, per = 0, gpus = 0;
+
+	memset(&bd->rep, 0, sizeof bd->rep);
 	bd->rep.name = cj->decl->name;
 	bd->rep.model = cj->model.label;
+	if (cj->cluster.kind == VAL_CLUSTER && cj->cluster.decl)
+		bd->rep.gpu = cj->cluster.decl->name;
+	if (bd->rep.gpu && num_to_u64(cj->cluster.nodes, &nodes) && num_to_u64(cj->cluster.gpus, &per) &&
+	    !__builtin_mul_overflow(nodes, per, &gpus)) {
+		bd->rep.gpus = gpus;
+		bd->rep.nodes = nodes;
+	}
 }
 
 static void analyse(struct pipeline *p, struct check_result *cr, const struct check_job *cj,
@@ -67,7 +115,8 @@ static void analyse(struct pipeline *p, struct check_result *cr, const struct ch
 	enum mem_status st = mem_analyze(&bd->job, res);
 
 	if (st != MEM_OK) {
-		layout_error(p, bd, st);
+		layout_error(p, cj, bd, st);
+		header_only(bd, cj);
 		return;
 	}
 	bd->rep.result = res;
@@ -155,8 +204,10 @@ int pipeline_run(struct pipeline *p)
 	struct mem_result *res = ARENA_NEW_ARRAY(p->arena, struct mem_result, n ? n : 1);
 	size_t i = 0;
 
+	/* Jobs are independent: one with an error of its own does not stop the
+	 * others; an error outside every train block (a template, a gpu) does. */
 	for (const struct check_job *j = cr->jobs; j; j = j->next, i++) {
-		if (!diag_error_count(p->diag))
+		if (j->ok && !cr->shared_errors && !diag_too_many(p->diag))
 			analyse(p, cr, j, &bds[i], &res[i]);
 		if (!bds[i].rep.name)
 			header_only(&bds[i], j);

@@ -76,7 +76,10 @@ static void text_header(FILE *out, const struct report_job *j)
 	if (j->params_total)
 		fprintf(out, " (%s params, %s trainable)", fmt_count(j->params_total, tot, sizeof(tot)),
 			fmt_count(j->params_trainable, tr, sizeof(tr)));
-	fprintf(out, " on %" PRIu64 " x %s", j->gpus, or_unknown(j->gpu));
+	if (j->gpus)
+		fprintf(out, " on %" PRIu64 " x %s", j->gpus, or_unknown(j->gpu));
+	else	/* a cluster that could not be counted: no made-up 0 */
+		fprintf(out, " on ? x %s", or_unknown(j->gpu));
 	if (j->nodes > 1)
 		fprintf(out, " (%" PRIu64 " nodes)", j->nodes);
 	fputc('\n', out);

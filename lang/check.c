@@ -189,6 +189,7 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 			}
 			check_decl(r->ev, d);
 		}
+	r->shared_errors = diag_error_count(de);
 	for (const struct decl *d = p->root ? p->root->decls : NULL; d; d = d->next) {
 		if (d->kind != DECL_TRAIN)
 			continue;

@@ -26,9 +26,9 @@ struct check_job {
 	const struct decl *decl;
 	struct env *bindings;		/* batch, seq, tp, ... for eval_walk */
 	struct value model, cluster, precision, optimizer, finetune;
-	struct value fields[32];	/* every key by name, see check_job_field */
-	const char *names[32];
-	unsigned nfields;
+	struct value *fields;		/* every key by name, see check_job_field */
+	const char **names;
+	unsigned nfields, capfields;	/* grown in the arena: no key is ever dropped */
 	bool ok;			/* no error in this job */
 	struct check_job *next;
 };
@@ -37,6 +37,7 @@ struct check_result {
 	struct eval *ev;
 	const struct scope *scope;
 	struct check_job *jobs;		/* the root file's train blocks, in order */
+	unsigned shared_errors;		/* errors outside every train block: all jobs suspect */
 };
 
 struct check_result *check_program(struct arena *a, struct interner *in, struct diag_engine *de,

@@ -190,9 +190,16 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 			check_decl(r->ev, d);
 		}
 	r->shared_errors = diag_error_count(de);
+	size_t shared_seen = r->ev->nseen;
+
 	for (const struct decl *d = p->root ? p->root->decls : NULL; d; d = d->next) {
 		if (d->kind != DECL_TRAIN)
 			continue;
+		/* Each job reports its own errors, also those another job had at
+		 * the same stdlib line (`heads / tp`): a job whose error was
+		 * deduplicated away would look clean and be analysed. */
+		r->ev->nseen = shared_seen;
+		r->ev->ndivisible_seen = 0;
 		*tail = check_train(r->ev, d);
 		tail = &(*tail)->next;
 	}

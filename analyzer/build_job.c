@@ -327,10 +327,13 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 	return e;
 }
 
-/* Walk the model once under @env; the counts land in b->params_*. */
+/* Walk the model once under @env; the counts land in b->params_*. The
+ * evaluator is quiet: the checker has walked this job and said everything
+ * it has to say (warn statements included), so a second word would repeat
+ * it; an error it counts fails the build. */
 static bool walk(struct bld *b, struct env *env)
 {
-	unsigned before = eval_quiet_errors(b->ev), errors = diag_error_count(eval_diag(b->ev));
+	unsigned before = eval_quiet_errors(b->ev);
 
 	b->bindings = env;
 	b->model_mult = 1;
@@ -340,9 +343,9 @@ static bool walk(struct bld *b, struct env *env)
 	eval_walk(b->ev, b->cj->model, env, &bld_ops, b);
 	while (b->frame)
 		bld_frame_pop(b);
-	if (diag_error_count(eval_diag(b->ev)) != errors)
-		b->failed = b->reported = true;		/* the evaluator said why */
-	return !b->failed && eval_quiet_errors(b->ev) == before;
+	if (eval_quiet_errors(b->ev) != before)
+		b->failed = true;
+	return !b->failed;
 }
 
 /* Exact totals with tp = ep = cp = 1: published counts are unsharded. */
@@ -486,8 +489,11 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 {
 	uint64_t tokens = 0, cp = 0;
 
+	b->bindings = b->cj->bindings;
+	if (!layout_ok(b, &b->out->gpus))
+		return false;
 	b->bindings = override_env(b, b->cj->bindings, ov);
-	if (b->failed || !layout_ok(b, &b->out->gpus))
+	if (b->failed)
 		return false;
 	bld_mul(b, bound_u64(b, "batch", 1), bound_u64(b, "seq", 1), &tokens, "batch x seq_len");
 	cp = bound_u64(b, "cp", 1);
@@ -514,7 +520,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	b.optimizer = cj->optimizer;
 	bld_setup_finetune(&b, cj->finetune);
 	key(&b, "freeze", &b.freeze);
-	eval_set_quiet(ev, quiet);
+	eval_set_quiet(ev, true);
 	bool ok = build_walks(&b, ov);
 
 	eval_set_quiet(ev, false);

@@ -103,12 +103,14 @@ static void header_only(struct build *bd, const struct check_job *cj)
 	}
 }
 
-static void analyse(struct pipeline *p, struct check_result *cr, const struct check_job *cj,
-		    struct build *bd, struct mem_result *res)
+/* Build, analyse and fit-check one job with everything in @scratch (the
+ * evaluator's walks included), which the caller frees after the report. */
+static void analyse(struct check_result *cr, const struct check_job *cj, struct arena *scratch,
+		    struct build *bd, struct mem_result *res, struct pipeline *p)
 {
 	struct build_override none = { .zero = -1 };
 
-	if (!build_job(cr->ev, p->arena, cj, &none, false, bd)) {
+	if (!build_job(cr->ev, scratch, cj, &none, false, bd)) {
 		header_only(bd, cj);
 		return;
 	}
@@ -121,7 +123,7 @@ static void analyse(struct pipeline *p, struct check_result *cr, const struct ch
 	}
 	bd->rep.result = res;
 	bd->rep.analysed = true;
-	fit_check(cr->ev, p->arena, cj, bd);
+	fit_check(cr->ev, scratch, cj, bd);
 }
 
 static void set_position(struct pipeline *p, struct build *bd, const struct check_job *cj)
@@ -164,26 +166,45 @@ static void print_inputs(struct pipeline *p, const struct check_job *cj, const s
 	}
 }
 
-static void print(struct pipeline *p, struct build *bds, size_t n, const struct check_job *cjs,
-		  const struct scope *scope)
+/* One job's report, as soon as it is analysed: nothing of a job is kept
+ * once its report is out (JSON streams its jobs the same way). */
+static void print(struct pipeline *p, const struct build *bd, const struct check_job *cj,
+		  const struct scope *scope, struct report_jw *jw, size_t i)
 {
-	struct report_job *jobs = ARENA_NEW_ARRAY(p->arena, struct report_job, n ? n : 1);
-
-	for (size_t i = 0; i < n; i++)
-		jobs[i] = bds[i].rep;
+	if (p->opts->command != DRIVER_REPORT)
+		return;
 	if (p->opts->format == DRIVER_FORMAT_JSON) {
-		report_json_file(stdout, src_get(p->src, 1)->display_name, jobs, n, p->diag, json_first_file);
-		json_first_file = false;
+		report_json_job(jw, &bd->rep);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			fputc('\n', stdout);
-		report_text(stdout, &jobs[i], p->opts->explain);
-		if (p->opts->explain)
-			print_inputs(p, cjs, scope);
-		cjs = cjs ? cjs->next : NULL;
-	}
+	if (i)
+		fputc('\n', stdout);
+	report_text(stdout, &bd->rep, p->opts->explain);
+	if (p->opts->explain)
+		print_inputs(p, cj, scope);
+}
+
+static void one_job(struct pipeline *p, struct check_result *cr, const struct check_job *j,
+		    struct report_jw *jw, size_t i)
+{
+	struct arena scratch = { 0 };
+	struct arena *was = eval_use_arena(cr->ev, &scratch);
+	struct build bd = { .rep.name = NULL };
+	struct mem_result res;
+
+	/* Jobs are independent: one with an error of its own does not stop the
+	 * others; an error outside every train block (a template, a gpu) does. */
+	if (j->ok && !cr->shared_errors && !diag_too_many(p->diag))
+		analyse(cr, j, &scratch, &bd, &res, p);
+	eval_use_arena(cr->ev, was);
+	if (!bd.rep.name)
+		header_only(&bd, j);
+	set_position(p, &bd, j);
+	diag_flush(p->diag);
+	print(p, &bd, j, cr->scope, jw, i);
+	if (bd.rep.analysed)
+		mem_result_free(&res);
+	arena_free(&scratch);
 }
 
 int pipeline_run(struct pipeline *p)
@@ -195,29 +216,19 @@ int pipeline_run(struct pipeline *p)
 	if (diag_error_count(p->diag))
 		return 1;
 	struct check_result *cr = check_program(p->arena, p->interner, p->diag, p->src, p->program);
-	size_t n = 0;
-
-	diag_flush(p->diag);
-	for (const struct check_job *j = cr->jobs; j; j = j->next)
-		n++;
-	struct build *bds = ARENA_NEW_ARRAY(p->arena, struct build, n ? n : 1);
-	struct mem_result *res = ARENA_NEW_ARRAY(p->arena, struct mem_result, n ? n : 1);
+	struct report_jw jw;
+	bool json = p->opts->command == DRIVER_REPORT && p->opts->format == DRIVER_FORMAT_JSON;
 	size_t i = 0;
 
-	/* Jobs are independent: one with an error of its own does not stop the
-	 * others; an error outside every train block (a template, a gpu) does. */
-	for (const struct check_job *j = cr->jobs; j; j = j->next, i++) {
-		if (j->ok && !cr->shared_errors && !diag_too_many(p->diag))
-			analyse(p, cr, j, &bds[i], &res[i]);
-		if (!bds[i].rep.name)
-			header_only(&bds[i], j);
-		set_position(p, &bds[i], j);
-	}
 	diag_flush(p->diag);
-	if (p->opts->command == DRIVER_REPORT)
-		print(p, bds, n, cr->jobs, cr->scope);
-	for (i = 0; i < n; i++)
-		if (bds[i].rep.analysed)
-			mem_result_free(&res[i]);
+	if (json)
+		report_json_file_begin(&jw, stdout, src_get(p->src, 1)->display_name, json_first_file);
+	for (const struct check_job *j = cr->jobs; j; j = j->next, i++)
+		one_job(p, cr, j, &jw, i);
+	diag_flush(p->diag);
+	if (json) {
+		report_json_file_end(&jw, p->diag);
+		json_first_file = false;
+	}
 	return diag_error_count(p->diag) ? 1 : 0;
 }

@@ -60,6 +60,14 @@ struct eval *eval_new(struct arena *a, struct interner *in, struct diag_engine *
 	return ev;
 }
 
+struct arena *eval_use_arena(struct eval *ev, struct arena *a)
+{
+	struct arena *old = ev->arena;
+
+	ev->arena = a;
+	return old;
+}
+
 struct diag_engine *eval_diag(struct eval *ev) { return ev->diag; }
 struct interner *eval_interner(struct eval *ev) { return ev->interner; }
 const struct scope *eval_scope(struct eval *ev) { return ev->scope; }

@@ -580,6 +580,7 @@ bool build_count_params(struct eval *ev, struct arena *a, struct value model, ui
 
 	eval_set_quiet(ev, false);
 	free(b.memo);
+	free(b.reps);
 	*total = b.params_total;
 	return ok;
 }

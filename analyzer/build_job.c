@@ -467,11 +467,12 @@ static bool layout_ok(struct bld *b, uint64_t *gpus)
 
 		if (!env_lookup(b->bindings, bld_intern(b, degrees[i]), &v) || v.kind != VAL_NUM || v.unknown)
 			continue;
-		if (!num_to_u64(v.num, &u) || u > BUILD_MAX_GPUS)
+		if (!num_to_u64(v.num, &u))
+			u = UINT64_MAX;		/* past 2^64: the checker's num range is wider */
+		if (u > BUILD_MAX_GPUS)
 			return bld_error(b, DIAG_BAD_LAYOUT, v.origin.file ? v.origin : v.loc,
-					 "%s = %s is more than the %u GPUs memc models", degrees[i],
-					 num_to_u64(v.num, &u) ? arena_printf(b->arena, "%llu", (unsigned long long)u) :
-					 "this", (unsigned)BUILD_MAX_GPUS);
+					 "%s = %llu is more than the %u GPUs memc models", degrees[i],
+					 (unsigned long long)u, (unsigned)BUILD_MAX_GPUS);
 	}
 	return true;
 }
@@ -481,8 +482,8 @@ static bool layout_ok(struct bld *b, uint64_t *gpus)
 static bool unreported(struct bld *b)
 {
 	return bld_error(b, DIAG_BAD_LAYOUT, b->cj->decl->name_loc,
-			 "train block '%s' cannot be analysed: its model does not evaluate under this "
-			 "job's settings (see the errors above)", b->cj->decl->name);
+			 "train block '%s' checked, but its model does not evaluate when it is built "
+			 "for analysis", b->cj->decl->name);
 }
 
 static bool build_walks(struct bld *b, const struct build_override *ov)
@@ -539,10 +540,6 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 		out->rep.params_total = out->rep.params_trainable = 0;	/* half a walk's count */
 		return false;
 	}
-	drop_empty_blocks(&b, &out->job);
-	layout(&b, &out->job, zero);
-	buffers(&b, &out->job, zero);
-	overheads(&b, &out->job);
 	out->micro_batch = bound_u64(&b, "batch", 1);
 	out->tp = out->job.tp;
 	fill_report(&b, out);

@@ -36,7 +36,8 @@ static void consider(const struct value *v, const struct value **best, uint64_t 
 static const struct value *largest_factor(struct bld *b, const struct value *extra, uint64_t *n)
 {
 	const struct value *best = NULL;
-	static const char *const keys[] = { "batch", "seq" };
+	/* the names the job binds, and the keys that set them */
+	static const char *const keys[][2] = { { "batch", "micro_batch" }, { "seq", "seq_len" } };
 
 	consider(extra, &best, n);
 	for (unsigned i = 0; b->tensor && i < b->tensor->ndims; i++)
@@ -46,8 +47,10 @@ static const struct value *largest_factor(struct bld *b, const struct value *ext
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0] && b->bindings; i++) {
 		struct value *v = ARENA_NEW(b->arena, struct value);
 
-		if (env_lookup(b->bindings, bld_intern(b, keys[i]), v))
+		if (env_lookup(b->bindings, bld_intern(b, keys[i][0]), v)) {
+			v->label = keys[i][1];
 			consider(v, &best, n);
+		}
 	}
 	return best;
 }

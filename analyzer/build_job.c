@@ -496,7 +496,7 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 	b->bindings = override_env(b, b->cj->bindings, ov);
 	if (b->failed)
 		return false;
-	bld_mul(b, bound_u64(b, "batch", 1), bound_u64(b, "seq", 1), &tokens, "batch x seq_len");
+	bld_mul(b, bound_u64(b, "batch", 1), bound_u64(b, "seq", 1), &tokens, "micro_batch x seq_len");
 	cp = bound_u64(b, "cp", 1);
 	b->tokens = tokens / (cp ? cp : 1);
 	if (!b->quiet)	/* what-if variants (fit search, sweeps) never print the totals */

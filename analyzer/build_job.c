@@ -499,9 +499,22 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 	bld_mul(b, bound_u64(b, "batch", 1), bound_u64(b, "seq", 1), &tokens, "micro_batch x seq_len");
 	cp = bound_u64(b, "cp", 1);
 	b->tokens = tokens / (cp ? cp : 1);
-	if (!b->quiet)	/* what-if variants (fit search, sweeps) never print the totals */
+	bool unsharded = true;
+	static const char *const degrees[] = { "tp", "sp", "ep", "cp", "pp" };
+
+	for (size_t i = 0; i < sizeof degrees / sizeof degrees[0]; i++)
+		unsharded &= bound_u64(b, degrees[i], 1) == 1;
+	/* what-if variants (fit search, sweeps) never print the totals; with
+	 * every degree 1 the job's own walk gives them */
+	if (!b->quiet && !unsharded)
 		count(b, b->bindings);
-	return walk(b, b->bindings) && !b->failed;
+	if (!walk(b, b->bindings) || b->failed)
+		return false;
+	if (!b->quiet && unsharded) {
+		b->out->rep.params_total = b->params_total;
+		b->out->rep.params_trainable = b->params_trainable;
+	}
+	return true;
 }
 
 bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build_override *ov,

@@ -84,8 +84,9 @@ unsigned eval_quiet_errors(const struct eval *ev);
 
 /* Allocate environments and values from @a until the next call; returns
  * the arena used before. For quiet walks that keep nothing (the analyzer's
- * per-job scratch, freed after the job's report): global lets and aliases
- * are memoised by the checker already, and a quiet walk reports nothing,
+ * per-job scratch, freed after the job's report). The memo of global lets
+ * and aliases and the once-per-location list stay in the compilation's
+ * arena, and a value first computed under a scratch arena is not memoised,
  * so nothing long-lived points into @a. */
 struct arena *eval_use_arena(struct eval *ev, struct arena *a);
 

@@ -184,14 +184,19 @@ static void print(struct pipeline *p, const struct build *bd, const struct check
 		print_inputs(p, cj, scope);
 }
 
-static void one_job(struct pipeline *p, struct check_result *cr, const struct check_job *j,
+/* Check, analyse and report the train block @d, everything in an arena
+ * freed once its report is out: memory does not grow with the number of
+ * jobs beyond their diagnostics. */
+static void one_job(struct pipeline *p, struct check_result *cr, const struct decl *d,
 		    struct report_jw *jw, size_t i)
 {
 	struct arena scratch = { 0 };
 	struct arena *was = eval_use_arena(cr->ev, &scratch);
+	const struct check_job *j = check_program_job(cr, d);
 	struct build bd = { .rep.name = NULL };
 	struct mem_result res;
 
+	diag_flush(p->diag);
 	/* Jobs are independent: one with an error of its own does not stop the
 	 * others; an error outside every train block (a template, a gpu) does. */
 	if (j->ok && !cr->shared_errors && !diag_too_many(p->diag))
@@ -215,7 +220,7 @@ int pipeline_run(struct pipeline *p)
 	}
 	if (diag_error_count(p->diag))
 		return 1;
-	struct check_result *cr = check_program(p->arena, p->interner, p->diag, p->src, p->program);
+	struct check_result *cr = check_program_decls(p->arena, p->interner, p->diag, p->src, p->program);
 	struct report_jw jw;
 	bool json = p->opts->command == DRIVER_REPORT && p->opts->format == DRIVER_FORMAT_JSON;
 	size_t i = 0;
@@ -223,8 +228,9 @@ int pipeline_run(struct pipeline *p)
 	diag_flush(p->diag);
 	if (json)
 		report_json_file_begin(&jw, stdout, src_get(p->src, 1)->display_name, json_first_file);
-	for (const struct check_job *j = cr->jobs; j; j = j->next, i++)
-		one_job(p, cr, j, &jw, i);
+	for (const struct decl *d = p->program->root->decls; cr->jobs_follow && d; d = d->next)
+		if (d->kind == DECL_TRAIN)
+			one_job(p, cr, d, &jw, i++);
 	diag_flush(p->diag);
 	if (json) {
 		report_json_file_end(&jw, p->diag);

@@ -191,7 +191,8 @@ static void capacity(struct eval *ev, const struct check_job *cj, const struct b
 	char part[32];
 	enum mem_component c = largest(k);
 
-	(void)cj;
+	if (d == diag_sink(eval_diag(ev)))
+		return;		/* dropped (--max-errors): nothing to note on */
 	if (bd->job.pp > 1)
 		diag_note(d, NO_LOC, "on pipeline stage %u", (unsigned)k->stage);
 	diag_note(d, NO_LOC, "the largest part is %s (%s)", mem_component_name(c),

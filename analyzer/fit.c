@@ -135,7 +135,8 @@ static void fix_other(struct eval *ev, const struct check_job *cj, const struct 
 			add_fix(fx, bd->loc_checkpoint.file ? bd->loc_checkpoint : bd->loc_train, "checkpoint = full", t);
 	}
 	ov = no_override();
-	if (bd->job.dp > 1 && bd->zero >= 0 && bd->zero < 3) {
+	/* under FSDP the zero key changes nothing: never offer it there */
+	if (bd->job.dp > 1 && bd->zero >= 0 && bd->zero < 3 && bd->job.sharding <= MEM_SHARD_ZERO3) {
 		char what[32];
 
 		ov.zero = bd->zero + 1;

@@ -73,9 +73,15 @@ static void layout_error(struct pipeline *p, const struct check_job *cj, const s
 			 enum mem_status st)
 {
 	struct loc at = bd->loc_tp.file ? bd->loc_tp : bd->loc_train;
+	struct value frag;
+	double f = bd->job.frag_factor;
 
 	if (st == MEM_E_OVERFLOW)
 		overflow_error(p, cj, bd);
+	else if (st == MEM_E_INVALID && f != 0.0 && !(f >= 1.0 && f < 100.0) &&
+		 check_job_field(cj, "overhead.fragmentation", &frag))
+		diag_error(p->diag, DIAG_TYPE_MISMATCH, frag.origin.file ? frag.origin : bd->loc_train,
+			   "'overhead.fragmentation' must be at least 0 and below 99");
 	else if (st == MEM_E_PP_UNEVEN)
 		diag_error(p->diag, DIAG_BAD_LAYOUT, at,
 			   "the model's repeated blocks do not split evenly over pp = %u stages",

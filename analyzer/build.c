@@ -32,7 +32,8 @@ static void consider(const struct value *v, const struct value **best, uint64_t 
 }
 
 /* The factor to blame: the largest of @extra, the axes of the tensor being
- * added, the open repeat counts and the job's batch and sequence length. */
+ * added, the open repeat counts and, where tokens are a factor, the job's
+ * batch and sequence length. */
 static const struct value *largest_factor(struct bld *b, const struct value *extra, uint64_t *n)
 {
 	const struct value *best = NULL;
@@ -40,11 +41,8 @@ static const struct value *largest_factor(struct bld *b, const struct value *ext
 	static const char *const keys[][2] = { { "batch", "micro_batch" }, { "seq", "seq_len" } };
 
 	consider(extra, &best, n);
-	for (unsigned i = 0; b->tensor && i < b->tensor->ndims; i++)
-		consider(&b->tensor->dims[i], &best, n);
-	for (size_t i = 0; i < b->nreps; i++)
-		consider(&b->reps[i].count, &best, n);
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0] && b->bindings; i++) {
+	/* first, so that an axis `seq / cp` no larger than seq_len blames the key */
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0] && b->bindings && b->tokens_in_play; i++) {
 		struct value *v = ARENA_NEW(b->arena, struct value);
 
 		if (env_lookup(b->bindings, bld_intern(b, keys[i][0]), v)) {
@@ -52,6 +50,10 @@ static const struct value *largest_factor(struct bld *b, const struct value *ext
 			consider(v, &best, n);
 		}
 	}
+	for (unsigned i = 0; b->tensor && i < b->tensor->ndims; i++)
+		consider(&b->tensor->dims[i], &best, n);
+	for (size_t i = 0; i < b->nreps; i++)
+		consider(&b->reps[i].count, &best, n);
 	return best;
 }
 
@@ -98,6 +100,17 @@ bool bld_add(struct bld *b, uint64_t *acc, uint64_t x, const char *what)
 		return true;
 	bld_overflow(b, what, NULL);
 	return false;
+}
+
+/* Activation bytes: per token, so batch and seq_len are factors. */
+bool bld_add_act(struct bld *b, uint64_t *acc, uint64_t x, const char *what)
+{
+	bool was = b->tokens_in_play, ok;
+
+	b->tokens_in_play = true;
+	ok = bld_add(b, acc, x, what);
+	b->tokens_in_play = was;
+	return ok;
 }
 
 /* Bytes of @numel elements of @dt; NULL dtype: none (an unset policy slot). */
@@ -245,8 +258,8 @@ void bld_frame_pop(struct bld *b)
 	if (b->frame) {
 		uint64_t child = f->temp_fwd, childb = f->temp_bwd;
 
-		bld_add(b, &child, f->child_fwd, "the transient bytes of a layer");
-		bld_add(b, &childb, f->child_bwd, "the transient bytes of a layer");
+		bld_add_act(b, &child, f->child_fwd, "the transient bytes of a layer");
+		bld_add_act(b, &childb, f->child_bwd, "the transient bytes of a layer");
 
 		/* nested layers run one after another: their transients do not add up */
 		if (child > b->frame->child_fwd)
@@ -311,9 +324,9 @@ static void on_temp(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 	if (find_attr(t->stmt, "loss"))
 		f->loss = true;
 	if (fwd || !bwd)
-		bld_add(b, &f->temp_fwd, bytes, "the transient bytes of a layer");
+		bld_add_act(b, &f->temp_fwd, bytes, "the transient bytes of a layer");
 	if (bwd || !fwd)
-		bld_add(b, &f->temp_bwd, bytes, "the transient bytes of a layer");
+		bld_add_act(b, &f->temp_bwd, bytes, "the transient bytes of a layer");
 }
 
 static void on_tensor(void *ctx, const struct walk_tensor *t)
@@ -324,8 +337,10 @@ static void on_tensor(void *ctx, const struct walk_tensor *t)
 	if (b->failed)
 		return;
 	b->tensor = t;
+	b->tokens_in_play = t->stmt->tensor.kind != TENSOR_PARAM;
 	if (!tensor_numel(b, t, &base, &mult) || !bld_mul(b, base, mult, &numel, "the size of this tensor")) {
 		b->tensor = NULL;
+		b->tokens_in_play = false;
 		return;
 	}
 	switch (t->stmt->tensor.kind) {
@@ -342,6 +357,7 @@ static void on_tensor(void *ctx, const struct walk_tensor *t)
 	default: break;
 	}
 	b->tensor = NULL;
+	b->tokens_in_play = false;
 }
 
 static void on_enter(void *ctx, const struct decl *layer, struct env *env, struct loc call)

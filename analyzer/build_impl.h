@@ -61,6 +61,7 @@ struct bld {
 	bool quiet;			/* a what-if build: count failures, print none */
 	bool reported;			/* this build printed its own error */
 	const struct walk_tensor *tensor;	/* being added, for blame */
+	bool tokens_in_play;		/* batch x seq is a factor of what is computed */
 	/* precision */
 	const struct dtype *weights, *grads, *master, *act, *cast_cache, *linear_input, *copy_dtype;
 	uint64_t weight_copies;
@@ -101,6 +102,7 @@ const char *bld_intern(struct bld *b, const char *s);
 void bld_overflow(struct bld *b, const char *what, const struct value *extra);
 bool bld_mul(struct bld *b, uint64_t x, uint64_t y, uint64_t *out, const char *what);
 bool bld_add(struct bld *b, uint64_t *acc, uint64_t x, const char *what);
+bool bld_add_act(struct bld *b, uint64_t *acc, uint64_t x, const char *what);
 uint64_t bld_bytes(struct bld *b, const struct dtype *dt, uint64_t numel);
 uint64_t bld_bytes_x(struct bld *b, const struct dtype *dt, uint64_t numel, uint64_t mult);
 void bld_rep_push(struct bld *b, uint64_t saved, struct value count);

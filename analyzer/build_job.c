@@ -40,7 +40,7 @@ void bld_close_implicit(struct bld *b)
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss)
 {
 	bld_frame(b);
-	bld_add(b, loss ? &b->loss_saves : &b->saves, bytes, "the saved activations of a layer");
+	bld_add_act(b, loss ? &b->loss_saves : &b->saves, bytes, "the saved activations of a layer");
 }
 
 static void open_block(struct bld *b, uint64_t repeat, bool body)
@@ -59,9 +59,9 @@ void bld_layer_close(struct bld *b, struct frame *f)
 	bool loss = f->loss || b->loss_saves > 0;
 	uint64_t saves = b->saves, tf = f->temp_fwd, tb = f->temp_bwd;
 
-	bld_add(b, &saves, b->loss_saves, "the saved activations of a layer");
-	bld_add(b, &tf, f->child_fwd, "the transient bytes of a layer");
-	bld_add(b, &tb, f->child_bwd, "the transient bytes of a layer");
+	bld_add_act(b, &saves, b->loss_saves, "the saved activations of a layer");
+	bld_add_act(b, &tf, f->child_fwd, "the transient bytes of a layer");
+	bld_add_act(b, &tb, f->child_bwd, "the transient bytes of a layer");
 
 	b->layers[b->nlayers++] = (struct mem_layer){
 		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
@@ -496,7 +496,9 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 	b->bindings = override_env(b, b->cj->bindings, ov);
 	if (b->failed)
 		return false;
+	b->tokens_in_play = true;
 	bld_mul(b, bound_u64(b, "batch", 1), bound_u64(b, "seq", 1), &tokens, "micro_batch x seq_len");
+	b->tokens_in_play = false;
 	cp = bound_u64(b, "cp", 1);
 	b->tokens = tokens / (cp ? cp : 1);
 	bool unsharded = true;

@@ -166,6 +166,7 @@ static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 
 	adapter(b, name, d_in, r, mult);
 	adapter(b, name, r, d_out, mult);
+	b->tokens_in_play = true;
 	bld_mul(b, b->tokens, r, &n, what);
 	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
 	if (b->lora_dropout > 0) {
@@ -175,6 +176,7 @@ static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 		bld_mul(b, n, mult, &n, what);
 		bld_add_saves(b, n, false);
 	}
+	b->tokens_in_play = false;
 }
 
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,

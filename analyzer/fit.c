@@ -93,20 +93,37 @@ static void add_fix(struct fit_fixes *fx, struct loc at, const char *what, uint6
 	snprintf(f->what, sizeof f->what, "%s", what);
 }
 
-/* Largest micro_batch below the current one that fits: totals grow with it. */
+static uint64_t try_micro_batch(struct eval *ev, const struct check_job *cj, uint64_t mb, bool *fits)
+{
+	struct build_override ov = no_override();
+
+	ov.micro_batch = mb;
+	return try_variant(ev, cj, &ov, fits);
+}
+
+/* Largest micro_batch below the current one that fits: totals grow with it.
+ * Galloping up from 1 first costs one build when even 1 does not fit (the
+ * states alone are too big) and 2 log2(answer) builds otherwise, however
+ * large the micro_batch as written. */
 static void fix_micro_batch(struct eval *ev, const struct check_job *cj, const struct build *bd,
 			    struct fit_fixes *fx)
 {
-	uint64_t lo = 0, hi = bd->micro_batch, best_total = 0;
+	uint64_t lo = 0, hi = bd->micro_batch, best_total = 0, t;
+	bool fits;
 
+	for (uint64_t mb = 1; mb < hi; mb = mb > UINT64_MAX / 2 ? hi : mb * 2) {
+		t = try_micro_batch(ev, cj, mb, &fits);
+		if (!fits) {
+			hi = mb;
+			break;
+		}
+		lo = mb;
+		best_total = t;
+	}
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		struct build_override ov = no_override();
-		bool fits;
 
-		ov.micro_batch = mid;
-		uint64_t t = try_variant(ev, cj, &ov, &fits);
-
+		t = try_micro_batch(ev, cj, mid, &fits);
 		if (fits) {
 			lo = mid;
 			best_total = t;

@@ -148,13 +148,26 @@ uint64_t bld_rep_pop(struct bld *b)
 	return b->nreps ? b->reps[--b->nreps].saved : 1;
 }
 
+/* The tensor words of the language (check_train.c reads them first too):
+ * never a dtype, and evaluating them as names is most of a walk's time. */
+bool bld_is_tensor_word(const char *name)
+{
+	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
+					     "grouped", "paged" };
+
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (!strcmp(name, words[i]))
+			return true;
+	return false;
+}
+
 /* The dtype of attribute @a, or NULL if it names something else. */
 static const struct dtype *attr_dtype(struct bld *b, const struct attr *a, struct env *env)
 {
 	struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
 	struct value v;
 
-	if (a->has_parens)
+	if (a->has_parens || bld_is_tensor_word(a->name))
 		return NULL;
 	v = eval_expr(b->ev, env, &name);
 	return v.kind == VAL_DTYPE ? v.dtype : NULL;

@@ -99,6 +99,7 @@ struct bld {
 extern const struct walk_ops bld_ops;
 
 const char *bld_intern(struct bld *b, const char *s);
+bool bld_is_tensor_word(const char *name);
 void bld_overflow(struct bld *b, const char *what, const struct value *extra);
 bool bld_mul(struct bld *b, uint64_t x, uint64_t y, uint64_t *out, const char *what);
 bool bld_add(struct bld *b, uint64_t *acc, uint64_t x, const char *what);

@@ -61,7 +61,7 @@ static void opt_tensor(void *ctx, const struct walk_tensor *t)
 
 		paged |= !strcmp(a->name, "paged");
 		grouped |= !strcmp(a->name, "grouped");
-		if (!a->has_parens) {
+		if (!a->has_parens && !bld_is_tensor_word(a->name)) {
 			struct value v = eval_expr(w->b->ev, t->env, &name);
 
 			if (v.kind == VAL_DTYPE)

@@ -34,38 +34,29 @@ void pipeline_end(const struct driver_opts *o)
 		report_json_end(stdout);
 }
 
-/* The numeric key of @cj with the largest value: the factor to blame when
- * the job's byte totals overflow (the memory model knows no lines). */
-static const struct value *largest_key(const struct check_job *cj, uint64_t *n)
+/* The memory model's totals overflowed; it knows no lines, so blame the
+ * job's numeric key with the largest value (seq_len, a bucket size, ...). */
+static void overflow_error(struct pipeline *p, const struct check_job *cj, const struct build *bd)
 {
-	const struct value *best = NULL;
+	uint64_t n = 0;
+	unsigned best = cj->nfields;
 
 	for (unsigned i = 0; i < cj->nfields; i++) {
 		const struct value *v = &cj->fields[i];
 		uint64_t u;
 
-		if (v->kind == VAL_NUM && !v->unknown && num_to_u64(num_floor(v->num), &u) && (!best || u > *n)) {
-			best = v;
-			*n = u;
+		if (v->kind == VAL_NUM && !v->unknown && num_to_u64(num_floor(v->num), &u) &&
+		    (best == cj->nfields || u > n)) {
+			best = i;
+			n = u;
 		}
 	}
-	return best;
-}
-
-static void overflow_error(struct pipeline *p, const struct check_job *cj, const struct build *bd)
-{
-	uint64_t n = 0;
-	const struct value *v = largest_key(cj, &n);
-
-	if (!v) {
+	if (best == cj->nfields)
 		diag_error(p->diag, DIAG_OVERFLOW, bd->loc_train, "this job's memory would overflow 64 bits");
-		return;
-	}
-	for (unsigned i = 0; i < cj->nfields; i++)
-		if (&cj->fields[i] == v)
-			diag_error(p->diag, DIAG_OVERFLOW, v->origin.file ? v->origin : bd->loc_train,
-				   "this job's memory would overflow 64 bits; its largest factor is %s (%llu)",
-				   cj->names[i], (unsigned long long)n);
+	else
+		diag_error(p->diag, DIAG_OVERFLOW, cj->fields[best].origin.file ? cj->fields[best].origin :
+			   bd->loc_train, "this job's memory would overflow 64 bits; its largest factor is %s (%llu)",
+			   cj->names[best], (unsigned long long)n);
 }
 
 /* A pipeline split that mem_analyze refused is the user's layout error. */

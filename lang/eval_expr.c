@@ -326,7 +326,7 @@ static struct value cluster(struct eval *ev, const struct expr *e)
 	if (g.kind == VAL_ERROR || n.kind == VAL_ERROR)
 		return val_error(e->loc);
 	if (!gpu) {
-		const char *s = scope_suggest(ev->scope, e->cluster.gpu, DECL_GPU);
+		const char *s = eval_suggest(ev, e->cluster.gpu, DECL_GPU);
 		struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, e->cluster.gpu_loc,
 					    "unknown GPU '%s'", e->cluster.gpu);
 

@@ -29,8 +29,12 @@ struct eval {
 	const struct scope *scope;
 	const struct src_table *src;	/* for quoting operands in messages */
 	const char *none;
-	uint64_t *seen;			/* reported (file, offset, id) keys */
+	uint64_t *seen;			/* reported (file, offset, id, message) keys, open addressing */
 	size_t nseen, capseen;
+	uint64_t report_salt;		/* the job a warn fires for: one warning per job */
+	struct suggestion **suggestions;	/* did-you-mean per (name, kind), open addressing */
+	size_t nsuggestions, capsuggestions;
+	unsigned long suggestions_computed;	/* scans of the scope, for the unit tests */
 	struct decl_memo **memo;	/* open addressing on the decl pointer */
 	size_t nmemo, capmemo;
 	struct decl_memo *active[2048];	/* the chain being evaluated, for cycles; deeper
@@ -66,6 +70,9 @@ struct value eval_name(struct eval *ev, struct env *env, const struct expr *e);
 struct value eval_call(struct eval *ev, struct env *env, const struct expr *e);
 
 struct value undefined_name(struct eval *ev, const struct value *v);
+/* scope_suggest(), computed once per distinct (name, kind) in a
+ * compilation: a layer used 2^14 times under a fan-out asks 2^14 times. */
+const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind);
 bool eval_type_known(const char *type);
 
 #endif

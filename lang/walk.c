@@ -259,9 +259,60 @@ bool eval_to_bool(struct eval *ev, struct value v, const char *what, bool *out)
 	return true;
 }
 
+struct suggestion {
+	const char *name;
+	enum decl_kind kind;
+	const char *best;		/* NULL: nothing close */
+};
+
+static size_t suggestion_slot(const char *name, enum decl_kind kind, size_t cap)
+{
+	uintptr_t h = (uintptr_t)name ^ (uintptr_t)kind;
+
+	h ^= h >> 17;
+	h *= 0x9E3779B97F4A7C15u;
+	return (size_t)(h >> 7) & (cap - 1);
+}
+
+static void suggestion_insert(struct suggestion **tab, size_t cap, struct suggestion *m)
+{
+	size_t i = suggestion_slot(m->name, m->kind, cap);
+
+	while (tab[i])
+		i = (i + 1) & (cap - 1);
+	tab[i] = m;
+}
+
+const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind)
+{
+	for (size_t i = ev->capsuggestions ? suggestion_slot(name, kind, ev->capsuggestions) : 0;
+	     ev->capsuggestions && ev->suggestions[i]; i = (i + 1) & (ev->capsuggestions - 1))
+		if (ev->suggestions[i]->name == name && ev->suggestions[i]->kind == kind)
+			return ev->suggestions[i]->best;
+	if (2 * (ev->nsuggestions + 1) > ev->capsuggestions) {
+		size_t cap = ev->capsuggestions ? ev->capsuggestions * 2 : 16;
+		struct suggestion **tab = ARENA_NEW_ARRAY(ev->arena, struct suggestion *, cap);
+
+		for (size_t i = 0; i < ev->capsuggestions; i++)
+			if (ev->suggestions[i])
+				suggestion_insert(tab, cap, ev->suggestions[i]);
+		ev->suggestions = tab;
+		ev->capsuggestions = cap;
+	}
+	struct suggestion *m = ARENA_NEW(ev->arena, struct suggestion);
+
+	m->name = name;
+	m->kind = kind;
+	m->best = scope_suggest(ev->scope, name, kind);
+	ev->suggestions_computed++;
+	suggestion_insert(ev->suggestions, ev->capsuggestions, m);
+	ev->nsuggestions++;
+	return m->best;
+}
+
 struct value undefined_name(struct eval *ev, const struct value *v)
 {
-	const char *s = scope_suggest(ev->scope, v->str, DECL__COUNT);
+	const char *s = eval_suggest(ev, v->str, DECL__COUNT);
 	struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, v->loc, "'%s' is not defined", v->str);
 
 	if (s)
@@ -454,6 +505,40 @@ static void bind_args(struct eval *ev, struct env *frame, const struct decl *d, 
 	(void)call;
 }
 
+/* "'a'", "'a' and 'b'", "'a', 'b' and 'c'" from @n names. */
+static void name_list(struct strbuf *sb, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		strbuf_addf(sb, "%s'%s'", i == 0 ? "" : i + 1 == n ? " and " : ", ", names[i]);
+}
+
+/* Every missing argument in one error at the call, a note at each parameter. */
+static void report_missing(struct eval *ev, const struct decl *d, struct loc call, struct env *frame)
+{
+	size_t n = 0, i = 0;
+	struct value v;
+
+	for (const struct param *p = d->templ.params; p; p = p->next)
+		n += !p->def && env_lookup(frame, p->name, &v) && v.kind == VAL_ERROR && !v.loc.file;
+	if (!n)
+		return;
+	const char **names = ARENA_NEW_ARRAY(ev->arena, const char *, n);
+	struct strbuf sb;
+
+	for (const struct param *p = d->templ.params; p; p = p->next)
+		if (!p->def && env_lookup(frame, p->name, &v) && v.kind == VAL_ERROR && !v.loc.file)
+			names[i++] = p->name;
+	strbuf_init(&sb);
+	name_list(&sb, names, n);
+	struct diag *g = eval_error(ev, DIAG_BAD_ARGUMENT, call, "'%s' needs argument%s %s", d->name,
+				    n > 1 ? "s" : "", sb.buf);
+
+	strbuf_release(&sb);
+	for (const struct param *p = d->templ.params; p; p = p->next)
+		if (!p->def && env_lookup(frame, p->name, &v) && v.kind == VAL_ERROR && !v.loc.file)
+			diag_note(g, p->name_loc, "parameter '%s' is declared here", p->name);
+}
+
 static void bind_defaults(struct eval *ev, struct env *frame, const struct decl *d, struct loc call,
 			  bool unknown)
 {
@@ -474,16 +559,16 @@ static void bind_defaults(struct eval *ev, struct env *frame, const struct decl 
 			if (v.kind == VAL_SYMBOL)
 				v.str = p->type_alts[0];
 		} else {
-			struct diag *g = eval_error(ev, DIAG_BAD_ARGUMENT, call, "'%s' needs argument '%s'",
-						    d->name, p->name);
-
-			diag_note(g, p->name_loc, "parameter '%s' is declared here", p->name);
-			v = val_error(call);
+			v = val_error(NO_LOC);	/* missing: reported below, all at once */
+			v.label = p->name;
+			env_bind(frame, p->name, v);
+			continue;
 		}
 		v.origin = p->name_loc;
 		v.label = p->name;
 		env_bind(frame, p->name, v);
 	}
+	report_missing(ev, d, call, frame);
 }
 
 static struct value make_instance(const struct decl *d, struct env *frame, struct loc call)
@@ -553,7 +638,7 @@ static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env
 	const struct decl *d = callee->kind == EXPR_NAME ? scope_find(ev->scope, callee->name.name) : NULL;
 
 	if (callee->kind == EXPR_NAME && (!d || d->kind != DECL_LAYER)) {
-		const char *sug = scope_suggest(ev->scope, callee->name.name, DECL_LAYER);
+		const char *sug = eval_suggest(ev, callee->name.name, DECL_LAYER);
 		struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, callee->loc, "no layer named '%s'",
 					    callee->name.name);
 

@@ -8,6 +8,7 @@
  * jobs. Diagnostics are kept in the engine, never printed.
  */
 #include "lang/check.h"
+#include "lang/eval_impl.h"
 #include "lang/dtypes.h"
 #include "lang/eval.h"
 #include "lang/import.h"
@@ -447,6 +448,31 @@ static void no_train_block_no_jobs(void **state)
 	assert_int_equal(fx_count_diags(fx), 0);
 }
 
+/* An undefined layer under a fan-out (l1 uses it twice, each l<k> uses
+ * l<k-1> twice): 2 + 4 + ... + 2^10 walked uses, one did-you-mean scan and
+ * one error per use site. */
+static void undefined_layer_under_a_fan_out(void **state)
+{
+	struct fixture *fx = *state;
+	char text[4096];
+	size_t n = (size_t)snprintf(text, sizeof text, "layer rmsnorm(h: count) { param w : [h] }\n"
+				    "layer l1(h: count) { rmsnrom(h)\n rmsnrom(h) }\n");
+
+	for (int k = 2; k <= 10; k++)
+		n += (size_t)snprintf(text + n, sizeof text - n, "layer l%d(h: count) { l%d(h)\n l%d(h) }\n",
+				      k, k - 1, k - 1);
+	assert_true(n < sizeof text);
+	struct check_result *r = check(fx, text);
+	const struct diag *d = expect_diag(diag_first(fx->de), "undefined-name");
+
+	assert_int_equal(diag_loc_line(fx->de, d->loc), 2);
+	assert_string_equal(d->notes->msg, "did you mean 'rmsnorm'?");
+	d = expect_diag(d->next, "undefined-name");
+	assert_int_equal(diag_loc_line(fx->de, d->loc), 3);
+	assert_null(d->next);
+	assert_int_equal(r->ev->suggestions_computed, 1);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
@@ -465,6 +491,7 @@ int main(void)
 		T(only_root_train_blocks_are_jobs),
 		T(scope_errors_stop_the_check),
 		T(no_train_block_no_jobs),
+		T(undefined_layer_under_a_fan_out),
 	};
 #undef T
 

@@ -417,8 +417,13 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 		j->finetune = val_symbol(ev, "full", d->name_loc);
 	if (diag_error_count(ev->diag) == before && positive_keys(ev, j)) {
 		j->bindings = job_bindings(ev, j);
-		if (diag_error_count(ev->diag) == before)
+		if (diag_error_count(ev->diag) == before) {
+			ev->warn_job = j->bindings;
+			ev->warn_train = d;
 			eval_walk(ev, j->model, j->bindings, &ops, ev);
+			ev->warn_job = NULL;
+			ev->warn_train = NULL;
+		}
 	}
 	j->ok = diag_error_count(ev->diag) == before;
 	return j;

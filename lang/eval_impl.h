@@ -56,6 +56,8 @@ struct eval {
 	const struct walk_ops *walk_ops;	/* of the walk in progress, for trains() */
 	void *walk_ctx;
 	struct env *static_job;		/* unknown bindings for static checks */
+	struct env *warn_job;		/* the bindings whose walk fires `warn`: the checker's */
+	const struct decl *warn_train;	/* ... and their train block */
 };
 
 /* Limits (docs/limits.md): layers nested inside layers, and statements

@@ -742,8 +742,10 @@ static bool interpolate_one(struct eval *ev, struct env *env, const char *name, 
 	return true;
 }
 
-/* `warn "tp ({tp}) above kv_heads ({kv_heads})"`: only under a real job,
- * and only once every {name} has a value. */
+/* `warn "tp ({tp}) above kv_heads ({kv_heads})"`: only in the checker's
+ * walk of a job (the analyzer re-walks with other bindings, e.g. tp = 1
+ * for the unsharded count), once per job, and only once every {name} has
+ * a value. */
 static void walk_warn(struct eval *ev, const struct stmt *s, struct env *env, struct env *job)
 {
 	const char *m = s->warn.message;
@@ -751,7 +753,7 @@ static void walk_warn(struct eval *ev, const struct stmt *s, struct env *env, st
 	struct loc blame = NO_LOC;
 	bool ok = true;
 
-	if (!job || job == ev->static_job)
+	if (!job || job != ev->warn_job)
 		return;
 	strbuf_init(&sb);
 	while (*m && ok) {
@@ -765,11 +767,15 @@ static void walk_warn(struct eval *ev, const struct stmt *s, struct env *env, st
 		}
 	}
 	if (ok) {
+		ev->report_salt = (uintptr_t)ev->warn_train;
 		struct diag *d = eval_error(ev, DIAG_LAYOUT, blame.file ? blame : s->loc, "%s", sb.buf);
 
+		ev->report_salt = 0;
 		if (blame.file)
 			diag_note(d, s->loc, "warning written in layer '%s'",
 				  ev->depth ? ev->layers[ev->depth - 1]->name : "?");
+		else if (ev->warn_train)
+			diag_note(d, ev->warn_train->name_loc, "for train block '%s'", ev->warn_train->name);
 	}
 	strbuf_release(&sb);
 }

@@ -41,6 +41,9 @@ struct check_result {
 
 struct check_result *check_program(struct arena *a, struct interner *in, struct diag_engine *de,
 				   const struct src_table *src, const struct program *p);
+/* Whether `param` tensor @s is called @name: its own name or one of its
+ * hf(...) names (Hugging Face / PEFT module names such as q_proj). */
+bool check_tensor_answers_to(const struct stmt *s, const char *name);
 /* The value of @key in @job, or false if it was not given. */
 bool check_job_field(const struct check_job *job, const char *key, struct value *out);
 

@@ -23,4 +23,28 @@ bool check_value_type(struct eval *ev, struct value v, const char *type, const c
 void check_body_static(struct eval *ev, const struct decl *d);
 struct check_job *check_train(struct eval *ev, const struct decl *d);
 
+/* What the checker's walk of one job saw of its model (check_model.c). */
+struct check_param {
+	const struct stmt *stmt;	/* a `param` tensor */
+	const struct decl *layer;	/* the layer (or model) that declares it */
+};
+
+struct check_model {
+	struct eval *ev;
+	struct check_param *params;	/* distinct (tensor, layer) pairs, in walk order */
+	size_t nparams, capparams;
+	unsigned open_repeats;		/* at model level */
+	bool have_body, body_known;	/* the model's first repeat, and its count */
+	uint64_t body;
+};
+
+void check_model_tensor(struct check_model *m, const struct walk_tensor *t);
+void check_model_repeat_enter(struct check_model *m, struct value count);
+void check_model_repeat_leave(struct check_model *m);
+/* `freeze` and LoRA `targets` name what the model has; something trains. */
+bool check_model_names(struct eval *ev, const struct check_model *m, const struct check_job *j);
+/* pp (x vp when @interleaved) divides the model's blocks. */
+bool check_model_split(struct eval *ev, const struct check_model *m, const struct check_job *j,
+		       struct value pp, struct value vp, bool interleaved);
+
 #endif

@@ -19,7 +19,7 @@
 #include "lang/scope.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", NULL };
+					    "grouped", "paged", "hf", NULL };
 
 static bool is_word(const char *name)
 {
@@ -29,10 +29,23 @@ static bool is_word(const char *name)
 	return false;
 }
 
+/* hf(q_proj, ...): the Hugging Face / PEFT names of a parameter, for
+ * `freeze` and LoRA `targets`. */
+static void check_hf(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_PARAM || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "hf(name, ...) names a param tensor's module");
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME)
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "hf() takes module names such as q_proj");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 {
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
+		if (!strcmp(a->name, "hf"))
+			check_hf(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -386,11 +399,55 @@ static struct env *job_bindings(struct eval *ev, struct check_job *j)
 	return e;
 }
 
+static void job_tensor(void *ctx, const struct walk_tensor *t)
+{
+	struct check_model *m = ctx;
+
+	check_attrs(m->ev, t);
+	check_model_tensor(m, t);
+}
+
+static void job_repeat_enter(void *ctx, const struct stmt *s, struct value count)
+{
+	(void)s;
+	check_model_repeat_enter(ctx, count);
+}
+
+static void job_repeat_leave(void *ctx, const struct stmt *s)
+{
+	(void)s;
+	check_model_repeat_leave(ctx);
+}
+
+/* Walk the model under the job; then what the job asks of the model. */
+static void walk_job(struct eval *ev, struct check_job *j)
+{
+	static const struct walk_ops ops = { .tensor = job_tensor, .repeat_enter = job_repeat_enter,
+					     .repeat_leave = job_repeat_leave };
+	struct check_model m = { .ev = ev };
+	unsigned before = diag_error_count(ev->diag);
+	struct value pp, vp, sched;
+
+	ev->warn_job = j->bindings;
+	ev->warn_train = j->decl;
+	eval_walk(ev, j->model, j->bindings, &ops, &m);
+	ev->warn_job = NULL;
+	ev->warn_train = NULL;
+	if (diag_error_count(ev->diag) != before)
+		return;
+	count_key(ev, j, "parallel.pp", 1, &pp);
+	count_key(ev, j, "parallel.vp", 1, &vp);
+	bool interleaved = check_job_field(j, "parallel.schedule", &sched) && sched.kind == VAL_STRING &&
+			   !strcmp(sched.str, "interleaved");
+
+	if (check_model_split(ev, &m, j, pp, vp, interleaved))
+		check_model_names(ev, &m, j);
+}
+
 struct check_job *check_train(struct eval *ev, const struct decl *d)
 {
 	struct check_job *j = ARENA_NEW(ev->arena, struct check_job);
 	unsigned before = diag_error_count(ev->diag);
-	static const struct walk_ops ops = { .tensor = static_tensor };
 
 	j->decl = d;
 	j->ok = true;
@@ -417,13 +474,8 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 		j->finetune = val_symbol(ev, "full", d->name_loc);
 	if (diag_error_count(ev->diag) == before && positive_keys(ev, j)) {
 		j->bindings = job_bindings(ev, j);
-		if (diag_error_count(ev->diag) == before) {
-			ev->warn_job = j->bindings;
-			ev->warn_train = d;
-			eval_walk(ev, j->model, j->bindings, &ops, ev);
-			ev->warn_job = NULL;
-			ev->warn_train = NULL;
-		}
+		if (diag_error_count(ev->diag) == before)
+			walk_job(ev, j);
 	}
 	j->ok = diag_error_count(ev->diag) == before;
 	return j;

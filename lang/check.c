@@ -17,19 +17,22 @@
 
 /* Fields of gpu and precision records: name, type, required. */
 static const struct field_spec gpu_fields[] = {
-	{ "memory", "bytes", true }, { "bandwidth", "bandwidth", false },
-	{ "fp64", "throughput", false }, { "fp32", "throughput", false }, { "tf32", "throughput", false },
-	{ "bf16", "throughput", false }, { "fp16", "throughput", false }, { "fp8", "throughput", false },
-	{ "fp4", "throughput", false }, { "int8", "throughput", false },
-	{ "family", "string", false }, { "vendor", "string", false }, { "context", "bytes", false },
-	{ "cublas_workspace", "bytes", false }, { "nccl", "bytes", false }, { NULL, NULL, false },
+	{ "memory", "bytes", true, RANGE_POSITIVE_BYTES }, { "bandwidth", "bandwidth", false, RANGE_NONNEG },
+	{ "fp64", "throughput", false, RANGE_NONNEG }, { "fp32", "throughput", false, RANGE_NONNEG },
+	{ "tf32", "throughput", false, RANGE_NONNEG }, { "bf16", "throughput", false, RANGE_NONNEG },
+	{ "fp16", "throughput", false, RANGE_NONNEG }, { "fp8", "throughput", false, RANGE_NONNEG },
+	{ "fp4", "throughput", false, RANGE_NONNEG }, { "int8", "throughput", false, RANGE_NONNEG },
+	{ "family", "string", false, RANGE_ANY }, { "vendor", "string", false, RANGE_ANY },
+	{ "context", "bytes", false, RANGE_NONNEG_BYTES },
+	{ "cublas_workspace", "bytes", false, RANGE_NONNEG_BYTES },
+	{ "nccl", "bytes", false, RANGE_NONNEG_BYTES }, { NULL, NULL, false, RANGE_ANY },
 };
 
 static const struct field_spec precision_fields[] = {
-	{ "weights", "dtype", true }, { "grads", "dtype", true }, { "compute", "dtype", true },
-	{ "master", "dtype?", false }, { "cast_cache", "dtype?", false },
-	{ "linear_input", "dtype?", false }, { "weight_copies", "count", false },
-	{ "copy_dtype", "dtype", false }, { NULL, NULL, false },
+	{ "weights", "dtype", true, RANGE_ANY }, { "grads", "dtype", true, RANGE_ANY }, { "compute", "dtype", true, RANGE_ANY },
+	{ "master", "dtype?", false, RANGE_ANY }, { "cast_cache", "dtype?", false, RANGE_ANY },
+	{ "linear_input", "dtype?", false, RANGE_ANY }, { "weight_copies", "count", false, RANGE_NONNEG },
+	{ "copy_dtype", "dtype", false, RANGE_ANY }, { NULL, NULL, false, RANGE_ANY },
 };
 
 /* A key given twice in one record: the second wins nowhere, it is an error. */
@@ -86,6 +89,53 @@ void check_unknown_field(struct eval *ev, const struct field_spec *specs, const 
 		diag_note(d, NO_LOC, "did you mean '%s'?", best);
 }
 
+static const char *const range_words[] = {
+	[RANGE_POSITIVE] = "more than 0", [RANGE_NONNEG] = "0 or more",
+	[RANGE_FRACTION] = "at least 0% and below 100%", [RANGE_PERCENT] = "between 0% and 100%",
+	[RANGE_AT_LEAST_1] = "at least 1", [RANGE_POSITIVE_BYTES] = "more than 0 B, in whole bytes",
+	[RANGE_NONNEG_BYTES] = "0 B or more, in whole bytes",
+};
+
+static bool in_range(struct num n, enum check_range r)
+{
+	int sign = num_sign(n), vs1 = num_cmp(n, num_from_int(1));
+
+	switch (r) {
+	case RANGE_ANY: return true;
+	case RANGE_POSITIVE: return sign > 0;
+	case RANGE_NONNEG: return sign >= 0;
+	case RANGE_FRACTION: return sign >= 0 && vs1 < 0;
+	case RANGE_PERCENT: return sign >= 0 && vs1 <= 0;
+	case RANGE_AT_LEAST_1: return vs1 >= 0;
+	case RANGE_POSITIVE_BYTES: return sign > 0 && num_is_int(n);
+	case RANGE_NONNEG_BYTES: return sign >= 0 && num_is_int(n);
+	}
+	return true;
+}
+
+bool check_range(struct eval *ev, struct value v, enum check_range r, const char *what)
+{
+	char x[32], y[32];
+	struct num pct;
+
+	if (v.kind != VAL_NUM || v.unknown || in_range(v.num, r))
+		return true;
+	if (r != RANGE_FRACTION && r != RANGE_PERCENT) {
+		eval_error(ev, DIAG_OUT_OF_RANGE, v.loc, "%s must be %s", what, range_words[r]);
+		return false;
+	}
+	if (num_mul(v.num, num_from_int(100), &pct) != NUM_OK)
+		pct = v.num;
+	struct diag *d = eval_error(ev, DIAG_OUT_OF_RANGE, v.loc, "%s must be %s, but it is %s%%", what,
+				    range_words[r], num_format(pct, x, sizeof x, 2));
+
+	/* `headroom = 10` reads as 1000 % */
+	if (num_sign(v.num) > 0 && num_is_int(v.num))
+		diag_note(d, NO_LOC, "a ratio is written with %%: did you mean %s%%?",
+			  num_format(v.num, y, sizeof y, 0));
+	return false;
+}
+
 /* Check one value against a spec type; "dtype?" also takes `none`. */
 bool check_value_type(struct eval *ev, struct value v, const char *type, const char *what)
 {
@@ -116,7 +166,10 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 			eval_error(ev, DIAG_TYPE_MISMATCH, f->loc, "%s must be a value, not a block", what);
 			continue;
 		}
-		check_value_type(ev, eval_expr(ev, NULL, f->value), s->type, what);
+		struct value v = eval_expr(ev, NULL, f->value);
+
+		if (check_value_type(ev, v, s->type, what))
+			check_range(ev, v, s->range, what);
 	}
 	if (d->record.base) {
 		if (!scope_find_kind(ev->scope, d->record.base, d->kind))

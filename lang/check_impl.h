@@ -8,11 +8,29 @@
 
 #include "lang/check.h"
 
+/* The values a numeric key allows (checked at its line: `out-of-range`). */
+enum check_range {
+	RANGE_ANY,
+	RANGE_POSITIVE,			/* > 0 */
+	RANGE_NONNEG,			/* >= 0 */
+	RANGE_FRACTION,			/* 0 <= x < 1: headroom, dropout */
+	RANGE_PERCENT,			/* 0 <= x <= 1: fragmentation */
+	RANGE_AT_LEAST_1,		/* counts of things */
+	RANGE_POSITIVE_BYTES,		/* > 0 and whole bytes */
+	RANGE_NONNEG_BYTES,		/* >= 0 and whole bytes */
+};
+
 struct field_spec {
 	const char *name;
 	const char *type;		/* an eval type name, "dtype?" (or none), "enum:a|b", "record" */
 	bool required;
+	enum check_range range;
 };
+
+/* Report (out-of-range, at @v) a known number outside @r; false then. */
+bool check_range(struct eval *ev, struct value v, enum check_range r, const char *what);
+/* The job's cluster has 1 to CHECK_MAX_GPUS GPUs, whole numbers. */
+enum { CHECK_MAX_GPUS = 1 << 20 };
 
 bool check_duplicate_field(struct eval *ev, const struct field *first, const struct field *f);
 void check_list_add(char *buf, size_t n, const char *name);

@@ -104,38 +104,40 @@ void check_body_static(struct eval *ev, const struct decl *d)
 /* ---- train blocks ---- */
 
 static const struct field_spec train_fields[] = {
-	{ "model", "model", true }, { "cluster", "cluster", true }, { "precision", "precision", true },
-	{ "optimizer", "optimizer", true }, { "micro_batch", "count", true }, { "seq_len", "count", true },
-	{ "grad_accum", "count", false }, { "checkpoint", "enum:none|selective|full", false },
-	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked|chunked_kept", false }, { "zero", "count", false },
-	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
-	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
-	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
-	{ "overhead", "record", false }, { "headroom", "ratio", false },
-	{ "zero_grad", "enum:set_to_none|zeros", false }, { "optimizer_in_backward", "bool", false },
-	{ NULL, NULL, false },
+	{ "model", "model", true, RANGE_ANY }, { "cluster", "cluster", true, RANGE_ANY }, { "precision", "precision", true, RANGE_ANY },
+	{ "optimizer", "optimizer", true, RANGE_ANY }, { "micro_batch", "count", true, RANGE_ANY }, { "seq_len", "count", true, RANGE_ANY },
+	{ "grad_accum", "count", false, RANGE_ANY }, { "checkpoint", "enum:none|selective|full", false, RANGE_ANY },
+	{ "attention", "enum:flash|eager", false, RANGE_ANY }, { "kernels", "enum:hf|fused", false, RANGE_ANY },
+	{ "loss", "enum:standard|chunked|chunked_kept", false, RANGE_ANY }, { "zero", "count", false, RANGE_ANY },
+	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false, RANGE_ANY },
+	{ "parallel", "record", false, RANGE_ANY }, { "finetune", "finetune", false, RANGE_ANY }, { "freeze", "list", false, RANGE_ANY },
+	{ "offload", "record", false, RANGE_ANY }, { "ddp", "record", false, RANGE_ANY }, { "deepspeed", "record", false, RANGE_ANY },
+	{ "overhead", "record", false, RANGE_ANY }, { "headroom", "ratio", false, RANGE_FRACTION },
+	{ "zero_grad", "enum:set_to_none|zeros", false, RANGE_ANY }, { "optimizer_in_backward", "bool", false, RANGE_ANY },
+	{ NULL, NULL, false, RANGE_ANY },
 };
 
 static const struct field_spec parallel_fields[] = {
-	{ "tp", "count", false }, { "pp", "count", false }, { "cp", "count", false }, { "ep", "count", false },
-	{ "vp", "count", false }, { "sequence_parallel", "bool", false }, { "schedule", "string", false },
-	{ NULL, NULL, false },
+	{ "tp", "count", false, RANGE_ANY }, { "pp", "count", false, RANGE_ANY }, { "cp", "count", false, RANGE_ANY }, { "ep", "count", false, RANGE_ANY },
+	{ "vp", "count", false, RANGE_ANY }, { "sequence_parallel", "bool", false, RANGE_ANY }, { "schedule", "string", false, RANGE_ANY },
+	{ NULL, NULL, false, RANGE_ANY },
 };
 static const struct field_spec offload_fields[] = {
-	{ "optimizer", "enum:none|cpu|nvme", false }, { "params", "enum:none|cpu|nvme", false },
-	{ NULL, NULL, false },
+	{ "optimizer", "enum:none|cpu|nvme", false, RANGE_ANY }, { "params", "enum:none|cpu|nvme", false, RANGE_ANY },
+	{ NULL, NULL, false, RANGE_ANY },
 };
 static const struct field_spec ddp_fields[] = {
-	{ "bucket_cap", "bytes", false }, { "gradient_as_bucket_view", "bool", false }, { NULL, NULL, false },
+	{ "bucket_cap", "bytes", false, RANGE_POSITIVE_BYTES }, { "gradient_as_bucket_view", "bool", false, RANGE_ANY }, { NULL, NULL, false, RANGE_ANY },
 };
 static const struct field_spec deepspeed_fields[] = {
-	{ "reduce_bucket_size", "count", false }, { "allgather_bucket_size", "count", false },
-	{ "prefetch_bucket_size", "count", false }, { "overlap_comm", "bool", false }, { NULL, NULL, false },
+	{ "reduce_bucket_size", "count", false, RANGE_AT_LEAST_1 },
+	{ "allgather_bucket_size", "count", false, RANGE_AT_LEAST_1 },
+	{ "prefetch_bucket_size", "count", false, RANGE_AT_LEAST_1 }, { "overlap_comm", "bool", false, RANGE_ANY }, { NULL, NULL, false, RANGE_ANY },
 };
 static const struct field_spec overhead_fields[] = {
-	{ "context", "bytes", false }, { "cublas_workspace", "bytes", false }, { "nccl", "bytes", false },
-	{ "fragmentation", "ratio", false }, { NULL, NULL, false },
+	{ "context", "bytes", false, RANGE_NONNEG_BYTES }, { "cublas_workspace", "bytes", false, RANGE_NONNEG_BYTES },
+	{ "nccl", "bytes", false, RANGE_NONNEG_BYTES }, { "fragmentation", "ratio", false, RANGE_PERCENT },
+	{ NULL, NULL, false, RANGE_ANY },
 };
 
 static const struct field_spec *sub_specs(const char *name)
@@ -254,7 +256,7 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	v.origin = f->loc;
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))
 		v.label = f->name;	/* "tp (3)" in notes; a model keeps its own name */
-	if (check_kind(ev, v, s->type, what))
+	if (check_kind(ev, v, s->type, what) && check_range(ev, v, s->range, what))
 		keep(j, arena_printf(ev->arena, "%s%s", prefix, f->name), v);
 	else
 		j->ok = false;
@@ -301,6 +303,141 @@ static bool positive_keys(struct eval *ev, struct check_job *j)
 	return ok;
 }
 
+/* The location of top-level key @key of @j's block (a sub-record too). */
+static struct loc key_loc(const struct check_job *j, const char *key)
+{
+	for (const struct field *f = j->decl->record.fields; f; f = f->next)
+		if (!strcmp(f->name, key))
+			return f->loc;
+	return NO_LOC;
+}
+
+/* 1 to CHECK_MAX_GPUS whole GPUs: `0 x A100` or `2.5 x A100` would leave
+ * nothing, or nonsense, to divide. */
+static bool cluster_ok(struct eval *ev, const struct check_job *j)
+{
+	uint64_t nodes = 0, per = 0;
+	const struct value *c = &j->cluster;
+
+	if (c->kind != VAL_CLUSTER)
+		return true;
+	if (!num_is_int(c->gpus) || !num_is_int(c->nodes) || !num_to_u64(c->gpus, &per) ||
+	    !num_to_u64(c->nodes, &nodes) || !per || !nodes || per > CHECK_MAX_GPUS ||
+	    nodes > CHECK_MAX_GPUS || nodes * per > CHECK_MAX_GPUS) {
+		eval_error(ev, DIAG_OUT_OF_RANGE, c->loc, "a cluster has 1 to %d GPUs, in whole numbers of "
+			   "nodes and GPUs per node", CHECK_MAX_GPUS);
+		return false;
+	}
+	return true;
+}
+
+static bool sym_is(const struct check_job *j, const char *key, const char *sym)
+{
+	struct value v;
+
+	return check_job_field(j, key, &v) && (v.kind == VAL_SYMBOL || v.kind == VAL_STRING) &&
+	       !strcmp(v.str, sym);
+}
+
+/* Settings that another setting makes meaningless: each is an error at
+ * the key that would be ignored. */
+static bool sharding_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value z, fs, v;
+	uint64_t zero = 0;
+	bool fsdp = check_job_field(j, "fsdp", &fs) && !sym_is(j, "fsdp", "none");
+	bool ok = true;
+
+	if (check_job_field(j, "zero", &z))
+		num_to_u64(z.num, &zero);
+	if (zero > 0 && fsdp) {
+		diag_note(eval_error(ev, DIAG_IGNORED_SETTING, fs.origin, "'fsdp' and 'zero = %llu' both shard the "
+				     "model (PyTorch FSDP or DeepSpeed ZeRO): use one", (unsigned long long)zero),
+			  z.origin, "'zero' is set here");
+		ok = false;
+	}
+	if (key_loc(j, "ddp").file && (zero > 0 || fsdp)) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "ddp"), "'ddp { }' sets DistributedDataParallel's "
+			   "buckets, but %s does the reduction: remove it (DeepSpeed's buckets are "
+			   "'deepspeed { reduce_bucket_size }')", zero > 0 ? "DeepSpeed ZeRO" : "FSDP");
+		ok = false;
+	}
+	if (key_loc(j, "deepspeed").file && zero == 0) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "deepspeed"),
+			   "'deepspeed { }' applies to ZeRO stages 1 to 3, but 'zero' is 0");
+		ok = false;
+	}
+	if (check_job_field(j, "parallel.schedule", &v) && v.kind == VAL_STRING &&
+	    strcmp(v.str, "1f1b") && strcmp(v.str, "interleaved") && strcmp(v.str, "gpipe")) {
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'schedule' must be \"1f1b\", \"interleaved\" or \"gpipe\"");
+		ok = false;
+	}
+	if (check_job_field(j, "parallel.vp", &v) && v.kind == VAL_NUM && num_cmp(v.num, num_from_int(1)) > 0 &&
+	    !sym_is(j, "parallel.schedule", "interleaved")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'vp' chunks a pipeline stage only with "
+			   "schedule = \"interleaved\"");
+		ok = false;
+	}
+	return ok;
+}
+
+/* The arguments lora() and qlora() take; an unknown one would be ignored. */
+static const struct field_spec lora_args[] = {
+	{ "r", "count", false, RANGE_AT_LEAST_1 }, { "alpha", "number", false, RANGE_POSITIVE },
+	{ "targets", "list", false, RANGE_ANY }, { "dropout", "number", false, RANGE_FRACTION },
+	{ "dtype", "dtype", false, RANGE_ANY }, { "quant", "dtype", false, RANGE_ANY },
+	{ "save_input", "bool", false, RANGE_ANY }, { NULL, NULL, false, RANGE_ANY },
+};
+
+/* PEFT's and other tools' spellings of lora()'s arguments. */
+static const char *lora_synonym(const char *name)
+{
+	static const char *const syn[][2] = { { "rank", "r" }, { "lora_r", "r" }, { "lora_alpha", "alpha" },
+					      { "lora_dropout", "dropout" }, { "target_modules", "targets" },
+					      { "quant_type", "quant" }, { "bnb_4bit_quant_type", "quant" } };
+
+	for (size_t i = 0; i < sizeof syn / sizeof syn[0]; i++)
+		if (!strcmp(syn[i][0], name))
+			return syn[i][1];
+	return NULL;
+}
+
+static bool lora_arg(struct eval *ev, const char *call, const char *name, struct value v)
+{
+	const struct field_spec *s = check_spec_find(lora_args, name);
+	bool qlora_only = !strcmp(name, "quant") || !strcmp(name, "save_input");
+	char what[96];
+
+	if (!s || (qlora_only && strcmp(call, "qlora"))) {
+		const char *syn = lora_synonym(name);
+		struct diag *d = eval_error(ev, DIAG_BAD_ARGUMENT, v.origin, "%s() has no argument '%s'", call, name);
+
+		if (syn || !s)
+			diag_note(d, NO_LOC, "%s() takes r, alpha, targets, dropout, dtype%s%s%s%s", call,
+				  strcmp(call, "qlora") ? "" : ", quant, save_input", syn ? "; did you mean '" : "",
+				  syn ? syn : "", syn ? "'?" : "");
+		else
+			diag_note(d, NO_LOC, "'%s' is an argument of qlora(...)", name);
+		return false;
+	}
+	snprintf(what, sizeof what, "'%s' of %s()", name, call);
+	return check_value_type(ev, v, s->type, what) && check_range(ev, v, s->range, what);
+}
+
+static bool check_finetune(struct eval *ev, const struct check_job *j)
+{
+	const struct value *ft = &j->finetune;
+	struct value v;
+	const char *name;
+	bool ok = true;
+
+	if (ft->kind != VAL_CALL)
+		return true;
+	for (unsigned i = 0; (name = env_name_at(ft->args, i, &v)); i++)
+		ok &= lora_arg(ev, ft->str, name, v);
+	return ok;
+}
+
 static void bind(struct eval *ev, struct env *e, const char *name, struct value v)
 {
 	v.label = name;
@@ -332,13 +469,21 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 	    num_to_u64(j->cluster.gpus, &per))
 		total = nodes * per;
 	gpus = val_count(total, j->cluster.loc);
-	/* degrees are >= 1 here: positive_keys() ran first */
-	uint64_t mp = t * p * c;
+	/* degrees are >= 1 here: positive_keys() ran first; a product past
+	 * 64 bits can divide no cluster */
+	uint64_t mp;
 
+	if (__builtin_mul_overflow(t, p, &mp) || __builtin_mul_overflow(mp, c, &mp))
+		mp = UINT64_MAX;
 	if (total && mp && total % mp) {
-		struct diag *g = eval_error(ev, DIAG_NOT_DIVISIBLE, t > 1 ? tp.loc : p > 1 ? pp.loc : cp.loc,
-					    "tp x pp x cp = %llu does not divide the %llu GPUs of the cluster",
-					    (unsigned long long)mp, (unsigned long long)total);
+		char prod[32] = "more than 2^64";
+		struct diag *g;
+
+		if (mp != UINT64_MAX)
+			snprintf(prod, sizeof prod, "%llu", (unsigned long long)mp);
+		g = eval_error(ev, DIAG_NOT_DIVISIBLE, t > 1 ? tp.loc : p > 1 ? pp.loc : cp.loc,
+			       "tp x pp x cp = %s does not divide the %llu GPUs of the cluster", prod,
+			       (unsigned long long)total);
 
 		diag_note(g, j->cluster.loc, "the cluster is set here");
 		j->ok = false;
@@ -346,7 +491,7 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 	}
 	uint64_t dp = total && mp ? total / mp : 1;
 
-	if (x > 1 && dp * t % x) {
+	if (x > 1 && (x > total || dp * t % x)) {
 		eval_error(ev, DIAG_NOT_DIVISIBLE, ep.loc, "ep = %llu does not divide dp x tp = %llu",
 			   (unsigned long long)x, (unsigned long long)(dp * t));
 		j->ok = false;
@@ -472,7 +617,9 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	check_job_field(j, "optimizer", &j->optimizer);
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
-	if (diag_error_count(ev->diag) == before && positive_keys(ev, j)) {
+	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j);
+
+	if (diag_error_count(ev->diag) == before && keys_ok) {
 		j->bindings = job_bindings(ev, j);
 		if (diag_error_count(ev->diag) == before)
 			walk_job(ev, j);

@@ -446,6 +446,21 @@ static const struct param *param_named(const struct decl *d, const char *name)
 	return NULL;
 }
 
+/* A count is never negative (a negative `block` or `layers` would pass
+ * `numel < min_size`-style tests silently); a ratio lies in [0, 1]. */
+static bool arg_in_range(struct eval *ev, const struct value *v, const char *type, const char *what)
+{
+	bool count = !strcmp(type, "count"), ratio = !strcmp(type, "ratio");
+
+	if (v->kind != VAL_NUM || v->unknown || (!count && !ratio))
+		return true;
+	if (num_sign(v->num) >= 0 && (!ratio || num_cmp(v->num, num_from_int(1)) <= 0))
+		return true;
+	eval_error(ev, DIAG_OUT_OF_RANGE, v->loc, "%s must be %s", what,
+		   count ? "0 or more (a count)" : "between 0 and 1 (a ratio: 0% to 100%)");
+	return false;
+}
+
 static bool check_arg(struct eval *ev, const struct decl *d, const struct param *p, struct value *v)
 {
 	char what[128];
@@ -468,7 +483,7 @@ static bool check_arg(struct eval *ev, const struct decl *d, const struct param 
 		eval_is_type(ev, *v, p->type_alts[0], what, v->loc);
 		return false;
 	}
-	return true;
+	return arg_in_range(ev, v, p->type_alts[0], what);
 }
 
 static void bind_args(struct eval *ev, struct env *frame, const struct decl *d, struct env *caller,

@@ -230,6 +230,7 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 	r->scope = scope_build(a, in, de, p);
 	r->ev = eval_new(a, in, de, r->scope);
 	r->ev->src = src;
+	r->ev->stdlib_dir = p->stdlib_dir;
 	if (diag_error_count(de))
 		return r;
 	for (size_t i = 0; i < p->nfiles; i++)

@@ -17,6 +17,7 @@
 #include "lang/eval_impl.h"
 #include "lang/intern.h"
 #include "lang/scope.h"
+#include "lang/strbuf.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "hf", NULL };
@@ -194,6 +195,46 @@ static bool check_enum(struct eval *ev, struct value v, const char *alts, const 
 	return false;
 }
 
+/* `precision = bf16`: a dtype where a policy is wanted; name the policies
+ * that compute or keep weights in it. */
+static void precision_is_dtype(struct eval *ev, struct value v, const char *what)
+{
+	struct diag *d = eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be a precision policy, but %s is "
+				    "a dtype", what, dtype_name(v.dtype));
+	struct strbuf sb;
+
+	strbuf_init(&sb);
+	for (size_t i = 0; i < scope_count(ev->scope); i++) {
+		const struct decl *p = scope_at(ev->scope, i);
+		const struct field *w = p->kind == DECL_PRECISION ? eval_record_field(ev->scope, p, "weights") : NULL;
+		const struct field *c = p->kind == DECL_PRECISION ? eval_record_field(ev->scope, p, "compute") : NULL;
+		struct value wv = w ? eval_expr(ev, NULL, w->value) : val_error(NO_LOC);
+		struct value cv = c ? eval_expr(ev, NULL, c->value) : val_error(NO_LOC);
+
+		if ((wv.kind == VAL_DTYPE && wv.dtype == v.dtype) || (cv.kind == VAL_DTYPE && cv.dtype == v.dtype))
+			strbuf_addf(&sb, "%s%s (weights %s, compute %s)", sb.len ? ", " : "", p->name,
+				    wv.kind == VAL_DTYPE ? dtype_name(wv.dtype) : "?",
+				    cv.kind == VAL_DTYPE ? dtype_name(cv.dtype) : "?");
+	}
+	if (sb.len) {
+		diag_note(d, NO_LOC, "the policies that use %s: %s", dtype_name(v.dtype), sb.buf);
+		strbuf_release(&sb);
+		return;
+	}
+	const char *name, *import = NULL, *file = NULL;
+	enum decl_kind k;
+
+	/* none in scope: the stdlib's, by name (the index reads no fields) */
+	for (size_t i = 0; eval_stdlib_at(ev, i, &name, &k, &import); i++)
+		if (k == DECL_PRECISION && strstr(name, dtype_name(v.dtype))) {
+			strbuf_addf(&sb, "%s%s", sb.len ? ", " : "", name);
+			file = import;
+		}
+	if (file)
+		diag_note(d, NO_LOC, "the stdlib's \"%s\" has %s: add import \"%s\"", file, sb.buf, file);
+	strbuf_release(&sb);
+}
+
 static bool check_kind(struct eval *ev, struct value v, const char *type, const char *what)
 {
 	if (!strncmp(type, "enum:", 5))
@@ -216,6 +257,8 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 			return true;
 		if (v.kind == VAL_SYMBOL)
 			return undefined_name(ev, &v), false;
+		if (v.kind == VAL_DTYPE)
+			return precision_is_dtype(ev, v, what), false;
 	}
 	return eval_is_type(ev, v, type, what, v.loc);
 }

@@ -56,6 +56,8 @@ struct eval {
 	const struct walk_ops *walk_ops;	/* of the walk in progress, for trains() */
 	void *walk_ctx;
 	struct env *static_job;		/* unknown bindings for static checks */
+	const char *stdlib_dir;		/* for "add import" notes (stdlib_index.c); may be NULL */
+	struct stdlib_index *stdlib_index;	/* built on the first undefined name */
 	struct env *warn_job;		/* the bindings whose walk fires `warn`: the checker's */
 	const struct decl *warn_train;	/* ... and their train block */
 };
@@ -75,6 +77,17 @@ struct value undefined_name(struct eval *ev, const struct value *v);
 /* scope_suggest(), computed once per distinct (name, kind) in a
  * compilation: a layer used 2^14 times under a fan-out asks 2^14 times. */
 const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind);
+/* Notes for undefined @name of @kind (DECL__COUNT: any) on @d: a close
+ * declared name, else the stdlib file that declares it (or a close name)
+ * and the import to add. False if there was nothing to say. */
+bool eval_note_undefined(struct eval *ev, struct diag *d, const char *name, enum decl_kind kind);
+
+/* stdlib_index.c: the stdlib file ("models/llama") that declares @name
+ * (interned) of @kind, or NULL; the closest stdlib name and its file. */
+const char *eval_stdlib_import(struct eval *ev, const char *name, enum decl_kind kind);
+const char *eval_stdlib_suggest(struct eval *ev, const char *name, enum decl_kind kind, const char **import);
+/* The @i-th stdlib declaration, in sorted file order; false past the end. */
+bool eval_stdlib_at(struct eval *ev, size_t i, const char **name, enum decl_kind *kind, const char **import);
 bool eval_type_known(const char *type);
 
 #endif

@@ -224,6 +224,7 @@ struct program *import_load_many(struct arena *a, struct interner *in, struct sr
 	}
 	p->files = ld.files;
 	p->nfiles = ld.nfiles;
+	p->stdlib_dir = opts ? opts->stdlib_dir : NULL;
 	return p;
 }
 

@@ -263,6 +263,8 @@ struct suggestion {
 	const char *name;
 	enum decl_kind kind;
 	const char *best;		/* NULL: nothing close */
+	bool stdlib_done;		/* the stdlib was asked (only when best is NULL) */
+	const char *std_name, *std_import;
 };
 
 static size_t suggestion_slot(const char *name, enum decl_kind kind, size_t cap)
@@ -283,12 +285,12 @@ static void suggestion_insert(struct suggestion **tab, size_t cap, struct sugges
 	tab[i] = m;
 }
 
-const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind)
+static struct suggestion *suggestion_of(struct eval *ev, const char *name, enum decl_kind kind)
 {
 	for (size_t i = ev->capsuggestions ? suggestion_slot(name, kind, ev->capsuggestions) : 0;
 	     ev->capsuggestions && ev->suggestions[i]; i = (i + 1) & (ev->capsuggestions - 1))
 		if (ev->suggestions[i]->name == name && ev->suggestions[i]->kind == kind)
-			return ev->suggestions[i]->best;
+			return ev->suggestions[i];
 	if (2 * (ev->nsuggestions + 1) > ev->capsuggestions) {
 		size_t cap = ev->capsuggestions ? ev->capsuggestions * 2 : 16;
 		struct suggestion **tab = ARENA_NEW_ARRAY(ev->arena, struct suggestion *, cap);
@@ -307,16 +309,41 @@ const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind)
 	ev->suggestions_computed++;
 	suggestion_insert(ev->suggestions, ev->capsuggestions, m);
 	ev->nsuggestions++;
-	return m->best;
+	return m;
+}
+
+const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind)
+{
+	return suggestion_of(ev, name, kind)->best;
+}
+
+bool eval_note_undefined(struct eval *ev, struct diag *d, const char *name, enum decl_kind kind)
+{
+	struct suggestion *m = suggestion_of(ev, name, kind);
+
+	if (m->best) {
+		diag_note(d, NO_LOC, "did you mean '%s'?", m->best);
+		return true;
+	}
+	if (!m->stdlib_done) {
+		m->stdlib_done = true;
+		m->std_import = eval_stdlib_import(ev, name, kind);
+		m->std_name = m->std_import ? name : eval_stdlib_suggest(ev, name, kind, &m->std_import);
+	}
+	if (m->std_name == name)
+		diag_note(d, NO_LOC, "'%s' is declared in the stdlib's \"%s\": add import \"%s\"", name,
+			  m->std_import, m->std_import);
+	else if (m->std_name)
+		diag_note(d, NO_LOC, "did you mean '%s'? It is declared in the stdlib's \"%s\": add import \"%s\"",
+			  m->std_name, m->std_import, m->std_import);
+	return m->std_name != NULL;
 }
 
 struct value undefined_name(struct eval *ev, const struct value *v)
 {
-	const char *s = eval_suggest(ev, v->str, DECL__COUNT);
 	struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, v->loc, "'%s' is not defined", v->str);
 
-	if (s)
-		diag_note(d, NO_LOC, "did you mean '%s'?", s);
+	eval_note_undefined(ev, d, v->str, DECL__COUNT);
 	return val_error(v->loc);
 }
 
@@ -653,13 +680,10 @@ static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env
 	const struct decl *d = callee->kind == EXPR_NAME ? scope_find(ev->scope, callee->name.name) : NULL;
 
 	if (callee->kind == EXPR_NAME && (!d || d->kind != DECL_LAYER)) {
-		const char *sug = eval_suggest(ev, callee->name.name, DECL_LAYER);
 		struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, callee->loc, "no layer named '%s'",
 					    callee->name.name);
 
-		if (sug)
-			diag_note(g, NO_LOC, "did you mean '%s'?", sug);
-		else if (!d)
+		if (!eval_note_undefined(ev, g, callee->name.name, DECL_LAYER) && !d)
 			diag_note(g, NO_LOC, "is an import missing? The stdlib layers are in \"layers/...\"");
 		return;
 	}

@@ -176,7 +176,11 @@ static struct value arith(struct eval *ev, const struct expr *e, struct value l,
 		return val_error(e->loc);
 	}
 	if (op == AST_DIV && !r.unknown && num_is_zero(r.num)) {
-		eval_error(ev, DIAG_DIVISION_BY_ZERO, e->binary.op_loc, "division by zero");
+		struct diag *d = eval_error(ev, DIAG_DIVISION_BY_ZERO, e->binary.op_loc, "division by zero");
+
+		/* `block = 0` in a train block divides inside the stdlib: point back */
+		if (r.origin.file && (r.origin.file != r.loc.file || r.origin.start != r.loc.start))
+			diag_note(d, r.origin, "'%s' is set to 0 here", r.label ? r.label : "the divisor");
 		return val_error(e->loc);
 	}
 	if (v.unknown)

@@ -135,21 +135,22 @@ static const char *closest(const struct check_model *m, const char *want, bool l
 /* "q, k, v, o, gate, up, down" (Linears) or every parameter and layer. */
 static void what_it_has(const struct check_model *m, struct strbuf *sb, bool linear_only, bool layers)
 {
+	struct strbuf ls;
+
 	for (size_t i = 0; i < m->nparams; i++)
 		if (!linear_only || is_linear(m->params[i].stmt))
 			add_unique(sb, m->params[i].stmt->tensor.name);
 	if (!layers)
 		return;
-	strbuf_addstr(sb, "; layers: ");
-	size_t start = sb->len;
-
+	strbuf_init(&ls);
 	for (size_t i = 0; i < m->nparams; i++)
-		if (m->params[i].layer && !strstr(sb->buf + start, m->params[i].layer->name))
-			strbuf_addf(sb, "%s%s", sb->len > start ? ", " : "", m->params[i].layer->name);
+		if (m->params[i].layer)
+			add_unique(&ls, m->params[i].layer->name);
+	strbuf_addf(sb, "; layers: %s", ls.buf);
+	strbuf_release(&ls);
 }
 
-static void note_has(struct eval *ev, struct diag *d, const struct check_model *m, const char *model,
-		     bool linear_only)
+static void note_has(struct diag *d, const struct check_model *m, const char *model, bool linear_only)
 {
 	struct strbuf sb;
 
@@ -158,7 +159,6 @@ static void note_has(struct eval *ev, struct diag *d, const struct check_model *
 	diag_note(d, NO_LOC, "%s %s: %s", model, linear_only ? "has these Linears" : "has these parameters",
 		  sb.buf);
 	strbuf_release(&sb);
-	(void)ev;
 }
 
 static struct diag *no_match(struct eval *ev, const struct check_model *m, const struct value *it,
@@ -170,7 +170,7 @@ static struct diag *no_match(struct eval *ev, const struct check_model *m, const
 
 	if (s)
 		diag_note(d, NO_LOC, "did you mean '%s'?", s);
-	note_has(ev, d, m, model, linear_only);
+	note_has(d, m, model, linear_only);
 	return d;
 }
 
@@ -243,7 +243,7 @@ static bool check_target(struct eval *ev, const struct check_model *m, const str
 				    "LoRA target '%s' of layer '%s' is not a Linear: only 'linear' parameters "
 				    "carry adapters", n, plain->layer ? plain->layer->name : model);
 
-	note_has(ev, d, m, model, true);
+	note_has(d, m, model, true);
 	return false;
 }
 
@@ -259,7 +259,7 @@ static bool check_targets(struct eval *ev, const struct check_model *m, const st
 					    "%s(...) without targets trains nothing: name the Linears to adapt",
 					    ft->str);
 
-		note_has(ev, d, m, model, true);
+		note_has(d, m, model, true);
 		return false;
 	}
 	if (targets.kind != VAL_LIST)

@@ -21,6 +21,7 @@
 #include "lang/intern.h"
 #include "lang/scope.h"
 #include "lang/source.h"
+#include "lang/strbuf.h"
 
 struct value val_error(struct loc loc)
 {
@@ -111,18 +112,20 @@ static bool seen_before(struct eval *ev, uint64_t key)
 static __attribute__((format(printf, 4, 0))) uint64_t report_key(struct eval *ev, int id, struct loc loc,
 								  const char *fmt, va_list ap)
 {
-	char msg[512];
+	struct strbuf msg;
 	va_list cp;
-
-	va_copy(cp, ap);
-	vsnprintf(msg, sizeof msg, fmt, cp);
-	va_end(cp);
 	uint64_t h = 0xCBF29CE484222325u ^ ev->report_salt * 0x9E3779B97F4A7C15u;
 
+	strbuf_init(&msg);
+	va_copy(cp, ap);
+	strbuf_vaddf(&msg, fmt, cp);
+	va_end(cp);
 	h = (h ^ loc.file) * 0x100000001B3u;
 	h = (h ^ loc.start) * 0x100000001B3u;
 	h = (h ^ (uint64_t)id) * 0x100000001B3u;
-	return hash_text(h, msg);
+	h = hash_text(h, msg.buf);
+	strbuf_release(&msg);
+	return h;
 }
 
 static __attribute__((format(printf, 4, 0))) struct diag *vreport(struct eval *ev, int id, struct loc loc,

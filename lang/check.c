@@ -149,13 +149,13 @@ bool check_value_type(struct eval *ev, struct value v, const char *type, const c
 
 static void check_record(struct eval *ev, const struct decl *d, const struct field_spec *specs)
 {
-	char what[96], owner[80];
+	/* in the arena: a name may be 1024 bytes long, and a message is never cut */
+	const char *owner = arena_printf(ev->arena, "%s '%s'", ast_decl_keyword[d->kind], d->name);
 
-	snprintf(owner, sizeof owner, "%s '%s'", ast_decl_keyword[d->kind], d->name);
 	for (const struct field *f = d->record.fields; f; f = f->next) {
 		const struct field_spec *s = check_spec_find(specs, f->name);
+		const char *what = arena_printf(ev->arena, "'%s' of %s", f->name, owner);
 
-		snprintf(what, sizeof what, "'%s' of %s", f->name, owner);
 		if (check_duplicate_field(ev, d->record.fields, f))
 			continue;
 		if (!s) {

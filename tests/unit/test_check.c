@@ -473,6 +473,51 @@ static void undefined_layer_under_a_fan_out(void **state)
 	assert_int_equal(r->ev->suggestions_computed, 1);
 }
 
+/* A number that would switch a check off fails the job at its line. */
+static void headroom_of_ten_is_out_of_range(void **state)
+{
+	struct fixture *fx = *state;
+	const struct diag *d = check_edited(fx, "  seq_len = 1024\n", "  seq_len = 1024\n  headroom = 10\n",
+					    "out-of-range");
+
+	assert_string_equal(fx_text_of_last(fx, d->loc), "10");
+	assert_non_null(d->notes);
+	assert_string_equal(d->notes->msg, "a ratio is written with %: did you mean 10%?");
+	assert_false(fx->r->jobs->ok);
+}
+
+/* hf(q_proj) makes q_proj a name of the tensor, for targets and freeze;
+ * a target that matches no Linear fails the job. */
+static void lora_targets_use_hf_names(void **state)
+{
+	struct fixture *fx = *state;
+
+	check(fx, job_with(fx, "  param up : [hidden, ffn / tp] linear\n",
+			   "  param up : [hidden, ffn / tp] linear hf(up_proj)\n"));
+	fx_assert_no_diags(fx);
+	const struct stmt *up = NULL;
+
+	for (const struct decl *d = fx->files[0]->decls; d; d = d->next)
+		if (!strcmp(d->name, "mlp"))
+			up = d->templ.body->next;
+	assert_non_null(up);
+	assert_true(check_tensor_answers_to(up, "up"));
+	assert_true(check_tensor_answers_to(up, "up_proj"));
+	assert_false(check_tensor_answers_to(up, "down_proj"));
+}
+
+static void lora_target_that_matches_nothing(void **state)
+{
+	struct fixture *fx = *state;
+	const struct diag *d = check_edited(fx, "  seq_len = 1024\n",
+					    "  seq_len = 1024\n  finetune = lora(r = 8, targets = [upp])\n",
+					    "undefined-name");
+
+	assert_string_equal(fx_text_of_last(fx, d->loc), "upp");
+	assert_string_equal(d->notes->msg, "did you mean 'up'?");
+	assert_false(fx->r->jobs->ok);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
@@ -492,6 +537,9 @@ int main(void)
 		T(scope_errors_stop_the_check),
 		T(no_train_block_no_jobs),
 		T(undefined_layer_under_a_fan_out),
+		T(headroom_of_ten_is_out_of_range),
+		T(lora_targets_use_hf_names),
+		T(lora_target_that_matches_nothing),
 	};
 #undef T
 

@@ -283,7 +283,12 @@ bool check_model_names(struct eval *ev, const struct check_model *m, const struc
 
 	for (size_t i = 0; i < m->nparams; i++)
 		trainable += !has_freeze || !frozen(&m->params[i], &freeze);
-	if (m->nparams && !trainable) {
+	if (!m->nparams) {
+		eval_error(ev, DIAG_BAD_ARGUMENT, j->model.origin.file ? j->model.origin : j->decl->name_loc,
+			   "%s has no parameters: the job trains nothing", model);
+		return false;
+	}
+	if (!trainable) {
 		eval_error(ev, DIAG_BAD_ARGUMENT, freeze.loc,
 			   "'freeze' freezes every parameter of %s: the job trains nothing", model);
 		return false;

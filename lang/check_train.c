@@ -382,6 +382,35 @@ static bool sym_is(const struct check_job *j, const char *key, const char *sym)
 	       !strcmp(v.str, sym);
 }
 
+static bool degree_above_1(const struct check_job *j, const char *key)
+{
+	struct value v;
+
+	return check_job_field(j, key, &v) && v.kind == VAL_NUM && num_cmp(v.num, num_from_int(1)) > 0;
+}
+
+/* vp needs the interleaved schedule and pp > 1; sequence parallelism
+ * splits the tp group's sequence, so it needs tp > 1. */
+static bool parallel_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v;
+	bool ok = true;
+
+	if (check_job_field(j, "parallel.vp", &v) && degree_above_1(j, "parallel.vp") &&
+	    (!sym_is(j, "parallel.schedule", "interleaved") || !degree_above_1(j, "parallel.pp"))) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'vp' chunks a pipeline stage only with pp > 1 "
+			   "and schedule = \"interleaved\"");
+		ok = false;
+	}
+	if (check_job_field(j, "parallel.sequence_parallel", &v) && v.kind == VAL_BOOL && v.b &&
+	    !degree_above_1(j, "parallel.tp")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'sequence_parallel' splits the sequence over "
+			   "the tp ranks: it needs tp > 1");
+		ok = false;
+	}
+	return ok;
+}
+
 /* Settings that another setting makes meaningless: each is an error at
  * the key that would be ignored. */
 static bool sharding_ok(struct eval *ev, const struct check_job *j)
@@ -415,13 +444,7 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'schedule' must be \"1f1b\", \"interleaved\" or \"gpipe\"");
 		ok = false;
 	}
-	if (check_job_field(j, "parallel.vp", &v) && v.kind == VAL_NUM && num_cmp(v.num, num_from_int(1)) > 0 &&
-	    !sym_is(j, "parallel.schedule", "interleaved")) {
-		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'vp' chunks a pipeline stage only with "
-			   "schedule = \"interleaved\"");
-		ok = false;
-	}
-	return ok;
+	return ok & parallel_ok(ev, j);
 }
 
 /* The arguments lora() and qlora() take; an unknown one would be ignored. */

@@ -519,6 +519,20 @@ static struct value sym_key(struct eval *ev, const struct check_job *j, const ch
 	return v;
 }
 
+static void layout_not_divisible(struct eval *ev, struct check_job *j, struct loc at, uint64_t mp,
+				 uint64_t total)
+{
+	char prod[32] = "more than 2^64";	/* UINT64_MAX: the product overflowed */
+	struct diag *g;
+
+	if (mp != UINT64_MAX)
+		snprintf(prod, sizeof prod, "%llu", (unsigned long long)mp);
+	g = eval_error(ev, DIAG_NOT_DIVISIBLE, at, "tp x pp x cp = %s does not divide the %llu GPUs of the cluster",
+		       prod, (unsigned long long)total);
+	diag_note(g, j->cluster.loc, "the cluster is set here");
+	j->ok = false;
+}
+
 /* dp = gpus / (tp * pp * cp): the layout must divide the cluster. */
 static void layout(struct eval *ev, struct check_job *j, struct env *e)
 {
@@ -542,17 +556,7 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 	if (__builtin_mul_overflow(t, p, &mp) || __builtin_mul_overflow(mp, c, &mp))
 		mp = UINT64_MAX;
 	if (total && mp && total % mp) {
-		char prod[32] = "more than 2^64";
-		struct diag *g;
-
-		if (mp != UINT64_MAX)
-			snprintf(prod, sizeof prod, "%llu", (unsigned long long)mp);
-		g = eval_error(ev, DIAG_NOT_DIVISIBLE, t > 1 ? tp.loc : p > 1 ? pp.loc : cp.loc,
-			       "tp x pp x cp = %s does not divide the %llu GPUs of the cluster", prod,
-			       (unsigned long long)total);
-
-		diag_note(g, j->cluster.loc, "the cluster is set here");
-		j->ok = false;
+		layout_not_divisible(ev, j, t > 1 ? tp.loc : p > 1 ? pp.loc : cp.loc, mp, total);
 		return;
 	}
 	uint64_t dp = total && mp ? total / mp : 1;

@@ -161,6 +161,16 @@ static bool divisible_reported(struct eval *ev, struct num a, struct num b)
 	return false;
 }
 
+static struct value division_by_zero(struct eval *ev, const struct expr *e, const struct value *r)
+{
+	struct diag *d = eval_error(ev, DIAG_DIVISION_BY_ZERO, e->binary.op_loc, "division by zero");
+
+	/* `block = 0` in a train block divides inside the stdlib: point back */
+	if (r->origin.file && (r->origin.file != r->loc.file || r->origin.start != r->loc.start))
+		diag_note(d, r->origin, "'%s' is set to 0 here", r->label ? r->label : "the divisor");
+	return val_error(e->loc);
+}
+
 static struct value arith(struct eval *ev, const struct expr *e, struct value l, struct value r)
 {
 	struct value v = { .kind = VAL_NUM, .loc = e->loc, .origin = e->loc };
@@ -175,14 +185,8 @@ static struct value arith(struct eval *ev, const struct expr *e, struct value l,
 		eval_error(ev, DIAG_UNIT_MISMATCH, e->binary.op_loc, "unit exponent out of range");
 		return val_error(e->loc);
 	}
-	if (op == AST_DIV && !r.unknown && num_is_zero(r.num)) {
-		struct diag *d = eval_error(ev, DIAG_DIVISION_BY_ZERO, e->binary.op_loc, "division by zero");
-
-		/* `block = 0` in a train block divides inside the stdlib: point back */
-		if (r.origin.file && (r.origin.file != r.loc.file || r.origin.start != r.loc.start))
-			diag_note(d, r.origin, "'%s' is set to 0 here", r.label ? r.label : "the divisor");
-		return val_error(e->loc);
-	}
+	if (op == AST_DIV && !r.unknown && num_is_zero(r.num))
+		return division_by_zero(ev, e, &r);
 	if (v.unknown)
 		return v;
 	switch (op) {

@@ -298,12 +298,34 @@ bool check_model_names(struct eval *ev, const struct check_model *m, const struc
 
 /* ---- the pipeline split ---- */
 
-/* "1, 2, 4, 8, 16, 32": the divisors of @n. */
-static void divisors(struct strbuf *sb, uint64_t n)
+/* "1, 2, 4, 8": the divisors of @n that also divide @room (the GPUs a
+ * pp degree can take), or, with @room 0, every divisor up to 2^20 and
+ * "..." past it. */
+static void divisors(struct strbuf *sb, uint64_t n, uint64_t room)
 {
-	for (uint64_t d = 1; d <= n && d <= (1u << 20); d++)
-		if (n % d == 0)
+	uint64_t last = room ? room : n;
+
+	for (uint64_t d = 1; d <= n && d <= last; d++) {
+		if (!room && d > (1u << 20)) {
+			strbuf_addstr(sb, ", ...");
+			return;
+		}
+		if (n % d == 0 && (!room || room % d == 0))
 			strbuf_addf(sb, "%s%llu", sb->len ? ", " : "", (unsigned long long)d);
+	}
+}
+
+/* dp x pp: the GPUs left for the pipeline once tp and cp are taken. */
+static uint64_t pipeline_room(struct eval *ev, const struct check_job *j)
+{
+	struct value dp, pp;
+	uint64_t d = 0, p = 0;
+
+	if (!env_lookup(j->bindings, intern_cstr(ev->interner, "dp"), &dp) ||
+	    !env_lookup(j->bindings, intern_cstr(ev->interner, "pp"), &pp) || !num_to_u64(dp.num, &d) ||
+	    !num_to_u64(pp.num, &p) || __builtin_mul_overflow(d, p, &d))
+		return 0;
+	return d;
 }
 
 bool check_model_split(struct eval *ev, const struct check_model *m, const struct check_job *j,
@@ -334,11 +356,16 @@ bool check_model_split(struct eval *ev, const struct check_model *m, const struc
 				    (unsigned long long)m->body, model, (unsigned long long)p,
 				    (unsigned long long)v);
 
+	uint64_t room = pipeline_room(ev, j);
+
 	strbuf_init(&sb);
-	divisors(&sb, by_vp ? m->body / p : m->body);
+	divisors(&sb, by_vp ? m->body / p : m->body, by_vp ? 0 : room);
 	if (by_vp)
 		diag_note(d, NO_LOC, "with pp = %llu, vp values that divide the %llu blocks: %s",
 			  (unsigned long long)p, (unsigned long long)m->body, sb.buf);
+	else if (room)
+		diag_note(d, NO_LOC, "pp values that divide the %llu blocks and the %llu GPUs left by tp x cp: %s",
+			  (unsigned long long)m->body, (unsigned long long)room, sb.buf);
 	else
 		diag_note(d, NO_LOC, "pp values that divide %llu: %s", (unsigned long long)m->body, sb.buf);
 	strbuf_release(&sb);

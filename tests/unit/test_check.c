@@ -518,6 +518,27 @@ static void lora_target_that_matches_nothing(void **state)
 	assert_false(fx->r->jobs->ok);
 }
 
+/* The stdlib's declarations are read only once a name is undefined. */
+static void stdlib_is_scanned_only_for_undefined_names(void **state)
+{
+	struct fixture *fx = *state;
+	struct file_ast *root = parse(fx, "root.mem", good_job);
+
+	fx->files[0] = root;
+	fx->p = (struct program){ .files = fx->files, .nfiles = 1, .root = root, .stdlib_dir = "no-such-dir" };
+	fx->r = check_program(&fx->arena, fx->in, fx->de, fx->t, &fx->p);
+	fx_assert_no_diags(fx);
+	assert_null(fx->r->ev->stdlib_index);
+
+	struct file_ast *bad = parse(fx, "bad.mem", "let x = nosuch_name + 1\n");
+
+	fx->files[0] = bad;
+	fx->p = (struct program){ .files = fx->files, .nfiles = 1, .root = bad, .stdlib_dir = "no-such-dir" };
+	fx->r = check_program(&fx->arena, fx->in, fx->de, fx->t, &fx->p);
+	fx_only_diag(fx, "undefined-name");
+	assert_non_null(fx->r->ev->stdlib_index);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
@@ -540,6 +561,7 @@ int main(void)
 		T(headroom_of_ten_is_out_of_range),
 		T(lora_targets_use_hf_names),
 		T(lora_target_that_matches_nothing),
+		T(stdlib_is_scanned_only_for_undefined_names),
 	};
 #undef T
 

@@ -51,6 +51,8 @@ struct check_model {
 	struct eval *ev;
 	struct check_param *params;	/* distinct (tensor, layer) pairs, in walk order */
 	size_t nparams, capparams;
+	size_t *index;			/* open addressing: 1 + position in params, 0 empty */
+	size_t capindex;
 	unsigned open_repeats;		/* at model level */
 	bool have_body, body_known;	/* the model's first repeat, and its count */
 	uint64_t body;

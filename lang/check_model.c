@@ -22,13 +22,41 @@
 
 /* ---- the walk ---- */
 
+static size_t param_slot(const struct stmt *s, const struct decl *layer, size_t cap)
+{
+	uintptr_t h = (uintptr_t)s ^ ((uintptr_t)layer << 1);
+
+	h ^= h >> 17;
+	h *= 0x9E3779B97F4A7C15u;
+	return (size_t)(h >> 7) & (cap - 1);
+}
+
+/* Distinct (tensor, layer) pairs, found through an index: a generated
+ * model may walk 20,000 distinct tensors. */
 static void add_param(struct check_model *m, const struct stmt *s, const struct decl *layer)
 {
-	for (size_t i = 0; i < m->nparams; i++)
-		if (m->params[i].stmt == s && m->params[i].layer == layer)
+	size_t i = m->capindex ? param_slot(s, layer, m->capindex) : 0;
+
+	for (; m->capindex && m->index[i]; i = (i + 1) & (m->capindex - 1))
+		if (m->params[m->index[i] - 1].stmt == s && m->params[m->index[i] - 1].layer == layer)
 			return;
 	ARENA_GROW(m->ev->arena, m->params, m->nparams, m->capparams);
 	m->params[m->nparams++] = (struct check_param){ s, layer };
+	if (2 * m->nparams > m->capindex) {
+		m->capindex = m->capindex ? m->capindex * 2 : 64;
+		m->index = ARENA_NEW_ARRAY(m->ev->arena, size_t, m->capindex);
+		for (size_t k = 0; k < m->nparams; k++) {
+			size_t j = param_slot(m->params[k].stmt, m->params[k].layer, m->capindex);
+
+			while (m->index[j])
+				j = (j + 1) & (m->capindex - 1);
+			m->index[j] = k + 1;
+		}
+		return;
+	}
+	for (i = param_slot(s, layer, m->capindex); m->index[i]; i = (i + 1) & (m->capindex - 1))
+		;
+	m->index[i] = m->nparams;
 }
 
 void check_model_tensor(struct check_model *m, const struct walk_tensor *t)

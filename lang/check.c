@@ -17,23 +17,38 @@
 
 /* Fields of gpu and precision records: name, type, required. */
 static const struct field_spec gpu_fields[] = {
-	{ "memory", "bytes", true, RANGE_POSITIVE_BYTES }, { "bandwidth", "bandwidth", false, RANGE_NONNEG },
-	{ "fp64", "throughput", false, RANGE_NONNEG }, { "fp32", "throughput", false, RANGE_NONNEG },
-	{ "tf32", "throughput", false, RANGE_NONNEG }, { "bf16", "throughput", false, RANGE_NONNEG },
-	{ "fp16", "throughput", false, RANGE_NONNEG }, { "fp8", "throughput", false, RANGE_NONNEG },
-	{ "fp4", "throughput", false, RANGE_NONNEG }, { "int8", "throughput", false, RANGE_NONNEG },
-	{ "family", "string", false, RANGE_ANY }, { "vendor", "string", false, RANGE_ANY },
-	{ "context", "bytes", false, RANGE_NONNEG_BYTES },
-	{ "cublas_workspace", "bytes", false, RANGE_NONNEG_BYTES },
-	{ "nccl", "bytes", false, RANGE_NONNEG_BYTES }, { NULL, NULL, false, RANGE_ANY },
+	{ "memory", "bytes", true }, { "bandwidth", "bandwidth", false },
+	{ "fp64", "throughput", false }, { "fp32", "throughput", false }, { "tf32", "throughput", false },
+	{ "bf16", "throughput", false }, { "fp16", "throughput", false }, { "fp8", "throughput", false },
+	{ "fp4", "throughput", false }, { "int8", "throughput", false },
+	{ "family", "string", false }, { "vendor", "string", false }, { "context", "bytes", false },
+	{ "cublas_workspace", "bytes", false }, { "nccl", "bytes", false }, { NULL, NULL, false },
 };
 
 static const struct field_spec precision_fields[] = {
-	{ "weights", "dtype", true, RANGE_ANY }, { "grads", "dtype", true, RANGE_ANY }, { "compute", "dtype", true, RANGE_ANY },
-	{ "master", "dtype?", false, RANGE_ANY }, { "cast_cache", "dtype?", false, RANGE_ANY },
-	{ "linear_input", "dtype?", false, RANGE_ANY }, { "weight_copies", "count", false, RANGE_NONNEG },
-	{ "copy_dtype", "dtype", false, RANGE_ANY }, { NULL, NULL, false, RANGE_ANY },
+	{ "weights", "dtype", true }, { "grads", "dtype", true }, { "compute", "dtype", true },
+	{ "master", "dtype?", false }, { "cast_cache", "dtype?", false },
+	{ "linear_input", "dtype?", false }, { "weight_copies", "count", false },
+	{ "copy_dtype", "dtype", false }, { NULL, NULL, false },
 };
+
+/* What each numeric field allows (docs/language.md §3.7). */
+static const struct range_spec gpu_ranges[] = {
+	{ "memory", RANGE_POSITIVE_BYTES }, { "bandwidth", RANGE_NONNEG }, { "fp64", RANGE_NONNEG },
+	{ "fp32", RANGE_NONNEG }, { "tf32", RANGE_NONNEG }, { "bf16", RANGE_NONNEG }, { "fp16", RANGE_NONNEG },
+	{ "fp8", RANGE_NONNEG }, { "fp4", RANGE_NONNEG }, { "int8", RANGE_NONNEG },
+	{ "context", RANGE_NONNEG_BYTES }, { "cublas_workspace", RANGE_NONNEG_BYTES },
+	{ "nccl", RANGE_NONNEG_BYTES }, { NULL, RANGE_ANY },
+};
+static const struct range_spec precision_ranges[] = { { "weight_copies", RANGE_NONNEG }, { NULL, RANGE_ANY } };
+
+enum check_range check_range_of(const struct range_spec *t, const char *key)
+{
+	for (; t->key; t++)
+		if (!strcmp(t->key, key))
+			return t->range;
+	return RANGE_ANY;
+}
 
 /* A key given twice in one record: the second wins nowhere, it is an error. */
 bool check_duplicate_field(struct eval *ev, const struct field *first, const struct field *f)
@@ -169,7 +184,7 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 		struct value v = eval_expr(ev, NULL, f->value);
 
 		if (check_value_type(ev, v, s->type, what))
-			check_range(ev, v, s->range, what);
+			check_range(ev, v, check_range_of(d->kind == DECL_GPU ? gpu_ranges : precision_ranges, f->name), what);
 	}
 	if (d->record.base) {
 		if (!scope_find_kind(ev->scope, d->record.base, d->kind))

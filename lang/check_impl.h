@@ -24,8 +24,15 @@ struct field_spec {
 	const char *name;
 	const char *type;		/* an eval type name, "dtype?" (or none), "enum:a|b", "record" */
 	bool required;
+};
+
+struct range_spec {
+	const char *key;		/* "headroom", "overhead.fragmentation" */
 	enum check_range range;
 };
+
+/* The range of @key in @t; RANGE_ANY if it is not listed. */
+enum check_range check_range_of(const struct range_spec *t, const char *key);
 
 /* Report (out-of-range, at @v) a known number outside @r; false then. */
 bool check_range(struct eval *ev, struct value v, enum check_range r, const char *what);

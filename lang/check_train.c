@@ -105,40 +105,47 @@ void check_body_static(struct eval *ev, const struct decl *d)
 /* ---- train blocks ---- */
 
 static const struct field_spec train_fields[] = {
-	{ "model", "model", true, RANGE_ANY }, { "cluster", "cluster", true, RANGE_ANY }, { "precision", "precision", true, RANGE_ANY },
-	{ "optimizer", "optimizer", true, RANGE_ANY }, { "micro_batch", "count", true, RANGE_ANY }, { "seq_len", "count", true, RANGE_ANY },
-	{ "grad_accum", "count", false, RANGE_ANY }, { "checkpoint", "enum:none|selective|full", false, RANGE_ANY },
-	{ "attention", "enum:flash|eager", false, RANGE_ANY }, { "kernels", "enum:hf|fused", false, RANGE_ANY },
-	{ "loss", "enum:standard|chunked|chunked_kept", false, RANGE_ANY }, { "zero", "count", false, RANGE_ANY },
-	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false, RANGE_ANY },
-	{ "parallel", "record", false, RANGE_ANY }, { "finetune", "finetune", false, RANGE_ANY }, { "freeze", "list", false, RANGE_ANY },
-	{ "offload", "record", false, RANGE_ANY }, { "ddp", "record", false, RANGE_ANY }, { "deepspeed", "record", false, RANGE_ANY },
-	{ "overhead", "record", false, RANGE_ANY }, { "headroom", "ratio", false, RANGE_FRACTION },
-	{ "zero_grad", "enum:set_to_none|zeros", false, RANGE_ANY }, { "optimizer_in_backward", "bool", false, RANGE_ANY },
-	{ NULL, NULL, false, RANGE_ANY },
+	{ "model", "model", true }, { "cluster", "cluster", true }, { "precision", "precision", true },
+	{ "optimizer", "optimizer", true }, { "micro_batch", "count", true }, { "seq_len", "count", true },
+	{ "grad_accum", "count", false }, { "checkpoint", "enum:none|selective|full", false },
+	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
+	{ "loss", "enum:standard|chunked|chunked_kept", false }, { "zero", "count", false },
+	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
+	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
+	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
+	{ "overhead", "record", false }, { "headroom", "ratio", false },
+	{ "zero_grad", "enum:set_to_none|zeros", false }, { "optimizer_in_backward", "bool", false },
+	{ NULL, NULL, false },
 };
 
 static const struct field_spec parallel_fields[] = {
-	{ "tp", "count", false, RANGE_ANY }, { "pp", "count", false, RANGE_ANY }, { "cp", "count", false, RANGE_ANY }, { "ep", "count", false, RANGE_ANY },
-	{ "vp", "count", false, RANGE_ANY }, { "sequence_parallel", "bool", false, RANGE_ANY }, { "schedule", "string", false, RANGE_ANY },
-	{ NULL, NULL, false, RANGE_ANY },
+	{ "tp", "count", false }, { "pp", "count", false }, { "cp", "count", false }, { "ep", "count", false },
+	{ "vp", "count", false }, { "sequence_parallel", "bool", false }, { "schedule", "string", false },
+	{ NULL, NULL, false },
 };
 static const struct field_spec offload_fields[] = {
-	{ "optimizer", "enum:none|cpu|nvme", false, RANGE_ANY }, { "params", "enum:none|cpu|nvme", false, RANGE_ANY },
-	{ NULL, NULL, false, RANGE_ANY },
+	{ "optimizer", "enum:none|cpu|nvme", false }, { "params", "enum:none|cpu|nvme", false },
+	{ NULL, NULL, false },
 };
 static const struct field_spec ddp_fields[] = {
-	{ "bucket_cap", "bytes", false, RANGE_POSITIVE_BYTES }, { "gradient_as_bucket_view", "bool", false, RANGE_ANY }, { NULL, NULL, false, RANGE_ANY },
+	{ "bucket_cap", "bytes", false }, { "gradient_as_bucket_view", "bool", false }, { NULL, NULL, false },
 };
 static const struct field_spec deepspeed_fields[] = {
-	{ "reduce_bucket_size", "count", false, RANGE_AT_LEAST_1 },
-	{ "allgather_bucket_size", "count", false, RANGE_AT_LEAST_1 },
-	{ "prefetch_bucket_size", "count", false, RANGE_AT_LEAST_1 }, { "overlap_comm", "bool", false, RANGE_ANY }, { NULL, NULL, false, RANGE_ANY },
+	{ "reduce_bucket_size", "count", false }, { "allgather_bucket_size", "count", false },
+	{ "prefetch_bucket_size", "count", false }, { "overlap_comm", "bool", false }, { NULL, NULL, false },
 };
 static const struct field_spec overhead_fields[] = {
-	{ "context", "bytes", false, RANGE_NONNEG_BYTES }, { "cublas_workspace", "bytes", false, RANGE_NONNEG_BYTES },
-	{ "nccl", "bytes", false, RANGE_NONNEG_BYTES }, { "fragmentation", "ratio", false, RANGE_PERCENT },
-	{ NULL, NULL, false, RANGE_ANY },
+	{ "context", "bytes", false }, { "cublas_workspace", "bytes", false }, { "nccl", "bytes", false },
+	{ "fragmentation", "ratio", false }, { NULL, NULL, false },
+};
+
+/* What each numeric key allows (a key not listed: any value of its type). */
+static const struct range_spec train_ranges[] = {
+	{ "headroom", RANGE_FRACTION }, { "ddp.bucket_cap", RANGE_POSITIVE_BYTES },
+	{ "deepspeed.reduce_bucket_size", RANGE_AT_LEAST_1 }, { "deepspeed.allgather_bucket_size", RANGE_AT_LEAST_1 },
+	{ "deepspeed.prefetch_bucket_size", RANGE_AT_LEAST_1 }, { "overhead.context", RANGE_NONNEG_BYTES },
+	{ "overhead.cublas_workspace", RANGE_NONNEG_BYTES }, { "overhead.nccl", RANGE_NONNEG_BYTES },
+	{ "overhead.fragmentation", RANGE_PERCENT }, { NULL, RANGE_ANY },
 };
 
 static const struct field_spec *sub_specs(const char *name)
@@ -299,8 +306,10 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	v.origin = f->loc;
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))
 		v.label = f->name;	/* "tp (3)" in notes; a model keeps its own name */
-	if (check_kind(ev, v, s->type, what) && check_range(ev, v, s->range, what))
-		keep(j, arena_printf(ev->arena, "%s%s", prefix, f->name), v);
+	const char *key = arena_printf(ev->arena, "%s%s", prefix, f->name);
+
+	if (check_kind(ev, v, s->type, what) && check_range(ev, v, check_range_of(train_ranges, key), what))
+		keep(j, key, v);
 	else
 		j->ok = false;
 }
@@ -449,10 +458,12 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 
 /* The arguments lora() and qlora() take; an unknown one would be ignored. */
 static const struct field_spec lora_args[] = {
-	{ "r", "count", false, RANGE_AT_LEAST_1 }, { "alpha", "number", false, RANGE_POSITIVE },
-	{ "targets", "list", false, RANGE_ANY }, { "dropout", "number", false, RANGE_FRACTION },
-	{ "dtype", "dtype", false, RANGE_ANY }, { "quant", "dtype", false, RANGE_ANY },
-	{ "save_input", "bool", false, RANGE_ANY }, { NULL, NULL, false, RANGE_ANY },
+	{ "r", "count", false }, { "alpha", "number", false }, { "targets", "list", false },
+	{ "dropout", "number", false }, { "dtype", "dtype", false }, { "quant", "dtype", false },
+	{ "save_input", "bool", false }, { NULL, NULL, false },
+};
+static const struct range_spec lora_ranges[] = {
+	{ "r", RANGE_AT_LEAST_1 }, { "alpha", RANGE_POSITIVE }, { "dropout", RANGE_FRACTION }, { NULL, RANGE_ANY },
 };
 
 /* PEFT's and other tools' spellings of lora()'s arguments. */
@@ -487,7 +498,7 @@ static bool lora_arg(struct eval *ev, const char *call, const char *name, struct
 		return false;
 	}
 	snprintf(what, sizeof what, "'%s' of %s()", name, call);
-	return check_value_type(ev, v, s->type, what) && check_range(ev, v, s->range, what);
+	return check_value_type(ev, v, s->type, what) && check_range(ev, v, check_range_of(lora_ranges, name), what);
 }
 
 static bool check_finetune(struct eval *ev, const struct check_job *j)

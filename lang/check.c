@@ -187,9 +187,16 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 			check_range(ev, v, check_range_of(d->kind == DECL_GPU ? gpu_ranges : precision_ranges, f->name), what);
 	}
 	if (d->record.base) {
-		if (!scope_find_kind(ev->scope, d->record.base, d->kind))
-			eval_error(ev, DIAG_UNDEFINED_NAME, d->record.base_loc, "no %s named '%s' to derive from",
-				   ast_decl_keyword[d->kind], d->record.base);
+		if (!scope_find_kind(ev->scope, d->record.base, d->kind)) {
+			struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, d->record.base_loc,
+						    "no %s named '%s' to derive from", ast_decl_keyword[d->kind],
+						    d->record.base);
+
+			if (d->kind == DECL_GPU)
+				eval_note_gpu(ev, g, d->record.base, d->name);
+			else
+				eval_note_undefined(ev, g, d->record.base, d->kind);
+		}
 		return;
 	}
 	char missing[256] = "";

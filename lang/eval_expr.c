@@ -421,7 +421,8 @@ static long memory_gb(const char *name)
  * family (the part before the first '_'), prefer the nearest memory size
  * when the name gives one, and list every variant that is left. The GPUs
  * in scope, or the stdlib's when none is imported. */
-static size_t gpu_candidates(struct eval *ev, const char *name, const char ***out, const char **import)
+static size_t gpu_candidates(struct eval *ev, const char *name, const char *except, const char ***out,
+			     const char **import)
 {
 	size_t fl = strcspn(name, "_"), n = 0, cap = 0, keep = 0;
 	long want = memory_gb(name), best = -1;
@@ -442,7 +443,7 @@ static size_t gpu_candidates(struct eval *ev, const char *name, const char ***ou
 		} else if (!eval_stdlib_at(ev, i, &cand, &k, &imp)) {
 			break;
 		}
-		if (k != DECL_GPU || !same_token(name, fl, cand, strcspn(cand, "_")))
+		if (k != DECL_GPU || cand == except || !same_token(name, fl, cand, strcspn(cand, "_")))
 			continue;
 		ARENA_GROW(ev->arena, *out, n, cap);
 		(*out)[n++] = cand;
@@ -461,10 +462,10 @@ static size_t gpu_candidates(struct eval *ev, const char *name, const char ***ou
 	return keep;
 }
 
-static void note_gpu(struct eval *ev, struct diag *d, const char *name)
+void eval_note_gpu(struct eval *ev, struct diag *d, const char *name, const char *except)
 {
 	const char **c, *import = NULL;
-	size_t n = gpu_candidates(ev, name, &c, &import);
+	size_t n = gpu_candidates(ev, name, except, &c, &import);
 	struct strbuf sb;
 
 	if (!n) {
@@ -495,7 +496,7 @@ static struct value cluster(struct eval *ev, const struct expr *e)
 		struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, e->cluster.gpu_loc,
 					    "unknown GPU '%s'", e->cluster.gpu);
 
-		note_gpu(ev, d, e->cluster.gpu);
+		eval_note_gpu(ev, d, e->cluster.gpu, NULL);
 		return val_error(e->loc);
 	}
 	v.decl = gpu;

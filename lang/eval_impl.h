@@ -81,6 +81,9 @@ const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind)
  * declared name, else the stdlib file that declares it (or a close name)
  * and the import to add. False if there was nothing to say. */
 bool eval_note_undefined(struct eval *ev, struct diag *d, const char *name, enum decl_kind kind);
+/* The same for a GPU name: variants of its family, nearest memory first
+ * (never @except, the GPU that derives from @name). */
+void eval_note_gpu(struct eval *ev, struct diag *d, const char *name, const char *except);
 
 /* stdlib_index.c: the stdlib file ("models/llama") that declares @name
  * (interned) of @kind, or NULL; the closest stdlib name and its file. */

@@ -72,7 +72,7 @@ GEN_H    := $(if $(PARSER_Y),$(B)/lang/parser.tab.h) $(if $(LEXER_L),$(B)/lang/l
 GEN_OBJS := $(GEN_C:.c=.o)
 
 LANG_OBJS     := $(patsubst %.c,$(B)/%.o,$(wildcard lang/*.c))
-ANALYZER_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard analyzer/*.c))
+ANALYZER_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard analyzer/*.c analyzer/*/*.c))
 # Everything the unit tests link: the analyzer without its main().
 ANALYZER_LIB_OBJS := $(filter-out $(B)/analyzer/main.o,$(ANALYZER_OBJS))
 UNIT_TESTS    := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))

@@ -6,6 +6,8 @@
  *   memc check FILE...    parse, resolve, type-check and analyse; diagnostics only
  *   memc report FILE...   the same, plus the per-device report on stdout
  *   memc list [FILE...]   the declarations visible from FILEs (or the stdlib)
+ *   memc fmt FILE...      print or rewrite FILEs in the canonical layout
+ *   memc help [COMMAND]   the usage of memc or of one command
  *
  * Options may come before or after the files; "--" ends them and a lone
  * "-" is standard input. Every list (-I, -W, files, MEMC_PATH) is sized
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "analyzer/driver.h"
+#include "analyzer/fmt/fmt.h"
 #include "lang/diag.h"
 #include "lang/strbuf.h"
 
@@ -40,6 +43,8 @@ static const char usage_text[] =
 	"  check FILE...       type-check and analyse; print diagnostics only\n"
 	"  report FILE...      also print the per-device memory report\n"
 	"  list [FILE...]      list models, GPUs, layers, optimizers and precisions\n"
+	"  fmt FILE...         print FILEs in the canonical layout (--check, -w)\n"
+	"  help [COMMAND]      this text, or what COMMAND does (also COMMAND --help)\n"
 	"\n"
 	"options:\n"
 	"  --format text|json  report and list format (default text)\n"
@@ -75,6 +80,44 @@ static int usage_error(const char *fmt, ...)
 	strbuf_release(&msg);
 	strbuf_release(&out);
 	return MEMC_USAGE;
+}
+
+/* `memc help CMD` and `memc CMD --help`: what CMD does, then the options
+ * (shared by check, report and list; fmt has its own). */
+static const char *const command_summary[] = {
+	[DRIVER_CHECK] = "usage: memc check [options] [--] FILE...\n\n"
+		"Parse, resolve, type-check and analyse each FILE, then print its diagnostics\n"
+		"(nothing if it is fine). Exit status 0: no errors; 1: errors; 2: usage.\n",
+	[DRIVER_REPORT] = "usage: memc report [options] [--] FILE...\n\n"
+		"Check each FILE like 'memc check', then print the per-GPU memory report of\n"
+		"each train block on standard output (--format json: as JSON).\n",
+	[DRIVER_LIST] = "usage: memc list [options] [--] [FILE...]\n\n"
+		"List the models, GPUs, layers, optimizers and precisions visible from the\n"
+		"FILEs, or from the whole stdlib without FILEs.\n",
+};
+
+static int command_help(enum driver_command cmd)
+{
+	fputs(command_summary[cmd], stdout);
+	fputs("\n", stdout);
+	fputs(strstr(usage_text, "options:"), stdout);
+	return MEMC_OK;
+}
+
+static int help_main(int argc, char **argv)
+{
+	static const char *const names[] = {
+		[DRIVER_CHECK] = "check", [DRIVER_REPORT] = "report", [DRIVER_LIST] = "list",
+	};
+
+	if (argc < 3)
+		return fputs(usage_text, stdout), MEMC_OK;
+	if (strcmp(argv[2], "fmt") == 0)
+		return fputs(fmt_usage_text, stdout), MEMC_OK;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(argv[2], names[i]) == 0)
+			return command_help((enum driver_command)i);
+	return usage_error("unknown command '%s' (check, report, list, fmt)", argv[2]);
 }
 
 /* What main.c needs beyond driver_opts: the single-valued options seen,
@@ -224,7 +267,7 @@ static int parse_option(struct cli *c, int argc, char **argv, int *i)
 	else if (strcmp(a, "-w") == 0)
 		o->no_warnings = true;
 	else if (strcmp(a, "--help") == 0)
-		return fputs(usage_text, stdout), MEMC_OK;
+		return command_help(o->command);
 	else if (strcmp(a, "-W") == 0)
 		return usage_error("option '-W' needs a warning name (see --list-diagnostics)");
 	else if (strncmp(a, "-W", 2) == 0)
@@ -331,6 +374,13 @@ int main(int argc, char **argv)
 		return printf("memc %s\n", MEMC_VERSION), MEMC_OK;
 	if (strcmp(argv[1], "--list-diagnostics") == 0)
 		return diag_list_print(stdout), MEMC_OK;
+	if (strcmp(argv[1], "help") == 0)
+		return help_main(argc, argv);
+	if (strcmp(argv[1], "fmt") == 0) {
+		int frc = fmt_main(argc, argv);
+
+		return fflush(stdout) != 0 || ferror(stdout) ? MEMC_USAGE : frc;
+	}
 	if (strcmp(argv[1], "check") == 0)
 		o.command = DRIVER_CHECK;
 	else if (strcmp(argv[1], "report") == 0)
@@ -338,7 +388,7 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "list") == 0)
 		o.command = DRIVER_LIST;
 	else
-		return usage_error("unknown command '%s' (check, report, list)", argv[1]);
+		return usage_error("unknown command '%s' (check, report, list, fmt, help)", argv[1]);
 	o.max_errors = 20;
 	o.argv0 = argv[0];
 

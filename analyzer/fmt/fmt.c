@@ -153,8 +153,8 @@ static enum line_kind kind_of(struct layout *l, const struct fmt_line *ln)
 }
 
 /* A line is aligned with its neighbours only if it sits directly in a
- * block and closes what it opens: a value that runs onto the next line,
- * or a `}` after the value, ends the run. */
+ * block and does not close it (`x = 1 }`). A value may run onto the next
+ * lines; those are inside its brackets, deeper than the run. */
 static void classify(struct layout *l)
 {
 	char *st = NULL;
@@ -178,7 +178,7 @@ static void classify(struct layout *l)
 				low = d < low ? d : low;
 			}
 		}
-		if (in_block && d == d0 && low == d0)
+		if (in_block && low == d0)
 			ln->kind = kind_of(l, ln);
 	}
 	free(st);
@@ -214,8 +214,8 @@ static bool comment_only(const struct layout *l, const struct fmt_line *ln)
 }
 
 /* The end of the run that starts at line @i: lines of its kind at its
- * depth, with nothing between them but comment lines (a blank line or
- * any other line ends it). */
+ * depth, with nothing between them but comment lines and the rest of a
+ * value that spans lines (a blank line or any other line ends it). */
 static size_t run_end(const struct layout *l, size_t i)
 {
 	const struct fmt_line *a = &l->lines[i];
@@ -226,7 +226,7 @@ static size_t run_end(const struct layout *l, size_t i)
 
 		if (b->kind == a->kind && b->depth == a->depth)
 			end = j + 1;
-		else if (!comment_only(l, b))
+		else if (b->n == 0 || (b->depth <= a->depth && !comment_only(l, b)))
 			break;
 	}
 	return end;

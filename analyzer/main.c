@@ -84,39 +84,48 @@ static int usage_error(const char *fmt, ...)
 
 /* `memc help CMD` and `memc CMD --help`: what CMD does, then the options
  * (shared by check, report and list; fmt has its own). */
-static const char *const command_summary[] = {
-	[DRIVER_CHECK] = "usage: memc check [options] [--] FILE...\n\n"
+static const struct cmd_help {
+	const char *name, *text;
+} command_helps[] = {
+	{ "check", "usage: memc check [options] [--] FILE...\n\n"
 		"Parse, resolve, type-check and analyse each FILE, then print its diagnostics\n"
-		"(nothing if it is fine). Exit status 0: no errors; 1: errors; 2: usage.\n",
-	[DRIVER_REPORT] = "usage: memc report [options] [--] FILE...\n\n"
+		"(nothing if it is fine). Exit status 0: no errors; 1: errors; 2: usage.\n" },
+	{ "report", "usage: memc report [options] [--] FILE...\n\n"
 		"Check each FILE like 'memc check', then print the per-GPU memory report of\n"
-		"each train block on standard output (--format json: as JSON).\n",
-	[DRIVER_LIST] = "usage: memc list [options] [--] [FILE...]\n\n"
+		"each train block on standard output (--format json: as JSON).\n" },
+	{ "list", "usage: memc list [options] [--] [FILE...]\n\n"
 		"List the models, GPUs, layers, optimizers and precisions visible from the\n"
-		"FILEs, or from the whole stdlib without FILEs.\n",
+		"FILEs, or from the whole stdlib without FILEs.\n" },
 };
 
-static int command_help(enum driver_command cmd)
+/* Print the usage of command @name; false for a command without its own. */
+static bool print_command_help(const char *name)
 {
-	fputs(command_summary[cmd], stdout);
-	fputs("\n", stdout);
-	fputs(strstr(usage_text, "options:"), stdout);
+	if (strcmp(name, "fmt") == 0)
+		return fputs(fmt_usage_text, stdout), true;
+	for (size_t i = 0; i < sizeof command_helps / sizeof command_helps[0]; i++)
+		if (strcmp(name, command_helps[i].name) == 0) {
+			fputs(command_helps[i].text, stdout);
+			fputs("\n", stdout);
+			fputs(strstr(usage_text, "options:"), stdout);
+			return true;
+		}
+	return false;
+}
+
+static int command_help(const char *name)
+{
+	if (!print_command_help(name))
+		fputs(usage_text, stdout);
 	return MEMC_OK;
 }
 
 static int help_main(int argc, char **argv)
 {
-	static const char *const names[] = {
-		[DRIVER_CHECK] = "check", [DRIVER_REPORT] = "report", [DRIVER_LIST] = "list",
-	};
-
 	if (argc < 3)
 		return fputs(usage_text, stdout), MEMC_OK;
-	if (strcmp(argv[2], "fmt") == 0)
-		return fputs(fmt_usage_text, stdout), MEMC_OK;
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (strcmp(argv[2], names[i]) == 0)
-			return command_help((enum driver_command)i);
+	if (print_command_help(argv[2]))
+		return MEMC_OK;
 	return usage_error("unknown command '%s' (check, report, list, fmt)", argv[2]);
 }
 
@@ -267,7 +276,7 @@ static int parse_option(struct cli *c, int argc, char **argv, int *i)
 	else if (strcmp(a, "-w") == 0)
 		o->no_warnings = true;
 	else if (strcmp(a, "--help") == 0)
-		return command_help(o->command);
+		return command_help(argv[1]);
 	else if (strcmp(a, "-W") == 0)
 		return usage_error("option '-W' needs a warning name (see --list-diagnostics)");
 	else if (strncmp(a, "-W", 2) == 0)

@@ -292,9 +292,9 @@ static bool tight_slash(const struct layout *l, const struct fmt_tok *t)
 }
 
 /* Blanks between @prev and @t on one line: none inside brackets, before
- * `,` `;`, around `.` and a tight `/`, after a unary operator, between a callee and its
- * `(`, between a number and its `%`, before the `:` of a parameter;
- * one everywhere else. */
+ * `,` `;`, around `.` and a tight `/`, after a unary operator, between a
+ * callee and its `(`, between a number and its `%`, before the `:` of a
+ * parameter; one everywhere else. */
 static uint32_t gap_before(const struct layout *l, const struct fmt_tok *prev,
 			   const struct fmt_tok *t, bool prev_unary)
 {

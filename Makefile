@@ -11,7 +11,7 @@
 #   make update-golden   rewrite golden expectations (review the diff!)
 #   make install         PREFIX=/usr/local DESTDIR=
 #
-# Sources are found by wildcard: a new lang/*.c, analyzer/*.c or
+# Sources are found by wildcard: a new lang/*.c, analyzer/*.c, analyzer/*/*.c or
 # tests/unit/test_*.c is picked up without editing this file. Extra
 # targets (bench, validate, fuzz, ...) live in tests/*.mk, included below.
 
@@ -59,7 +59,10 @@ ALL_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARNINGS) $(CFLAGS) $(SANFLA
 GEN_CFLAGS   = $(ALL_CFLAGS) -Wno-unused-function -Wno-sign-compare \
 	       -Wno-missing-prototypes
 ALL_LDFLAGS  = $(LDFLAGS) $(SANFLAGS)
-LIBS         := -lunistring -lm
+# jansson and libyaml read the configs of `memc import` (docs/import.md).
+# Deferred (=) like CMOCKA: pkg-config runs after `make deps` installed them.
+IMPORT_LIBS  = $(shell $(PKG_CONFIG) --libs jansson yaml-0.1 2>/dev/null || echo -ljansson -lyaml)
+LIBS         = -lunistring -lm $(IMPORT_LIBS)
 # Deferred (=): evaluated only when a test is linked, after `make deps`.
 CMOCKA       = $(shell $(PKG_CONFIG) --cflags --libs cmocka)
 
@@ -73,6 +76,9 @@ GEN_OBJS := $(GEN_C:.c=.o)
 
 LANG_OBJS     := $(patsubst %.c,$(B)/%.o,$(wildcard lang/*.c))
 ANALYZER_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard analyzer/*.c analyzer/*/*.c))
+# The SARIF rules' help text, generated from docs/diagnostics.md.
+DIAG_HELP_C   := $(B)/gen/diag_help.c
+ANALYZER_OBJS += $(DIAG_HELP_C:.c=.o)
 # Everything the unit tests link: the analyzer without its main().
 ANALYZER_LIB_OBJS := $(filter-out $(B)/analyzer/main.o,$(ANALYZER_OBJS))
 UNIT_TESTS    := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -120,6 +126,13 @@ $(B)/lang/parser.tab.c $(B)/lang/parser.tab.h &: lang/parser.y
 $(B)/lang/lexer.c $(B)/lang/lexer.h &: lang/lexer.l $(if $(PARSER_Y),$(B)/lang/parser.tab.h)
 	@mkdir -p $(@D)
 	$(FLEX) --header-file=$(B)/lang/lexer.h -o $(B)/lang/lexer.c $<
+
+$(DIAG_HELP_C): tools/gen-diag-help.sh lang/diag.def docs/diagnostics.md
+	@mkdir -p $(@D)
+	tools/gen-diag-help.sh lang/diag.def docs/diagnostics.md > $@.tmp && mv $@.tmp $@
+
+$(DIAG_HELP_C:.c=.o): $(DIAG_HELP_C) $(FLAGS_FILE) | $(GEN_H)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 # Rebuilt from scratch so an object whose source was deleted leaves too.
 $(LIBLANG): $(LANG_OBJS) $(GEN_OBJS)

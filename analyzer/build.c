@@ -19,20 +19,146 @@
 #include "lang/dtypes.h"
 #include "lang/intern.h"
 
-/* ---- small helpers ---- */
+/* ---- checked arithmetic: an overflow is an error at its largest factor ---- */
 
-bool bld_mul(uint64_t a, uint64_t b, uint64_t *out)
+static void consider(const struct value *v, const struct value **best, uint64_t *bestn)
 {
-	return !__builtin_mul_overflow(a, b, out);
+	uint64_t u;
+
+	if (v && v->kind == VAL_NUM && !v->unknown && num_to_u64(num_floor(v->num), &u) && (!*best || u > *bestn)) {
+		*best = v;
+		*bestn = u;
+	}
 }
 
-uint64_t bld_bytes(const struct dtype *dt, uint64_t numel)
+/* The factor to blame: the largest of @extra, the axes of the tensor being
+ * added, the open repeat counts and, where tokens are a factor, the job's
+ * batch and sequence length. */
+static const struct value *largest_factor(struct bld *b, const struct value *extra, uint64_t *n)
 {
-	uint64_t b = 0;
+	const struct value *best = NULL;
+	/* the names the job binds, and the keys that set them */
+	static const char *const keys[][2] = { { "batch", "micro_batch" }, { "seq", "seq_len" } };
 
-	if (!dt || !dtype_bytes(dt, numel, &b))
-		return 0;
-	return b;
+	consider(extra, &best, n);
+	/* first, so that an axis `seq / cp` no larger than seq_len blames the key */
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0] && b->bindings && b->tokens_in_play; i++) {
+		struct value *v = ARENA_NEW(b->arena, struct value);
+
+		if (env_lookup(b->bindings, bld_intern(b, keys[i][0]), v)) {
+			v->label = keys[i][1];
+			consider(v, &best, n);
+		}
+	}
+	for (unsigned i = 0; b->tensor && i < b->tensor->ndims; i++)
+		consider(&b->tensor->dims[i], &best, n);
+	for (size_t i = 0; i < b->nreps; i++)
+		consider(&b->reps[i].count, &best, n);
+	return best;
+}
+
+void bld_overflow(struct bld *b, const char *what, const struct value *extra)
+{
+	uint64_t n = 0;
+	const struct value *f;
+	const struct decl *train = b->cj->decl;
+
+	if (b->failed)
+		return;
+	b->failed = true;
+	if (b->quiet)
+		return;
+	b->reported = true;
+	f = largest_factor(b, extra, &n);
+	struct loc at = !f ? NO_LOC : f->origin.file ? f->origin : f->loc;
+
+	if (!at.file)
+		at = train->name_loc;
+	struct diag *d = diag_error(eval_diag(b->ev), DIAG_OVERFLOW, at,
+				    f && f->label ? "%s would overflow 64 bits; its largest factor is %s (%llu)" :
+				    "%s would overflow 64 bits; its largest factor is %s%llu",
+				    what, f && f->label ? f->label : "", (unsigned long long)n);
+
+	if (b->tensor && b->tensor->stmt->loc.file)
+		diag_note(d, b->tensor->stmt->loc, "in tensor '%s'", b->tensor->stmt->tensor.name);
+	if (at.file != train->loc.file || at.start < train->loc.start || at.start >= train->loc.end)
+		diag_note(d, train->name_loc, "in train block '%s'", train->name);
+}
+
+bool bld_mul(struct bld *b, uint64_t x, uint64_t y, uint64_t *out, const char *what)
+{
+	if (!__builtin_mul_overflow(x, y, out))
+		return true;
+	*out = 0;
+	bld_overflow(b, what, NULL);
+	return false;
+}
+
+bool bld_add(struct bld *b, uint64_t *acc, uint64_t x, const char *what)
+{
+	if (!__builtin_add_overflow(*acc, x, acc))
+		return true;
+	bld_overflow(b, what, NULL);
+	return false;
+}
+
+/* Activation bytes: per token, so batch and seq_len are factors. */
+bool bld_add_act(struct bld *b, uint64_t *acc, uint64_t x, const char *what)
+{
+	bool was = b->tokens_in_play, ok;
+
+	b->tokens_in_play = true;
+	ok = bld_add(b, acc, x, what);
+	b->tokens_in_play = was;
+	return ok;
+}
+
+/* Bytes of @numel elements of @dt; NULL dtype: none (an unset policy slot). */
+uint64_t bld_bytes(struct bld *b, const struct dtype *dt, uint64_t numel)
+{
+	uint64_t n = 0;
+
+	if (dt && !dtype_bytes(dt, numel, &n))
+		bld_overflow(b, "the byte count of a tensor", NULL);
+	return n;
+}
+
+/* ... repeated @mult times. */
+uint64_t bld_bytes_x(struct bld *b, const struct dtype *dt, uint64_t numel, uint64_t mult)
+{
+	uint64_t n = 0;
+
+	bld_mul(b, bld_bytes(b, dt, numel), mult, &n, "the byte count of a tensor");
+	return n;
+}
+
+void bld_rep_push(struct bld *b, uint64_t saved, struct value count)
+{
+	if (b->nreps == b->capreps) {
+		b->capreps = b->capreps ? b->capreps * 2 : 16;
+		b->reps = realloc(b->reps, b->capreps * sizeof *b->reps);
+		if (!b->reps)
+			xdie_oom();
+	}
+	b->reps[b->nreps++] = (struct bld_rep){ saved, count };
+}
+
+uint64_t bld_rep_pop(struct bld *b)
+{
+	return b->nreps ? b->reps[--b->nreps].saved : 1;
+}
+
+/* The tensor words of the language (check_train.c reads them first too):
+ * never a dtype, and evaluating them as names is most of a walk's time. */
+bool bld_is_tensor_word(const char *name)
+{
+	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
+					     "grouped", "paged" };
+
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (!strcmp(name, words[i]))
+			return true;
+	return false;
 }
 
 /* The dtype of attribute @a, or NULL if it names something else. */
@@ -41,7 +167,7 @@ static const struct dtype *attr_dtype(struct bld *b, const struct attr *a, struc
 	struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
 	struct value v;
 
-	if (a->has_parens)
+	if (a->has_parens || bld_is_tensor_word(a->name))
 		return NULL;
 	v = eval_expr(b->ev, env, &name);
 	return v.kind == VAL_DTYPE ? v.dtype : NULL;
@@ -74,9 +200,11 @@ static bool tensor_numel(struct bld *b, const struct walk_tensor *t, uint64_t *b
 	for (unsigned i = 0; i < t->ndims; i++) {
 		uint64_t u;
 
-		if (t->dims[i].kind != VAL_NUM || t->dims[i].unknown || !num_to_u64(t->dims[i].num, &u) ||
-		    !bld_mul(n, u, &n))
+		/* not a count: an evaluation error the checker has reported */
+		if (t->dims[i].kind != VAL_NUM || t->dims[i].unknown || !num_to_u64(t->dims[i].num, &u))
 			return b->failed = true, false;
+		if (!bld_mul(b, n, u, &n, "the size of this tensor"))
+			return false;
 	}
 	*base = n;
 	*mult = b->frame ? b->frame->mult : 1;
@@ -141,7 +269,10 @@ void bld_frame_pop(struct bld *b)
 	resolve_pending(b, f);
 	b->frame = f->parent;
 	if (b->frame) {
-		uint64_t child = f->temp_fwd + f->child_fwd, childb = f->temp_bwd + f->child_bwd;
+		uint64_t child = f->temp_fwd, childb = f->temp_bwd;
+
+		bld_add_act(b, &child, f->child_fwd, "the transient bytes of a layer");
+		bld_add_act(b, &childb, f->child_bwd, "the transient bytes of a layer");
 
 		/* nested layers run one after another: their transients do not add up */
 		if (child > b->frame->child_fwd)
@@ -188,7 +319,7 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 
 	if (!dt)
 		dt = fg && b->linear_input ? b->linear_input : b->act;
-	uint64_t bytes = bld_bytes(dt, numel);
+	uint64_t bytes = bld_bytes(b, dt, numel);
 
 	if (fg && b->frame)
 		add_pending(b->frame, fg->args, bytes, loss);
@@ -199,16 +330,16 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 static void on_temp(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 {
 	const struct dtype *dt = tensor_dtype(b, t);
-	uint64_t bytes = bld_bytes(dt ? dt : b->act, numel);
+	uint64_t bytes = bld_bytes(b, dt ? dt : b->act, numel);
 	bool fwd = find_attr(t->stmt, "forward") != NULL, bwd = find_attr(t->stmt, "backward") != NULL;
 	struct frame *f = bld_frame(b);
 
 	if (find_attr(t->stmt, "loss"))
 		f->loss = true;
 	if (fwd || !bwd)
-		f->temp_fwd += bytes;
+		bld_add_act(b, &f->temp_fwd, bytes, "the transient bytes of a layer");
 	if (bwd || !fwd)
-		f->temp_bwd += bytes;
+		bld_add_act(b, &f->temp_bwd, bytes, "the transient bytes of a layer");
 }
 
 static void on_tensor(void *ctx, const struct walk_tensor *t)
@@ -216,8 +347,13 @@ static void on_tensor(void *ctx, const struct walk_tensor *t)
 	struct bld *b = ctx;
 	uint64_t base, mult, numel;
 
-	if (b->failed || !tensor_numel(b, t, &base, &mult) || !bld_mul(base, mult, &numel)) {
-		b->failed = true;
+	if (b->failed)
+		return;
+	b->tensor = t;
+	b->tokens_in_play = t->stmt->tensor.kind != TENSOR_PARAM;
+	if (!tensor_numel(b, t, &base, &mult) || !bld_mul(b, base, mult, &numel, "the size of this tensor")) {
+		b->tensor = NULL;
+		b->tokens_in_play = false;
 		return;
 	}
 	switch (t->stmt->tensor.kind) {
@@ -229,10 +365,12 @@ static void on_tensor(void *ctx, const struct walk_tensor *t)
 	case TENSOR_TEMP: on_temp(b, t, numel); break;
 	case TENSOR_INPUT:
 		if (b->frame && b->frame->depth == 0 && !b->frame->input)
-			b->frame->input = bld_bytes(tensor_dtype(b, t) ? tensor_dtype(b, t) : b->act, numel);
+			b->frame->input = bld_bytes(b, tensor_dtype(b, t) ? tensor_dtype(b, t) : b->act, numel);
 		break;
 	default: break;
 	}
+	b->tensor = NULL;
+	b->tokens_in_play = false;
 }
 
 static void on_enter(void *ctx, const struct decl *layer, struct env *env, struct loc call)
@@ -256,16 +394,16 @@ static void on_repeat_enter(void *ctx, const struct stmt *s, struct value count)
 	struct bld *b = ctx;
 	uint64_t n = 1;
 
-	num_to_u64(count.num, &n);
+	(void)s;
+	if (count.kind != VAL_NUM || count.unknown || !num_to_u64(count.num, &n))
+		b->failed = true;	/* the checker reported it */
 	bld_close_implicit(b);
 	if (b->frame) {
-		b->frame->saved_mult[b->frame->nrep < 8 ? b->frame->nrep : 7] = b->frame->mult;
-		b->frame->nrep++;
-		if (!bld_mul(b->frame->mult, n, &b->frame->mult))
-			b->failed = true;
+		bld_rep_push(b, b->frame->mult, count);
+		bld_mul(b, b->frame->mult, n, &b->frame->mult, "the product of the repeat counts");
 		return;
 	}
-	bld_repeat_enter(b, s, n);
+	bld_repeat_enter(b, count, n);
 }
 
 static void on_repeat_leave(void *ctx, const struct stmt *s)
@@ -274,8 +412,7 @@ static void on_repeat_leave(void *ctx, const struct stmt *s)
 
 	bld_close_implicit(b);
 	if (b->frame) {
-		b->frame->nrep--;
-		b->frame->mult = b->frame->saved_mult[b->frame->nrep < 8 ? b->frame->nrep : 7];
+		b->frame->mult = bld_rep_pop(b);
 		return;
 	}
 	bld_repeat_leave(b, s);

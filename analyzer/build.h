@@ -23,6 +23,10 @@
 #include "analyzer/report.h"
 #include "lang/check.h"
 
+/* docs/limits.md: the largest cluster, and so the largest parallel degree,
+ * memc models (the degrees of struct mem_job are 32-bit). */
+enum { BUILD_MAX_GPUS = 1 << 20 };
+
 /* "What if" changes to a job, for the fit search. 0 / NULL: as written. */
 struct build_override {
 	uint64_t micro_batch;

@@ -25,8 +25,6 @@ struct frame {
 	unsigned depth;			/* 0: used directly by the model */
 	bool implicit;			/* tensors written in the model body itself */
 	uint64_t mult;			/* product of the repeats around this point */
-	uint64_t saved_mult[8];
-	unsigned nrep;
 	const char **names;		/* params declared in this instance */
 	bool *trains;			/* ... and whether each trains or carries an adapter */
 	size_t nnames, capnames;
@@ -36,6 +34,13 @@ struct frame {
 	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */
 	uint64_t input;
 	bool loss;
+};
+
+/* One open repeat, model- or layer-level: the multiplier to restore when
+ * it closes, and its count (with where it was written) to blame. */
+struct bld_rep {
+	uint64_t saved;
+	struct value count;
 };
 
 /* Optimizer results per distinct tensor shape and dtype (memoised). */
@@ -53,6 +58,10 @@ struct bld {
 	struct env *bindings;
 	struct build *out;
 	bool failed;
+	bool quiet;			/* a what-if build: count failures, print none */
+	bool reported;			/* this build printed its own error */
+	const struct walk_tensor *tensor;	/* being added, for blame */
+	bool tokens_in_play;		/* batch x seq is a factor of what is computed */
 	/* precision */
 	const struct dtype *weights, *grads, *master, *act, *cast_cache, *linear_input, *copy_dtype;
 	uint64_t weight_copies;
@@ -71,7 +80,8 @@ struct bld {
 	struct frame *frame;
 	uint64_t model_mult;
 	unsigned model_repeats;		/* open repeats at model level */
-	uint64_t saved_model_mult[16];
+	struct bld_rep *reps;		/* every open repeat, outermost first (grows) */
+	size_t nreps, capreps;
 	uint64_t block_repeat;		/* repeat of the block being walked (totals) */
 	bool have_body;
 	uint64_t tokens;		/* batch x seq / cp, for adapter activations */
@@ -90,8 +100,15 @@ struct bld {
 extern const struct walk_ops bld_ops;
 
 const char *bld_intern(struct bld *b, const char *s);
-bool bld_mul(uint64_t a, uint64_t b, uint64_t *out);
-uint64_t bld_bytes(const struct dtype *dt, uint64_t numel);
+bool bld_is_tensor_word(const char *name);
+void bld_overflow(struct bld *b, const char *what, const struct value *extra);
+bool bld_mul(struct bld *b, uint64_t x, uint64_t y, uint64_t *out, const char *what);
+bool bld_add(struct bld *b, uint64_t *acc, uint64_t x, const char *what);
+bool bld_add_act(struct bld *b, uint64_t *acc, uint64_t x, const char *what);
+uint64_t bld_bytes(struct bld *b, const struct dtype *dt, uint64_t numel);
+uint64_t bld_bytes_x(struct bld *b, const struct dtype *dt, uint64_t numel, uint64_t mult);
+void bld_rep_push(struct bld *b, uint64_t saved, struct value count);
+uint64_t bld_rep_pop(struct bld *b);
 struct frame *bld_frame_push(struct bld *b, const struct decl *layer);
 void bld_frame_pop(struct bld *b);
 struct frame *bld_frame(struct bld *b);
@@ -99,7 +116,7 @@ void bld_close_implicit(struct bld *b);
 void bld_frame_param(struct frame *f, const char *name, bool trains);
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss);
 void bld_layer_close(struct bld *b, struct frame *f);
-void bld_repeat_enter(struct bld *b, const struct stmt *s, uint64_t n);
+void bld_repeat_enter(struct bld *b, struct value count, uint64_t n);
 void bld_repeat_leave(struct bld *b, const struct stmt *s);
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out);

@@ -3,6 +3,7 @@
  * build_job.c - assemble layers into blocks, then the job: layout,
  * sharding, buffers and overheads from the train block and its GPU.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,10 +40,7 @@ void bld_close_implicit(struct bld *b)
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss)
 {
 	bld_frame(b);
-	if (loss)
-		b->loss_saves += bytes;
-	else
-		b->saves += bytes;
+	bld_add_act(b, loss ? &b->loss_saves : &b->saves, bytes, "the saved activations of a layer");
 }
 
 static void open_block(struct bld *b, uint64_t repeat, bool body)
@@ -59,12 +57,16 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		open_block(b, 1, false);
 	ARENA_GROW(b->arena, b->layers, b->nlayers, b->caplayers);
 	bool loss = f->loss || b->loss_saves > 0;
+	uint64_t saves = b->saves, tf = f->temp_fwd, tb = f->temp_bwd;
+
+	bld_add_act(b, &saves, b->loss_saves, "the saved activations of a layer");
+	bld_add_act(b, &tf, f->child_fwd, "the transient bytes of a layer");
+	bld_add_act(b, &tb, f->child_bwd, "the transient bytes of a layer");
 
 	b->layers[b->nlayers++] = (struct mem_layer){
 		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
 		.params = b->params, .nparams = b->nparams,
-		.saves_bytes = b->saves + b->loss_saves, .input_bytes = f->input,
-		.temp_fwd_bytes = f->temp_fwd + f->child_fwd, .temp_bwd_bytes = f->temp_bwd + f->child_bwd,
+		.saves_bytes = saves, .input_bytes = f->input, .temp_fwd_bytes = tf, .temp_bwd_bytes = tb,
 		.loss_region = loss,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
@@ -76,14 +78,11 @@ void bld_layer_close(struct bld *b, struct frame *f)
 
 /* A repeat in the model body: the first is the body of identical blocks
  * (pipeline split, checkpoint unit); a repeat inside it multiplies. */
-void bld_repeat_enter(struct bld *b, const struct stmt *s, uint64_t n)
+void bld_repeat_enter(struct bld *b, struct value count, uint64_t n)
 {
-	(void)s;
-	if (b->model_repeats < 16)
-		b->saved_model_mult[b->model_repeats] = b->model_mult;
+	bld_rep_push(b, b->model_mult, count);
 	if (b->model_repeats++ > 0) {
-		if (!bld_mul(b->model_mult, n, &b->model_mult))
-			b->failed = true;
+		bld_mul(b, b->model_mult, n, &b->model_mult, "the product of the repeat counts");
 		return;
 	}
 	open_block(b, n, !b->have_body);
@@ -94,9 +93,10 @@ void bld_repeat_enter(struct bld *b, const struct stmt *s, uint64_t n)
 void bld_repeat_leave(struct bld *b, const struct stmt *s)
 {
 	(void)s;
+	uint64_t saved = bld_rep_pop(b);
+
 	if (--b->model_repeats > 0) {
-		if (b->model_repeats < 16)
-			b->model_mult = b->saved_model_mult[b->model_repeats];
+		b->model_mult = saved;
 		return;
 	}
 	open_block(b, 1, false);
@@ -279,9 +279,20 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	return true;
 }
 
+/* A count key times an element size, blaming the key if it overflows. */
+static uint64_t key_bytes(struct bld *b, const char *k, uint64_t dflt, uint64_t elem)
+{
+	struct value v;
+	uint64_t n = 0;
+
+	if (__builtin_mul_overflow(key_u64(b, k, dflt), elem, &n) && key(b, k, &v))
+		bld_overflow(b, "a DeepSpeed bucket's byte count", &v);
+	return n;
+}
+
 static void buffers(struct bld *b, struct mem_job *j, int zero)
 {
-	uint64_t gsz = bld_bytes(b->grads, 1), wsz = bld_bytes(b->weights, 1);
+	uint64_t gsz = bld_bytes(b, b->grads, 1), wsz = bld_bytes(b, b->weights, 1);
 	const char *off_opt = key_sym(b, "offload.optimizer", "none");
 	const char *off_par = key_sym(b, "offload.params", "none");
 
@@ -291,9 +302,9 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	j->grads_persistent = !strcmp(key_sym(b, "zero_grad", "set_to_none"), "zeros");
 	j->optimizer_in_backward = key_bool(b, "optimizer_in_backward", false);
 	if (zero >= 1) {
-		j->zero_reduce_bucket_bytes = key_u64(b, "deepspeed.reduce_bucket_size", 500000000) * gsz;
+		j->zero_reduce_bucket_bytes = key_bytes(b, "deepspeed.reduce_bucket_size", 500000000, gsz);
 		j->overlap_comm = key_bool(b, "deepspeed.overlap_comm", zero == 3);
-		j->zero_prefetch_bytes = key_u64(b, "deepspeed.prefetch_bucket_size", 50000000) * wsz;
+		j->zero_prefetch_bytes = key_bytes(b, "deepspeed.prefetch_bucket_size", 50000000, wsz);
 	}
 	j->offload_optimizer = strcmp(off_opt, "none") != 0;
 	j->offload_params = strcmp(off_par, "none") != 0;
@@ -323,7 +334,8 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 {
 	struct env *e = env_new(b->ev, base);
 
-	b->bindings = base;	/* bound_u64 below reads the job's pp and cp */
+	b->bindings = base;	/* bound_u64() below reads the job as written: pp, cp */
+
 	if (ov && ov->micro_batch) {
 		struct value v = val_count(ov->micro_batch, NO_LOC);
 
@@ -346,14 +358,22 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 			env_bind(e, bld_intern(b, "etp"), etpv);
 		}
 		env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
-		uint64_t mp = ov->tp * pp * cp;
+		uint64_t mp = 0, ep = bound_u64(b, "ep", 1);
 
+		/* the checker's rules for the edited file (check_train.c layout()):
+		 * tp x pp x cp divides the cluster, ep divides dp x tp */
+		if (__builtin_mul_overflow(ov->tp, pp, &mp) || __builtin_mul_overflow(mp, cp, &mp) || !mp ||
+		    gpus % mp || (gpus / mp * ov->tp) % ep)
+			b->failed = true;
 		env_bind(e, bld_intern(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
 	}
 	return e;
 }
 
-/* Walk the model once under @env; the counts land in b->params_*. */
+/* Walk the model once under @env; the counts land in b->params_*. The
+ * evaluator is quiet: the checker has walked this job and said everything
+ * it has to say (warn statements included), so a second word would repeat
+ * it; an error it counts fails the build. */
 static bool walk(struct bld *b, struct env *env)
 {
 	unsigned before = eval_quiet_errors(b->ev);
@@ -361,10 +381,14 @@ static bool walk(struct bld *b, struct env *env)
 	b->bindings = env;
 	b->model_mult = 1;
 	b->block_repeat = 1;
+	b->model_repeats = 0;
+	b->nreps = 0;
 	eval_walk(b->ev, b->cj->model, env, &bld_ops, b);
 	while (b->frame)
 		bld_frame_pop(b);
-	return !b->failed && eval_quiet_errors(b->ev) == before;
+	if (eval_quiet_errors(b->ev) != before)
+		b->failed = true;
+	return !b->failed;
 }
 
 /* Exact totals with tp = ep = cp = 1: published counts are unsharded. */
@@ -381,8 +405,13 @@ static void count(struct bld *real, struct env *env)
 	b.params_total = b.params_trainable = 0;
 	b.blocks = NULL;
 	b.nblocks = b.capblocks = 0;
+	b.reps = NULL;
+	b.nreps = b.capreps = 0;
 	walk(&b, e);
 	free(b.memo);
+	free(b.reps);
+	real->failed |= b.failed;
+	real->reported |= b.reported;
 	real->out->rep.params_total = b.params_total;
 	real->out->rep.params_trainable = b.params_trainable;
 }
@@ -446,41 +475,131 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_cluster = key_loc(b, "cluster");
 }
 
+__attribute__((format(printf, 4, 5)))
+static bool bld_error(struct bld *b, enum diag_id id, struct loc at, const char *fmt, ...)
+{
+	va_list ap;
+
+	b->failed = true;
+	if (b->quiet || b->reported)
+		return false;
+	b->reported = true;
+	va_start(ap, fmt);
+	diag_vemit(eval_diag(b->ev), id, at.file ? at : b->cj->decl->name_loc, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/* The cluster and every degree within docs/limits.md: past them the
+ * 32-bit degrees of struct mem_job would wrap. */
+static bool layout_ok(struct bld *b, uint64_t *gpus)
+{
+	static const char *const degrees[] = { "dp", "tp", "pp", "cp", "ep", "etp", "vp" };
+	uint64_t nodes = 0, per = 0;
+	struct loc at = key_loc(b, "cluster");
+
+	if (!num_to_u64(b->cj->cluster.nodes, &nodes) || !num_to_u64(b->cj->cluster.gpus, &per) ||
+	    __builtin_mul_overflow(nodes, per, gpus))
+		return bld_error(b, DIAG_OVERFLOW, at, "the cluster's GPU count overflows 64 bits");
+	if (*gpus > BUILD_MAX_GPUS)
+		return bld_error(b, DIAG_BAD_LAYOUT, at, "the cluster has %llu GPUs; memc models at most %u",
+				 (unsigned long long)*gpus, (unsigned)BUILD_MAX_GPUS);
+	for (size_t i = 0; i < sizeof degrees / sizeof degrees[0]; i++) {
+		struct value v;
+		uint64_t u = 0;
+
+		if (!env_lookup(b->bindings, bld_intern(b, degrees[i]), &v) || v.kind != VAL_NUM || v.unknown)
+			continue;
+		if (!num_to_u64(v.num, &u))
+			u = UINT64_MAX;		/* past 2^64: the checker's num range is wider */
+		if (u > BUILD_MAX_GPUS)
+			return bld_error(b, DIAG_BAD_LAYOUT, v.origin.file ? v.origin : v.loc,
+					 "%s = %llu is more than the %u GPUs memc models", degrees[i],
+					 (unsigned long long)u, (unsigned)BUILD_MAX_GPUS);
+	}
+	return true;
+}
+
+/* The reason a job was not built is always printed: a CI gate that exits
+ * 0 with no number, or 1 with no message, is a silent wrong answer. */
+static bool unreported(struct bld *b)
+{
+	return bld_error(b, DIAG_BAD_LAYOUT, b->cj->decl->name_loc,
+			 "train block '%s' checked, but its model does not evaluate when it is built "
+			 "for analysis", b->cj->decl->name);
+}
+
+static bool build_walks(struct bld *b, const struct build_override *ov)
+{
+	uint64_t tokens = 0, cp = 0;
+
+	b->bindings = b->cj->bindings;
+	if (!layout_ok(b, &b->out->gpus))
+		return false;
+	b->bindings = override_env(b, b->cj->bindings, ov);
+	if (b->failed)
+		return false;
+	b->tokens_in_play = true;
+	bld_mul(b, bound_u64(b, "batch", 1), bound_u64(b, "seq", 1), &tokens, "micro_batch x seq_len");
+	b->tokens_in_play = false;
+	cp = bound_u64(b, "cp", 1);
+	b->tokens = tokens / (cp ? cp : 1);
+	bool unsharded = true;
+	static const char *const degrees[] = { "tp", "sp", "ep", "cp", "pp" };
+
+	for (size_t i = 0; i < sizeof degrees / sizeof degrees[0]; i++)
+		unsharded &= bound_u64(b, degrees[i], 1) == 1;
+	/* what-if variants (fit search, sweeps) never print the totals; with
+	 * every degree 1 the job's own walk gives them */
+	if (!b->quiet && !unsharded)
+		count(b, b->bindings);
+	if (!walk(b, b->bindings) || b->failed)
+		return false;
+	if (!b->quiet && unsharded) {
+		b->out->rep.params_total = b->params_total;
+		b->out->rep.params_trainable = b->params_trainable;
+	}
+	return true;
+}
+
 bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build_override *ov,
 	       bool quiet, struct build *out)
 {
-	struct bld b = { .ev = ev, .arena = a, .cj = cj, .out = out };
-	uint64_t nodes = 1, per = 1;
+	struct bld b = { .ev = ev, .arena = a, .cj = cj, .out = out, .quiet = quiet };
 	int zero = (int)key_u64(&b, "zero", 0);
 
 	memset(out, 0, sizeof *out);
-	if (!cj->ok || cj->model.kind != VAL_INSTANCE || cj->cluster.kind != VAL_CLUSTER ||
+	if (!cj->ok)
+		return false;	/* the checker said why */
+	if (cj->model.kind != VAL_INSTANCE || cj->cluster.kind != VAL_CLUSTER ||
 	    cj->optimizer.kind != VAL_INSTANCE || !bld_setup_precision(&b, cj->precision))
-		return false;
-	num_to_u64(cj->cluster.nodes, &nodes);
-	num_to_u64(cj->cluster.gpus, &per);
-	out->gpus = nodes * per;
+		return unreported(&b);
 	zero = ov && ov->zero >= 0 ? ov->zero : zero;
 	out->zero = key(&b, "zero", &(struct value){ 0 }) || (ov && ov->zero >= 0) ? zero : -1;
 	b.optimizer = cj->optimizer;
 	bld_setup_finetune(&b, cj->finetune);
 	key(&b, "freeze", &b.freeze);
-	eval_set_quiet(ev, quiet);
-	b.bindings = override_env(&b, cj->bindings, ov);
-	b.tokens = bound_u64(&b, "batch", 1) * bound_u64(&b, "seq", 1) / bound_u64(&b, "cp", 1);
-	if (!quiet)	/* what-if variants (fit search, sweeps) never print the totals */
-		count(&b, b.bindings);
-	bool ok = walk(&b, b.bindings);
+	eval_set_quiet(ev, true);
+	bool ok = build_walks(&b, ov);
 
 	eval_set_quiet(ev, false);
 	free(b.memo);
-	if (!ok)
+	free(b.reps);
+	if (ok) {
+		drop_empty_blocks(&b, &out->job);
+		ok = layout(&b, &out->job, zero);
+		if (ok) {
+			buffers(&b, &out->job, zero);
+			overheads(&b, &out->job);
+		}
+		ok = ok && !b.failed;
+	}
+	if (!ok) {
+		if (!b.reported)
+			unreported(&b);
+		out->rep.params_total = out->rep.params_trainable = 0;	/* half a walk's count */
 		return false;
-	drop_empty_blocks(&b, &out->job);
-	if (!layout(&b, &out->job, zero))
-		return false;
-	buffers(&b, &out->job, zero);
-	overheads(&b, &out->job);
+	}
 	out->micro_batch = bound_u64(&b, "batch", 1);
 	out->tp = out->job.tp;
 	fill_report(&b, out);
@@ -509,7 +628,7 @@ bool build_count_params(struct eval *ev, struct arena *a, struct value model, ui
 {
 	struct check_job cj = { .model = model, .ok = true };
 	struct build out;
-	struct bld b = { .ev = ev, .arena = a, .cj = &cj, .out = &out };
+	struct bld b = { .ev = ev, .arena = a, .cj = &cj, .out = &out, .quiet = true };
 
 	if (model.kind != VAL_INSTANCE)
 		return false;
@@ -518,6 +637,7 @@ bool build_count_params(struct eval *ev, struct arena *a, struct value model, ui
 
 	eval_set_quiet(ev, false);
 	free(b.memo);
+	free(b.reps);
 	*total = b.params_total;
 	return ok;
 }

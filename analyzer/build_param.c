@@ -51,7 +51,9 @@ static void opt_tensor(void *ctx, const struct walk_tensor *t)
 	for (unsigned i = 0; i < t->ndims; i++) {
 		uint64_t u = 0;
 
-		if (t->dims[i].kind != VAL_NUM || !num_to_u64(t->dims[i].num, &u) || !bld_mul(n, u, &n))
+		if (t->dims[i].kind != VAL_NUM || t->dims[i].unknown || !num_to_u64(t->dims[i].num, &u))
+			return (void)(w->b->failed = true);	/* the checker reported it */
+		if (!bld_mul(w->b, n, u, &n, "the optimizer state of a tensor"))
 			return;
 	}
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
@@ -59,7 +61,7 @@ static void opt_tensor(void *ctx, const struct walk_tensor *t)
 
 		paged |= !strcmp(a->name, "paged");
 		grouped |= !strcmp(a->name, "grouped");
-		if (!a->has_parens) {
+		if (!a->has_parens && !bld_is_tensor_word(a->name)) {
 			struct value v = eval_expr(w->b->ev, t->env, &name);
 
 			if (v.kind == VAL_DTYPE)
@@ -68,9 +70,9 @@ static void opt_tensor(void *ctx, const struct walk_tensor *t)
 	}
 	/* paged state lives in CUDA unified memory, outside the allocator */
 	if (t->stmt->tensor.kind == TENSOR_STATE && !paged)
-		w->state += bld_bytes(dt, n);
+		bld_add(w->b, &w->state, bld_bytes(w->b, dt, n), "the optimizer state of a tensor");
 	if (t->stmt->tensor.kind == TENSOR_TEMP) {
-		w->temp += bld_bytes(dt, n);
+		bld_add(w->b, &w->temp, bld_bytes(w->b, dt, n), "the optimizer state of a tensor");
 		w->grouped |= grouped;
 	}
 }
@@ -131,11 +133,11 @@ static void train_bytes(struct bld *b, struct mem_param *p, uint64_t base, uint6
 	struct opt_memo *m = opt_eval(b, base, rows, cols, rank, opt_dt);
 
 	p->trainable = true;
-	p->grad_bytes = bld_bytes(b->grads && dt == b->weights ? b->grads : dt, base) * mult;
+	p->grad_bytes = bld_bytes_x(b, b->grads && dt == b->weights ? b->grads : dt, base, mult);
 	if (b->master && b->master != dt)
-		p->master_bytes = bld_bytes(b->master, base) * mult;
-	p->state_bytes = m->state * mult;
-	p->step_temp_bytes = m->temp * mult;
+		p->master_bytes = bld_bytes_x(b, b->master, base, mult);
+	bld_mul(b, m->state, mult, &p->state_bytes, "the optimizer state of a tensor");
+	bld_mul(b, m->temp, mult, &p->step_temp_bytes, "the optimizer state of a tensor");
 	p->step_temp_grouped = m->grouped;
 }
 
@@ -143,26 +145,38 @@ static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t col
 {
 	struct mem_param *p = new_param(b);
 	const struct dtype *dt = b->lora_dtype;
+	uint64_t numel = 0, all = 0;
 
 	p->name = name;
-	p->numel = rows * cols * mult;
-	p->weight_bytes = bld_bytes(dt, rows * cols) * mult;
-	train_bytes(b, p, rows * cols, mult, dt, rows, cols, 2);
+	bld_mul(b, rows, cols, &numel, "the size of a LoRA adapter");
+	bld_mul(b, numel, mult, &p->numel, "the size of a LoRA adapter");
+	p->weight_bytes = bld_bytes_x(b, dt, numel, mult);
+	train_bytes(b, p, numel, mult, dt, rows, cols, 2);
 	p->master_bytes = 0;	/* adapters are kept in their own dtype */
-	b->params_trainable += p->numel * b->block_repeat;
+	bld_mul(b, p->numel, b->block_repeat, &all, "the trainable parameter count");
+	bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 }
 
 /* LoRA on a Linear [d_in, d_out]: A [d_in, r], B [r, d_out], trainable;
  * it saves A's output (and, with dropout, its own dropped input). */
 static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult)
 {
-	uint64_t r = b->lora_r;
+	uint64_t r = b->lora_r, n = 0, in = 0;
+	const char *what = "the saved activations of a LoRA adapter";
 
 	adapter(b, name, d_in, r, mult);
 	adapter(b, name, r, d_out, mult);
-	bld_add_saves(b, bld_bytes(b->act, b->tokens * r) * mult, false);
-	if (b->lora_dropout > 0)
-		bld_add_saves(b, (bld_bytes(b->act, b->tokens * d_in) + b->tokens * d_in) * mult, false);
+	b->tokens_in_play = true;
+	bld_mul(b, b->tokens, r, &n, what);
+	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
+	if (b->lora_dropout > 0) {
+		bld_mul(b, b->tokens, d_in, &in, what);
+		n = bld_bytes(b, b->act, in);	/* the dropped input and its bool mask */
+		bld_add(b, &n, in, what);
+		bld_mul(b, n, mult, &n, what);
+		bld_add_saves(b, n, false);
+	}
+	b->tokens_in_play = false;
 }
 
 static bool has_attr(const struct walk_tensor *t, const char *name)
@@ -183,26 +197,29 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	bool quantised = b->qlora && linear && !dt;
 	struct mem_param *p = new_param(b);
 
+	uint64_t all = 0;
+
 	dt = dt ? dt : b->weights;
 	p->name = name;
 	p->origin = t->stmt;
 	/* an expert's states shard over the expert data parallel group (memory.c) */
 	p->expert = has_attr(t, "expert");
 	b->experts |= p->expert;
-	p->numel = base * mult;
-	p->weight_bytes = bld_bytes(quantised ? b->quant : dt, base) * mult;
-	b->params_total += p->numel * b->block_repeat;
+	bld_mul(b, base, mult, &p->numel, "the size of this tensor");
+	p->weight_bytes = bld_bytes_x(b, quantised ? b->quant : dt, base, mult);
+	bld_mul(b, p->numel, b->block_repeat, &all, "the parameter count");
+	bld_add(b, &b->params_total, all, "the parameter count");
 	if (!frozen) {
 		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);
-		b->params_trainable += p->numel * b->block_repeat;
+		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 	}
 	if (quantised)		/* MatMul4Bit dequantises the whole weight per call */
-		p->cast_bytes = bld_bytes(b->act, base);
+		p->cast_bytes = bld_bytes(b, b->act, base);
 	else if (linear && b->cast_cache) {
-		p->cast_bytes = bld_bytes(b->cast_cache, base) * mult;
+		p->cast_bytes = bld_bytes_x(b, b->cast_cache, base, mult);
 		p->cast_saved = true;
 	} else if (linear && b->weight_copies)
-		p->cast_bytes = bld_bytes(b->copy_dtype, base) * b->weight_copies;
+		p->cast_bytes = bld_bytes_x(b, b->copy_dtype, base, b->weight_copies);
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
 	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));

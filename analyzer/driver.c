@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "analyzer/driver.h"
+#include "analyzer/out/diag_out.h"
 #include "analyzer/pipeline.h"
 #include "lang/arena.h"
 #include "lang/diag.h"
@@ -75,6 +76,19 @@ static bool apply_flags(struct diag_engine *de, const struct driver_opts *o)
 	return ok;
 }
 
+/* The machine formats get every compilation, also one that stopped early
+ * (bad flags, unreadable, did not parse): an error never shows only on
+ * stderr. */
+static void write_machine(struct pipeline *p, const char *path, struct driver_totals *tot)
+{
+	const char *file = p->src->nfiles > 1 ? src_get(p->src, 1)->display_name : path;
+
+	if (p->opts->command == DRIVER_REPORT && p->opts->format == DRIVER_FORMAT_JSON)
+		pipeline_report_unbuilt(p, file);
+	if (tot->out)
+		diag_out_file(tot->out, file, p->diag);
+}
+
 static int compile_one(const struct driver_opts *o, const char *path, struct driver_totals *tot)
 {
 	struct arena arena = { 0 };
@@ -86,6 +100,7 @@ static int compile_one(const struct driver_opts *o, const char *path, struct dri
 
 	if (!apply_flags(de, o)) {
 		diag_flush(de);
+		write_machine(&p, path, tot);
 		arena_free(&arena);
 		return 2;
 	}
@@ -103,6 +118,7 @@ static int compile_one(const struct driver_opts *o, const char *path, struct dri
 	tot->warnings += diag_warning_count(de);
 	if (rc == 0 && diag_error_count(de) > 0)
 		rc = 1;
+	write_machine(&p, path, tot);
 	arena_free(&arena);
 	return rc;
 }
@@ -121,11 +137,22 @@ static void print_tally(const struct driver_totals *t)
 	fputc('\n', stderr);
 }
 
+static const enum diag_out_format machine_format[] = {
+	[DRIVER_FORMAT_JSON] = DIAG_OUT_JSON,
+	[DRIVER_FORMAT_SARIF] = DIAG_OUT_SARIF,
+	[DRIVER_FORMAT_GITHUB] = DIAG_OUT_GITHUB,
+};
+
 int driver_compile_all(struct driver_opts *o)
 {
 	struct driver_totals tot = { 0 };
+	struct diag_out out;
 	int worst = 0;
 
+	if (o->command == DRIVER_CHECK && o->format != DRIVER_FORMAT_TEXT) {
+		diag_out_begin(&out, stdout, machine_format[o->format]);
+		tot.out = &out;
+	}
 	pipeline_begin(o);
 	for (size_t i = 0; i < o->nfiles; i++) {
 		int rc = compile_one(o, o->files[i], &tot);
@@ -133,6 +160,8 @@ int driver_compile_all(struct driver_opts *o)
 		worst = rc > worst ? rc : worst;
 	}
 	pipeline_end(o);
+	if (tot.out)
+		diag_out_end(tot.out);
 	print_tally(&tot);
 	return worst;
 }

@@ -10,7 +10,8 @@
 #include <stddef.h>
 
 enum driver_command { DRIVER_CHECK, DRIVER_REPORT, DRIVER_LIST };
-enum driver_format { DRIVER_FORMAT_TEXT, DRIVER_FORMAT_JSON };
+/* sarif and github are for check only (main.c refuses them elsewhere). */
+enum driver_format { DRIVER_FORMAT_TEXT, DRIVER_FORMAT_JSON, DRIVER_FORMAT_SARIF, DRIVER_FORMAT_GITHUB };
 
 struct driver_opts {
 	enum driver_command command;

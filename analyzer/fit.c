@@ -1,35 +1,57 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fit.c - -Wcapacity and -Wheadroom (see fit.h). Every candidate fix is
- * re-built and re-analysed from the checked job with one override; a
- * candidate that does not divide the model is skipped silently.
+ * re-built and re-analysed from the checked job with one override, under
+ * the checker's rules for the edited file (build.c: tp x pp x cp divides
+ * the cluster, ep divides dp x tp, every shape divides); a candidate that
+ * breaks one is never printed.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "analyzer/fit.h"
 #include "analyzer/memory.h"
+#include "lang/arena.h"
 #include "lang/diag.h"
 
-/* Largest device total over the rank classes of @bd's job with @ov, or 0
- * if that variant cannot be built. */
-static uint64_t try_variant(struct eval *ev, struct arena *a, const struct check_job *cj,
-			    const struct build_override *ov, bool *fits)
+/* One change that fits, found once per job and noted on each warning. */
+struct fit_fix {
+	struct loc at;
+	bool edit;	/* @at is the key the block writes: @what replaces it */
+	char what[64];
+	uint64_t total;
+};
+
+/* The search's results: one per knob at most (micro_batch, checkpoint,
+ * zero, tp), so four slots always suffice. */
+struct fit_fixes {
+	struct fit_fix v[4];
+	size_t n;
+	bool done;
+};
+
+/* Largest device total over the rank classes of @cj's job with @ov, or 0
+ * if that variant cannot be built. The variant is built in its own arena,
+ * freed here: a fit search costs no memory once it is over. */
+static uint64_t try_variant(struct eval *ev, const struct check_job *cj, const struct build_override *ov,
+			    bool *fits)
 {
+	struct arena tmp = { 0 };
 	struct build b;
 	struct mem_result r;
 	uint64_t worst = 0;
 
 	*fits = false;
-	if (!build_job(ev, a, cj, ov, true, &b) || mem_analyze(&b.job, &r) != MEM_OK)
-		return 0;
-	*fits = true;
-	for (size_t i = 0; i < r.nclasses; i++) {
-		if (r.classes[i].device_total > worst)
-			worst = r.classes[i].device_total;
-		*fits &= r.classes[i].fits;
+	if (build_job(ev, &tmp, cj, ov, true, &b) && mem_analyze(&b.job, &r) == MEM_OK) {
+		*fits = true;
+		for (size_t i = 0; i < r.nclasses; i++) {
+			if (r.classes[i].device_total > worst)
+				worst = r.classes[i].device_total;
+			*fits &= r.classes[i].fits;
+		}
+		mem_result_free(&r);
 	}
-	mem_result_free(&r);
+	arena_free(&tmp);
 	return worst;
 }
 
@@ -63,27 +85,51 @@ static enum mem_component largest(const struct mem_class *k)
 	return best;
 }
 
-static void note_fix(struct diag *d, struct loc at, const char *what, uint64_t total)
+/* "micro_batch = 1 fits (...)" at the field @what changes. A field the
+ * block writes gets the edit too (@what replaces it, for JSON and SARIF);
+ * a default has no text to replace, so the note sits on the train name. */
+static void add_fix(struct fit_fixes *fx, const struct build *bd, struct loc field, const char *what,
+		    uint64_t total)
 {
-	char buf[32];
+	struct fit_fix *f = &fx->v[fx->n++];
 
-	diag_note(d, at, "%s fits (device total %s)", what, report_bytes(total, buf, sizeof buf));
+	f->edit = field.file != 0;
+	f->at = f->edit ? field : bd->loc_train;
+	f->total = total;
+	snprintf(f->what, sizeof f->what, "%s", what);
 }
 
-/* Largest micro_batch below the current one that fits: totals grow with it. */
-static void fix_micro_batch(struct eval *ev, struct arena *a, const struct check_job *cj,
-			    const struct build *bd, struct diag *d)
+static uint64_t try_micro_batch(struct eval *ev, const struct check_job *cj, uint64_t mb, bool *fits)
 {
-	uint64_t lo = 0, hi = bd->micro_batch, best_total = 0;
+	struct build_override ov = no_override();
 
+	ov.micro_batch = mb;
+	return try_variant(ev, cj, &ov, fits);
+}
+
+/* Largest micro_batch below the current one that fits: totals grow with it.
+ * Galloping up from 1 first costs one build when even 1 does not fit (the
+ * states alone are too big) and 2 log2(answer) builds otherwise, however
+ * large the micro_batch as written. */
+static void fix_micro_batch(struct eval *ev, const struct check_job *cj, const struct build *bd,
+			    struct fit_fixes *fx)
+{
+	uint64_t lo = 0, hi = bd->micro_batch, best_total = 0, t;
+	bool fits;
+
+	for (uint64_t mb = 1; mb < hi; mb = mb > UINT64_MAX / 2 ? hi : mb * 2) {
+		t = try_micro_batch(ev, cj, mb, &fits);
+		if (!fits) {
+			hi = mb;
+			break;
+		}
+		lo = mb;
+		best_total = t;
+	}
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		struct build_override ov = no_override();
-		bool fits;
 
-		ov.micro_batch = mid;
-		uint64_t t = try_variant(ev, a, cj, &ov, &fits);
-
+		t = try_micro_batch(ev, cj, mid, &fits);
 		if (fits) {
 			lo = mid;
 			best_total = t;
@@ -95,12 +141,12 @@ static void fix_micro_batch(struct eval *ev, struct arena *a, const struct check
 		char what[64];
 
 		snprintf(what, sizeof what, "micro_batch = %llu", (unsigned long long)lo);
-		note_fix(d, bd->loc_micro_batch.file ? bd->loc_micro_batch : bd->loc_train, what, best_total);
+		add_fix(fx, bd, bd->loc_micro_batch, what, best_total);
 	}
 }
 
-static void fix_other(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build *bd,
-		      struct diag *d)
+static void fix_other(struct eval *ev, const struct check_job *cj, const struct build *bd,
+		      struct fit_fixes *fx)
 {
 	struct build_override ov = no_override();
 	bool fits;
@@ -108,17 +154,18 @@ static void fix_other(struct eval *ev, struct arena *a, const struct check_job *
 
 	if (!bd->full_recompute) {
 		ov.checkpoint = "full";
-		if ((t = try_variant(ev, a, cj, &ov, &fits)) && fits)
-			note_fix(d, bd->loc_checkpoint.file ? bd->loc_checkpoint : bd->loc_train, "checkpoint = full", t);
+		if ((t = try_variant(ev, cj, &ov, &fits)) && fits)
+			add_fix(fx, bd, bd->loc_checkpoint, "checkpoint = full", t);
 	}
 	ov = no_override();
-	if (bd->job.dp > 1 && bd->zero >= 0 && bd->zero < 3) {
+	/* under FSDP the zero key changes nothing: never offer it there */
+	if (bd->job.dp > 1 && bd->zero >= 0 && bd->zero < 3 && bd->job.sharding <= MEM_SHARD_ZERO3) {
 		char what[32];
 
 		ov.zero = bd->zero + 1;
 		snprintf(what, sizeof what, "zero = %d", ov.zero);
-		if ((t = try_variant(ev, a, cj, &ov, &fits)) && fits)
-			note_fix(d, bd->loc_zero.file ? bd->loc_zero : bd->loc_train, what, t);
+		if ((t = try_variant(ev, cj, &ov, &fits)) && fits)
+			add_fix(fx, bd, bd->loc_zero, what, t);
 	}
 	ov = no_override();
 	for (uint64_t tp = (uint64_t)bd->tp * 2; tp <= 8 && tp <= bd->gpus; tp *= 2) {
@@ -126,51 +173,100 @@ static void fix_other(struct eval *ev, struct arena *a, const struct check_job *
 
 		ov.tp = tp;
 		snprintf(what, sizeof what, "tp = %llu", (unsigned long long)tp);
-		if ((t = try_variant(ev, a, cj, &ov, &fits)) && fits) {
-			note_fix(d, bd->loc_tp.file ? bd->loc_tp : bd->loc_train, what, t);
+		if ((t = try_variant(ev, cj, &ov, &fits)) && fits) {
+			add_fix(fx, bd, bd->loc_tp, what, t);
 			break;
 		}
 	}
 }
 
-static void capacity(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build *bd,
-		     const struct mem_class *k)
+/* The search runs once per job, on the first warning that is printed: every
+ * variant's total is the worst over all rank classes, so the fixes are the
+ * same for each class. */
+static void note_fixes(struct eval *ev, const struct check_job *cj, const struct build *bd, struct diag *d,
+		       struct fit_fixes *fx)
 {
-	char got[32], cap[32], over[32], part[32];
-	enum mem_component c = largest(k);
-	struct diag *d = eval_error(ev, DIAG_CAPACITY, blame(bd, c),
-				   "device total %s per GPU exceeds %s (%s) by %s",
-				   report_bytes(k->device_total, got, sizeof got), bd->rep.gpu,
-				   report_bytes(k->capacity, cap, sizeof cap),
-				   report_bytes(k->device_total - k->capacity, over, sizeof over));
+	char buf[32];
 
+	if (!fx->done) {
+		if (bd->micro_batch > 1)
+			fix_micro_batch(ev, cj, bd, fx);
+		fix_other(ev, cj, bd, fx);
+		fx->done = true;
+	}
+	for (size_t i = 0; i < fx->n; i++) {
+		const struct fit_fix *f = &fx->v[i];
+
+		report_bytes(f->total, buf, sizeof buf);
+		if (f->edit)
+			diag_note_fix(d, f->at, f->what, "%s fits (device total %s)", f->what, buf);
+		else
+			diag_note(d, f->at, "%s fits (device total %s)", f->what, buf);
+	}
+}
+
+/* Classes blamed at the same line with the same warning print once. */
+static bool seen_at(struct loc *seen, size_t *n, struct loc at)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (seen[i].file == at.file && seen[i].start == at.start)
+			return true;
+	seen[(*n)++] = at;
+	return false;
+}
+
+static void capacity(struct eval *ev, const struct check_job *cj, const struct build *bd,
+		     const struct mem_class *k, struct fit_fixes *fx, struct diag *d)
+{
+	char part[32];
+	enum mem_component c = largest(k);
+
+	if (d == diag_sink(eval_diag(ev)))
+		return;		/* dropped (--max-errors): nothing to note on */
 	if (bd->job.pp > 1)
 		diag_note(d, NO_LOC, "on pipeline stage %u", (unsigned)k->stage);
 	diag_note(d, NO_LOC, "the largest part is %s (%s)", mem_component_name(c),
 		  report_bytes(k->at_peak[c], part, sizeof part));
-	if (bd->micro_batch > 1)
-		fix_micro_batch(ev, a, cj, bd, d);
-	fix_other(ev, a, cj, bd, d);
+	note_fixes(ev, cj, bd, d, fx);
+}
+
+static void warn_class(struct eval *ev, const struct check_job *cj, const struct build *bd,
+		       const struct mem_class *k, struct fit_fixes *fx, struct loc *seen[2], size_t nseen[2])
+{
+	struct diag_engine *de = eval_diag(ev);
+	char got[32], cap[32], over[32], free_b[32];
+
+	if (!k->fits) {
+		struct loc at = blame(bd, largest(k));
+
+		/* -Wno-capacity: no warning, so no search either */
+		if (!diag_is_enabled(de, DIAG_CAPACITY) || seen_at(seen[0], &nseen[0], at))
+			return;
+		capacity(ev, cj, bd, k, fx,
+			 diag_emit(de, DIAG_CAPACITY, at, "device total %s per GPU exceeds %s (%s) by %s",
+				   report_bytes(k->device_total, got, sizeof got), bd->rep.gpu,
+				   report_bytes(k->capacity, cap, sizeof cap),
+				   report_bytes(k->device_total - k->capacity, over, sizeof over)));
+	} else if (!k->fits_headroom && !seen_at(seen[1], &nseen[1], bd->loc_train)) {
+		diag_emit(de, DIAG_HEADROOM, bd->loc_train,
+			  "only %s (%.1f%%) of %s stays free; the job asks for %.0f%% headroom",
+			  report_bytes(k->capacity - k->device_total, free_b, sizeof free_b),
+			  k->headroom * 100, bd->rep.gpu, bd->job.headroom * 100);
+	}
 }
 
 void fit_check(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build *bd)
 {
 	const struct mem_result *r = bd->rep.result;
+	struct fit_fixes fx = { .n = 0 };
 
-	for (size_t i = 0; r && i < r->nclasses; i++) {
-		const struct mem_class *k = &r->classes[i];
+	if (!r || !r->nclasses)
+		return;
+	struct loc *seen[2] = { ARENA_NEW_ARRAY(a, struct loc, r->nclasses),
+				ARENA_NEW_ARRAY(a, struct loc, r->nclasses) };
+	size_t nseen[2] = { 0, 0 };
 
-		if (!k->capacity)
-			continue;
-		if (!k->fits) {
-			capacity(ev, a, cj, bd, k);
-		} else if (!k->fits_headroom) {
-			char free_b[32];
-
-			eval_error(ev, DIAG_HEADROOM, bd->loc_train,
-				  "only %s (%.1f%%) of %s stays free; the job asks for %.0f%% headroom",
-				  report_bytes(k->capacity - k->device_total, free_b, sizeof free_b),
-				  k->headroom * 100, bd->rep.gpu, bd->job.headroom * 100);
-		}
-	}
+	for (size_t i = 0; i < r->nclasses; i++)
+		if (r->classes[i].capacity)
+			warn_class(ev, cj, bd, &r->classes[i], &fx, seen, nseen);
 }

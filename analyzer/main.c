@@ -31,6 +31,7 @@
 
 #include "analyzer/driver.h"
 #include "analyzer/fmt/fmt.h"
+#include "analyzer/import/import_cmd.h"
 #include "lang/diag.h"
 #include "lang/strbuf.h"
 
@@ -43,11 +44,17 @@ static const char usage_text[] =
 	"  check FILE...       type-check and analyse; print diagnostics only\n"
 	"  report FILE...      also print the per-device memory report\n"
 	"  list [FILE...]      list models, GPUs, layers, optimizers and precisions\n"
+	"  import [--name NAME] [-o FILE] CONFIG...\n"
+	"                      print .mem text from a config.json, DeepSpeed JSON,\n"
+	"                      Megatron args, torchtitan TOML or training YAML\n"
 	"  fmt FILE...         print FILEs in the canonical layout (--check, -w)\n"
 	"  help [COMMAND]      this text, or what COMMAND does (also COMMAND --help)\n"
 	"\n"
 	"options:\n"
 	"  --format text|json  report and list format (default text)\n"
+	"  --format json|sarif|github\n"
+	"                      check: the diagnostics as JSON, SARIF 2.1.0 or\n"
+	"                      GitHub workflow commands on stdout\n"
 	"  --explain           report: show each component's formula and inputs\n"
 	"  -I DIR              add DIR to the import search path (MEMC_PATH too)\n"
 	"  --stdlib DIR        use DIR as the standard library\n"
@@ -86,16 +93,22 @@ static int usage_error(const char *fmt, ...)
  * (shared by check, report and list; fmt has its own). */
 static const struct cmd_help {
 	const char *name, *text;
+	bool options;		/* takes the options of usage_text */
 } command_helps[] = {
 	{ "check", "usage: memc check [options] [--] FILE...\n\n"
 		"Parse, resolve, type-check and analyse each FILE, then print its diagnostics\n"
-		"(nothing if it is fine). Exit status 0: no errors; 1: errors; 2: usage.\n" },
+		"(nothing if it is fine). Exit status 0: no errors; 1: errors; 2: usage.\n",
+	  true },
 	{ "report", "usage: memc report [options] [--] FILE...\n\n"
 		"Check each FILE like 'memc check', then print the per-GPU memory report of\n"
-		"each train block on standard output (--format json: as JSON).\n" },
+		"each train block on standard output (--format json: as JSON).\n", true },
 	{ "list", "usage: memc list [options] [--] [FILE...]\n\n"
 		"List the models, GPUs, layers, optimizers and precisions visible from the\n"
-		"FILEs, or from the whole stdlib without FILEs.\n" },
+		"FILEs, or from the whole stdlib without FILEs.\n", true },
+	{ "import", "usage: memc import [--name NAME] [-o FILE] CONFIG...\n\n"
+		"Print .mem text from a Hugging Face config.json, DeepSpeed JSON, Megatron\n"
+		"arguments, a torchtitan TOML or a training YAML config (docs/import.md).\n",
+	  false },
 };
 
 /* Print the usage of command @name; false for a command without its own. */
@@ -106,8 +119,8 @@ static bool print_command_help(const char *name)
 	for (size_t i = 0; i < sizeof command_helps / sizeof command_helps[0]; i++)
 		if (strcmp(name, command_helps[i].name) == 0) {
 			fputs(command_helps[i].text, stdout);
-			fputs("\n", stdout);
-			fputs(strstr(usage_text, "options:"), stdout);
+			if (command_helps[i].options)
+				printf("\n%s", strstr(usage_text, "options:"));
 			return true;
 		}
 	return false;
@@ -126,7 +139,7 @@ static int help_main(int argc, char **argv)
 		return fputs(usage_text, stdout), MEMC_OK;
 	if (print_command_help(argv[2]))
 		return MEMC_OK;
-	return usage_error("unknown command '%s' (check, report, list, fmt)", argv[2]);
+	return usage_error("unknown command '%s' (check, report, list, import, fmt)", argv[2]);
 }
 
 /* What main.c needs beyond driver_opts: the single-valued options seen,
@@ -144,6 +157,10 @@ static bool parse_format(struct driver_opts *o, const char *v)
 		o->format = DRIVER_FORMAT_TEXT;
 	else if (strcmp(v, "json") == 0)
 		o->format = DRIVER_FORMAT_JSON;
+	else if (strcmp(v, "sarif") == 0)
+		o->format = DRIVER_FORMAT_SARIF;
+	else if (strcmp(v, "github") == 0)
+		o->format = DRIVER_FORMAT_GITHUB;
 	else
 		return false;
 	return true;
@@ -239,9 +256,9 @@ static int parse_valued(struct cli *c, int argc, char **argv, int *i)
 		o->dirs[o->ndirs++] = v;
 	} else if (option_value(argc, argv, i, "--format", false, &v)) {
 		if (!v)
-			return usage_error("option '--format' needs a value (text, json)");
+			return usage_error("option '--format' needs a value (text, json, sarif, github)");
 		if (!parse_format(o, v))
-			return usage_error("unknown format '%s' (text, json)", v);
+			return usage_error("unknown format '%s' (text, json, sarif, github)", v);
 		if (!once(&c->format, "--format", v))
 			return MEMC_USAGE;
 	} else if (option_value(argc, argv, i, "--stdlib", false, &v)) {
@@ -364,6 +381,8 @@ static int parse_args(struct driver_opts *o, int argc, char **argv)
 
 static int run_command(const char *cmd, struct driver_opts *o)
 {
+	if (o->format >= DRIVER_FORMAT_SARIF && o->command != DRIVER_CHECK)
+		return usage_error("--format sarif and github are for 'check' only");
 	if (strcmp(cmd, "list") == 0)
 		return driver_list(o);
 	if (o->nfiles == 0)
@@ -390,6 +409,8 @@ int main(int argc, char **argv)
 
 		return fflush(stdout) != 0 || ferror(stdout) ? MEMC_USAGE : frc;
 	}
+	if (strcmp(argv[1], "import") == 0)
+		return import_main(argc, argv);
 	if (strcmp(argv[1], "check") == 0)
 		o.command = DRIVER_CHECK;
 	else if (strcmp(argv[1], "report") == 0)
@@ -397,7 +418,7 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "list") == 0)
 		o.command = DRIVER_LIST;
 	else
-		return usage_error("unknown command '%s' (check, report, list, fmt, help)", argv[1]);
+		return usage_error("unknown command '%s' (check, report, list, import, fmt, help)", argv[1]);
 	o.max_errors = 20;
 	o.argv0 = argv[0];
 

@@ -34,12 +34,46 @@ void pipeline_end(const struct driver_opts *o)
 		report_json_end(stdout);
 }
 
+/* The memory model's totals overflowed; it knows no lines, so blame the
+ * job's numeric key with the largest value (seq_len, a bucket size, ...). */
+static void overflow_error(struct pipeline *p, const struct check_job *cj, const struct build *bd)
+{
+	uint64_t n = 0;
+	unsigned best = cj->nfields;
+
+	for (unsigned i = 0; i < cj->nfields; i++) {
+		const struct value *v = &cj->fields[i];
+		uint64_t u;
+
+		if (v->kind == VAL_NUM && !v->unknown && num_to_u64(num_floor(v->num), &u) &&
+		    (best == cj->nfields || u > n)) {
+			best = i;
+			n = u;
+		}
+	}
+	if (best == cj->nfields)
+		diag_error(p->diag, DIAG_OVERFLOW, bd->loc_train, "this job's memory would overflow 64 bits");
+	else
+		diag_error(p->diag, DIAG_OVERFLOW, cj->fields[best].origin.file ? cj->fields[best].origin :
+			   bd->loc_train, "this job's memory would overflow 64 bits; its largest factor is %s (%llu)",
+			   cj->names[best], (unsigned long long)n);
+}
+
 /* A pipeline split that mem_analyze refused is the user's layout error. */
-static void layout_error(struct pipeline *p, const struct build *bd, enum mem_status st)
+static void layout_error(struct pipeline *p, const struct check_job *cj, const struct build *bd,
+			 enum mem_status st)
 {
 	struct loc at = bd->loc_tp.file ? bd->loc_tp : bd->loc_train;
+	struct value frag;
+	double f = bd->job.frag_factor;
 
-	if (st == MEM_E_PP_UNEVEN)
+	if (st == MEM_E_OVERFLOW)
+		overflow_error(p, cj, bd);
+	else if (st == MEM_E_INVALID && f != 0.0 && !(f >= 1.0 && f < 100.0) &&
+		 check_job_field(cj, "overhead.fragmentation", &frag))
+		diag_error(p->diag, DIAG_TYPE_MISMATCH, frag.origin.file ? frag.origin : bd->loc_train,
+			   "'overhead.fragmentation' must be at least 0 and below 99");
+	else if (st == MEM_E_PP_UNEVEN)
 		diag_error(p->diag, DIAG_BAD_LAYOUT, at,
 			   "the model's repeated blocks do not split evenly over pp = %u stages",
 			   (unsigned)bd->job.pp);
@@ -48,31 +82,45 @@ static void layout_error(struct pipeline *p, const struct build *bd, enum mem_st
 			   mem_status_str(st));
 }
 
-/* A job that could not be built still gets its header line in the report. */
+/* A job that could not be built still gets its header line in the report:
+ * what it was written with, never a count from half a walk. */
 static void header_only(struct build *bd, const struct check_job *cj)
 {
+	uint64_t nodes = 0, per = 0, gpus = 0;
+
+	memset(&bd->rep, 0, sizeof bd->rep);
 	bd->rep.name = cj->decl->name;
 	bd->rep.model = cj->model.label;
+	if (cj->cluster.kind == VAL_CLUSTER && cj->cluster.decl)
+		bd->rep.gpu = cj->cluster.decl->name;
+	if (bd->rep.gpu && num_to_u64(cj->cluster.nodes, &nodes) && num_to_u64(cj->cluster.gpus, &per) &&
+	    !__builtin_mul_overflow(nodes, per, &gpus)) {
+		bd->rep.gpus = gpus;
+		bd->rep.nodes = nodes;
+	}
 }
 
-static void analyse(struct pipeline *p, struct check_result *cr, const struct check_job *cj,
-		    struct build *bd, struct mem_result *res)
+/* Build, analyse and fit-check one job with everything in @scratch (the
+ * evaluator's walks included), which the caller frees after the report. */
+static void analyse(struct check_result *cr, const struct check_job *cj, struct arena *scratch,
+		    struct build *bd, struct mem_result *res, struct pipeline *p)
 {
 	struct build_override none = { .zero = -1 };
 
-	if (!build_job(cr->ev, p->arena, cj, &none, false, bd)) {
+	if (!build_job(cr->ev, scratch, cj, &none, false, bd)) {
 		header_only(bd, cj);
 		return;
 	}
 	enum mem_status st = mem_analyze(&bd->job, res);
 
 	if (st != MEM_OK) {
-		layout_error(p, bd, st);
+		layout_error(p, cj, bd, st);
+		header_only(bd, cj);
 		return;
 	}
 	bd->rep.result = res;
 	bd->rep.analysed = true;
-	fit_check(cr->ev, p->arena, cj, bd);
+	fit_check(cr->ev, scratch, cj, bd);
 }
 
 static void set_position(struct pipeline *p, struct build *bd, const struct check_job *cj)
@@ -115,26 +163,59 @@ static void print_inputs(struct pipeline *p, const struct check_job *cj, const s
 	}
 }
 
-static void print(struct pipeline *p, struct build *bds, size_t n, const struct check_job *cjs,
-		  const struct scope *scope)
+/* One job's report, as soon as it is analysed: nothing of a job is kept
+ * once its report is out (JSON streams its jobs the same way). */
+static void print(struct pipeline *p, const struct build *bd, const struct check_job *cj,
+		  const struct scope *scope, struct report_jw *jw, size_t i)
 {
-	struct report_job *jobs = ARENA_NEW_ARRAY(p->arena, struct report_job, n ? n : 1);
-
-	for (size_t i = 0; i < n; i++)
-		jobs[i] = bds[i].rep;
+	if (p->opts->command != DRIVER_REPORT)
+		return;
 	if (p->opts->format == DRIVER_FORMAT_JSON) {
-		report_json_file(stdout, src_get(p->src, 1)->display_name, jobs, n, p->diag, json_first_file);
-		json_first_file = false;
+		report_json_job(jw, &bd->rep);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			fputc('\n', stdout);
-		report_text(stdout, &jobs[i], p->opts->explain);
-		if (p->opts->explain)
-			print_inputs(p, cjs, scope);
-		cjs = cjs ? cjs->next : NULL;
-	}
+	if (i)
+		fputc('\n', stdout);
+	report_text(stdout, &bd->rep, p->opts->explain);
+	if (p->opts->explain)
+		print_inputs(p, cj, scope);
+}
+
+/* Check, analyse and report the train block @d, everything in an arena
+ * freed once its report is out: memory does not grow with the number of
+ * jobs beyond their diagnostics. */
+static void one_job(struct pipeline *p, struct check_result *cr, const struct decl *d,
+		    struct report_jw *jw, size_t i)
+{
+	struct arena scratch = { 0 };
+	struct arena *was = eval_use_arena(cr->ev, &scratch);
+	const struct check_job *j = check_program_job(cr, d);
+	struct build bd = { .rep.name = NULL };
+	struct mem_result res;
+
+	diag_flush(p->diag);
+	/* Jobs are independent: one with an error of its own does not stop the
+	 * others; an error outside every train block (a template, a gpu) does. */
+	if (j->ok && !cr->shared_errors && !diag_too_many(p->diag))
+		analyse(cr, j, &scratch, &bd, &res, p);
+	eval_use_arena(cr->ev, was);
+	if (!bd.rep.name)
+		header_only(&bd, j);
+	set_position(p, &bd, j);
+	diag_flush(p->diag);
+	print(p, &bd, j, cr->scope, jw, i);
+	if (bd.rep.analysed)
+		mem_result_free(&res);
+	arena_free(&scratch);
+}
+
+void pipeline_report_unbuilt(struct pipeline *p, const char *file)
+{
+	if (p->reported)
+		return;
+	report_json_file(stdout, file, NULL, 0, p->diag, json_first_file);
+	json_first_file = false;
+	p->reported = true;
 }
 
 int pipeline_run(struct pipeline *p)
@@ -145,28 +226,22 @@ int pipeline_run(struct pipeline *p)
 	}
 	if (diag_error_count(p->diag))
 		return 1;
-	struct check_result *cr = check_program(p->arena, p->interner, p->diag, p->src, p->program);
-	size_t n = 0;
-
-	diag_flush(p->diag);
-	for (const struct check_job *j = cr->jobs; j; j = j->next)
-		n++;
-	struct build *bds = ARENA_NEW_ARRAY(p->arena, struct build, n ? n : 1);
-	struct mem_result *res = ARENA_NEW_ARRAY(p->arena, struct mem_result, n ? n : 1);
+	struct check_result *cr = check_program_decls(p->arena, p->interner, p->diag, p->src, p->program);
+	struct report_jw jw;
+	bool json = p->opts->command == DRIVER_REPORT && p->opts->format == DRIVER_FORMAT_JSON;
 	size_t i = 0;
 
-	for (const struct check_job *j = cr->jobs; j; j = j->next, i++) {
-		if (!diag_error_count(p->diag))
-			analyse(p, cr, j, &bds[i], &res[i]);
-		if (!bds[i].rep.name)
-			header_only(&bds[i], j);
-		set_position(p, &bds[i], j);
-	}
 	diag_flush(p->diag);
-	if (p->opts->command == DRIVER_REPORT)
-		print(p, bds, n, cr->jobs, cr->scope);
-	for (i = 0; i < n; i++)
-		if (bds[i].rep.analysed)
-			mem_result_free(&res[i]);
+	if (json)
+		report_json_file_begin(&jw, stdout, src_get(p->src, 1)->display_name, json_first_file);
+	for (const struct decl *d = p->program->root->decls; cr->jobs_follow && d; d = d->next)
+		if (d->kind == DECL_TRAIN)
+			one_job(p, cr, d, &jw, i++);
+	diag_flush(p->diag);
+	if (json) {
+		report_json_file_end(&jw, p->diag);
+		json_first_file = false;
+		p->reported = true;
+	}
 	return diag_error_count(p->diag) ? 1 : 0;
 }

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "analyzer/out/diag_out.h"
 #include "lang/diag.h"
 #include "lang/source.h"
 
@@ -76,7 +77,10 @@ static void text_header(FILE *out, const struct report_job *j)
 	if (j->params_total)
 		fprintf(out, " (%s params, %s trainable)", fmt_count(j->params_total, tot, sizeof(tot)),
 			fmt_count(j->params_trainable, tr, sizeof(tr)));
-	fprintf(out, " on %" PRIu64 " x %s", j->gpus, or_unknown(j->gpu));
+	if (j->gpus)
+		fprintf(out, " on %" PRIu64 " x %s", j->gpus, or_unknown(j->gpu));
+	else	/* a cluster that could not be counted: no made-up 0 */
+		fprintf(out, " on ? x %s", or_unknown(j->gpu));
 	if (j->nodes > 1)
 		fprintf(out, " (%" PRIu64 " nodes)", j->nodes);
 	fputc('\n', out);
@@ -245,15 +249,10 @@ void report_text(FILE *out, const struct report_job *j, bool explain)
 
 /* ---- JSON --------------------------------------------------------------- */
 
-#define JW_MAX_DEPTH 16
-
-/* Nesting state of the hand-written JSON: whether the current object or
- * array has had a member yet decides the comma; depth decides the indent. */
-struct report_jw {
-	FILE *out;
-	unsigned depth;
-	bool first[JW_MAX_DEPTH];
-};
+/* Nesting state of the hand-written JSON (struct report_jw, report.h):
+ * whether the current object or array has had a member yet decides the
+ * comma; depth decides the indent. */
+#define JW_MAX_DEPTH REPORT_JW_MAX_DEPTH
 
 /* A JSON string: quote, backslash and control characters escaped; all other
  * bytes (UTF-8 included, the sources were validated on load) copied. */
@@ -457,36 +456,12 @@ static void json_job(struct report_jw *w, const struct report_job *j)
 	jw_close(w, '}');
 }
 
-/* file/line/column of @loc, all null for a diagnostic without a location. */
-static void json_loc(struct report_jw *w, const struct diag_engine *de, struct loc loc)
-{
-	if (loc_is_none(loc)) {
-		jw_null(w, "file");
-		jw_null(w, "line");
-		jw_null(w, "column");
-		return;
-	}
-	jw_str(w, "file", diag_loc_file(de, loc));
-	jw_u64(w, "line", diag_loc_line(de, loc));
-	jw_u64(w, "column", diag_loc_col(de, loc));
-}
-
+/* The same object as in `check --format json` (analyzer/out/diag_json.c),
+ * so one schema describes both. */
 static void json_diag(struct report_jw *w, const struct diag_engine *de, const struct diag *d)
 {
-	jw_open(w, NULL, '{');
-	json_loc(w, de, d->loc);
-	jw_str(w, "severity", diag_severity_str(d));
-	jw_str(w, "name", diag_name(d->id));
-	jw_str(w, "message", diag_message(d));
-	jw_open(w, "notes", '[');
-	for (const struct diag_note *n = d->notes; n; n = n->next) {
-		jw_open(w, NULL, '{');
-		json_loc(w, de, n->loc);
-		jw_str(w, "message", n->msg);
-		jw_close(w, '}');
-	}
-	jw_close(w, ']');
-	jw_close(w, '}');
+	jw_member(w, NULL);
+	diag_out_json_record(w->out, w->depth, de, d);
 }
 
 void report_json_begin(FILE *out)
@@ -494,25 +469,43 @@ void report_json_begin(FILE *out)
 	fputs("{\n  \"memc_report_version\": 1,\n  \"files\": [", out);
 }
 
-void report_json_file(FILE *out, const char *file, const struct report_job *jobs, size_t njobs,
-		      const struct diag_engine *de, bool first_file)
+void report_json_file_begin(struct report_jw *w, FILE *out, const char *file, bool first_file)
+{
+	memset(w, 0, sizeof *w);
+	w->out = out;
+	w->depth = 2;
+	w->first[2] = first_file;
+	jw_open(w, NULL, '{');
+	jw_str(w, "file", file);
+	jw_open(w, "jobs", '[');
+}
+
+void report_json_job(struct report_jw *w, const struct report_job *j)
+{
+	json_job(w, j);
+}
+
+void report_json_file_end(struct report_jw *w, const struct diag_engine *de)
 {
 	/* The engine belongs to this file's compilation: every record in it,
 	 * imported files' included, is this file's business. */
-	struct report_jw w = { .out = out, .depth = 2 };
-
-	w.first[2] = first_file;
-	jw_open(&w, NULL, '{');
-	jw_str(&w, "file", file);
-	jw_open(&w, "jobs", '[');
-	for (size_t i = 0; i < njobs; i++)
-		json_job(&w, &jobs[i]);
-	jw_close(&w, ']');
-	jw_open(&w, "diagnostics", '[');
+	jw_close(w, ']');
+	jw_open(w, "diagnostics", '[');
 	for (const struct diag *d = de ? diag_first(de) : NULL; d; d = d->next)
-		json_diag(&w, de, d);
-	jw_close(&w, ']');
-	jw_close(&w, '}');
+		json_diag(w, de, d);
+	jw_close(w, ']');
+	jw_close(w, '}');
+}
+
+void report_json_file(FILE *out, const char *file, const struct report_job *jobs, size_t njobs,
+		      const struct diag_engine *de, bool first_file)
+{
+	struct report_jw w;
+
+	report_json_file_begin(&w, out, file, first_file);
+	for (size_t i = 0; i < njobs; i++)
+		report_json_job(&w, &jobs[i]);
+	report_json_file_end(&w, de);
 }
 
 void report_json_end(FILE *out)

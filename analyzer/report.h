@@ -56,6 +56,18 @@ void report_json_file(FILE *out, const char *file, const struct report_job *jobs
 		      const struct diag_engine *de, bool first_file);
 void report_json_end(FILE *out);
 
+/* The same file part written one job at a time, so that no job has to be
+ * kept until the end of its file: begin, each job, end (the diagnostics). */
+enum { REPORT_JW_MAX_DEPTH = 16 };
+struct report_jw {
+	FILE *out;
+	unsigned depth;
+	bool first[REPORT_JW_MAX_DEPTH];
+};
+void report_json_file_begin(struct report_jw *w, FILE *out, const char *file, bool first_file);
+void report_json_job(struct report_jw *w, const struct report_job *j);
+void report_json_file_end(struct report_jw *w, const struct diag_engine *de);
+
 /* Bytes as "13.48 GiB" (IEC, two decimals), deterministic. */
 const char *report_bytes(uint64_t b, char *buf, size_t n);
 

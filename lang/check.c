@@ -168,11 +168,10 @@ static void check_decl(struct eval *ev, const struct decl *d)
 	}
 }
 
-struct check_result *check_program(struct arena *a, struct interner *in, struct diag_engine *de,
-				   const struct src_table *src, const struct program *p)
+struct check_result *check_program_decls(struct arena *a, struct interner *in, struct diag_engine *de,
+					 const struct src_table *src, const struct program *p)
 {
 	struct check_result *r = ARENA_NEW(a, struct check_result);
-	struct check_job **tail = &r->jobs;
 
 	r->scope = scope_build(a, in, de, p);
 	r->ev = eval_new(a, in, de, r->scope);
@@ -189,10 +188,32 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 			}
 			check_decl(r->ev, d);
 		}
-	for (const struct decl *d = p->root ? p->root->decls : NULL; d; d = d->next) {
+	r->shared_errors = diag_error_count(de);
+	r->shared_seen = r->ev->nseen;
+	r->jobs_follow = true;
+	return r;
+}
+
+struct check_job *check_program_job(struct check_result *r, const struct decl *train)
+{
+	/* Each job reports its own errors, also those another job had at the
+	 * same stdlib line (`heads / tp`): a job whose error was deduplicated
+	 * away would look clean and be analysed. */
+	r->ev->nseen = r->shared_seen;
+	r->ev->ndivisible_seen = 0;
+	return check_train(r->ev, train);
+}
+
+struct check_result *check_program(struct arena *a, struct interner *in, struct diag_engine *de,
+				   const struct src_table *src, const struct program *p)
+{
+	struct check_result *r = check_program_decls(a, in, de, src, p);
+	struct check_job **tail = &r->jobs;
+
+	for (const struct decl *d = p->root ? p->root->decls : NULL; r->jobs_follow && d; d = d->next) {
 		if (d->kind != DECL_TRAIN)
 			continue;
-		*tail = check_train(r->ev, d);
+		*tail = check_program_job(r, d);
 		tail = &(*tail)->next;
 	}
 	return r;

@@ -26,9 +26,9 @@ struct check_job {
 	const struct decl *decl;
 	struct env *bindings;		/* batch, seq, tp, ... for eval_walk */
 	struct value model, cluster, precision, optimizer, finetune;
-	struct value fields[32];	/* every key by name, see check_job_field */
-	const char *names[32];
-	unsigned nfields;
+	struct value *fields;		/* every key by name, see check_job_field */
+	const char **names;
+	unsigned nfields, capfields;	/* grown in the arena: no key is ever dropped */
 	bool ok;			/* no error in this job */
 	struct check_job *next;
 };
@@ -37,10 +37,19 @@ struct check_result {
 	struct eval *ev;
 	const struct scope *scope;
 	struct check_job *jobs;		/* the root file's train blocks, in order */
+	unsigned shared_errors;		/* errors outside every train block: all jobs suspect */
+	size_t shared_seen;		/* the evaluator's once-per-location list before the jobs */
+	bool jobs_follow;		/* the declarations checked through: train blocks are next */
 };
 
 struct check_result *check_program(struct arena *a, struct interner *in, struct diag_engine *de,
 				   const struct src_table *src, const struct program *p);
+/* The same in two steps, so that a caller can check and analyse one job at
+ * a time, each in an arena of its own (eval_use_arena): the declarations,
+ * then each train block of the root file, in order, while jobs_follow. */
+struct check_result *check_program_decls(struct arena *a, struct interner *in, struct diag_engine *de,
+					 const struct src_table *src, const struct program *p);
+struct check_job *check_program_job(struct check_result *r, const struct decl *train);
 /* The value of @key in @job, or false if it was not given. */
 bool check_job_field(const struct check_job *job, const char *key, struct value *out);
 

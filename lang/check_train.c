@@ -206,12 +206,23 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 	return eval_is_type(ev, v, type, what, v.loc);
 }
 
-static void keep(struct check_job *j, const char *name, struct value v)
+static void keep(struct eval *ev, struct check_job *j, const char *name, struct value v)
 {
-	if (j->nfields < sizeof j->fields / sizeof j->fields[0]) {
-		j->names[j->nfields] = name;
-		j->fields[j->nfields++] = v;
+	if (j->nfields == j->capfields) {
+		unsigned cap = j->capfields ? j->capfields * 2 : 16;
+		struct value *f = ARENA_NEW_ARRAY(ev->arena, struct value, cap);
+		const char **n = ARENA_NEW_ARRAY(ev->arena, const char *, cap);
+
+		if (j->nfields) {
+			memcpy(f, j->fields, j->nfields * sizeof *f);
+			memcpy(n, j->names, j->nfields * sizeof *n);
+		}
+		j->fields = f;
+		j->names = n;
+		j->capfields = cap;
 	}
+	j->names[j->nfields] = name;
+	j->fields[j->nfields++] = v;
 }
 
 static void train_field(struct eval *ev, struct check_job *j, const struct field *f, const char *prefix,
@@ -243,7 +254,7 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))
 		v.label = f->name;	/* "tp (3)" in notes; a model keeps its own name */
 	if (check_kind(ev, v, s->type, what))
-		keep(j, arena_printf(ev->arena, "%s%s", prefix, f->name), v);
+		keep(ev, j, arena_printf(ev->arena, "%s%s", prefix, f->name), v);
 	else
 		j->ok = false;
 }

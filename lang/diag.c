@@ -311,20 +311,42 @@ struct diag *diag_sink(struct diag_engine *de)
 	return &de->sink;
 }
 
+static struct diag_note *add_note(struct diag *d, struct loc loc, const char *fmt, va_list ap)
+{
+	struct diag_note *n = ARENA_NEW(d->engine->arena, struct diag_note);
+
+	n->msg = arena_vprintf(d->engine->arena, fmt, ap);
+	n->loc = loc;
+	*d->notes_tail = n;
+	d->notes_tail = &n->next;
+	return n;
+}
+
 void diag_note(struct diag *d, struct loc loc, const char *fmt, ...)
 {
 	if (!d->engine)
 		return;	/* the sink: the diagnostic was dropped */
 
-	struct diag_note *n = ARENA_NEW(d->engine->arena, struct diag_note);
 	va_list ap;
 
 	va_start(ap, fmt);
-	n->msg = arena_vprintf(d->engine->arena, fmt, ap);
+	add_note(d, loc, fmt, ap);
 	va_end(ap);
-	n->loc = loc;
-	*d->notes_tail = n;
-	d->notes_tail = &n->next;
+}
+
+void diag_note_fix(struct diag *d, struct loc loc, const char *replacement, const char *fmt, ...)
+{
+	if (!d->engine)
+		return;
+
+	struct diag_fix *fix = ARENA_NEW(d->engine->arena, struct diag_fix);
+	va_list ap;
+
+	fix->loc = loc;
+	fix->text = arena_strdup(d->engine->arena, replacement);
+	va_start(ap, fmt);
+	add_note(d, loc, fmt, ap)->fix = fix;
+	va_end(ap);
 }
 
 /* ---- -W flags ----------------------------------------------------------- */
@@ -831,4 +853,19 @@ unsigned diag_loc_line(const struct diag_engine *de, struct loc loc)
 unsigned diag_loc_col(const struct diag_engine *de, struct loc loc)
 {
 	return loc.file ? src_col_of(src_get(de->sources, loc.file), loc.start) : 0;
+}
+
+unsigned diag_loc_end_line(const struct diag_engine *de, struct loc loc)
+{
+	return diag_loc_line(de, loc.end > loc.start ? (struct loc){ loc.file, loc.end, loc.end } : loc);
+}
+
+unsigned diag_loc_end_col(const struct diag_engine *de, struct loc loc)
+{
+	return diag_loc_col(de, loc.end > loc.start ? (struct loc){ loc.file, loc.end, loc.end } : loc);
+}
+
+struct loc diag_loc_import_site(const struct diag_engine *de, struct loc loc)
+{
+	return loc.file ? src_get(de->sources, loc.file)->included_from : NO_LOC;
 }

@@ -52,9 +52,17 @@ enum diag_severity {
 	DIAG_SEV_ERROR,
 };
 
+/* An edit a note proposes, for machine formats: replace the bytes of
+ * @loc with @text. The text printer shows only the note's message. */
+struct diag_fix {
+	struct loc loc;
+	const char *text;
+};
+
 struct diag_note {
 	struct loc loc;			/* NO_LOC: a note without a position */
 	const char *msg;
+	const struct diag_fix *fix;	/* NULL: the note proposes no edit */
 	struct diag_note *next;
 };
 
@@ -103,6 +111,10 @@ bool diag_fail(struct diag_engine *de, enum diag_id id, struct loc loc,
 struct diag *diag_sink(struct diag_engine *de);
 void diag_note(struct diag *d, struct loc loc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* A note at @loc that proposes replacing @loc's bytes with @replacement
+ * (copied); printed like diag_note(), the edit goes to JSON and SARIF. */
+void diag_note_fix(struct diag *d, struct loc loc, const char *replacement, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /*
  * Apply one -W argument given without the "-W": "name", "no-name",
@@ -142,6 +154,13 @@ const char *diag_loc_file(const struct diag_engine *de, struct loc loc);
 /* 1-based line and code-point column of loc.start; 0 for file 0. */
 unsigned diag_loc_line(const struct diag_engine *de, struct loc loc);
 unsigned diag_loc_col(const struct diag_engine *de, struct loc loc);
+/* The same for loc.end, which is exclusive: the column just after the
+ * range (an empty or reversed range ends where it starts). */
+unsigned diag_loc_end_line(const struct diag_engine *de, struct loc loc);
+unsigned diag_loc_end_col(const struct diag_engine *de, struct loc loc);
+/* The import statement that loaded @loc's file; NO_LOC for a root file
+ * or file 0. */
+struct loc diag_loc_import_site(const struct diag_engine *de, struct loc loc);
 
 struct strbuf;
 /*

@@ -53,11 +53,20 @@ struct eval *eval_new(struct arena *a, struct interner *in, struct diag_engine *
 	struct eval *ev = ARENA_NEW(a, struct eval);
 
 	ev->arena = a;
+	ev->perm = a;
 	ev->interner = in;
 	ev->diag = de;
 	ev->scope = scope;
 	ev->none = intern_cstr(in, "none");
 	return ev;
+}
+
+struct arena *eval_use_arena(struct eval *ev, struct arena *a)
+{
+	struct arena *old = ev->arena;
+
+	ev->arena = a;
+	return old;
 }
 
 struct diag_engine *eval_diag(struct eval *ev) { return ev->diag; }
@@ -75,7 +84,7 @@ static bool seen_before(struct eval *ev, int id, struct loc loc)
 			return true;
 	if (ev->nseen == ev->capseen) {
 		ev->capseen = ev->capseen ? ev->capseen * 2 : 64;
-		uint64_t *n = ARENA_NEW_ARRAY(ev->arena, uint64_t, ev->capseen);
+		uint64_t *n = ARENA_NEW_ARRAY(ev->perm, uint64_t, ev->capseen);
 
 		if (ev->nseen)
 			memcpy(n, ev->seen, ev->nseen * sizeof *n);

@@ -82,6 +82,14 @@ struct diag *eval_error(struct eval *ev, int id, struct loc loc, const char *fmt
 void eval_set_quiet(struct eval *ev, bool quiet);
 unsigned eval_quiet_errors(const struct eval *ev);
 
+/* Allocate environments and values from @a until the next call; returns
+ * the arena used before. For quiet walks that keep nothing (the analyzer's
+ * per-job scratch, freed after the job's report). The memo of global lets
+ * and aliases and the once-per-location list stay in the compilation's
+ * arena, and a value first computed under a scratch arena is not memoised,
+ * so nothing long-lived points into @a. */
+struct arena *eval_use_arena(struct eval *ev, struct arena *a);
+
 /*
  * Walking a template body. The walker evaluates shapes and conditions and
  * calls back for every tensor with its evaluated dimensions, and around

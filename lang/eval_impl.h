@@ -24,6 +24,7 @@ struct decl_memo {
 
 struct eval {
 	struct arena *arena;
+	struct arena *perm;		/* the compilation's: what outlives a scratch arena */
 	struct interner *interner;
 	struct diag_engine *diag;
 	const struct scope *scope;

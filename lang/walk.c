@@ -45,7 +45,7 @@ static struct decl_memo *memo_of(struct eval *ev, const struct decl *d)
 			return ev->memo[i];
 	if (2 * (ev->nmemo + 1) > ev->capmemo) {
 		size_t cap = ev->capmemo ? ev->capmemo * 2 : 64;
-		struct decl_memo **tab = ARENA_NEW_ARRAY(ev->arena, struct decl_memo *, cap);
+		struct decl_memo **tab = ARENA_NEW_ARRAY(ev->perm, struct decl_memo *, cap);
 
 		for (size_t i = 0; i < ev->capmemo; i++)
 			if (ev->memo[i])
@@ -53,7 +53,7 @@ static struct decl_memo *memo_of(struct eval *ev, const struct decl *d)
 		ev->memo = tab;
 		ev->capmemo = cap;
 	}
-	struct decl_memo *m = ARENA_NEW(ev->arena, struct decl_memo);
+	struct decl_memo *m = ARENA_NEW(ev->perm, struct decl_memo);
 
 	m->decl = d;
 	memo_insert(ev->memo, ev->capmemo, m);
@@ -121,7 +121,7 @@ struct value eval_decl_value(struct eval *ev, const struct decl *d, struct loc u
 		v.label = d->name;
 	}
 	m->v = v;
-	m->state = 2;
+	m->state = ev->arena == ev->perm ? 2 : 0;	/* v may live in a scratch arena */
 	return v;
 }
 

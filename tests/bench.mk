@@ -4,7 +4,7 @@
 BENCH_VARIANTS ?= 10000
 
 $(B)/bench-sweep: tests/bench/sweep.c $(filter-out $(B)/analyzer/main.o,$(ANALYZER_OBJS)) $(B)/liblang.a
-	$(CC) $(ALL_CFLAGS) -I. -I$(B) -o $@ $^ -lunistring -lm
+	$(CC) $(ALL_CFLAGS) -I. -I$(B) -o $@ $^ $(LIBS)
 
 bench: all $(B)/bench-sweep
 	@for f in examples/*.mem; do \

@@ -7,4 +7,5 @@ $MEMC help fmt | head -n 1
 $MEMC fmt --help | head -n 1
 $MEMC check --help | cmp -s - <($MEMC help check) && echo "check --help = help check"
 $MEMC help | head -n 1
+$MEMC help import | head -n 1
 $MEMC help nope; echo "rc: $?"

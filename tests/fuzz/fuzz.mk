@@ -48,8 +48,10 @@ FUZZ_GEN_H    := $(if $(PARSER_Y),$(FUZZ_B)/lang/parser.tab.h) $(if $(LEXER_L),$
 # The analyzer without its command line (main, driver, list, pipeline):
 # the harness calls the phases itself.
 FUZZ_ANALYZER_SRCS ?= $(filter-out analyzer/main.c analyzer/driver.c analyzer/list.c analyzer/pipeline.c,\
-			$(wildcard analyzer/*.c))
+			$(wildcard analyzer/*.c analyzer/*/*.c))
 FUZZ_OBJS     := $(patsubst %.c,$(FUZZ_B)/%.o,$(FUZZ_LANG_SRCS) $(FUZZ_ANALYZER_SRCS)) $(FUZZ_GEN_OBJS)
+# The SARIF help text the Makefile generates (DIAG_HELP_C).
+FUZZ_OBJS     += $(FUZZ_B)/gen/diag_help.o
 
 .PHONY: fuzz fuzz-build fuzz-corpus check-fuzz
 
@@ -62,6 +64,10 @@ fuzz-build: $(FUZZ_BIN)
 # Coverage instrumentation everywhere (fuzzer-no-link); libFuzzer's main()
 # only at the final link.
 $(FUZZ_B)/%.o: %.c | $(FUZZ_GEN_H)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+$(FUZZ_B)/gen/diag_help.o: $(DIAG_HELP_C)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
 

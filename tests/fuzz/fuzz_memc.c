@@ -27,6 +27,7 @@
 #include "analyzer/build.h"
 #include "analyzer/fit.h"
 #include "analyzer/memory.h"
+#include "analyzer/out/diag_out.h"
 #include "analyzer/report.h"
 #include "lang/arena.h"
 #include "lang/ast.h"
@@ -123,6 +124,14 @@ static void fuzz_one(const uint8_t *data, size_t size)
 	/* And print them as the CLI would: snippets, carets and escapes. */
 	diag_set_output(de, dump_sink);
 	diag_flush(de);
+	/* And as check --format json|sarif|github writes them. */
+	for (int fmt = DIAG_OUT_JSON; fmt <= DIAG_OUT_GITHUB; fmt++) {
+		struct diag_out w;
+
+		diag_out_begin(&w, dump_sink, (enum diag_out_format)fmt);
+		diag_out_file(&w, "fuzz.mem", de);
+		diag_out_end(&w);
+	}
 	arena_free(&arena);
 }
 

@@ -306,14 +306,19 @@ static void json_diagnostics(void **state)
 	assert_contains(s, "\"file\": \"a\\\"b.mem\",\n"
 			   "          \"line\": 2,\n"
 			   "          \"column\": 12,\n"
+			   "          \"end_line\": 2,\n"
+			   "          \"end_column\": 22,\n"
 			   "          \"severity\": \"error\",\n"
+			   "          \"promoted\": false,\n"
 			   "          \"name\": \"unit-mismatch\",\n"
 			   "          \"message\": \"cannot add bytes and count\",\n"
 			   "          \"notes\": [");
 	assert_contains(s, "\"line\": 1,\n              \"column\": 1,\n"
+			   "              \"end_line\": 1,\n              \"end_column\": 4,\n"
 			   "              \"message\": \"declared here\"");
 	assert_contains(s, "\"file\": null,\n              \"line\": null,\n"
 			   "              \"column\": null,\n"
+			   "              \"end_line\": null,\n              \"end_column\": null,\n"
 			   "              \"message\": \"write \\\"3 GiB\\\"\"");
 	free(s);
 	arena_free(&arena);

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cfg.c - the flat key list every config reader fills, and the table
+ * engine that turns its keys into memc settings.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "analyzer/import/import_impl.h"
+#include "lang/arena.h"
+#include "lang/diag.h"
+
+void cfg_set_scalar(struct cfg_item *it, enum cfg_kind kind, const char *text)
+{
+	char *end;
+
+	it->kind = kind;
+	it->text = text;
+	if (kind == CFG_INT || kind == CFG_REAL) {
+		it->r = strtod(text, &end);
+		it->i = kind == CFG_INT ? strtoll(text, NULL, 10) : (long long)it->r;
+	} else if (kind == CFG_BOOL) {
+		it->i = !strcmp(text, "true");
+	}
+}
+
+void cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *text, struct loc loc)
+{
+	ARENA_GROW(c->arena, c->items, c->n, c->cap);
+	struct cfg_item *it = &c->items[c->n++];
+
+	memset(it, 0, sizeof *it);
+	it->path = arena_strdup(c->arena, path);
+	it->loc = loc;
+	it->block_loc = loc;
+	cfg_set_scalar(it, kind, arena_strdup(c->arena, text));
+}
+
+const struct cfg_item *cfg_find(const struct cfg *c, const char *path)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->items[i].path, path))
+			return &c->items[i];
+	return NULL;
+}
+
+struct loc cfg_loc(const struct cfg *c, size_t start, size_t len)
+{
+	size_t max = c->file->len;
+
+	if (start > max)
+		start = max;
+	if (len > max - start)
+		len = max - start;
+	return (struct loc){ c->file->id, (uint32_t)start, (uint32_t)(start + len) };
+}
+
+void imp_set(struct imp_out *o, const char *dst, const char *value, const char *src, const char *note)
+{
+	/* A later config overrides an earlier one's setting of the same key;
+	 * the comment keeps what it replaced, so the conflict stays visible. */
+	for (size_t i = 0; dst && value && i < o->n; i++)
+		if (o->set[i].dst && o->set[i].value && !strcmp(o->set[i].dst, dst)) {
+			const struct imp_setting old = o->set[i];
+
+			if (old.value[0] && strcmp(old.value, value) && old.src)
+				note = arena_printf(o->arena, "overrides %s = %s", old.src, old.value);
+			o->set[i] = (struct imp_setting){ dst, value, src, note };
+			return;
+		}
+	ARENA_GROW(o->arena, o->set, o->n, o->cap);
+	o->set[o->n++] = (struct imp_setting){ dst, value, src, note };
+}
+
+const struct map_row *map_find(const struct map_row *rows, const char *path)
+{
+	for (const struct map_row *r = rows; r->src; r++) {
+		size_t n = strlen(r->src);
+
+		if (!strcmp(r->src, path))
+			return r;
+		if (n >= 2 && !strcmp(r->src + n - 2, ".*") && !strncmp(r->src, path, n - 1))
+			return r;
+	}
+	return NULL;
+}
+
+/* "a=b|c=d" -> "a, c": the values a message can name. */
+static const char *enum_keys(struct arena *a, const char *table)
+{
+	char *out = arena_strdup(a, table), *w = out;
+
+	for (const char *p = table; *p; p++) {
+		if (*p == '=') {
+			while (p[1] && p[1] != '|')
+				p++;
+			continue;
+		}
+		if (*p == '|') {
+			*w++ = ',';
+			*w++ = ' ';
+			continue;
+		}
+		*w++ = *p;
+	}
+	*w = '\0';
+	return out;
+}
+
+/* "a=b|c=d": the b for @v (case-insensitive), or NULL. */
+static const char *enum_lookup(struct arena *a, const char *table, const char *v)
+{
+	const char *p = table;
+
+	while (*p) {
+		const char *eq = strchr(p, '='), *bar = strchr(p, '|');
+		size_t klen = (size_t)(eq - p), vlen = bar ? (size_t)(bar - eq - 1) : strlen(eq + 1);
+
+		if (strlen(v) == klen && !strncasecmp(p, v, klen))
+			return arena_strndup(a, eq + 1, vlen);
+		if (!bar)
+			break;
+		p = bar + 1;
+	}
+	return NULL;
+}
+
+static bool must_match(const char *allowed, const char *v)
+{
+	size_t n = strlen(v);
+
+	for (const char *p = allowed; p;) {
+		const char *bar = strchr(p, '|');
+		size_t len = bar ? (size_t)(bar - p) : strlen(p);
+
+		if (len == n && !strncmp(p, v, n))
+			return true;
+		p = bar ? bar + 1 : NULL;
+	}
+	return false;
+}
+
+static bool bad_value(struct cfg *c, const struct cfg_item *it, const char *want)
+{
+	diag_error(c->diag, DIAG_TYPE_MISMATCH, it->loc, "'%s' is '%s'; memc import needs %s here",
+		   it->path, it->text, want);
+	return false;
+}
+
+static bool map_count(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o)
+{
+	if (it->kind == CFG_STR && !strcmp(it->text, "auto")) {
+		imp_set(o, NULL, NULL, it->path,
+			arena_printf(c->arena, "%s = \"auto\": the launcher fills it in; set %s yourself",
+				     it->path, r->dst));
+		return true;
+	}
+	if (it->kind == CFG_NULL) {	/* null: the framework default, which the template shares */
+		imp_set(o, r->dst, "", it->path, NULL);
+		return true;
+	}
+	if (it->kind != CFG_INT && !(it->kind == CFG_REAL && it->r == (double)it->i))
+		return bad_value(c, it, "a whole number");
+	imp_set(o, r->dst, arena_printf(c->arena, "%lld", it->i), it->path, NULL);
+	return true;
+}
+
+static bool map_enum(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o)
+{
+	const char *v = enum_lookup(c->arena, r->arg, it->text);
+
+	if (!v && it->kind == CFG_STR && !strcmp(it->text, "auto")) {
+		imp_set(o, NULL, NULL, it->path,
+			arena_printf(c->arena, "%s = \"auto\": the launcher decides; set %s yourself",
+				     it->path, r->dst));
+		return true;
+	}
+	if (!v)
+		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
+				 "'%s' = '%s' has no memc equivalent (memc import knows %s)",
+				 it->path, it->text, enum_keys(c->arena, r->arg));
+	if (*v)
+		imp_set(o, r->dst, v, it->path, NULL);
+	return true;
+}
+
+static bool map_if_true(struct cfg *c, const struct cfg_item *it, const struct map_row *r,
+			struct imp_out *o)
+{
+	if (it->kind == CFG_STR && !strcmp(it->text, "auto")) {
+		imp_set(o, NULL, NULL, it->path,
+			arena_printf(c->arena, "%s = \"auto\": the launcher decides; %s = %s if it is on",
+				     it->path, r->dst, r->arg));
+		return true;
+	}
+	if (it->kind != CFG_BOOL)
+		return bad_value(c, it, "true or false");
+	if (it->i)
+		imp_set(o, r->dst, r->arg, it->path, NULL);
+	return true;
+}
+
+bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o)
+{
+	switch (r->conv) {
+	case MAP_COUNT:
+		return map_count(c, it, r, o);
+	case MAP_BOOL:
+		if (it->kind != CFG_BOOL)
+			return bad_value(c, it, "true or false");
+		imp_set(o, r->dst, it->text, it->path, NULL);
+		return true;
+	case MAP_NONZERO:
+		if (it->kind != CFG_INT && it->kind != CFG_REAL)
+			return bad_value(c, it, "a number");
+		imp_set(o, r->dst, it->r != 0 ? "true" : "false", it->path, NULL);
+		return true;
+	case MAP_ENUM:
+		return map_enum(c, it, r, o);
+	case MAP_IF_TRUE:
+		return map_if_true(c, it, r, o);
+	case MAP_MUST:
+		return must_match(r->arg, it->text) ||
+		       diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
+				 "'%s' = %s changes memory and memc import cannot express it "
+				 "(only %s is supported)", it->path, it->text, r->arg);
+	case MAP_NOTE:
+		imp_set(o, NULL, NULL, it->path,
+			arena_printf(c->arena, "%s = %s: %s", it->path, it->text, r->arg));
+		return true;
+	case MAP_IGNORE:
+		return true;
+	}
+	return true;
+}
+
+/* One error per unknown block: quantization_config's four keys are one
+ * mistake. */
+bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what)
+{
+	size_t top = strcspn(it->path, ".");
+
+	if (c->reported_block && strlen(c->reported_block) == top &&
+	    !strncmp(c->reported_block, it->path, top))
+		return false;
+	if (it->path[top]) {
+		c->reported_block = arena_strndup(c->arena, it->path, top);
+		diag_error(c->diag, DIAG_IMPORT_UNUSED_KEY, it->block_loc,
+			   "'%s' is not a block %s; it may change memory", c->reported_block, what);
+		return false;
+	}
+	diag_error(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc,
+		   "'%s' is not a key %s; it may change memory", it->path, what);
+	return false;
+}
+
+bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o)
+{
+	bool ok = true;
+
+	for (size_t i = 0; i < c->n; i++) {
+		const struct cfg_item *it = &c->items[i];
+		const struct map_row *r = map_find(rows, it->path);
+
+		if (!r) {
+			ok = cfg_unknown_key(c, it, "memc import maps or knows to be harmless");
+			continue;
+		}
+		ok &= map_item(c, it, r, o);
+	}
+	return ok;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * import_impl.h - what the readers and mappers of `memc import` share.
+ *
+ * Every config format is read into one flat list of items: a dotted key
+ * path ("zero_optimization.offload_optimizer.device"), a scalar value and
+ * the location of the key in the file. The mappers then walk that list
+ * against their tables, so every key of the file is either mapped, known
+ * not to change memory, or reported: nothing is dropped silently.
+ */
+#ifndef MEMC_ANALYZER_IMPORT_IMPL_H
+#define MEMC_ANALYZER_IMPORT_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lang/source.h"
+
+struct arena;
+struct diag_engine;
+struct strbuf;
+
+enum cfg_kind { CFG_INT, CFG_REAL, CFG_STR, CFG_BOOL, CFG_NULL, CFG_LIST };
+
+struct cfg_item {
+	const char *path;	/* dotted key path */
+	enum cfg_kind kind;
+	const char *text;	/* canonical scalar text; a list: its elements, comma-separated */
+	long long i;		/* CFG_INT (and CFG_BOOL: 0/1) */
+	double r;		/* CFG_REAL and CFG_INT */
+	struct loc loc;		/* the key */
+	struct loc block_loc;	/* its top-level key ("quantization_config"); loc if none */
+};
+
+struct cfg {
+	struct arena *arena;
+	struct diag_engine *diag;
+	struct src_file *file;
+	struct cfg_item *items;
+	size_t n, cap;
+	const char *reported_block;	/* the last unknown block an error named */
+};
+
+void cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *text, struct loc loc);
+const struct cfg_item *cfg_find(const struct cfg *c, const char *path);
+/* A located key range [start, start + len) in the config file. */
+struct loc cfg_loc(const struct cfg *c, size_t start, size_t len);
+/* Scalar text as it would be compared: "3", "0.5", "true", "null", "cpu". */
+void cfg_set_scalar(struct cfg_item *it, enum cfg_kind kind, const char *text);
+
+bool cfg_read_json(struct cfg *c);
+bool cfg_read_yaml(struct cfg *c);
+bool cfg_read_toml(struct cfg *c);
+bool cfg_read_args(struct cfg *c);
+
+/*
+ * How a source key becomes memc text. A row's src may end in ".*" to cover
+ * every key below it.
+ */
+enum map_conv {
+	MAP_COUNT,	/* a whole number (`"auto"` becomes a comment) */
+	MAP_BOOL,	/* true / false */
+	MAP_NONZERO,	/* a number: dst = (value != 0), e.g. a dropout probability */
+	MAP_ENUM,	/* arg "src=dst|src=dst": string values, case-insensitive */
+	MAP_IF_TRUE,	/* arg "value": dst = value when the key is true */
+	MAP_MUST,	/* the key is harmless only with the value arg ("a|b" for either) */
+	MAP_IGNORE,	/* does not change memory */
+	MAP_NOTE,	/* does not map; the value is worth a comment (arg: why) */
+};
+
+struct map_row {
+	const char *src;
+	const char *dst;
+	enum map_conv conv;
+	const char *arg;
+};
+
+/* One line of output: dst = value  // src. */
+struct imp_setting {
+	const char *dst;
+	const char *value;	/* NULL: a comment-only line */
+	const char *src;
+	const char *note;
+};
+
+struct imp_out {
+	struct arena *arena;
+	struct imp_setting *set;
+	size_t n, cap;
+};
+
+void imp_set(struct imp_out *o, const char *dst, const char *value, const char *src, const char *note);
+/* Apply @rows (NULL-terminated by src) to every item of @c; unmatched or
+ * unmappable keys are import-unused-key errors. Returns false on errors. */
+bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o);
+/* An import-unused-key error for a key no table has (@what: "memc import
+ * maps or knows to be harmless"); keys below an unknown block already reported are not repeated. */
+bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what);
+const struct map_row *map_find(const struct map_row *rows, const char *path);
+/* Convert one item by one row into @o (dst may be a template parameter). */
+bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o);
+
+/* Hugging Face config.json: the model declaration text into @sb. */
+bool hf_import(struct cfg *c, const char *name, struct strbuf *sb);
+/* True when a JSON config looks like a Hugging Face model config. */
+bool hf_is_model_config(const struct cfg *c);
+
+/* The train-setting formats: each maps @c into @o. */
+bool ds_import(struct cfg *c, struct imp_out *o);
+bool megatron_import(struct cfg *c, struct imp_out *o);
+bool titan_import(struct cfg *c, struct imp_out *o);
+bool yaml_import(struct cfg *c, struct imp_out *o);
+
+#endif

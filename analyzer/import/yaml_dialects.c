@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * yaml_dialects.c - the YAML training configs memc import maps: Hugging
+ * Face TrainingArguments (as TRL / alignment-handbook recipes write them),
+ * accelerate's config and torchtune recipes.
+ */
+#include <string.h>
+
+#include "analyzer/import/import_impl.h"
+
+#define C(s, d)   { s, d, MAP_COUNT, NULL }
+#define B(s, d)   { s, d, MAP_BOOL, NULL }
+#define E(s, d, a) { s, d, MAP_ENUM, a }
+#define T(s, d, v) { s, d, MAP_IF_TRUE, v }
+#define MUST(s, v) { s, NULL, MAP_MUST, v }
+#define IGN(s)    { s, NULL, MAP_IGNORE, NULL }
+#define NOTE(s, w) { s, NULL, MAP_NOTE, w }
+#define END       { NULL, NULL, MAP_IGNORE, NULL }
+
+static const struct map_row hf_args_rows[] = {
+	C("per_device_train_batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
+	T("gradient_checkpointing", "checkpoint", "full"), IGN("gradient_checkpointing_kwargs.*"),
+	T("bf16", "precision", "amp_bf16"), T("fp16", "precision", "amp_fp16"),
+	E("optim", "optimizer", "adamw_torch=adamw|adamw_hf=adamw|adamw_torch_fused=adamw(impl = fused)|"
+	  "adamw_8bit=adamw_8bit|adamw_bnb_8bit=adamw_8bit|paged_adamw_8bit=paged_adamw_8bit|"
+	  "paged_adamw_32bit=paged_adamw|adafactor=adafactor|sgd=sgd"),
+	C("max_seq_length", "seq_len"), C("max_length", "seq_len"), C("model_max_length", "seq_len"),
+	E("fsdp", "fsdp", "full_shard=full_shard|full_shard auto_wrap=full_shard|shard_grad_op=shard_grad_op|"
+	  "shard_grad_op auto_wrap=shard_grad_op|hybrid_shard=hybrid_shard|"
+	  "hybrid_shard auto_wrap=hybrid_shard|=none"),
+	E("attn_implementation", "attention", "flash_attention_2=flash|sdpa=flash|eager=eager"),
+	T("use_liger_kernel", "loss", "chunked"),
+	NOTE("deepspeed", "a DeepSpeed config: import it too"),
+	NOTE("model_name_or_path", "the model: import its config.json"),
+	NOTE("torch_dtype", "the dtype the model is loaded in; bf16 weights make it bf16_true"),
+	IGN("output_dir"), IGN("overwrite_output_dir"), IGN("num_train_epochs"), IGN("max_steps"),
+	IGN("learning_rate"), IGN("lr_scheduler_type"), IGN("lr_scheduler_kwargs.*"),
+	IGN("warmup_ratio"), IGN("warmup_steps"), IGN("weight_decay"), IGN("logging_steps"),
+	IGN("logging_strategy"), IGN("logging_first_step"), IGN("save_strategy"), IGN("save_steps"),
+	IGN("save_total_limit"), IGN("save_only_model"), IGN("eval_strategy"),
+	IGN("evaluation_strategy"), IGN("eval_steps"), IGN("per_device_eval_batch_size"), IGN("seed"),
+	IGN("report_to"), IGN("run_name"), IGN("push_to_hub"), IGN("hub_model_id"),
+	IGN("hub_strategy"), IGN("dataloader_num_workers"), IGN("remove_unused_columns"),
+	IGN("do_train"), IGN("do_eval"), IGN("log_level"), IGN("max_grad_norm"), IGN("adam_beta1"),
+	IGN("adam_beta2"), IGN("adam_epsilon"), IGN("tf32"), IGN("ddp_timeout"), IGN("packing"),
+	IGN("dataset_text_field"), IGN("dataset_name"), IGN("dataset_mixer.*"), IGN("dataset_splits"),
+	IGN("preprocessing_num_workers"), IGN("use_flash_attention_2"), IGN("model_revision"),
+	IGN("trust_remote_code"), IGN("chat_template"), END
+};
+
+static const struct map_row accelerate_rows[] = {
+	E("distributed_type", "", "DEEPSPEED=|FSDP=|MULTI_GPU=|NO="),
+	E("mixed_precision", "precision", "bf16=amp_bf16|fp16=amp_fp16|no=fp32"),
+	E("deepspeed_config.zero_stage", "zero", "0=0|1=1|2=2|3=3"),
+	E("deepspeed_config.offload_optimizer_device", "offload.optimizer", "cpu=cpu|nvme=nvme|none=none"),
+	E("deepspeed_config.offload_param_device", "offload.params", "cpu=cpu|nvme=nvme|none=none"),
+	C("deepspeed_config.gradient_accumulation_steps", "grad_accum"),
+	NOTE("deepspeed_config.deepspeed_config_file", "a DeepSpeed config: import it too"),
+	IGN("deepspeed_config.*"),
+	E("fsdp_config.fsdp_sharding_strategy", "fsdp", "FULL_SHARD=full_shard|SHARD_GRAD_OP=shard_grad_op|"
+	  "NO_SHARD=no_shard|HYBRID_SHARD=hybrid_shard|1=full_shard|2=shard_grad_op|3=no_shard|"
+	  "4=hybrid_shard"),
+	T("fsdp_config.fsdp_offload_params", "offload.params", "cpu"),
+	T("fsdp_config.fsdp_activation_checkpointing", "checkpoint", "full"),
+	IGN("fsdp_config.*"),
+	NOTE("num_processes", "GPUs in all: cluster = N x GPU"), NOTE("num_machines", "nodes"),
+	IGN("compute_environment"), IGN("debug"), IGN("machine_rank"), IGN("main_training_function"),
+	IGN("rdzv_backend"), IGN("same_network"), IGN("tpu_env"), IGN("tpu_use_cluster"),
+	IGN("tpu_use_sudo"), MUST("use_cpu", "false"), IGN("downcast_bf16"), IGN("gpu_ids"),
+	IGN("main_process_ip"), IGN("main_process_port"), IGN("enable_cpu_affinity"),
+	IGN("dynamo_config.*"), END
+};
+
+static const struct map_row torchtune_rows[] = {
+	C("batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
+	T("enable_activation_checkpointing", "checkpoint", "full"),
+	MUST("enable_activation_offloading", "false"),
+	E("dtype", "precision", "bf16=bf16_true|fp32=fp32"),
+	E("optimizer._component_", "optimizer", "torch.optim.AdamW=adamw|torch.optim.Adam=adam|"
+	  "bitsandbytes.optim.PagedAdamW8bit=paged_adamw_8bit|bitsandbytes.optim.PagedAdamW=paged_adamw|"
+	  "bitsandbytes.optim.AdamW8bit=adamw_8bit|torch.optim.SGD=sgd"),
+	NOTE("optimizer.fused", "fused AdamW: optimizer = adamw(impl = fused)"), IGN("optimizer.*"),
+	B("optimizer_in_bwd", "optimizer_in_backward"),
+	T("fsdp_cpu_offload", "offload.params", "cpu"),
+	C("tokenizer.max_seq_len", "seq_len"), IGN("tokenizer.*"),
+	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_kept|"
+	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked"),
+	NOTE("model._component_", "the model: import its config.json"),
+	NOTE("model.*", "a model (or LoRA: finetune = lora(r, alpha, ...)) setting"),
+	IGN("compile"), IGN("seed"), IGN("shuffle"), IGN("epochs"), IGN("max_steps_per_epoch"),
+	IGN("output_dir"), IGN("checkpointer.*"), IGN("dataset.*"), IGN("metric_logger.*"),
+	IGN("log_every_n_steps"), IGN("log_peak_memory_stats"), IGN("device"), IGN("profiler.*"),
+	IGN("lr_scheduler.*"), IGN("clip_grad_norm"), IGN("resume_from_checkpoint"),
+	IGN("custom_sharded_layers"), IGN("save_adapter_weights_only"), IGN("log_level"),
+	IGN("fsdp_reshard_after_forward"), IGN("loss.*"), END
+};
+
+static bool any_component(const struct cfg *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		size_t n = strlen(c->items[i].path);
+
+		if (n >= 11 && !strcmp(c->items[i].path + n - 11, "_component_"))
+			return true;
+	}
+	return false;
+}
+
+bool yaml_import(struct cfg *c, struct imp_out *o)
+{
+	if (cfg_find(c, "distributed_type") || cfg_find(c, "compute_environment"))
+		return map_apply(c, accelerate_rows, o);
+	if (any_component(c))
+		return map_apply(c, torchtune_rows, o);
+	return map_apply(c, hf_args_rows, o);
+}

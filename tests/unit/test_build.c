@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_build.c - the builder and the fit search on small programs: an
+ * overflow is an error at its largest factor, a quiet build says nothing,
+ * cluster and degree limits, nested repeats deeper than any fixed stack,
+ * and the property that every fix -Wcapacity prints checks clean and fits
+ * once it is written into the file.
+ */
+#include "analyzer/build.h"
+#include "analyzer/fit.h"
+#include "analyzer/memory.h"
+#include "lang/check.h"
+#include "lang/import.h"
+#include "lang/num.h"
+
+#define FX_FIELDS                   \
+	struct file_ast *files[1];  \
+	struct program p;           \
+	struct check_result *r;     \
+	char src[8192];
+#include "lang_fixture.h"
+
+static const char prelude[] =
+	"gpu G { memory = 4 GiB }\n"
+	"precision p { weights = bf16, grads = bf16, compute = bf16 }\n"
+	"optimizer adam { state m : [numel]\n state v : [numel] }\n";
+
+/* Check @text as the root file; the jobs must check clean. */
+static const struct check_job *check(struct fixture *fx, const char *text)
+{
+	struct file_ast *r = fx_parse(fx, "root.mem", text);
+
+	fx_assert_no_diags(fx);
+	fx->files[0] = r;
+	fx->p = (struct program){ .files = fx->files, .nfiles = 1, .root = r };
+	fx->r = check_program(&fx->arena, fx->in, fx->de, fx->t, &fx->p);
+	fx_assert_no_diags(fx);
+	assert_non_null(fx->r->jobs);
+	return fx->r->jobs;
+}
+
+static const char *job(struct fixture *fx, const char *layers, const char *model, const char *extra)
+{
+	snprintf(fx->src, sizeof fx->src,
+		 "%s%s\nmodel m { %s }\ntrain t {\n  model = m\n  cluster = 1 x G\n  precision = p\n"
+		 "  optimizer = adam\n  micro_batch = 1\n  seq_len = 8\n%s}\n",
+		 prelude, layers, model, extra);
+	return fx->src;
+}
+
+static void shape_overflow_is_at_its_largest_axis(void **state)
+{
+	struct fixture *fx = *state;
+	const struct check_job *cj = check(fx, job(fx, "layer l { param w : [3, 8589934592, 4294967296] }",
+						   "l()", ""));
+	struct build_override none = { .zero = -1 };
+	struct build b;
+
+	assert_false(build_job(fx->r->ev, &fx->arena, cj, &none, false, &b));
+	const struct diag *d = fx_only_diag(fx, "overflow");
+
+	assert_string_equal(fx_text_of_last(fx, d->loc), "8589934592");
+	assert_non_null(strstr(d->msg, "largest factor"));
+	assert_int_equal(b.rep.params_total, 0);	/* no count from half a walk */
+}
+
+static void quiet_build_fails_without_a_word(void **state)
+{
+	struct fixture *fx = *state;
+	const struct check_job *cj = check(fx, job(fx, "layer l { param w : [2] }",
+						   "repeat 4294967296 { repeat 4294967296 { l() } }", ""));
+	struct build_override none = { .zero = -1 };
+	struct build b;
+
+	assert_false(build_job(fx->r->ev, &fx->arena, cj, &none, true, &b));
+	assert_int_equal(fx_count_diags(fx), 0);
+	assert_false(build_job(fx->r->ev, &fx->arena, cj, &none, false, &b));
+	fx_only_diag(fx, "overflow");
+}
+
+static void cluster_past_the_limit(void **state)
+{
+	struct fixture *fx = *state;
+	const struct check_job *cj;
+	struct build_override none = { .zero = -1 };
+	struct build b;
+
+	job(fx, "layer l { param w : [2] }", "l()", "");
+	char *c = strstr(fx->src, "1 x G");
+
+	assert_non_null(c);
+	memmove(c + 10, c, strlen(c) + 1);
+	memcpy(c, "2097152 x ", 10);	/* 2^21 x 1 GPUs */
+	cj = check(fx, fx->src);
+	assert_false(build_job(fx->r->ev, &fx->arena, cj, &none, false, &b));
+	assert_string_equal(fx_text_of_last(fx, fx_only_diag(fx, "bad-layout")->loc), "cluster = 2097152 x 1 x G");
+}
+
+/* 40 nested repeats of 2 around one parameter of 1 element, with one more
+ * parameter after each: 2^40 + 2^40 - 1. A fixed stack of saved
+ * multipliers gets the second sum wrong past its depth. */
+static void nested_repeats_past_any_fixed_stack(void **state)
+{
+	struct fixture *fx = *state;
+	char layer[4096] = "layer l { ", *p = layer + strlen(layer);
+	struct build_override none = { .zero = -1 };
+	struct build b;
+
+	for (int i = 0; i < 40; i++)
+		p += sprintf(p, "repeat 2 {\n");
+	p += sprintf(p, "param z : [1]\n");
+	for (int i = 40; i > 0; i--)
+		p += sprintf(p, "}\nparam a%d : [1]\n", i);
+	sprintf(p, "}");
+	const struct check_job *cj = check(fx, job(fx, layer, "l()", ""));
+
+	assert_true(build_job(fx->r->ev, &fx->arena, cj, &none, false, &b));
+	assert_int_equal(b.rep.params_total, (UINT64_C(1) << 41) - 1);
+}
+
+/* ---- every printed fix applies ---- */
+
+struct edit {
+	uint64_t gpus, micro_batch, tp, pp;
+	const char *checkpoint;
+	int zero;		/* -1: no zero key */
+};
+
+/* A model whose shapes divide only by tp in {1, 2, 4} (heads = 4), too big
+ * for a 4 GiB GPU at micro_batch 8 without checkpointing or tp = 4; tried
+ * with pp 1 and 2 and with and without a zero key. */
+static const char *fit_job(struct fixture *fx, const struct edit *e)
+{
+	char extra[256], zero[32] = "";
+
+	if (e->zero >= 0)
+		snprintf(zero, sizeof zero, "  zero = %d\n", e->zero);
+	snprintf(extra, sizeof extra, "  micro_batch = %llu\n  checkpoint = %s\n%s  parallel { tp = %llu, pp = %llu }\n",
+		 (unsigned long long)e->micro_batch, e->checkpoint, zero, (unsigned long long)e->tp,
+		 (unsigned long long)e->pp);
+	snprintf(fx->src, sizeof fx->src,
+		 "%slayer l(h: count, heads: count) {\n  param w : [h, h / tp] linear\n"
+		 "  param o : [heads / tp, h]\n  saves a : [batch, seq, 16 * h / tp]\n}\n"
+		 "model m { repeat 8 { l(h = 4096, heads = 4) } }\n"
+		 "train t {\n  model = m\n  cluster = %llu x G\n  precision = p\n  optimizer = adam\n"
+		 "  seq_len = 512\n%s}\n", prelude, (unsigned long long)e->gpus, extra);
+	return fx->src;
+}
+
+/* Analyse @e; with @warn run the fit search too. Returns whether it fits. */
+static bool analyse(struct fixture *fx, const struct edit *e, bool warn)
+{
+	const struct check_job *cj = check(fx, fit_job(fx, e));
+	struct build_override none = { .zero = -1 };
+	struct build b;
+	struct mem_result r;
+	bool fits = true;
+
+	assert_true(build_job(fx->r->ev, &fx->arena, cj, &none, false, &b));
+	assert_int_equal(mem_analyze(&b.job, &r), MEM_OK);
+	for (size_t i = 0; i < r.nclasses; i++)
+		fits &= r.classes[i].fits;
+	b.rep.result = &r;
+	if (warn)
+		fit_check(fx->r->ev, &fx->arena, cj, &b);
+	mem_result_free(&r);
+	return fits;
+}
+
+/* Apply the note "KEY = VALUE fits (...)" to @e. */
+static void apply(struct edit *e, const char *note)
+{
+	unsigned long long v;
+	char key[32];
+
+	assert_int_equal(sscanf(note, "%31s = %llu fits", key, &v) >= 1, 1);
+	if (!strcmp(key, "checkpoint"))
+		e->checkpoint = "full";
+	else if (!strcmp(key, "micro_batch") && sscanf(note, "%*s = %llu", &v) == 1)
+		e->micro_batch = v;
+	else if (!strcmp(key, "tp") && sscanf(note, "%*s = %llu", &v) == 1)
+		e->tp = v;
+	else if (!strcmp(key, "zero") && sscanf(note, "%*s = %llu", &v) == 1)
+		e->zero = (int)v;
+	else
+		fail_msg("unexpected fix '%s'", note);
+}
+
+/* The fixes noted on the warnings of @fx, each applied to @e in a fresh
+ * compilation: it must check clean (check() asserts it) and fit. */
+static unsigned apply_each(struct fixture *fx, const struct edit *e)
+{
+	unsigned fixes = 0;
+
+	for (const struct diag *d = diag_first(fx->de); d; d = d->next) {
+		if (strcmp(diag_name(d->id), "capacity"))
+			continue;	/* -Wheadroom: nothing to apply */
+		for (const struct diag_note *n = d->notes; n; n = n->next) {
+			struct edit applied = *e;
+			void *s2 = NULL;
+
+			if (!strstr(n->msg, " fits ("))
+				continue;
+			apply(&applied, n->msg);
+			assert_int_equal(fx_setup(&s2), 0);
+			if (!analyse(s2, &applied, false))
+				fail_msg("on %llu GPUs, '%s' does not fit once applied",
+					 (unsigned long long)e->gpus, n->msg);
+			fx_teardown(&s2);
+			fixes++;
+		}
+	}
+	return fixes;
+}
+
+static void every_printed_fix_checks_clean_and_fits(void **state)
+{
+	unsigned fixes = 0;
+	bool tp4_on_6 = false;
+
+	(void)state;
+	for (unsigned c = 0; c < 12 * 2 * 2; c++) {
+		struct edit e = { 1 + c % 12, 8, 1, 1 + c / 12 % 2, "none", c / 24 ? 0 : -1 };
+		void *s1 = NULL;
+
+		if (e.gpus % e.pp)
+			continue;	/* the job as written must check */
+		assert_int_equal(fx_setup(&s1), 0);
+		analyse(s1, &e, true);
+		for (const struct diag *d = diag_first(((struct fixture *)s1)->de); d; d = d->next)
+			for (const struct diag_note *n = d->notes; n; n = n->next)
+				tp4_on_6 |= e.gpus == 6 && e.pp == 1 && strstr(n->msg, "tp = 4 ") != NULL;
+		fixes += apply_each(s1, &e);
+		fx_teardown(&s1);
+	}
+	assert_false(tp4_on_6);		/* 4 does not divide 6 GPUs */
+	assert_true(fixes >= 12);	/* the search did propose things */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(shape_overflow_is_at_its_largest_axis, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(quiet_build_fails_without_a_word, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(cluster_past_the_limit, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(nested_repeats_past_any_fixed_stack, fx_setup, fx_teardown),
+		cmocka_unit_test(every_printed_fix_checks_clean_and_fits),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -8,6 +8,7 @@
  * engine only ever changes the blanks between tokens: if it split a
  * token differently, gluing or separating it could change the program.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,6 +155,9 @@ void fmt_scan(const char *text, size_t len, struct fmt_toks *toks)
 	uint32_t col = 0;
 	size_t i = 0;
 
+	/* Offsets are uint32_t like struct loc: the text is a src_file's,
+	 * at most SRC_MAX_SIZE bytes. */
+	assert(len <= UINT32_MAX);
 	memset(toks, 0, sizeof *toks);
 	while (i < len) {
 		size_t b = i;

@@ -6,6 +6,9 @@
 #ifndef MEMC_ANALYZER_FMT_H
 #define MEMC_ANALYZER_FMT_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 struct diag_engine;
 
 extern const char fmt_usage_text[];
@@ -21,8 +24,6 @@ int fmt_main(int argc, char **argv);
  * (or a crash) never sees half a file. False, with a fmt-write-failed
  * error in @de, when it could not.
  */
-#include <stdbool.h>
-#include <stddef.h>
 bool fmt_write_file(struct diag_engine *de, const char *path, const char *text, size_t len);
 
 #endif

@@ -145,7 +145,8 @@ static bool write_all(int fd, const char *text, size_t len)
 }
 
 /* The temporary file goes next to the real file (a symlink is followed,
- * not replaced), so that rename() stays within one file system. */
+ * not replaced), so that rename() stays within one file system; it is
+ * synced first, so that a crash leaves the old text or the new one. */
 bool fmt_write_file(struct diag_engine *de, const char *path, const char *text, size_t len)
 {
 	struct stat st;
@@ -162,7 +163,8 @@ bool fmt_write_file(struct diag_engine *de, const char *path, const char *text, 
 	strbuf_add(&tmp, real, slash ? (size_t)(slash - real) : 0);
 	strbuf_addstr(&tmp, "/.memc-fmt-XXXXXX");
 	int fd = mkstemp(tmp.buf);
-	bool ok = fd >= 0 && write_all(fd, text, len) && fchmod(fd, st.st_mode & 07777) == 0;
+	bool ok = fd >= 0 && write_all(fd, text, len) && fchmod(fd, st.st_mode & 07777) == 0 &&
+		  fsync(fd) == 0;
 	int err = errno;
 
 	if (fd >= 0 && close(fd) != 0 && ok)

@@ -116,7 +116,7 @@ static bool is_comment(const struct fmt_tok *t)
 	return t->kind == FT_LCOMMENT || t->kind == FT_BCOMMENT;
 }
 
-static struct fmt_tok *line_tok(struct layout *l, const struct fmt_line *ln, size_t k)
+static struct fmt_tok *line_tok(const struct layout *l, const struct fmt_line *ln, size_t k)
 {
 	return &l->toks.v[ln->first + k];
 }
@@ -400,7 +400,7 @@ static void add_token(struct layout *l, const struct fmt_tok *t)
 static bool continues(const struct layout *l, const struct fmt_tok *t)
 {
 	static const char *const ops[] = {
-		"=", ":", "+", "-", "*", "/", "&&", "||", "==", "!=", "<", "<=", ">", ">=", "|", "!",
+		"=", ":", "+", "-", "*", "/", "&&", "||", "==", "!=", "<", "<=", ">", ">=", "|",
 	};
 
 	return t && t->kind == FT_PUNCT && tok_in(l, t, ops, sizeof ops / sizeof ops[0]);
@@ -409,7 +409,7 @@ static bool continues(const struct layout *l, const struct fmt_tok *t)
 static void track_bracket(struct layout *l, const struct fmt_line *ln, size_t k,
 			  uint32_t indent, uint32_t col)
 {
-	const struct fmt_tok *t = line_tok((struct layout *)l, ln, k);
+	const struct fmt_tok *t = line_tok(l, ln, k);
 	char ch = opener(l, t);
 
 	if (ch) {

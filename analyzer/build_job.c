@@ -579,10 +579,16 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	b.optimizer = cj->optimizer;
 	bld_setup_finetune(&b, cj->finetune);
 	key(&b, "freeze", &b.freeze);
-	eval_set_quiet(ev, true);
+	/* The real build reports what only it evaluates (an optimizer state's
+	 * shape under this job's arguments); what the checker already reported
+	 * is not repeated (eval.c seen_before), and warn fires in the checker's
+	 * walk only. What-if builds are quiet. */
+	eval_set_quiet(ev, quiet);
+	unsigned errors = diag_error_count(eval_diag(ev));
 	bool ok = build_walks(&b, ov);
 
 	eval_set_quiet(ev, false);
+	b.reported |= diag_error_count(eval_diag(ev)) > errors;	/* the walk said why */
 	free(b.memo);
 	free(b.reps);
 	if (ok) {

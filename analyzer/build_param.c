@@ -13,20 +13,23 @@
 
 #include "analyzer/build_impl.h"
 #include "lang/arena.h"
+#include "lang/check.h"
 #include "lang/dtypes.h"
 #include "lang/intern.h"
 #include "lang/scope.h"
 
-static bool in_list(const struct value *list, const char *name)
+/* @list names tensor @s (its own name or an hf() name) or, when @layer is
+ * given, the layer that declares it. */
+static bool in_list(const struct value *list, const struct stmt *s, const char *layer)
 {
 	if (list->kind != VAL_LIST)
 		return false;
 	for (unsigned i = 0; i < list->nitems; i++) {
 		const struct value *v = &list->items[i];
+		const char *n = v->kind == VAL_SYMBOL || v->kind == VAL_STRING ? v->str :
+				(v->kind == VAL_DECL || v->kind == VAL_INSTANCE) && v->decl ? v->decl->name : NULL;
 
-		if ((v->kind == VAL_SYMBOL || v->kind == VAL_STRING) && !strcmp(v->str, name))
-			return true;
-		if ((v->kind == VAL_DECL || v->kind == VAL_INSTANCE) && v->decl && !strcmp(v->decl->name, name))
+		if (n && (check_tensor_answers_to(s, n) || (layer && !strcmp(layer, n))))
 			return true;
 	}
 	return false;
@@ -192,8 +195,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 {
 	const char *name = t->stmt->tensor.name;
 	struct frame *f = bld_frame(b);
-	bool frozen = b->lora || b->qlora || in_list(&b->freeze, name) || in_list(&b->freeze, f->decl->name);
-	bool adapted = (b->lora || b->qlora) && linear && in_list(&b->targets, name);
+	bool frozen = b->lora || b->qlora || in_list(&b->freeze, t->stmt, f->decl->name);
+	bool adapted = (b->lora || b->qlora) && linear && in_list(&b->targets, t->stmt, NULL);
 	bool quantised = b->qlora && linear && !dt;
 	struct mem_param *p = new_param(b);
 

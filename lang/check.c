@@ -32,6 +32,24 @@ static const struct field_spec precision_fields[] = {
 	{ "copy_dtype", "dtype", false }, { NULL, NULL, false },
 };
 
+/* What each numeric field allows (docs/language.md §3.7). */
+static const struct range_spec gpu_ranges[] = {
+	{ "memory", RANGE_POSITIVE_BYTES }, { "bandwidth", RANGE_NONNEG }, { "fp64", RANGE_NONNEG },
+	{ "fp32", RANGE_NONNEG }, { "tf32", RANGE_NONNEG }, { "bf16", RANGE_NONNEG }, { "fp16", RANGE_NONNEG },
+	{ "fp8", RANGE_NONNEG }, { "fp4", RANGE_NONNEG }, { "int8", RANGE_NONNEG },
+	{ "context", RANGE_NONNEG_BYTES }, { "cublas_workspace", RANGE_NONNEG_BYTES },
+	{ "nccl", RANGE_NONNEG_BYTES }, { NULL, RANGE_ANY },
+};
+static const struct range_spec precision_ranges[] = { { "weight_copies", RANGE_NONNEG }, { NULL, RANGE_ANY } };
+
+enum check_range check_range_of(const struct range_spec *t, const char *key)
+{
+	for (; t->key; t++)
+		if (!strcmp(t->key, key))
+			return t->range;
+	return RANGE_ANY;
+}
+
 /* A key given twice in one record: the second wins nowhere, it is an error. */
 bool check_duplicate_field(struct eval *ev, const struct field *first, const struct field *f)
 {
@@ -86,6 +104,53 @@ void check_unknown_field(struct eval *ev, const struct field_spec *specs, const 
 		diag_note(d, NO_LOC, "did you mean '%s'?", best);
 }
 
+static const char *const range_words[] = {
+	[RANGE_POSITIVE] = "more than 0", [RANGE_NONNEG] = "0 or more",
+	[RANGE_FRACTION] = "at least 0% and below 100%", [RANGE_PERCENT] = "between 0% and 100%",
+	[RANGE_AT_LEAST_1] = "at least 1", [RANGE_POSITIVE_BYTES] = "more than 0 B, in whole bytes",
+	[RANGE_NONNEG_BYTES] = "0 B or more, in whole bytes",
+};
+
+static bool in_range(struct num n, enum check_range r)
+{
+	int sign = num_sign(n), vs1 = num_cmp(n, num_from_int(1));
+
+	switch (r) {
+	case RANGE_ANY: return true;
+	case RANGE_POSITIVE: return sign > 0;
+	case RANGE_NONNEG: return sign >= 0;
+	case RANGE_FRACTION: return sign >= 0 && vs1 < 0;
+	case RANGE_PERCENT: return sign >= 0 && vs1 <= 0;
+	case RANGE_AT_LEAST_1: return vs1 >= 0;
+	case RANGE_POSITIVE_BYTES: return sign > 0 && num_is_int(n);
+	case RANGE_NONNEG_BYTES: return sign >= 0 && num_is_int(n);
+	}
+	return true;
+}
+
+bool check_range(struct eval *ev, struct value v, enum check_range r, const char *what)
+{
+	char x[32], y[32];
+	struct num pct;
+
+	if (v.kind != VAL_NUM || v.unknown || in_range(v.num, r))
+		return true;
+	if (r != RANGE_FRACTION && r != RANGE_PERCENT) {
+		eval_error(ev, DIAG_OUT_OF_RANGE, v.loc, "%s must be %s", what, range_words[r]);
+		return false;
+	}
+	if (num_mul(v.num, num_from_int(100), &pct) != NUM_OK)
+		pct = v.num;
+	struct diag *d = eval_error(ev, DIAG_OUT_OF_RANGE, v.loc, "%s must be %s, but it is %s%%", what,
+				    range_words[r], num_format(pct, x, sizeof x, 2));
+
+	/* `headroom = 10` reads as 1000 % */
+	if (num_sign(v.num) > 0 && num_is_int(v.num))
+		diag_note(d, NO_LOC, "a ratio is written with %%: did you mean %s%%?",
+			  num_format(v.num, y, sizeof y, 0));
+	return false;
+}
+
 /* Check one value against a spec type; "dtype?" also takes `none`. */
 bool check_value_type(struct eval *ev, struct value v, const char *type, const char *what)
 {
@@ -99,13 +164,13 @@ bool check_value_type(struct eval *ev, struct value v, const char *type, const c
 
 static void check_record(struct eval *ev, const struct decl *d, const struct field_spec *specs)
 {
-	char what[96], owner[80];
+	/* in the arena: a name may be 1024 bytes long, and a message is never cut */
+	const char *owner = arena_printf(ev->arena, "%s '%s'", ast_decl_keyword[d->kind], d->name);
 
-	snprintf(owner, sizeof owner, "%s '%s'", ast_decl_keyword[d->kind], d->name);
 	for (const struct field *f = d->record.fields; f; f = f->next) {
 		const struct field_spec *s = check_spec_find(specs, f->name);
+		const char *what = arena_printf(ev->arena, "'%s' of %s", f->name, owner);
 
-		snprintf(what, sizeof what, "'%s' of %s", f->name, owner);
 		if (check_duplicate_field(ev, d->record.fields, f))
 			continue;
 		if (!s) {
@@ -116,12 +181,22 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 			eval_error(ev, DIAG_TYPE_MISMATCH, f->loc, "%s must be a value, not a block", what);
 			continue;
 		}
-		check_value_type(ev, eval_expr(ev, NULL, f->value), s->type, what);
+		struct value v = eval_expr(ev, NULL, f->value);
+
+		if (check_value_type(ev, v, s->type, what))
+			check_range(ev, v, check_range_of(d->kind == DECL_GPU ? gpu_ranges : precision_ranges, f->name), what);
 	}
 	if (d->record.base) {
-		if (!scope_find_kind(ev->scope, d->record.base, d->kind))
-			eval_error(ev, DIAG_UNDEFINED_NAME, d->record.base_loc, "no %s named '%s' to derive from",
-				   ast_decl_keyword[d->kind], d->record.base);
+		if (!scope_find_kind(ev->scope, d->record.base, d->kind)) {
+			struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, d->record.base_loc,
+						    "no %s named '%s' to derive from", ast_decl_keyword[d->kind],
+						    d->record.base);
+
+			if (d->kind == DECL_GPU)
+				eval_note_gpu(ev, g, d->record.base, d->name);
+			else
+				eval_note_undefined(ev, g, d->record.base, d->kind);
+		}
 		return;
 	}
 	char missing[256] = "";
@@ -176,6 +251,7 @@ struct check_result *check_program_decls(struct arena *a, struct interner *in, s
 	r->scope = scope_build(a, in, de, p);
 	r->ev = eval_new(a, in, de, r->scope);
 	r->ev->src = src;
+	r->ev->stdlib_dir = p->stdlib_dir;
 	if (diag_error_count(de))
 		return r;
 	for (size_t i = 0; i < p->nfiles; i++)
@@ -189,17 +265,14 @@ struct check_result *check_program_decls(struct arena *a, struct interner *in, s
 			check_decl(r->ev, d);
 		}
 	r->shared_errors = diag_error_count(de);
-	r->shared_seen = r->ev->nseen;
 	r->jobs_follow = true;
 	return r;
 }
 
 struct check_job *check_program_job(struct check_result *r, const struct decl *train)
 {
-	/* Each job reports its own errors, also those another job had at the
-	 * same stdlib line (`heads / tp`): a job whose error was deduplicated
-	 * away would look clean and be analysed. */
-	r->ev->nseen = r->shared_seen;
+	/* Each job reports its own errors (eval.c seen_before). */
+	r->ev->job_gen++;
 	r->ev->ndivisible_seen = 0;
 	return check_train(r->ev, train);
 }

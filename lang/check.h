@@ -38,7 +38,6 @@ struct check_result {
 	const struct scope *scope;
 	struct check_job *jobs;		/* the root file's train blocks, in order */
 	unsigned shared_errors;		/* errors outside every train block: all jobs suspect */
-	size_t shared_seen;		/* the evaluator's once-per-location list before the jobs */
 	bool jobs_follow;		/* the declarations checked through: train blocks are next */
 };
 
@@ -50,6 +49,10 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 struct check_result *check_program_decls(struct arena *a, struct interner *in, struct diag_engine *de,
 					 const struct src_table *src, const struct program *p);
 struct check_job *check_program_job(struct check_result *r, const struct decl *train);
+
+/* Whether `param` tensor @s is called @name: its own name or one of its
+ * hf(...) names (Hugging Face / PEFT module names such as q_proj). */
+bool check_tensor_answers_to(const struct stmt *s, const char *name);
 /* The value of @key in @job, or false if it was not given. */
 bool check_job_field(const struct check_job *job, const char *key, struct value *out);
 

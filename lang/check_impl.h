@@ -8,11 +8,36 @@
 
 #include "lang/check.h"
 
+/* The values a numeric key allows (checked at its line: `out-of-range`). */
+enum check_range {
+	RANGE_ANY,
+	RANGE_POSITIVE,			/* > 0 */
+	RANGE_NONNEG,			/* >= 0 */
+	RANGE_FRACTION,			/* 0 <= x < 1: headroom, dropout */
+	RANGE_PERCENT,			/* 0 <= x <= 1: fragmentation */
+	RANGE_AT_LEAST_1,		/* counts of things */
+	RANGE_POSITIVE_BYTES,		/* > 0 and whole bytes */
+	RANGE_NONNEG_BYTES,		/* >= 0 and whole bytes */
+};
+
 struct field_spec {
 	const char *name;
 	const char *type;		/* an eval type name, "dtype?" (or none), "enum:a|b", "record" */
 	bool required;
 };
+
+struct range_spec {
+	const char *key;		/* "headroom", "overhead.fragmentation" */
+	enum check_range range;
+};
+
+/* The range of @key in @t; RANGE_ANY if it is not listed. */
+enum check_range check_range_of(const struct range_spec *t, const char *key);
+
+/* Report (out-of-range, at @v) a known number outside @r; false then. */
+bool check_range(struct eval *ev, struct value v, enum check_range r, const char *what);
+/* The job's cluster has 1 to CHECK_MAX_GPUS GPUs, whole numbers. */
+enum { CHECK_MAX_GPUS = 1 << 20 };
 
 bool check_duplicate_field(struct eval *ev, const struct field *first, const struct field *f);
 void check_list_add(char *buf, size_t n, const char *name);
@@ -22,5 +47,31 @@ void check_unknown_field(struct eval *ev, const struct field_spec *specs, const 
 bool check_value_type(struct eval *ev, struct value v, const char *type, const char *what);
 void check_body_static(struct eval *ev, const struct decl *d);
 struct check_job *check_train(struct eval *ev, const struct decl *d);
+
+/* What the checker's walk of one job saw of its model (check_model.c). */
+struct check_param {
+	const struct stmt *stmt;	/* a `param` tensor */
+	const struct decl *layer;	/* the layer (or model) that declares it */
+};
+
+struct check_model {
+	struct eval *ev;
+	struct check_param *params;	/* distinct (tensor, layer) pairs, in walk order */
+	size_t nparams, capparams;
+	size_t *index;			/* open addressing: 1 + position in params, 0 empty */
+	size_t capindex;
+	unsigned open_repeats;		/* at model level */
+	bool have_body, body_known;	/* the model's first repeat, and its count */
+	uint64_t body;
+};
+
+void check_model_tensor(struct check_model *m, const struct walk_tensor *t);
+void check_model_repeat_enter(struct check_model *m, struct value count);
+void check_model_repeat_leave(struct check_model *m);
+/* `freeze` and LoRA `targets` name what the model has; something trains. */
+bool check_model_names(struct eval *ev, const struct check_model *m, const struct check_job *j);
+/* pp (x vp when @interleaved) divides the model's blocks. */
+bool check_model_split(struct eval *ev, const struct check_model *m, const struct check_job *j,
+		       struct value pp, struct value vp, bool interleaved);
 
 #endif

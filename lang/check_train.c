@@ -17,9 +17,10 @@
 #include "lang/eval_impl.h"
 #include "lang/intern.h"
 #include "lang/scope.h"
+#include "lang/strbuf.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", "expert", NULL };
+					    "grouped", "paged", "expert", "hf", NULL };
 
 static bool is_word(const char *name)
 {
@@ -29,10 +30,23 @@ static bool is_word(const char *name)
 	return false;
 }
 
+/* hf(q_proj, ...): the Hugging Face / PEFT names of a parameter, for
+ * `freeze` and LoRA `targets`. */
+static void check_hf(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_PARAM || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "hf(name, ...) names a param tensor's module");
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME)
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "hf() takes module names such as q_proj");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 {
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
+		if (!strcmp(a->name, "hf"))
+			check_hf(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -126,6 +140,15 @@ static const struct field_spec overhead_fields[] = {
 	{ "fragmentation", "ratio", false }, { NULL, NULL, false },
 };
 
+/* What each numeric key allows (a key not listed: any value of its type). */
+static const struct range_spec train_ranges[] = {
+	{ "headroom", RANGE_FRACTION }, { "ddp.bucket_cap", RANGE_POSITIVE_BYTES },
+	{ "deepspeed.reduce_bucket_size", RANGE_AT_LEAST_1 }, { "deepspeed.allgather_bucket_size", RANGE_AT_LEAST_1 },
+	{ "deepspeed.prefetch_bucket_size", RANGE_AT_LEAST_1 }, { "overhead.context", RANGE_NONNEG_BYTES },
+	{ "overhead.cublas_workspace", RANGE_NONNEG_BYTES }, { "overhead.nccl", RANGE_NONNEG_BYTES },
+	{ "overhead.fragmentation", RANGE_PERCENT }, { NULL, RANGE_ANY },
+};
+
 static const struct field_spec *sub_specs(const char *name)
 {
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
@@ -180,6 +203,46 @@ static bool check_enum(struct eval *ev, struct value v, const char *alts, const 
 	return false;
 }
 
+/* `precision = bf16`: a dtype where a policy is wanted; name the policies
+ * that compute or keep weights in it. */
+static void precision_is_dtype(struct eval *ev, struct value v, const char *what)
+{
+	struct diag *d = eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be a precision policy, but %s is "
+				    "a dtype", what, dtype_name(v.dtype));
+	struct strbuf sb;
+
+	strbuf_init(&sb);
+	for (size_t i = 0; i < scope_count(ev->scope); i++) {
+		const struct decl *p = scope_at(ev->scope, i);
+		const struct field *w = p->kind == DECL_PRECISION ? eval_record_field(ev->scope, p, "weights") : NULL;
+		const struct field *c = p->kind == DECL_PRECISION ? eval_record_field(ev->scope, p, "compute") : NULL;
+		struct value wv = w ? eval_expr(ev, NULL, w->value) : val_error(NO_LOC);
+		struct value cv = c ? eval_expr(ev, NULL, c->value) : val_error(NO_LOC);
+
+		if ((wv.kind == VAL_DTYPE && wv.dtype == v.dtype) || (cv.kind == VAL_DTYPE && cv.dtype == v.dtype))
+			strbuf_addf(&sb, "%s%s (weights %s, compute %s)", sb.len ? ", " : "", p->name,
+				    wv.kind == VAL_DTYPE ? dtype_name(wv.dtype) : "?",
+				    cv.kind == VAL_DTYPE ? dtype_name(cv.dtype) : "?");
+	}
+	if (sb.len) {
+		diag_note(d, NO_LOC, "the policies that use %s: %s", dtype_name(v.dtype), sb.buf);
+		strbuf_release(&sb);
+		return;
+	}
+	const char *name, *import = NULL, *file = NULL;
+	enum decl_kind k;
+
+	/* none in scope: the stdlib's, by name (the index reads no fields) */
+	for (size_t i = 0; eval_stdlib_at(ev, i, &name, &k, &import); i++)
+		if (k == DECL_PRECISION && strstr(name, dtype_name(v.dtype))) {
+			strbuf_addf(&sb, "%s%s", sb.len ? ", " : "", name);
+			file = import;
+		}
+	if (file)
+		diag_note(d, NO_LOC, "the stdlib's \"%s\" has %s: add import \"%s\"", file, sb.buf, file);
+	strbuf_release(&sb);
+}
+
 static bool check_kind(struct eval *ev, struct value v, const char *type, const char *what)
 {
 	if (!strncmp(type, "enum:", 5))
@@ -202,6 +265,8 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 			return true;
 		if (v.kind == VAL_SYMBOL)
 			return undefined_name(ev, &v), false;
+		if (v.kind == VAL_DTYPE)
+			return precision_is_dtype(ev, v, what), false;
 	}
 	return eval_is_type(ev, v, type, what, v.loc);
 }
@@ -253,8 +318,10 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	v.origin = f->loc;
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))
 		v.label = f->name;	/* "tp (3)" in notes; a model keeps its own name */
-	if (check_kind(ev, v, s->type, what))
-		keep(ev, j, arena_printf(ev->arena, "%s%s", prefix, f->name), v);
+	const char *key = arena_printf(ev->arena, "%s%s", prefix, f->name);
+
+	if (check_kind(ev, v, s->type, what) && check_range(ev, v, check_range_of(train_ranges, key), what))
+		keep(ev, j, key, v);
 	else
 		j->ok = false;
 }
@@ -297,6 +364,166 @@ static bool positive_keys(struct eval *ev, struct check_job *j)
 		eval_error(ev, DIAG_TYPE_MISMATCH, z.loc, "'zero' is a DeepSpeed stage: 0, 1, 2 or 3");
 		ok = false;
 	}
+	return ok;
+}
+
+/* The location of top-level key @key of @j's block (a sub-record too). */
+static struct loc key_loc(const struct check_job *j, const char *key)
+{
+	for (const struct field *f = j->decl->record.fields; f; f = f->next)
+		if (!strcmp(f->name, key))
+			return f->loc;
+	return NO_LOC;
+}
+
+/* 1 to CHECK_MAX_GPUS whole GPUs: `0 x A100` or `2.5 x A100` would leave
+ * nothing, or nonsense, to divide. */
+static bool cluster_ok(struct eval *ev, const struct check_job *j)
+{
+	uint64_t nodes = 0, per = 0;
+	const struct value *c = &j->cluster;
+
+	if (c->kind != VAL_CLUSTER)
+		return true;
+	if (!num_is_int(c->gpus) || !num_is_int(c->nodes) || !num_to_u64(c->gpus, &per) ||
+	    !num_to_u64(c->nodes, &nodes) || !per || !nodes || per > CHECK_MAX_GPUS ||
+	    nodes > CHECK_MAX_GPUS || nodes * per > CHECK_MAX_GPUS) {
+		eval_error(ev, DIAG_OUT_OF_RANGE, c->loc, "a cluster has 1 to %d GPUs, in whole numbers of "
+			   "nodes and GPUs per node", CHECK_MAX_GPUS);
+		return false;
+	}
+	return true;
+}
+
+static bool sym_is(const struct check_job *j, const char *key, const char *sym)
+{
+	struct value v;
+
+	return check_job_field(j, key, &v) && (v.kind == VAL_SYMBOL || v.kind == VAL_STRING) &&
+	       !strcmp(v.str, sym);
+}
+
+static bool degree_above_1(const struct check_job *j, const char *key)
+{
+	struct value v;
+
+	return check_job_field(j, key, &v) && v.kind == VAL_NUM && num_cmp(v.num, num_from_int(1)) > 0;
+}
+
+/* vp needs the interleaved schedule and pp > 1; sequence parallelism
+ * splits the tp group's sequence, so it needs tp > 1. */
+static bool parallel_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v;
+	bool ok = true;
+
+	if (check_job_field(j, "parallel.vp", &v) && degree_above_1(j, "parallel.vp") &&
+	    (!sym_is(j, "parallel.schedule", "interleaved") || !degree_above_1(j, "parallel.pp"))) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'vp' chunks a pipeline stage only with pp > 1 "
+			   "and schedule = \"interleaved\"");
+		ok = false;
+	}
+	if (check_job_field(j, "parallel.sequence_parallel", &v) && v.kind == VAL_BOOL && v.b &&
+	    !degree_above_1(j, "parallel.tp")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'sequence_parallel' splits the sequence over "
+			   "the tp ranks: it needs tp > 1");
+		ok = false;
+	}
+	return ok;
+}
+
+/* Settings that another setting makes meaningless: each is an error at
+ * the key that would be ignored. */
+static bool sharding_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value z, fs, v;
+	uint64_t zero = 0;
+	bool fsdp = check_job_field(j, "fsdp", &fs) && fs.kind != VAL_NONE && !sym_is(j, "fsdp", "none");
+	bool ok = true;
+
+	if (check_job_field(j, "zero", &z))
+		num_to_u64(z.num, &zero);
+	if (zero > 0 && fsdp) {
+		diag_note(eval_error(ev, DIAG_IGNORED_SETTING, fs.origin, "'fsdp' and 'zero = %llu' both shard the "
+				     "model (PyTorch FSDP or DeepSpeed ZeRO): use one", (unsigned long long)zero),
+			  z.origin, "'zero' is set here");
+		ok = false;
+	}
+	if (key_loc(j, "ddp").file && (zero > 0 || fsdp)) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "ddp"), "'ddp { }' sets DistributedDataParallel's "
+			   "buckets, but %s does the reduction: remove it (DeepSpeed's buckets are "
+			   "'deepspeed { reduce_bucket_size }')", zero > 0 ? "DeepSpeed ZeRO" : "FSDP");
+		ok = false;
+	}
+	if (key_loc(j, "deepspeed").file && zero == 0) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "deepspeed"),
+			   "'deepspeed { }' applies to ZeRO stages 1 to 3, but 'zero' is 0");
+		ok = false;
+	}
+	if (check_job_field(j, "parallel.schedule", &v) && v.kind == VAL_STRING &&
+	    strcmp(v.str, "1f1b") && strcmp(v.str, "interleaved") && strcmp(v.str, "gpipe")) {
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'schedule' must be \"1f1b\", \"interleaved\" or \"gpipe\"");
+		ok = false;
+	}
+	return ok & parallel_ok(ev, j);
+}
+
+/* The arguments lora() and qlora() take; an unknown one would be ignored. */
+static const struct field_spec lora_args[] = {
+	{ "r", "count", false }, { "alpha", "number", false }, { "targets", "list", false },
+	{ "dropout", "number", false }, { "dtype", "dtype", false }, { "quant", "dtype", false },
+	{ "save_input", "bool", false }, { NULL, NULL, false },
+};
+static const struct range_spec lora_ranges[] = {
+	{ "r", RANGE_AT_LEAST_1 }, { "alpha", RANGE_POSITIVE }, { "dropout", RANGE_FRACTION }, { NULL, RANGE_ANY },
+};
+
+/* PEFT's and other tools' spellings of lora()'s arguments. */
+static const char *lora_synonym(const char *name)
+{
+	static const char *const syn[][2] = { { "rank", "r" }, { "lora_r", "r" }, { "lora_alpha", "alpha" },
+					      { "lora_dropout", "dropout" }, { "target_modules", "targets" },
+					      { "quant_type", "quant" }, { "bnb_4bit_quant_type", "quant" } };
+
+	for (size_t i = 0; i < sizeof syn / sizeof syn[0]; i++)
+		if (!strcmp(syn[i][0], name))
+			return syn[i][1];
+	return NULL;
+}
+
+static bool lora_arg(struct eval *ev, const char *call, const char *name, struct value v)
+{
+	const struct field_spec *s = check_spec_find(lora_args, name);
+	bool qlora_only = !strcmp(name, "quant") || !strcmp(name, "save_input");
+	char what[96];
+
+	if (!s || (qlora_only && strcmp(call, "qlora"))) {
+		const char *syn = lora_synonym(name);
+		struct diag *d = eval_error(ev, DIAG_BAD_ARGUMENT, v.origin, "%s() has no argument '%s'", call, name);
+
+		if (syn || !s)
+			diag_note(d, NO_LOC, "%s() takes r, alpha, targets, dropout, dtype%s%s%s%s", call,
+				  strcmp(call, "qlora") ? "" : ", quant, save_input", syn ? "; did you mean '" : "",
+				  syn ? syn : "", syn ? "'?" : "");
+		else
+			diag_note(d, NO_LOC, "'%s' is an argument of qlora(...)", name);
+		return false;
+	}
+	snprintf(what, sizeof what, "'%s' of %s()", name, call);
+	return check_value_type(ev, v, s->type, what) && check_range(ev, v, check_range_of(lora_ranges, name), what);
+}
+
+static bool check_finetune(struct eval *ev, const struct check_job *j)
+{
+	const struct value *ft = &j->finetune;
+	struct value v;
+	const char *name;
+	bool ok = true;
+
+	if (ft->kind != VAL_CALL)
+		return true;
+	for (unsigned i = 0; (name = env_name_at(ft->args, i, &v)); i++)
+		ok &= lora_arg(ev, ft->str, name, v);
 	return ok;
 }
 
@@ -406,6 +633,20 @@ static void expert_layout(struct eval *ev, struct check_job *j, struct env *e, u
 	bind(ev, e, "etp", has_t ? etp : tp);
 }
 
+static void layout_not_divisible(struct eval *ev, struct check_job *j, struct loc at, uint64_t mp,
+				 uint64_t total)
+{
+	char prod[32] = "more than 2^64";	/* UINT64_MAX: the product overflowed */
+	struct diag *g;
+
+	if (mp != UINT64_MAX)
+		snprintf(prod, sizeof prod, "%llu", (unsigned long long)mp);
+	g = eval_error(ev, DIAG_NOT_DIVISIBLE, at, "tp x pp x cp = %s does not divide the %llu GPUs of the cluster",
+		       prod, (unsigned long long)total);
+	diag_note(g, j->cluster.loc, "the cluster is set here");
+	j->ok = false;
+}
+
 /* dp = gpus / (tp * pp * cp): the layout must divide the cluster. */
 static void layout(struct eval *ev, struct check_job *j, struct env *e)
 {
@@ -423,16 +664,14 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 	    num_to_u64(j->cluster.gpus, &per))
 		total = nodes * per;
 	gpus = val_count(total, j->cluster.loc);
-	/* degrees are >= 1 here: positive_keys() ran first */
-	uint64_t mp = t * p * c;
+	/* degrees are >= 1 here: positive_keys() ran first; a product past
+	 * 64 bits can divide no cluster */
+	uint64_t mp;
 
+	if (__builtin_mul_overflow(t, p, &mp) || __builtin_mul_overflow(mp, c, &mp))
+		mp = UINT64_MAX;
 	if (total && mp && total % mp) {
-		struct diag *g = eval_error(ev, DIAG_NOT_DIVISIBLE, t > 1 ? tp.loc : p > 1 ? pp.loc : cp.loc,
-					    "tp x pp x cp = %llu does not divide the %llu GPUs of the cluster",
-					    (unsigned long long)mp, (unsigned long long)total);
-
-		diag_note(g, j->cluster.loc, "the cluster is set here");
-		j->ok = false;
+		layout_not_divisible(ev, j, t > 1 ? tp.loc : p > 1 ? pp.loc : cp.loc, mp, total);
 		return;
 	}
 	uint64_t dp = total && mp ? total / mp : 1;
@@ -486,11 +725,55 @@ static struct env *job_bindings(struct eval *ev, struct check_job *j)
 	return e;
 }
 
+static void job_tensor(void *ctx, const struct walk_tensor *t)
+{
+	struct check_model *m = ctx;
+
+	check_attrs(m->ev, t);
+	check_model_tensor(m, t);
+}
+
+static void job_repeat_enter(void *ctx, const struct stmt *s, struct value count)
+{
+	(void)s;
+	check_model_repeat_enter(ctx, count);
+}
+
+static void job_repeat_leave(void *ctx, const struct stmt *s)
+{
+	(void)s;
+	check_model_repeat_leave(ctx);
+}
+
+/* Walk the model under the job; then what the job asks of the model. */
+static void walk_job(struct eval *ev, struct check_job *j)
+{
+	static const struct walk_ops ops = { .tensor = job_tensor, .repeat_enter = job_repeat_enter,
+					     .repeat_leave = job_repeat_leave };
+	struct check_model m = { .ev = ev };
+	unsigned before = diag_error_count(ev->diag);
+	struct value pp, vp, sched;
+
+	ev->warn_job = j->bindings;
+	ev->warn_train = j->decl;
+	eval_walk(ev, j->model, j->bindings, &ops, &m);
+	ev->warn_job = NULL;
+	ev->warn_train = NULL;
+	if (diag_error_count(ev->diag) != before)
+		return;
+	count_key(ev, j, "parallel.pp", 1, &pp);
+	count_key(ev, j, "parallel.vp", 1, &vp);
+	bool interleaved = check_job_field(j, "parallel.schedule", &sched) && sched.kind == VAL_STRING &&
+			   !strcmp(sched.str, "interleaved");
+
+	if (check_model_split(ev, &m, j, pp, vp, interleaved))
+		check_model_names(ev, &m, j);
+}
+
 struct check_job *check_train(struct eval *ev, const struct decl *d)
 {
 	struct check_job *j = ARENA_NEW(ev->arena, struct check_job);
 	unsigned before = diag_error_count(ev->diag);
-	static const struct walk_ops ops = { .tensor = static_tensor };
 
 	j->decl = d;
 	j->ok = true;
@@ -515,10 +798,12 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	check_job_field(j, "optimizer", &j->optimizer);
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
-	if (diag_error_count(ev->diag) == before && positive_keys(ev, j)) {
+	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j);
+
+	if (diag_error_count(ev->diag) == before && keys_ok) {
 		j->bindings = job_bindings(ev, j);
 		if (diag_error_count(ev->diag) == before)
-			eval_walk(ev, j->model, j->bindings, &ops, ev);
+			walk_job(ev, j);
 	}
 	j->ok = diag_error_count(ev->diag) == before;
 	return j;

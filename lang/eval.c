@@ -21,6 +21,7 @@
 #include "lang/intern.h"
 #include "lang/scope.h"
 #include "lang/source.h"
+#include "lang/strbuf.h"
 
 struct value val_error(struct loc loc)
 {
@@ -75,26 +76,84 @@ const struct scope *eval_scope(struct eval *ev) { return ev->scope; }
 
 /* ---- reporting once per location ---- */
 
-static bool seen_before(struct eval *ev, int id, struct loc loc)
+/* FNV-1a: the message is part of what makes a report new, so one shape
+ * that fails with other numbers under another job is reported again. */
+static uint64_t hash_text(uint64_t h, const char *s)
 {
-	uint64_t key = ((uint64_t)loc.file << 40) ^ ((uint64_t)loc.start << 8) ^ (uint64_t)id;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001B3u;
+	return h;
+}
 
-	for (size_t i = 0; i < ev->nseen; i++)
+static void seen_insert(uint64_t *tab, size_t cap, uint64_t key)
+{
+	size_t i = (size_t)(key ^ key >> 29) & (cap - 1);
+
+	while (tab[i])
+		i = (i + 1) & (cap - 1);
+	tab[i] = key;
+}
+
+static bool seen_has(const struct eval *ev, uint64_t key)
+{
+	for (size_t i = ev->capseen ? (size_t)(key ^ key >> 29) & (ev->capseen - 1) : 0;
+	     ev->capseen && ev->seen[i]; i = (i + 1) & (ev->capseen - 1))
 		if (ev->seen[i] == key)
 			return true;
-	if (ev->nseen == ev->capseen) {
-		ev->capseen = ev->capseen ? ev->capseen * 2 : 64;
-		uint64_t *n = ARENA_NEW_ARRAY(ev->perm, uint64_t, ev->capseen);
-
-		if (ev->nseen)
-			memcpy(n, ev->seen, ev->nseen * sizeof *n);
-		ev->seen = n;
-	}
-	ev->seen[ev->nseen++] = key;
 	return false;
 }
 
-static struct diag *vreport(struct eval *ev, int id, struct loc loc, const char *fmt, va_list ap)
+/* An open-addressing set: with --max-errors=0 a file may report
+ * thousands of distinct errors, each asked for on every walked use. It
+ * lives in the compilation's arena (a job's scratch arena is freed after
+ * its report). A key reported before the jobs holds for every job; one
+ * reported inside a job is salted with that job's number, so each job
+ * reports its own errors, also those another job had at the same stdlib
+ * line (`heads / tp`): a job whose error was deduplicated away would look
+ * clean and be analysed. */
+static bool seen_before(struct eval *ev, uint64_t key)
+{
+	key |= 1;	/* 0 marks an empty slot */
+	uint64_t salted = ev->job_gen ? (key ^ ev->job_gen * 0xD6E8FEB86659FD93u) | 1 : key;
+
+	if (seen_has(ev, key) || seen_has(ev, salted))
+		return true;
+	if (2 * (ev->nseen + 1) > ev->capseen) {
+		size_t cap = ev->capseen ? ev->capseen * 2 : 64;
+		uint64_t *n = ARENA_NEW_ARRAY(ev->perm, uint64_t, cap);
+
+		for (size_t i = 0; i < ev->capseen; i++)
+			if (ev->seen[i])
+				seen_insert(n, cap, ev->seen[i]);
+		ev->seen = n;
+		ev->capseen = cap;
+	}
+	seen_insert(ev->seen, ev->capseen, salted);
+	ev->nseen++;
+	return false;
+}
+
+static __attribute__((format(printf, 4, 0))) uint64_t report_key(struct eval *ev, int id, struct loc loc,
+								  const char *fmt, va_list ap)
+{
+	struct strbuf msg;
+	va_list cp;
+	uint64_t h = 0xCBF29CE484222325u ^ ev->report_salt * 0x9E3779B97F4A7C15u;
+
+	strbuf_init(&msg);
+	va_copy(cp, ap);
+	strbuf_vaddf(&msg, fmt, cp);
+	va_end(cp);
+	h = (h ^ loc.file) * 0x100000001B3u;
+	h = (h ^ loc.start) * 0x100000001B3u;
+	h = (h ^ (uint64_t)id) * 0x100000001B3u;
+	h = hash_text(h, msg.buf);
+	strbuf_release(&msg);
+	return h;
+}
+
+static __attribute__((format(printf, 4, 0))) struct diag *vreport(struct eval *ev, int id, struct loc loc,
+								    const char *fmt, va_list ap)
 {
 	if (ev->quiet) {
 		if (diag_kind_of((enum diag_id)id) == DIAG_KIND_ERROR)
@@ -103,7 +162,7 @@ static struct diag *vreport(struct eval *ev, int id, struct loc loc, const char 
 	}
 	if (diag_too_many(ev->diag))
 		return diag_sink(ev->diag);	/* capped: do not grow the seen list */
-	if (seen_before(ev, id, loc)) {
+	if (seen_before(ev, report_key(ev, id, loc, fmt, ap))) {
 		/* the sink: notes on it are dropped */
 		return diag_sink(ev->diag);
 	}

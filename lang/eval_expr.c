@@ -11,6 +11,8 @@
 #include "lang/eval_impl.h"
 #include "lang/intern.h"
 #include "lang/scope.h"
+#include "lang/source.h"
+#include "lang/strbuf.h"
 
 static struct value number(struct eval *ev, const struct expr *lit)
 {
@@ -23,6 +25,20 @@ static struct value number(struct eval *ev, const struct expr *lit)
 		return val_error(lit->loc);
 	}
 	return v;
+}
+
+/* `seq_len = 4k`: k is no unit; 4k tokens is 4096 (4 x 1024) in ML use. */
+static void note_thousands(struct diag *d, const char *unit, struct num n)
+{
+	struct num full;
+	char a[64], b[64];
+
+	if (strcmp(unit, "k") && strcmp(unit, "K"))
+		return;
+	if (num_mul(n, num_from_int(1024), &full) != NUM_OK || !num_is_int(full))
+		return;
+	diag_note(d, NO_LOC, "did you mean %s? 'k' is not a unit: write the count out (%s x 1024)",
+		  num_format(full, a, sizeof a, 0), num_format(n, b, sizeof b, 6));
 }
 
 static struct value quantity(struct eval *ev, const struct expr *e)
@@ -40,6 +56,8 @@ static struct value quantity(struct eval *ev, const struct expr *e)
 
 		if (s)
 			diag_note(d, NO_LOC, "did you mean '%s'?", s);
+		else
+			note_thousands(d, e->quantity.unit, v.num);
 		return val_error(e->loc);
 	}
 	if (num_mul(v.num, u.factor, &v.num) != NUM_OK) {
@@ -143,6 +161,16 @@ static bool divisible_reported(struct eval *ev, struct num a, struct num b)
 	return false;
 }
 
+static struct value division_by_zero(struct eval *ev, const struct expr *e, const struct value *r)
+{
+	struct diag *d = eval_error(ev, DIAG_DIVISION_BY_ZERO, e->binary.op_loc, "division by zero");
+
+	/* `block = 0` in a train block divides inside the stdlib: point back */
+	if (r->origin.file && (r->origin.file != r->loc.file || r->origin.start != r->loc.start))
+		diag_note(d, r->origin, "'%s' is set to 0 here", r->label ? r->label : "the divisor");
+	return val_error(e->loc);
+}
+
 static struct value arith(struct eval *ev, const struct expr *e, struct value l, struct value r)
 {
 	struct value v = { .kind = VAL_NUM, .loc = e->loc, .origin = e->loc };
@@ -157,10 +185,8 @@ static struct value arith(struct eval *ev, const struct expr *e, struct value l,
 		eval_error(ev, DIAG_UNIT_MISMATCH, e->binary.op_loc, "unit exponent out of range");
 		return val_error(e->loc);
 	}
-	if (op == AST_DIV && !r.unknown && num_is_zero(r.num)) {
-		eval_error(ev, DIAG_DIVISION_BY_ZERO, e->binary.op_loc, "division by zero");
-		return val_error(e->loc);
-	}
+	if (op == AST_DIV && !r.unknown && num_is_zero(r.num))
+		return division_by_zero(ev, e, &r);
 	if (v.unknown)
 		return v;
 	switch (op) {
@@ -295,11 +321,55 @@ static __attribute__((noinline)) struct value combine(struct eval *ev, const str
 	return bad_operands(ev, e, l, r);
 }
 
+/* A name nothing binds: not a local, dtype, declaration, unit or none. */
+static bool unbound_name(struct eval *ev, struct env *env, const struct expr *e)
+{
+	struct value v;
+	struct unit_ref u;
+	const char *n = e->name.name;
+
+	return e->kind == EXPR_NAME && !env_lookup(env, n, &v) && !dtype_find(n) && !scope_find(ev->scope, n) &&
+	       !unit_lookup(n, &u) && n != ev->none;
+}
+
+/* `llama3-8b` is `llama3 - 8 b`: when the left name is unbound and the
+ * operands touch the '-', say so instead of "unknown unit 'b'". */
+static __attribute__((noinline)) bool hyphenated(struct eval *ev, struct env *env, const struct expr *e)
+{
+	const struct expr *left = e->binary.lhs;
+	const struct src_file *f = ev->src ? src_get(ev->src, e->loc.file) : NULL;
+
+	if (!f || !e->loc.file || !unbound_name(ev, env, left))
+		return false;
+	const char *text = f->text + e->loc.start;
+	size_t len = e->loc.end - e->loc.start;
+
+	for (size_t i = 0; i < len; i++)
+		if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')
+			return false;
+	char *joined = arena_printf(ev->arena, "%.*s", (int)len, text);
+
+	for (char *p = joined; *p; p++)
+		*p = *p == '-' ? '_' : *p;
+	const char *name = intern_cstr(ev->interner, joined);
+	struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, e->loc, "'%.*s' is not a name: '-' subtracts, so it "
+				    "reads as '%s' minus what follows", (int)len, text, left->name.name);
+
+	if (scope_find(ev->scope, name))
+		diag_note(d, NO_LOC, "did you mean '%s'? Names use '_', not '-'", name);
+	else if (!eval_note_undefined(ev, d, name, DECL__COUNT))
+		diag_note(d, NO_LOC, "names use '_', not '-'");
+	return true;
+}
+
 static struct value binary(struct eval *ev, struct env *env, const struct expr *e)
 {
 	struct value lr[2];
 
 	lr[0] = eval_expr(ev, env, e->binary.lhs);
+	/* checked only when the left side is already an unbound word */
+	if (e->binary.op == AST_SUB && lr[0].kind == VAL_SYMBOL && hyphenated(ev, env, e))
+		return val_error(e->loc);
 	lr[1] = eval_expr(ev, env, e->binary.rhs);
 	return combine(ev, e, &lr[0], &lr[1]);
 }
@@ -316,6 +386,106 @@ static struct value list(struct eval *ev, struct env *env, const struct expr *e)
 	return v;
 }
 
+/* Case-insensitive equality of @a[0..n) and @b[0..m). */
+static bool same_token(const char *a, size_t n, const char *b, size_t m)
+{
+	if (n != m)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char x = a[i] >= 'a' && a[i] <= 'z' ? (char)(a[i] - 32) : a[i];
+		char y = b[i] >= 'a' && b[i] <= 'z' ? (char)(b[i] - 32) : b[i];
+
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
+/* The 80 of "H100_80GB" (a token of digits then G or GB), or -1. */
+static long memory_gb(const char *name)
+{
+	for (const char *t = strchr(name, '_'); t; t = strchr(t + 1, '_')) {
+		long v = 0;
+		size_t n = 0;
+
+		while (t[1 + n] >= '0' && t[1 + n] <= '9' && v < 1000000)
+			v = v * 10 + (t[1 + n++] - '0');
+		if (n && (t[1 + n] == 'G' || t[1 + n] == 'g'))
+			return v;
+	}
+	return -1;
+}
+
+/* A GPU name is a family and variants: `H100` means one of the H100_*
+ * GPUs, never the H200 one letter away (1.76x the memory). Keep the
+ * family (the part before the first '_'), prefer the nearest memory size
+ * when the name gives one, and list every variant that is left (MIG slices
+ * only for a name that says MIG). The GPUs
+ * in scope, or the stdlib's when none is imported. */
+static size_t gpu_candidates(struct eval *ev, const char *name, const char *except, const char ***out,
+			     const char **import)
+{
+	size_t fl = strcspn(name, "_"), n = 0, cap = 0, keep = 0;
+	long want = memory_gb(name), best = -1;
+	const char *cand, *imp = NULL;
+	const struct scope *sc = ev->scope;
+	bool from_scope = false;
+	enum decl_kind k;
+
+	for (size_t j = 0; j < scope_count(sc); j++)
+		from_scope |= scope_at(sc, j)->kind == DECL_GPU;
+	*out = NULL;
+	for (size_t i = 0;; i++) {
+		if (from_scope && i >= scope_count(sc))
+			break;
+		if (from_scope) {
+			cand = scope_at(sc, i)->name;
+			k = scope_at(sc, i)->kind;
+		} else if (!eval_stdlib_at(ev, i, &cand, &k, &imp)) {
+			break;
+		}
+		if (k != DECL_GPU || cand == except || !same_token(name, fl, cand, strcspn(cand, "_")))
+			continue;
+		if (strstr(cand, "_MIG_") && !strstr(name, "MIG"))
+			continue;	/* a slice is asked for by name: A100_81GB means a whole GPU */
+		ARENA_GROW(ev->arena, *out, n, cap);
+		(*out)[n++] = cand;
+		*import = imp;
+		long m = memory_gb(cand), d = m < 0 || want < 0 ? -1 : m > want ? m - want : want - m;
+
+		if (d >= 0 && (best < 0 || d < best))
+			best = d;
+	}
+	for (size_t i = 0; i < n; i++) {	/* keep the nearest memory size */
+		long m = memory_gb((*out)[i]), d = m < 0 || want < 0 ? -1 : m > want ? m - want : want - m;
+
+		if (best < 0 || d == best)
+			(*out)[keep++] = (*out)[i];
+	}
+	return keep;
+}
+
+void eval_note_gpu(struct eval *ev, struct diag *d, const char *name, const char *except)
+{
+	const char **c, *import = NULL;
+	size_t n = gpu_candidates(ev, name, except, &c, &import);
+	struct strbuf sb;
+
+	if (!n) {
+		eval_note_undefined(ev, d, name, DECL_GPU);
+		return;
+	}
+	strbuf_init(&sb);
+	for (size_t i = 0; i < n; i++)
+		strbuf_addf(&sb, "%s'%s'", i == 0 ? "" : i + 1 == n ? " or " : ", ", c[i]);
+	if (import)
+		strbuf_addf(&sb, "? (the stdlib's \"%s\": add import \"%s\")", import, import);
+	else
+		strbuf_addch(&sb, '?');
+	diag_note(d, NO_LOC, "did you mean %s", sb.buf);
+	strbuf_release(&sb);
+}
+
 static struct value cluster(struct eval *ev, const struct expr *e)
 {
 	struct value v = { .kind = VAL_CLUSTER, .loc = e->loc, .origin = e->loc };
@@ -326,12 +496,10 @@ static struct value cluster(struct eval *ev, const struct expr *e)
 	if (g.kind == VAL_ERROR || n.kind == VAL_ERROR)
 		return val_error(e->loc);
 	if (!gpu) {
-		const char *s = scope_suggest(ev->scope, e->cluster.gpu, DECL_GPU);
 		struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, e->cluster.gpu_loc,
 					    "unknown GPU '%s'", e->cluster.gpu);
 
-		if (s)
-			diag_note(d, NO_LOC, "did you mean '%s'?", s);
+		eval_note_gpu(ev, d, e->cluster.gpu, NULL);
 		return val_error(e->loc);
 	}
 	v.decl = gpu;

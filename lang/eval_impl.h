@@ -30,8 +30,13 @@ struct eval {
 	const struct scope *scope;
 	const struct src_table *src;	/* for quoting operands in messages */
 	const char *none;
-	uint64_t *seen;			/* reported (file, offset, id) keys */
+	uint64_t *seen;			/* reported (file, offset, id, message) keys, open addressing */
 	size_t nseen, capseen;
+	uint64_t job_gen;		/* the job being checked (1, 2, ...), 0 before the jobs */
+	uint64_t report_salt;		/* the job a warn fires for: one warning per job */
+	struct suggestion **suggestions;	/* did-you-mean per (name, kind), open addressing */
+	size_t nsuggestions, capsuggestions;
+	unsigned long suggestions_computed;	/* scans of the scope, for the unit tests */
 	struct decl_memo **memo;	/* open addressing on the decl pointer */
 	size_t nmemo, capmemo;
 	struct decl_memo *active[2048];	/* the chain being evaluated, for cycles; deeper
@@ -53,6 +58,10 @@ struct eval {
 	const struct walk_ops *walk_ops;	/* of the walk in progress, for trains() */
 	void *walk_ctx;
 	struct env *static_job;		/* unknown bindings for static checks */
+	const char *stdlib_dir;		/* for "add import" notes (stdlib_index.c); may be NULL */
+	struct stdlib_index *stdlib_index;	/* built on the first undefined name */
+	struct env *warn_job;		/* the bindings whose walk fires `warn`: the checker's */
+	const struct decl *warn_train;	/* ... and their train block */
 };
 
 /* Limits (docs/limits.md): layers nested inside layers, and statements
@@ -67,6 +76,23 @@ struct value eval_name(struct eval *ev, struct env *env, const struct expr *e);
 struct value eval_call(struct eval *ev, struct env *env, const struct expr *e);
 
 struct value undefined_name(struct eval *ev, const struct value *v);
+/* scope_suggest(), computed once per distinct (name, kind) in a
+ * compilation: a layer used 2^14 times under a fan-out asks 2^14 times. */
+const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind);
+/* Notes for undefined @name of @kind (DECL__COUNT: any) on @d: a close
+ * declared name, else the stdlib file that declares it (or a close name)
+ * and the import to add. False if there was nothing to say. */
+bool eval_note_undefined(struct eval *ev, struct diag *d, const char *name, enum decl_kind kind);
+/* The same for a GPU name: variants of its family, nearest memory first
+ * (never @except, the GPU that derives from @name). */
+void eval_note_gpu(struct eval *ev, struct diag *d, const char *name, const char *except);
+
+/* stdlib_index.c: the stdlib file ("models/llama") that declares @name
+ * (interned) of @kind, or NULL; the closest stdlib name and its file. */
+const char *eval_stdlib_import(struct eval *ev, const char *name, enum decl_kind kind);
+const char *eval_stdlib_suggest(struct eval *ev, const char *name, enum decl_kind kind, const char **import);
+/* The @i-th stdlib declaration, in sorted file order; false past the end. */
+bool eval_stdlib_at(struct eval *ev, size_t i, const char **name, enum decl_kind *kind, const char **import);
 bool eval_type_known(const char *type);
 
 #endif

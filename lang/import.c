@@ -240,6 +240,7 @@ struct program *import_load_many(struct arena *a, struct interner *in, struct sr
 	}
 	p->files = ld.files;
 	p->nfiles = ld.nfiles;
+	p->stdlib_dir = opts ? opts->stdlib_dir : NULL;
 	/* Here, where the whole program is first seen, for every command. */
 	confusable_check(a, de, p);
 	return p;

@@ -45,6 +45,7 @@ struct program {
 	struct file_ast **files;
 	size_t nfiles;
 	struct file_ast *root;		/* NULL if the root could not be read */
+	const char *stdlib_dir;		/* for "add import" notes on undefined names; may be NULL */
 };
 
 struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,

@@ -259,13 +259,91 @@ bool eval_to_bool(struct eval *ev, struct value v, const char *what, bool *out)
 	return true;
 }
 
+struct suggestion {
+	const char *name;
+	enum decl_kind kind;
+	const char *best;		/* NULL: nothing close */
+	bool stdlib_done;		/* the stdlib was asked (only when best is NULL) */
+	const char *std_name, *std_import;
+};
+
+static size_t suggestion_slot(const char *name, enum decl_kind kind, size_t cap)
+{
+	uintptr_t h = (uintptr_t)name ^ (uintptr_t)kind;
+
+	h ^= h >> 17;
+	h *= 0x9E3779B97F4A7C15u;
+	return (size_t)(h >> 7) & (cap - 1);
+}
+
+static void suggestion_insert(struct suggestion **tab, size_t cap, struct suggestion *m)
+{
+	size_t i = suggestion_slot(m->name, m->kind, cap);
+
+	while (tab[i])
+		i = (i + 1) & (cap - 1);
+	tab[i] = m;
+}
+
+static struct suggestion *suggestion_of(struct eval *ev, const char *name, enum decl_kind kind)
+{
+	for (size_t i = ev->capsuggestions ? suggestion_slot(name, kind, ev->capsuggestions) : 0;
+	     ev->capsuggestions && ev->suggestions[i]; i = (i + 1) & (ev->capsuggestions - 1))
+		if (ev->suggestions[i]->name == name && ev->suggestions[i]->kind == kind)
+			return ev->suggestions[i];
+	if (2 * (ev->nsuggestions + 1) > ev->capsuggestions) {
+		size_t cap = ev->capsuggestions ? ev->capsuggestions * 2 : 16;
+		struct suggestion **tab = ARENA_NEW_ARRAY(ev->perm, struct suggestion *, cap);
+
+		for (size_t i = 0; i < ev->capsuggestions; i++)
+			if (ev->suggestions[i])
+				suggestion_insert(tab, cap, ev->suggestions[i]);
+		ev->suggestions = tab;
+		ev->capsuggestions = cap;
+	}
+	struct suggestion *m = ARENA_NEW(ev->perm, struct suggestion);
+
+	m->name = name;
+	m->kind = kind;
+	m->best = scope_suggest(ev->scope, name, kind);
+	ev->suggestions_computed++;
+	suggestion_insert(ev->suggestions, ev->capsuggestions, m);
+	ev->nsuggestions++;
+	return m;
+}
+
+const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind)
+{
+	return suggestion_of(ev, name, kind)->best;
+}
+
+bool eval_note_undefined(struct eval *ev, struct diag *d, const char *name, enum decl_kind kind)
+{
+	struct suggestion *m = suggestion_of(ev, name, kind);
+
+	if (m->best) {
+		diag_note(d, NO_LOC, "did you mean '%s'?", m->best);
+		return true;
+	}
+	if (!m->stdlib_done) {
+		m->stdlib_done = true;
+		m->std_import = eval_stdlib_import(ev, name, kind);
+		m->std_name = m->std_import ? name : eval_stdlib_suggest(ev, name, kind, &m->std_import);
+	}
+	if (m->std_name == name)
+		diag_note(d, NO_LOC, "'%s' is declared in the stdlib's \"%s\": add import \"%s\"", name,
+			  m->std_import, m->std_import);
+	else if (m->std_name)
+		diag_note(d, NO_LOC, "did you mean '%s'? It is declared in the stdlib's \"%s\": add import \"%s\"",
+			  m->std_name, m->std_import, m->std_import);
+	return m->std_name != NULL;
+}
+
 struct value undefined_name(struct eval *ev, const struct value *v)
 {
-	const char *s = scope_suggest(ev->scope, v->str, DECL__COUNT);
 	struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, v->loc, "'%s' is not defined", v->str);
 
-	if (s)
-		diag_note(d, NO_LOC, "did you mean '%s'?", s);
+	eval_note_undefined(ev, d, v->str, DECL__COUNT);
 	return val_error(v->loc);
 }
 
@@ -395,6 +473,21 @@ static const struct param *param_named(const struct decl *d, const char *name)
 	return NULL;
 }
 
+/* A count is never negative (a negative `block` or `layers` would pass
+ * `numel < min_size`-style tests silently); a ratio lies in [0, 1]. */
+static bool arg_in_range(struct eval *ev, const struct value *v, const char *type, const char *what)
+{
+	bool count = !strcmp(type, "count"), ratio = !strcmp(type, "ratio");
+
+	if (v->kind != VAL_NUM || v->unknown || (!count && !ratio))
+		return true;
+	if (num_sign(v->num) >= 0 && (!ratio || num_cmp(v->num, num_from_int(1)) <= 0))
+		return true;
+	eval_error(ev, DIAG_OUT_OF_RANGE, v->loc, "%s must be %s", what,
+		   count ? "0 or more (a count)" : "between 0 and 1 (a ratio: 0% to 100%)");
+	return false;
+}
+
 static bool check_arg(struct eval *ev, const struct decl *d, const struct param *p, struct value *v)
 {
 	char what[128];
@@ -417,7 +510,7 @@ static bool check_arg(struct eval *ev, const struct decl *d, const struct param 
 		eval_is_type(ev, *v, p->type_alts[0], what, v->loc);
 		return false;
 	}
-	return true;
+	return arg_in_range(ev, v, p->type_alts[0], what);
 }
 
 static void bind_args(struct eval *ev, struct env *frame, const struct decl *d, struct env *caller,
@@ -454,6 +547,40 @@ static void bind_args(struct eval *ev, struct env *frame, const struct decl *d, 
 	(void)call;
 }
 
+/* "'a'", "'a' and 'b'", "'a', 'b' and 'c'" from @n names. */
+static void name_list(struct strbuf *sb, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		strbuf_addf(sb, "%s'%s'", i == 0 ? "" : i + 1 == n ? " and " : ", ", names[i]);
+}
+
+/* Every missing argument in one error at the call, a note at each parameter. */
+static void report_missing(struct eval *ev, const struct decl *d, struct loc call, struct env *frame)
+{
+	size_t n = 0, i = 0;
+	struct value v;
+
+	for (const struct param *p = d->templ.params; p; p = p->next)
+		n += !p->def && env_lookup(frame, p->name, &v) && v.kind == VAL_ERROR && !v.loc.file;
+	if (!n)
+		return;
+	const char **names = ARENA_NEW_ARRAY(ev->arena, const char *, n);
+	struct strbuf sb;
+
+	for (const struct param *p = d->templ.params; p; p = p->next)
+		if (!p->def && env_lookup(frame, p->name, &v) && v.kind == VAL_ERROR && !v.loc.file)
+			names[i++] = p->name;
+	strbuf_init(&sb);
+	name_list(&sb, names, n);
+	struct diag *g = eval_error(ev, DIAG_BAD_ARGUMENT, call, "'%s' needs argument%s %s", d->name,
+				    n > 1 ? "s" : "", sb.buf);
+
+	strbuf_release(&sb);
+	for (const struct param *p = d->templ.params; p; p = p->next)
+		if (!p->def && env_lookup(frame, p->name, &v) && v.kind == VAL_ERROR && !v.loc.file)
+			diag_note(g, p->name_loc, "parameter '%s' is declared here", p->name);
+}
+
 static void bind_defaults(struct eval *ev, struct env *frame, const struct decl *d, struct loc call,
 			  bool unknown)
 {
@@ -474,16 +601,16 @@ static void bind_defaults(struct eval *ev, struct env *frame, const struct decl 
 			if (v.kind == VAL_SYMBOL)
 				v.str = p->type_alts[0];
 		} else {
-			struct diag *g = eval_error(ev, DIAG_BAD_ARGUMENT, call, "'%s' needs argument '%s'",
-						    d->name, p->name);
-
-			diag_note(g, p->name_loc, "parameter '%s' is declared here", p->name);
-			v = val_error(call);
+			v = val_error(NO_LOC);	/* missing: reported below, all at once */
+			v.label = p->name;
+			env_bind(frame, p->name, v);
+			continue;
 		}
 		v.origin = p->name_loc;
 		v.label = p->name;
 		env_bind(frame, p->name, v);
 	}
+	report_missing(ev, d, call, frame);
 }
 
 static struct value make_instance(const struct decl *d, struct env *frame, struct loc call)
@@ -553,13 +680,10 @@ static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env
 	const struct decl *d = callee->kind == EXPR_NAME ? scope_find(ev->scope, callee->name.name) : NULL;
 
 	if (callee->kind == EXPR_NAME && (!d || d->kind != DECL_LAYER)) {
-		const char *sug = scope_suggest(ev->scope, callee->name.name, DECL_LAYER);
 		struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, callee->loc, "no layer named '%s'",
 					    callee->name.name);
 
-		if (sug)
-			diag_note(g, NO_LOC, "did you mean '%s'?", sug);
-		else if (!d)
+		if (!eval_note_undefined(ev, g, callee->name.name, DECL_LAYER) && !d)
 			diag_note(g, NO_LOC, "is an import missing? The stdlib layers are in \"layers/...\"");
 		return;
 	}
@@ -657,8 +781,10 @@ static bool interpolate_one(struct eval *ev, struct env *env, const char *name, 
 	return true;
 }
 
-/* `warn "tp ({tp}) above kv_heads ({kv_heads})"`: only under a real job,
- * and only once every {name} has a value. */
+/* `warn "tp ({tp}) above kv_heads ({kv_heads})"`: only in the checker's
+ * walk of a job (the analyzer re-walks with other bindings, e.g. tp = 1
+ * for the unsharded count), once per job, and only once every {name} has
+ * a value. */
 static void walk_warn(struct eval *ev, const struct stmt *s, struct env *env, struct env *job)
 {
 	const char *m = s->warn.message;
@@ -666,7 +792,7 @@ static void walk_warn(struct eval *ev, const struct stmt *s, struct env *env, st
 	struct loc blame = NO_LOC;
 	bool ok = true;
 
-	if (!job || job == ev->static_job)
+	if (!job || job != ev->warn_job)
 		return;
 	strbuf_init(&sb);
 	while (*m && ok) {
@@ -680,11 +806,15 @@ static void walk_warn(struct eval *ev, const struct stmt *s, struct env *env, st
 		}
 	}
 	if (ok) {
+		ev->report_salt = (uintptr_t)ev->warn_train;
 		struct diag *d = eval_error(ev, DIAG_LAYOUT, blame.file ? blame : s->loc, "%s", sb.buf);
 
+		ev->report_salt = 0;
 		if (blame.file)
 			diag_note(d, s->loc, "warning written in layer '%s'",
 				  ev->depth ? ev->layers[ev->depth - 1]->name : "?");
+		else if (ev->warn_train)
+			diag_note(d, ev->warn_train->name_loc, "for train block '%s'", ev->warn_train->name);
 	}
 	strbuf_release(&sb);
 }

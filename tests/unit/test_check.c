@@ -8,6 +8,7 @@
  * jobs. Diagnostics are kept in the engine, never printed.
  */
 #include "lang/check.h"
+#include "lang/eval_impl.h"
 #include "lang/dtypes.h"
 #include "lang/eval.h"
 #include "lang/import.h"
@@ -447,6 +448,97 @@ static void no_train_block_no_jobs(void **state)
 	assert_int_equal(fx_count_diags(fx), 0);
 }
 
+/* An undefined layer under a fan-out (l1 uses it twice, each l<k> uses
+ * l<k-1> twice): 2 + 4 + ... + 2^10 walked uses, one did-you-mean scan and
+ * one error per use site. */
+static void undefined_layer_under_a_fan_out(void **state)
+{
+	struct fixture *fx = *state;
+	char text[4096];
+	size_t n = (size_t)snprintf(text, sizeof text, "layer rmsnorm(h: count) { param w : [h] }\n"
+				    "layer l1(h: count) { rmsnrom(h)\n rmsnrom(h) }\n");
+
+	for (int k = 2; k <= 10; k++)
+		n += (size_t)snprintf(text + n, sizeof text - n, "layer l%d(h: count) { l%d(h)\n l%d(h) }\n",
+				      k, k - 1, k - 1);
+	assert_true(n < sizeof text);
+	struct check_result *r = check(fx, text);
+	const struct diag *d = expect_diag(diag_first(fx->de), "undefined-name");
+
+	assert_int_equal(diag_loc_line(fx->de, d->loc), 2);
+	assert_string_equal(d->notes->msg, "did you mean 'rmsnorm'?");
+	d = expect_diag(d->next, "undefined-name");
+	assert_int_equal(diag_loc_line(fx->de, d->loc), 3);
+	assert_null(d->next);
+	assert_int_equal(r->ev->suggestions_computed, 1);
+}
+
+/* A number that would switch a check off fails the job at its line. */
+static void headroom_of_ten_is_out_of_range(void **state)
+{
+	struct fixture *fx = *state;
+	const struct diag *d = check_edited(fx, "  seq_len = 1024\n", "  seq_len = 1024\n  headroom = 10\n",
+					    "out-of-range");
+
+	assert_string_equal(fx_text_of_last(fx, d->loc), "10");
+	assert_non_null(d->notes);
+	assert_string_equal(d->notes->msg, "a ratio is written with %: did you mean 10%?");
+	assert_false(fx->r->jobs->ok);
+}
+
+/* hf(q_proj) makes q_proj a name of the tensor, for targets and freeze;
+ * a target that matches no Linear fails the job. */
+static void lora_targets_use_hf_names(void **state)
+{
+	struct fixture *fx = *state;
+
+	check(fx, job_with(fx, "  param up : [hidden, ffn / tp] linear\n",
+			   "  param up : [hidden, ffn / tp] linear hf(up_proj)\n"));
+	fx_assert_no_diags(fx);
+	const struct stmt *up = NULL;
+
+	for (const struct decl *d = fx->files[0]->decls; d; d = d->next)
+		if (!strcmp(d->name, "mlp"))
+			up = d->templ.body->next;
+	assert_non_null(up);
+	assert_true(check_tensor_answers_to(up, "up"));
+	assert_true(check_tensor_answers_to(up, "up_proj"));
+	assert_false(check_tensor_answers_to(up, "down_proj"));
+}
+
+static void lora_target_that_matches_nothing(void **state)
+{
+	struct fixture *fx = *state;
+	const struct diag *d = check_edited(fx, "  seq_len = 1024\n",
+					    "  seq_len = 1024\n  finetune = lora(r = 8, targets = [upp])\n",
+					    "undefined-name");
+
+	assert_string_equal(fx_text_of_last(fx, d->loc), "upp");
+	assert_string_equal(d->notes->msg, "did you mean 'up'?");
+	assert_false(fx->r->jobs->ok);
+}
+
+/* The stdlib's declarations are read only once a name is undefined. */
+static void stdlib_is_scanned_only_for_undefined_names(void **state)
+{
+	struct fixture *fx = *state;
+	struct file_ast *root = parse(fx, "root.mem", good_job);
+
+	fx->files[0] = root;
+	fx->p = (struct program){ .files = fx->files, .nfiles = 1, .root = root, .stdlib_dir = "no-such-dir" };
+	fx->r = check_program(&fx->arena, fx->in, fx->de, fx->t, &fx->p);
+	fx_assert_no_diags(fx);
+	assert_null(fx->r->ev->stdlib_index);
+
+	struct file_ast *bad = parse(fx, "bad.mem", "let x = nosuch_name + 1\n");
+
+	fx->files[0] = bad;
+	fx->p = (struct program){ .files = fx->files, .nfiles = 1, .root = bad, .stdlib_dir = "no-such-dir" };
+	fx->r = check_program(&fx->arena, fx->in, fx->de, fx->t, &fx->p);
+	fx_only_diag(fx, "undefined-name");
+	assert_non_null(fx->r->ev->stdlib_index);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
@@ -465,6 +557,11 @@ int main(void)
 		T(only_root_train_blocks_are_jobs),
 		T(scope_errors_stop_the_check),
 		T(no_train_block_no_jobs),
+		T(undefined_layer_under_a_fan_out),
+		T(headroom_of_ten_is_out_of_range),
+		T(lora_targets_use_hf_names),
+		T(lora_target_that_matches_nothing),
+		T(stdlib_is_scanned_only_for_undefined_names),
 	};
 #undef T
 

@@ -133,6 +133,16 @@ static int command_help(const char *name)
 	return MEMC_OK;
 }
 
+/* --help among the options of a command that parses its own (import):
+ * answered here, so that every command takes it. */
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0)
+			return true;
+	return false;
+}
+
 static int help_main(int argc, char **argv)
 {
 	if (argc < 3)
@@ -410,7 +420,7 @@ int main(int argc, char **argv)
 		return fflush(stdout) != 0 || ferror(stdout) ? MEMC_USAGE : frc;
 	}
 	if (strcmp(argv[1], "import") == 0)
-		return import_main(argc, argv);
+		return wants_help(argc, argv) ? command_help(argv[1]) : import_main(argc, argv);
 	if (strcmp(argv[1], "check") == 0)
 		o.command = DRIVER_CHECK;
 	else if (strcmp(argv[1], "report") == 0)

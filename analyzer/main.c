@@ -6,6 +6,8 @@
  *   memc check FILE...    parse, resolve, type-check and analyse; diagnostics only
  *   memc report FILE...   the same, plus the per-device report on stdout
  *   memc list [FILE...]   the declarations visible from FILEs (or the stdlib)
+ *   memc fmt FILE...      print or rewrite FILEs in the canonical layout
+ *   memc help [COMMAND]   the usage of memc or of one command
  *
  * Options may come before or after the files; "--" ends them and a lone
  * "-" is standard input. Every list (-I, -W, files, MEMC_PATH) is sized
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "analyzer/driver.h"
+#include "analyzer/fmt/fmt.h"
 #include "analyzer/import/import_cmd.h"
 #include "lang/diag.h"
 #include "lang/strbuf.h"
@@ -44,6 +47,8 @@ static const char usage_text[] =
 	"  import [--name NAME] [-o FILE] CONFIG...\n"
 	"                      print .mem text from a config.json, DeepSpeed JSON,\n"
 	"                      Megatron args, torchtitan TOML or training YAML\n"
+	"  fmt FILE...         print FILEs in the canonical layout (--check, -w)\n"
+	"  help [COMMAND]      this text, or what COMMAND does (also COMMAND --help)\n"
 	"\n"
 	"options:\n"
 	"  --format text|json  report and list format (default text)\n"
@@ -85,6 +90,69 @@ static int usage_error(const char *fmt, ...)
 	strbuf_release(&msg);
 	strbuf_release(&out);
 	return MEMC_USAGE;
+}
+
+/* `memc help CMD` and `memc CMD --help`: what CMD does, then the options
+ * (shared by check, report and list; fmt has its own). */
+static const struct cmd_help {
+	const char *name, *text;
+	bool options;		/* takes the options of usage_text */
+} command_helps[] = {
+	{ "check", "usage: memc check [options] [--] FILE...\n\n"
+		"Parse, resolve, type-check and analyse each FILE, then print its diagnostics\n"
+		"(nothing if it is fine). Exit status 0: no errors; 1: errors; 2: usage.\n",
+	  true },
+	{ "report", "usage: memc report [options] [--] FILE...\n\n"
+		"Check each FILE like 'memc check', then print the per-GPU memory report of\n"
+		"each train block on standard output (--format json: as JSON).\n", true },
+	{ "list", "usage: memc list [options] [--] [FILE...]\n\n"
+		"List the models, GPUs, layers, optimizers and precisions visible from the\n"
+		"FILEs, or from the whole stdlib without FILEs.\n", true },
+	{ "import", "usage: memc import [--name NAME] [-o FILE] CONFIG...\n\n"
+		"Print .mem text from a Hugging Face config.json, DeepSpeed JSON, Megatron\n"
+		"arguments, a torchtitan TOML or a training YAML config (docs/import.md).\n",
+	  false },
+};
+
+/* Print the usage of command @name; false for a command without its own. */
+static bool print_command_help(const char *name)
+{
+	if (strcmp(name, "fmt") == 0)
+		return fputs(fmt_usage_text, stdout), true;
+	for (size_t i = 0; i < sizeof command_helps / sizeof command_helps[0]; i++)
+		if (strcmp(name, command_helps[i].name) == 0) {
+			fputs(command_helps[i].text, stdout);
+			if (command_helps[i].options)
+				printf("\n%s", strstr(usage_text, "options:"));
+			return true;
+		}
+	return false;
+}
+
+static int command_help(const char *name)
+{
+	if (!print_command_help(name))
+		fputs(usage_text, stdout);
+	return MEMC_OK;
+}
+
+/* --help among the options of a command that parses its own (import):
+ * answered here, so that every command takes it. */
+static bool wants_help(int argc, char **argv)
+{
+	for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0)
+			return true;
+	return false;
+}
+
+static int help_main(int argc, char **argv)
+{
+	if (argc < 3)
+		return fputs(usage_text, stdout), MEMC_OK;
+	if (print_command_help(argv[2]))
+		return MEMC_OK;
+	return usage_error("unknown command '%s' (check, report, list, import, fmt)", argv[2]);
 }
 
 /* What main.c needs beyond driver_opts: the single-valued options seen,
@@ -243,7 +311,7 @@ static int parse_option(struct cli *c, int argc, char **argv, int *i)
 	else if (strcmp(a, "-w") == 0)
 		o->no_warnings = true;
 	else if (strcmp(a, "--help") == 0)
-		return fputs(usage_text, stdout), MEMC_OK;
+		return command_help(argv[1]);
 	else if (strcmp(a, "-W") == 0)
 		return usage_error("option '-W' needs a warning name (see --list-diagnostics)");
 	else if (strncmp(a, "-W", 2) == 0)
@@ -369,8 +437,15 @@ int main(int argc, char **argv)
 		return printf("memc %s\n", MEMC_VERSION), MEMC_OK;
 	if (strcmp(argv[1], "--list-diagnostics") == 0)
 		return diag_list_print(stdout), MEMC_OK;
+	if (strcmp(argv[1], "help") == 0)
+		return help_main(argc, argv);
+	if (strcmp(argv[1], "fmt") == 0) {
+		int frc = fmt_main(argc, argv);
+
+		return fflush(stdout) != 0 || ferror(stdout) ? MEMC_USAGE : frc;
+	}
 	if (strcmp(argv[1], "import") == 0)
-		return import_main(argc, argv);
+		return wants_help(argc, argv) ? command_help(argv[1]) : import_main(argc, argv);
 	if (strcmp(argv[1], "check") == 0)
 		o.command = DRIVER_CHECK;
 	else if (strcmp(argv[1], "report") == 0)
@@ -378,7 +453,7 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "list") == 0)
 		o.command = DRIVER_LIST;
 	else
-		return usage_error("unknown command '%s' (check, report, list, import)", argv[1]);
+		return usage_error("unknown command '%s' (check, report, list, import, fmt, help)", argv[1]);
 	o.max_errors = 20;
 	o.argv0 = argv[0];
 

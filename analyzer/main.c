@@ -29,6 +29,7 @@
 
 #include "analyzer/driver.h"
 #include "analyzer/import/import_cmd.h"
+#include "analyzer/lsp/lsp.h"
 #include "lang/diag.h"
 #include "lang/strbuf.h"
 
@@ -346,6 +347,8 @@ int main(int argc, char **argv)
 		return diag_list_print(stdout), MEMC_OK;
 	if (strcmp(argv[1], "import") == 0)
 		return import_main(argc, argv);
+	if (strcmp(argv[1], "lsp") == 0)
+		return lsp_main(argc, argv);
 	if (strcmp(argv[1], "check") == 0)
 		o.command = DRIVER_CHECK;
 	else if (strcmp(argv[1], "report") == 0)

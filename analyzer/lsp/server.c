@@ -31,6 +31,22 @@ static void doc_free(struct lsp_doc *d)
 	free(d);
 }
 
+/* A new document, not yet in the list; NULL when out of memory. */
+static struct lsp_doc *doc_new(const char *uri)
+{
+	struct lsp_doc *d = calloc(1, sizeof *d);
+
+	if (!d)
+		return NULL;
+	d->uri = strdup(uri);
+	d->path = lsp_uri_to_path(uri);
+	if (!d->path)	/* untitled: and the like: imports from the current folder */
+		d->path = strdup(uri);
+	if (!d->uri || !d->path)
+		return doc_free(d), NULL;
+	return d;
+}
+
 /* Open or replace @uri's text; NULL when out of memory. */
 static struct lsp_doc *doc_set(struct lsp_server *s, const char *uri, const char *text, size_t len)
 {
@@ -42,20 +58,16 @@ static struct lsp_doc *doc_set(struct lsp_server *s, const char *uri, const char
 	memcpy(copy, text, len);
 	copy[len] = '\0';
 	if (!d) {
-		d = calloc(1, sizeof *d);
+		d = doc_new(uri);
 		if (!d)
 			return free(copy), NULL;
-		d->uri = strdup(uri);
-		d->path = lsp_uri_to_path(uri);
-		if (!d->path)	/* untitled: and the like: imports from the current folder */
-			d->path = strdup(uri);
 		d->next = s->docs;
 		s->docs = d;
 	}
 	free(d->text);
 	d->text = copy;
 	d->len = len;
-	return d->uri && d->path ? d : NULL;
+	return d;
 }
 
 static void doc_close(struct lsp_server *s, const char *uri)

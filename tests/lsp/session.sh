@@ -153,6 +153,7 @@ run "huge Content-Length"
 ok "huge Content-Length: -32600, then end of input" '(.[1].error.code == -32600) and length == 2'
 check "end of input without shutdown is 1 (rc $rc)" test "$rc" -eq 1
 
-echo "lsp: $pass passed, $fail failed"
-[ -z "${MEMC_COUNTS:-}" ] || echo "lsp $pass $fail" >> "$MEMC_COUNTS"
+suite=${MEMC_SUITE_NAME:-lsp}
+echo "$suite: $pass passed, $fail failed"
+[ -z "${MEMC_COUNTS:-}" ] || echo "$suite $pass $fail" >> "$MEMC_COUNTS"
 [ "$fail" -eq 0 ]

@@ -375,25 +375,83 @@ static int item_kind(enum decl_kind k)
 	}
 }
 
-json_t *lsp_completion(const struct lsp_server *s, const struct lsp_doc *d)
+/* The kind of name a train key takes; DECL__COUNT: any. */
+static enum decl_kind value_kind(const char *key, size_t n)
 {
-	struct unit u;
-	json_t *items = json_array();
+	static const struct { const char *key; enum decl_kind kind; } keys[] = {
+		{ "model", DECL_MODEL }, { "cluster", DECL_GPU },
+		{ "precision", DECL_PRECISION }, { "optimizer", DECL_OPTIMIZER },
+	};
 
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (strlen(keys[i].key) == n && memcmp(keys[i].key, key, n) == 0)
+			return keys[i].kind;
+	return DECL__COUNT;
+}
+
+/* After "key =" on the cursor's line a value is wanted: true, with the
+ * kind of name that key takes. Before any "=" a key is wanted. */
+static bool value_wanted(const struct unit *u, uint32_t off, enum decl_kind *want)
+{
+	const char *text = u->root->text;
+	const char *start = text + u->root->line_starts[src_line_of(u->root, off) - 1];
+	const char *eq = NULL;
+
+	for (const char *p = start; p < text + off; p++)
+		if (*p == '=')
+			eq = p;
+	if (!eq)
+		return false;
+	const char *e = eq, *b;
+
+	while (e > start && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	for (b = e; b > start && word_byte((unsigned char)b[-1]); b--)
+		;
+	*want = value_kind(b, (size_t)(e - b));
+	return true;
+}
+
+static void add_keys(json_t *items)
+{
 	for (size_t i = 0; i < sizeof train_keys / sizeof train_keys[0]; i++)
 		json_array_append_new(items, json_pack("{s:s, s:i, s:s}", "label", train_keys[i],
 						       "kind", 10, "detail", "train key"));
-	unit_open(&u, s, d);
-	const struct scope *sc = scope_build(&u.arena, u.in, u.de, u.prog);
+}
+
+/* Names of kind @want (DECL__COUNT: every kind offered) in scope. */
+static void add_names(struct unit *u, json_t *items, enum decl_kind want)
+{
+	const struct scope *sc = scope_build(&u->arena, u->in, u->de, u->prog);
 
 	for (size_t i = 0; i < scope_count(sc); i++) {
 		const struct decl *g = scope_at(sc, i);
 
-		if (item_kind(g->kind))
+		if (item_kind(g->kind) && (want == DECL__COUNT || g->kind == want))
 			json_array_append_new(items, json_pack("{s:s, s:i, s:s}", "label", g->name, "kind",
 							       item_kind(g->kind), "detail",
 							       ast_decl_keyword[g->kind]));
 	}
+}
+
+/* Keys before the "=" of a line, names after it (only GPUs after
+ * "cluster =", and so on); both when the position is unusable. */
+json_t *lsp_completion(const struct lsp_server *s, const struct lsp_doc *d, json_int_t line,
+		       json_int_t character)
+{
+	struct unit u;
+	json_t *items = json_array();
+	uint32_t off;
+	enum decl_kind want = DECL__COUNT;
+
+	unit_open(&u, s, d);
+	bool located = unit_offset(&u, line, character, &off);
+	bool value = located && value_wanted(&u, off, &want);
+
+	if (!value)
+		add_keys(items);
+	if (value || !located)
+		add_names(&u, items, want);
 	unit_close(&u);
 	return json_pack("{s:b, s:o}", "isIncomplete", 0, "items", items);
 }

@@ -83,6 +83,7 @@ json_t *lsp_hover(const struct lsp_server *s, const struct lsp_doc *d, json_int_
 		  json_int_t character);
 json_t *lsp_definition(const struct lsp_server *s, const struct lsp_doc *d, json_int_t line,
 		       json_int_t character);
-json_t *lsp_completion(const struct lsp_server *s, const struct lsp_doc *d);
+json_t *lsp_completion(const struct lsp_server *s, const struct lsp_doc *d, json_int_t line,
+		       json_int_t character);
 
 #endif

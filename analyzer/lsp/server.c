@@ -180,10 +180,10 @@ static json_t *definition(struct lsp_server *s, json_t *params)
 
 static json_t *completion(struct lsp_server *s, json_t *params)
 {
-	const char *uri = param_uri(params);
-	const struct lsp_doc *d = uri ? doc_find(s, uri) : NULL;
+	json_int_t line, ch;
+	const struct lsp_doc *d = doc_position(s, params, &line, &ch);
 
-	return d ? lsp_completion(s, d) : json_null();
+	return d ? lsp_completion(s, d, line, ch) : json_null();
 }
 
 struct method {

@@ -70,6 +70,8 @@ td="{\"uri\":\"$uri\"}"
 	frame "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"textDocument/definition\",\"params\":{\"textDocument\":$td,\"position\":{\"line\":11,\"character\":18}}}"
 	frame "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"textDocument/definition\",\"params\":{\"textDocument\":$td,\"position\":{\"line\":12,\"character\":22}}}"
 	frame "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"textDocument/completion\",\"params\":{\"textDocument\":$td,\"position\":{\"line\":14,\"character\":2}}}"
+	frame "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"textDocument/completion\",\"params\":{\"textDocument\":$td,\"position\":{\"line\":12,\"character\":20}}}"
+	frame "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"textDocument/completion\",\"params\":{\"textDocument\":$td,\"position\":{\"line\":11,\"character\":16}}}"
 	frame "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"textDocument/definition\",\"params\":{\"textDocument\":$td,\"position\":{\"line\":4,\"character\":10}}}"
 	frame '{"jsonrpc":"2.0","id":7,"method":"workspace/frobnicate","params":{}}'
 	frame '{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":2}}'
@@ -105,8 +107,12 @@ ok "definition of LSP_A100: the document's folder" '.[] | select(.id == 4) | .re
 	| (.uri | endswith("/tests/lsp/extra.mem")) and .range.start.line == 4'
 ok "definition of an import path: the file" '.[] | select(.id == 6) | .result
 	| (.uri | endswith("/tests/lsp/extra.mem")) and .range.start == {"line":0,"character":0}'
-ok "completion: keys, GPUs and models in scope" '.[] | select(.id == 5) | [.result.items[].label]
-	| index("micro_batch") and index("A100_80GB") and index("LSP_A100") and index("llama2_7b")'
+ok "completion before '=': the train keys" '.[] | select(.id == 5) | .result.items
+	| ([.[].label] | index("micro_batch")) and all(.kind == 10)'
+ok "completion after 'cluster = 8 x': the GPUs in scope" '.[] | select(.id == 11) | .result.items
+	| ([.[].label] | index("A100_80GB") and index("LSP_A100")) and all(.detail == "gpu")'
+ok "completion after 'model =': the models in scope" '.[] | select(.id == 12) | .result.items
+	| ([.[].label] | index("llama2_7b")) and all(.detail == "model")'
 ok "unknown request: -32601" '.[] | select(.id == 7) | .error.code == -32601'
 ok "unknown notification: no reply" '[.[] | select(.id == 2)] | length == 1'
 ok "malformed JSON, missing Content-Length: -32700 each" '[.[] | select(.error.code == -32700 and .id == null)] | length == 2'
@@ -134,6 +140,7 @@ u2='{"uri":"untitled:Untitled-1"}'
 	frame '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
 	frame '{"jsonrpc":"2.0","method":"initialized","params":{}}'
 	frame '{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"untitled:Untitled-1","languageId":"mem","version":1,"text":"\ufefftrain t { model = nope }\n"}}}'
+	frame '{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":{"uri":"file:///nonexistent-memc-lsp/dir%20x/new.mem","languageId":"mem","version":1,"text":"import \"./missing\"\n"}}}'
 	frame "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"textDocument/hover\",\"params\":{\"textDocument\":$u2,\"position\":{\"line\":0,\"character\":21}}}"
 	frame '{"jsonrpc":"2.0","method":"exit"}'
 } > "$tmp/in"
@@ -142,6 +149,10 @@ check "exit without shutdown is 1 (rc $rc)" test "$rc" -eq 1
 ok "untitled: the byte order mark is character 0" "$pub | .[0].params | .uri == \"untitled:Untitled-1\"
 	and .diagnostics[0].code == \"undefined-name\"
 	and .diagnostics[0].range == {\"start\":{\"line\":0,\"character\":19},\"end\":{\"line\":0,\"character\":23}}"
+ok "unsaved file: imports resolve from its URI's folder" "$pub | .[1].params
+	| .uri == \"file:///nonexistent-memc-lsp/dir%20x/new.mem\" and (.diagnostics[0]
+	| .code == \"import-not-found\" and .range.start == {\"line\":0,\"character\":7}
+	  and (.message | contains(\"searched /nonexistent-memc-lsp/dir x\")))"
 ok "hover on a job with errors: no figures" '.[] | select(.id == 2) | .result.contents.value | contains("no figures")'
 
 # ---- session 3: a Content-Length over the cap is refused unread ------------

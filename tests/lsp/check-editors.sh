@@ -54,6 +54,10 @@ if command -v vim >/dev/null 2>&1; then
 		probe 11 7 memDeclName
 		probe 16 17 memNumber
 		probe 24 3 memComment
+		probe 13 17 memNumber
+		probe 13 19 ""
+		echo 'edit tests/lsp/extra.mem'
+		probe 6 18 memUnit
 		echo 'qall!'
 	} > "${TMPDIR:-/tmp}/memc-editors.$$.vim"
 	out=$(vim -Nu NONE -es -S "${TMPDIR:-/tmp}/memc-editors.$$.vim" 2>&1 </dev/null); rc=$?

@@ -15,8 +15,9 @@ syn keyword memBoolean    true false
 " The name a declaration introduces: `train sft`, `gpu H100 : ...`.
 syn match memDeclName     /\<\h\w*\>/ contained
 
-syn match memNumber       /\<\d\+\(_\d\+\)*\(\.\d\+\(_\d\+\)*\)\=\([eE][-+]\=\d\+\)\=/ nextgroup=memUnit skipwhite
-syn match memUnit         /\<[A-Za-z]\+\>/ contained
+syn match memNumber       /\<\d\+\(_\d\+\)*\(\.\d\+\(_\d\+\)*\)\=\([eE][-+]\=\d\+\)\=/ nextgroup=memUnit,memPercent skipwhite
+" `x` in `8 x A100_80GB` is the cluster operator, not a unit.
+syn match memUnit         /\<\(x\>\)\@!\a\+\>/ contained
 syn match memPercent      /%/ contained
 
 syn match memEscape       /\\[\\"nt]/ contained
@@ -35,6 +36,7 @@ hi def link memBoolean     Boolean
 hi def link memDeclName    Function
 hi def link memNumber      Number
 hi def link memUnit        Type
+hi def link memPercent     Type
 hi def link memEscape      SpecialChar
 hi def link memBadEscape   Error
 hi def link memString      String

@@ -32,6 +32,7 @@
 #include "analyzer/driver.h"
 #include "analyzer/fmt/fmt.h"
 #include "analyzer/import/import_cmd.h"
+#include "analyzer/lsp/lsp.h"
 #include "lang/diag.h"
 #include "lang/strbuf.h"
 
@@ -48,6 +49,7 @@ static const char usage_text[] =
 	"                      print .mem text from a config.json, DeepSpeed JSON,\n"
 	"                      Megatron args, torchtitan TOML or training YAML\n"
 	"  fmt FILE...         print FILEs in the canonical layout (--check, -w)\n"
+	"  lsp                 a Language Server Protocol server on stdin/stdout\n"
 	"  help [COMMAND]      this text, or what COMMAND does (also COMMAND --help)\n"
 	"\n"
 	"options:\n"
@@ -112,6 +114,10 @@ static const struct cmd_help {
 		"Print .mem text from a Hugging Face config.json, DeepSpeed JSON, Megatron\n"
 		"arguments, a torchtitan TOML or a training YAML config (docs/import.md).\n",
 	  false },
+	{ "lsp", "usage: memc lsp\n\n"
+		"Serve the Language Server Protocol (JSON-RPC over stdin and stdout) for an\n"
+		"editor: diagnostics as you type, hover, go-to-definition, completion\n"
+		"(docs/editors.md).\n", false },
 };
 
 /* Print the usage of command @name; false for a command without its own. */
@@ -446,6 +452,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "import") == 0)
 		return wants_help(argc, argv) ? command_help(argv[1]) : import_main(argc, argv);
+	if (strcmp(argv[1], "lsp") == 0)
+		return wants_help(argc, argv) ? command_help(argv[1]) : lsp_main(argc, argv);
 	if (strcmp(argv[1], "check") == 0)
 		o.command = DRIVER_CHECK;
 	else if (strcmp(argv[1], "report") == 0)

@@ -259,11 +259,35 @@ static const char *real_path_of(struct arena *a, const char *path)
 	return res;
 }
 
+void src_set_overlay(struct src_table *t, const char *path, const char *text, size_t len)
+{
+	t->overlay_path = arena_strdup(t->arena, path);
+	t->overlay_text = text;
+	t->overlay_len = len;
+}
+
+/* The overlay's path is its identity: realpath() when the file exists on
+ * disk (so an import of it is the same file), else the path itself. */
+static struct src_file *load_overlay(struct src_table *t, struct diag_engine *de,
+				     const char *name, struct loc site)
+{
+	struct src_file *f = src_add_string(t, de, name, t->overlay_text, t->overlay_len);
+
+	if (!f)
+		return NULL;
+	f->real_path = real_path_of(t->arena, t->overlay_path);
+	f->included_from = site;
+	return f;
+}
+
 struct src_file *src_load(struct src_table *t, struct diag_engine *de, const char *path,
 			  const char *display_name, struct loc site)
 {
 	const char *name = display_name ? display_name : path;
 	size_t size = 0;
+
+	if (t->overlay_path && strcmp(path, t->overlay_path) == 0)
+		return load_overlay(t, de, name, site);
 	int fd = open_source(de, path, name, site, &size);
 
 	if (fd < 0)

@@ -98,6 +98,10 @@ struct src_table {
 	struct src_file **files;	/* indexed by id; files[0] is <builtin> */
 	uint32_t nfiles;		/* including <builtin> */
 	uint32_t cap;
+	/* src_set_overlay(): one path whose text comes from memory */
+	const char *overlay_path;
+	const char *overlay_text;
+	size_t overlay_len;
 };
 
 struct src_table *src_table_new(struct arena *a);
@@ -122,6 +126,15 @@ struct src_file *src_load(struct src_table *t, struct diag_engine *de, const cha
  */
 struct src_file *src_load_fd(struct src_table *t, struct diag_engine *de, int fd,
 			     const char *display_name);
+
+/*
+ * Make src_load() of exactly @path (compared as given, before any
+ * realpath) register @text instead of reading the file: an editor's
+ * unsaved buffer (memc lsp), so its imports still resolve from its folder
+ * and include-once still knows it. @text must outlive the table; a file
+ * of that name need not exist.
+ */
+void src_set_overlay(struct src_table *t, const char *path, const char *text, size_t len);
 
 /* Register in-memory text (tests). Validated like a file. */
 struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,

@@ -57,7 +57,7 @@ _memc()
 	local cmd=${COMP_WORDS[1]} i opts
 	COMPREPLY=()
 	if ((COMP_CWORD == 1)); then
-		COMPREPLY=($(compgen -W 'check report list import --help --version --list-diagnostics' -- "$cur"))
+		COMPREPLY=($(compgen -W 'check report list import fmt lsp help --help --version --list-diagnostics' -- "$cur"))
 		return 0
 	fi
 	# After "--" every word is a file.

@@ -27,12 +27,15 @@ function __memc_wflags
     end
 end
 
-set -l cmds check report list import
+set -l cmds check report list import fmt lsp help
 complete -c memc -f
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a check -d 'type-check and analyse; print diagnostics only'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a report -d 'also print the per-device memory report'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a list -d 'list models, GPUs, layers, optimizers and precisions'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a import -d 'print .mem text from framework configs'
+complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a fmt -d 'print files in the canonical layout'
+complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a lsp -d 'serve the Language Server Protocol'
+complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a help -d 'print the usage of a command'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -l help -d 'print the usage'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -l version -d 'print the version'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -l list-diagnostics -d 'print every diagnostic name'

@@ -61,7 +61,7 @@ expect() {
 	fi
 }
 
-expect 'check report list import --help --version --list-diagnostics' ''
+expect 'check report list import fmt lsp help --help --version --list-diagnostics' ''
 expect 'report' re
 expect 'text json sarif github' check --format ''
 expect 'text json' report --format ''

@@ -142,7 +142,8 @@ struct stmt {
 			struct attr *attrs;
 		} tensor;
 		struct { struct expr *call; } instance;	/* EXPR_CALL */
-		struct { struct expr *count; struct stmt *body; } repeat;
+		/* `repeat i in n { ... }` binds index (NULL for `repeat n`) */
+		struct { struct expr *count; struct stmt *body; const char *index; struct loc index_loc; } repeat;
 		struct { struct expr *cond; struct stmt *then_body, *else_body; } if_;
 		struct { const char *name; struct loc name_loc; struct expr *value; } let;
 		struct { const char *message; struct loc message_loc; } warn;	/* {name} interpolates */

@@ -156,9 +156,16 @@ static const struct field_spec *sub_specs(const char *name)
 	       overhead_fields;
 }
 
-/* `precision = fp32` names the precision, not the dtype of that name. */
-static struct value as_decl(struct eval *ev, struct value v, enum decl_kind kind)
+/* `precision = fp32` names the precision, not the dtype of that name; a
+ * dtype alias (`fp8` is fp8_e4m3) is matched by the name as written. */
+static struct value as_decl(struct eval *ev, const struct expr *e, struct value v, enum decl_kind kind)
 {
+	if (v.kind == VAL_DTYPE && e->kind == EXPR_NAME) {
+		const struct decl *d = scope_find_kind(ev->scope, e->name.name, kind);
+
+		if (d)
+			return eval_decl_value(ev, d, v.loc);
+	}
 	if (v.kind == VAL_DTYPE) {
 		const struct decl *d = scope_find_kind(ev->scope, intern_cstr(ev->interner, dtype_name(v.dtype)), kind);
 
@@ -313,7 +320,7 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	struct value v = eval_expr(ev, NULL, f->value);
 
 	if (!strcmp(s->type, "model") || !strcmp(s->type, "optimizer") || !strcmp(s->type, "precision"))
-		v = as_decl(ev, v, !strcmp(s->type, "model") ? DECL_MODEL :
+		v = as_decl(ev, f->value, v, !strcmp(s->type, "model") ? DECL_MODEL :
 			    !strcmp(s->type, "optimizer") ? DECL_OPTIMIZER : DECL_PRECISION);
 	v.origin = f->loc;
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))

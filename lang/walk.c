@@ -360,6 +360,26 @@ const struct field *eval_record_field(const struct scope *scope, const struct de
 
 /* ---- calls ---- */
 
+/* mod(a, b) = a - b * floor(a / b): the layer pattern's "every k-th". */
+static struct value builtin_mod(struct eval *ev, const struct expr *e, struct value a, struct value b)
+{
+	struct num q, r;
+
+	if (num_is_zero(b.num)) {
+		eval_error(ev, DIAG_DIVISION_BY_ZERO, e->loc, "'mod' by zero");
+		return val_error(e->loc);
+	}
+	if (num_div(a.num, b.num, &q) != NUM_OK || num_mul(num_floor(q), b.num, &q) != NUM_OK ||
+	    num_sub(a.num, q, &r) != NUM_OK) {
+		eval_error(ev, DIAG_OVERFLOW, e->loc, "'mod' would overflow");
+		return val_error(e->loc);
+	}
+	a.num = r;
+	a.loc = a.origin = e->loc;
+	a.label = NULL;
+	return a;
+}
+
 static struct value builtin_call(struct eval *ev, struct env *env, const struct expr *e, const char *f)
 {
 	struct value a[2];
@@ -372,6 +392,7 @@ static struct value builtin_call(struct eval *ev, struct env *env, const struct 
 		a[n++] = eval_expr(ev, env, x->value);
 	ev->in_shape = in_shape;
 	bool unary = !strcmp(f, "ceil") || !strcmp(f, "floor");
+	bool mod = !strcmp(f, "mod");
 
 	if (n != (unary ? 1u : 2u) || (e->call.args && e->call.args->next && e->call.args->next->next)) {
 		eval_error(ev, DIAG_BAD_ARGUMENT, e->loc, "'%s' takes %s", f, unary ? "one argument" : "two arguments");
@@ -394,6 +415,8 @@ static struct value builtin_call(struct eval *ev, struct env *env, const struct 
 		return val_error(e->loc);
 	}
 	v.unknown = a[0].unknown || a[1].unknown;
+	if (mod)
+		return v.unknown ? v : builtin_mod(ev, e, a[0], a[1]);
 	v.num = !strcmp(f, "min") ? num_min(a[0].num, a[1].num) : num_max(a[0].num, a[1].num);
 	return v;
 }
@@ -456,7 +479,8 @@ struct value eval_call(struct eval *ev, struct env *env, const struct expr *e)
 		}
 		return eval_instantiate(ev, env, d, e->call.args, e->loc);
 	}
-	if (!strcmp(f, "ceil") || !strcmp(f, "floor") || !strcmp(f, "min") || !strcmp(f, "max"))
+	if (!strcmp(f, "ceil") || !strcmp(f, "floor") || !strcmp(f, "min") || !strcmp(f, "max") ||
+	    !strcmp(f, "mod"))
 		return builtin_call(ev, env, e, f);
 	if (!strcmp(f, "trains"))
 		return trains_call(ev, e);
@@ -722,11 +746,52 @@ static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env
 		ops->leave(ctx, inst.decl);
 }
 
+/* Count one statement (or pass) against EVAL_MAX_STEPS; false past it. */
+static bool walk_step(struct eval *ev, const struct stmt *s)
+{
+	ev->total_steps++;
+	if (++ev->steps <= EVAL_MAX_STEPS)
+		return true;
+	if (!ev->steps_reported)
+		eval_error(ev, DIAG_INSTANTIATION_LIMIT, s->loc,
+			   "more than %d statements to walk: layers use each other too many times",
+			   EVAL_MAX_STEPS);
+	ev->steps_reported = true;
+	return false;
+}
+
+/* The body's frame; `repeat i in n` binds i (unknown while n is). */
+static struct env *repeat_frame(struct eval *ev, const struct stmt *s, struct env *env, const struct value *n,
+				uint64_t i)
+{
+	struct env *e = env_new(ev, env);
+	struct value v = val_count(i, s->repeat.index_loc);
+
+	if (!s->repeat.index)
+		return e;
+	v.unknown = n->unknown;
+	v.origin = s->repeat.index_loc;
+	v.label = s->repeat.index;
+	env_bind(e, s->repeat.index, v);
+	return e;
+}
+
+/* `repeat i in n`: one pass per layer, each with its own i. */
+static void walk_passes(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
+			void *ctx, struct env *job, const struct value *n, uint64_t u)
+{
+	for (uint64_t i = 0; i < u && walk_step(ev, s); i++) {
+		if (i && ops->repeat_next)
+			ops->repeat_next(ctx, s);
+		walk_body(ev, s->repeat.body, repeat_frame(ev, s, env, n, i), ops, ctx, job);
+	}
+}
+
 static void walk_repeat(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
 			void *ctx, struct env *job)
 {
 	struct value n = eval_expr(ev, env, s->repeat.count);
-	uint64_t u;
+	uint64_t u = 0;
 
 	if (n.kind == VAL_ERROR)
 		return;
@@ -736,7 +801,10 @@ static void walk_repeat(struct eval *ev, const struct stmt *s, struct env *env, 
 		return;
 	if (ops->repeat_enter)
 		ops->repeat_enter(ctx, s, n);
-	walk_body(ev, s->repeat.body, env_new(ev, env), ops, ctx, job);
+	if (s->repeat.index && !n.unknown)
+		walk_passes(ev, s, env, ops, ctx, job, &n, u);
+	else
+		walk_body(ev, s->repeat.body, repeat_frame(ev, s, env, &n, 0), ops, ctx, job);
 	if (ops->repeat_leave)
 		ops->repeat_leave(ctx, s);
 }
@@ -823,15 +891,8 @@ static void walk_body(struct eval *ev, const struct stmt *s, struct env *env, co
 		      void *ctx, struct env *job)
 {
 	for (; s; s = s->next) {
-		ev->total_steps++;
-		if (++ev->steps > EVAL_MAX_STEPS) {
-			if (!ev->steps_reported)
-				eval_error(ev, DIAG_INSTANTIATION_LIMIT, s->loc,
-					   "more than %d statements to walk: layers use each other too many times",
-					   EVAL_MAX_STEPS);
-			ev->steps_reported = true;
+		if (!walk_step(ev, s))
 			return;
-		}
 		switch (s->kind) {
 		case STMT_TENSOR: walk_tensor(ev, s, env, ops, ctx); break;
 		case STMT_INSTANCE: walk_instance(ev, s, env, ops, ctx, job); break;

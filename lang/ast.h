@@ -177,6 +177,8 @@ struct file_ast {
 	uint32_t file;			/* source id */
 	struct decl *decls;
 	unsigned nerrors;		/* syntax errors reported while parsing it */
+	bool stdlib;			/* found in the stdlib: its names yield to the user's
+					   (scope.h); set by the checker before the scope */
 };
 
 extern const char *const ast_expr_kind_name[EXPR__COUNT];

@@ -141,7 +141,7 @@ struct value eval_name(struct eval *ev, struct env *env, const struct expr *e)
 	 * name, and a train block resolves it by kind (check_train.c). */
 	if ((dt = dtype_find(n)))
 		return (struct value){ .kind = VAL_DTYPE, .dtype = dt, .loc = e->loc, .origin = e->loc };
-	if ((d = scope_find(ev->scope, n)))
+	if ((d = scope_find_in(ev->scope, n, e->loc.file)))
 		return eval_decl_value(ev, d, e->loc);
 	if (unit_lookup(n, &u))
 		return (struct value){ .kind = VAL_NUM, .num = u.factor, .dim = u.dim, .loc = e->loc,
@@ -351,7 +351,8 @@ const struct field *eval_record_field(const struct scope *scope, const struct de
 {
 	unsigned guard = 0;	/* `gpu A : B` and `gpu B : A` must not loop */
 
-	for (; d && guard++ < 64; d = d->record.base ? scope_find_kind(scope, d->record.base, d->kind) : NULL)
+	for (; d && guard++ < 64;
+	     d = d->record.base ? scope_find_kind_in(scope, d->record.base, d->kind, d->record.base_loc.file) : NULL)
 		for (const struct field *f = d->record.fields; f; f = f->next)
 			if (!strcmp(f->name, name) && f->value)
 				return f;
@@ -470,7 +471,7 @@ struct value eval_call(struct eval *ev, struct env *env, const struct expr *e)
 		return val_error(e->loc);
 	}
 	const char *f = c->name.name;
-	const struct decl *d = scope_find(ev->scope, f);
+	const struct decl *d = scope_find_in(ev->scope, f, c->loc.file);
 
 	if (d && (d->kind == DECL_LAYER || d->kind == DECL_MODEL || d->kind == DECL_OPTIMIZER)) {
 		if (d->templ.alias) {
@@ -701,7 +702,8 @@ static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env
 			  void *ctx, struct env *job)
 {
 	const struct expr *callee = s->instance.call->call.callee;
-	const struct decl *d = callee->kind == EXPR_NAME ? scope_find(ev->scope, callee->name.name) : NULL;
+	const struct decl *d = callee->kind == EXPR_NAME ?
+		scope_find_in(ev->scope, callee->name.name, callee->loc.file) : NULL;
 
 	if (callee->kind == EXPR_NAME && (!d || d->kind != DECL_LAYER)) {
 		struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, callee->loc, "no layer named '%s'",

@@ -422,6 +422,41 @@ static struct value builtin_call(struct eval *ev, struct env *env, const struct 
 	return v;
 }
 
+/* at(list, i): item i (from 0), a layer pattern's list of kinds. While i
+ * is unknown (a template checked alone) it is item 0, unknown, so that a
+ * comparison with it is unknown and both branches of an `if` are checked. */
+static struct value at_call(struct eval *ev, struct env *env, const struct expr *e)
+{
+	const struct arg *a = e->call.args;
+
+	if (!a || !a->next || a->next->next || a->name || a->next->name) {
+		eval_error(ev, DIAG_BAD_ARGUMENT, e->loc, "'at' takes a list and an index: at(kinds, i)");
+		return val_error(e->loc);
+	}
+	struct value l = eval_expr(ev, env, a->value), i = eval_expr(ev, env, a->next->value);
+	uint64_t k = 0;
+
+	/* a `list` parameter checked alone is bound to its type's name */
+	if (l.kind == VAL_SYMBOL && !strcmp(l.str, "list") && i.kind != VAL_ERROR)
+		return (struct value){ .kind = VAL_SYMBOL, .unknown = true, .str = l.str, .loc = e->loc,
+				       .origin = e->loc };
+	if (l.kind == VAL_ERROR || i.kind == VAL_ERROR || !eval_is_type(ev, l, "list", "the list of 'at'", e->loc) ||
+	    !eval_is_type(ev, i, "count", "the index of 'at'", e->loc))
+		return val_error(e->loc);
+	if (!i.unknown && (!num_to_u64(i.num, &k) || k >= l.nitems)) {
+		eval_error(ev, DIAG_OUT_OF_RANGE, i.loc, "index %s is past the end of a list of %u item%s",
+			   num_format(i.num, (char[32]){ 0 }, 32, 0), l.nitems, l.nitems == 1 ? "" : "s");
+		return val_error(e->loc);
+	}
+	if (!l.nitems)
+		return val_error(e->loc);	/* only an unknown index gets here */
+	struct value v = l.items[k];
+
+	v.unknown = v.unknown || i.unknown;
+	v.loc = e->loc;
+	return v;
+}
+
 /* lora(r = 16, ...) and other record calls: named arguments, evaluated. */
 static struct value record_call(struct eval *ev, struct env *env, const struct expr *e, const char *f)
 {
@@ -485,6 +520,8 @@ struct value eval_call(struct eval *ev, struct env *env, const struct expr *e)
 		return builtin_call(ev, env, e, f);
 	if (!strcmp(f, "trains"))
 		return trains_call(ev, e);
+	if (!strcmp(f, "at"))
+		return at_call(ev, env, e);
 	return record_call(ev, env, e, f);
 }
 

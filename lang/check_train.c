@@ -165,6 +165,7 @@ static struct value as_decl(struct eval *ev, const struct expr *e, struct value 
 
 		if (d)
 			return eval_decl_value(ev, d, v.loc);
+		v.str = e->name.name;	/* for the message: `fp8`, not fp8_e4m3 */
 	}
 	if (v.kind == VAL_DTYPE) {
 		const struct decl *d = scope_find_kind(ev->scope, intern_cstr(ev->interner, dtype_name(v.dtype)), kind);
@@ -214,8 +215,10 @@ static bool check_enum(struct eval *ev, struct value v, const char *alts, const 
  * that compute or keep weights in it. */
 static void precision_is_dtype(struct eval *ev, struct value v, const char *what)
 {
+	/* v.str: the name as written, which may be an alias (`fp8` is fp8_e4m3) */
+	const char *written = v.str ? v.str : dtype_name(v.dtype);
 	struct diag *d = eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be a precision policy, but %s is "
-				    "a dtype", what, dtype_name(v.dtype));
+				    "a dtype", what, written);
 	struct strbuf sb;
 
 	strbuf_init(&sb);
@@ -241,7 +244,7 @@ static void precision_is_dtype(struct eval *ev, struct value v, const char *what
 
 	/* none in scope: the stdlib's, by name (the index reads no fields) */
 	for (size_t i = 0; eval_stdlib_at(ev, i, &name, &k, &import); i++)
-		if (k == DECL_PRECISION && strstr(name, dtype_name(v.dtype))) {
+		if (k == DECL_PRECISION && (strstr(name, dtype_name(v.dtype)) || strstr(name, written))) {
 			strbuf_addf(&sb, "%s%s", sb.len ? ", " : "", name);
 			file = import;
 		}

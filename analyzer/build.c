@@ -394,9 +394,10 @@ static void on_repeat_enter(void *ctx, const struct stmt *s, struct value count)
 	struct bld *b = ctx;
 	uint64_t n = 1;
 
-	(void)s;
 	if (count.kind != VAL_NUM || count.unknown || !num_to_u64(count.num, &n))
 		b->failed = true;	/* the checker reported it */
+	if (s->repeat.index)
+		n = 1;		/* walked once per pass (repeat_next): nothing multiplies */
 	bld_close_implicit(b);
 	if (b->frame) {
 		bld_rep_push(b, b->frame->mult, count);
@@ -418,6 +419,18 @@ static void on_repeat_leave(void *ctx, const struct stmt *s)
 	bld_repeat_leave(b, s);
 }
 
+/* The next pass of `repeat i in n`: inside a layer, more of the same
+ * layer; in the model body, the next layer of the pattern. */
+static void on_repeat_next(void *ctx, const struct stmt *s)
+{
+	struct bld *b = ctx;
+
+	(void)s;
+	bld_close_implicit(b);
+	if (!b->frame)
+		bld_repeat_next(b);
+}
+
 /* trains(p) in a layer body: the parameter of the innermost instance. */
 static int on_trains(void *ctx, const char *param)
 {
@@ -432,5 +445,6 @@ static int on_trains(void *ctx, const char *param)
 
 const struct walk_ops bld_ops = {
 	.tensor = on_tensor, .enter = on_enter, .leave = on_leave,
-	.repeat_enter = on_repeat_enter, .repeat_leave = on_repeat_leave, .trains = on_trains,
+	.repeat_enter = on_repeat_enter, .repeat_leave = on_repeat_leave, .repeat_next = on_repeat_next,
+	.trains = on_trains,
 };

@@ -103,6 +103,66 @@ void bld_repeat_leave(struct bld *b, const struct stmt *s)
 	b->block_repeat = 1;
 }
 
+/* A pass of `repeat i in n` that is the outermost model-level repeat is
+ * a block of its own (one layer of the pattern: its own checkpoint, FSDP
+ * and pipeline unit); merge_blocks() joins runs of equal passes again. */
+void bld_repeat_next(struct bld *b)
+{
+	if (b->model_repeats == 1 && b->nblocks)
+		open_block(b, 1, b->blocks[b->nblocks - 1].is_body);
+}
+
+static bool params_equal(const struct mem_param *x, const struct mem_param *y)
+{
+	return !strcmp(x->name, y->name) && x->origin == y->origin && x->numel == y->numel &&
+	       x->weight_bytes == y->weight_bytes && x->grad_bytes == y->grad_bytes &&
+	       x->master_bytes == y->master_bytes && x->state_bytes == y->state_bytes &&
+	       x->step_temp_bytes == y->step_temp_bytes && x->step_temp_grouped == y->step_temp_grouped &&
+	       x->gather_bytes == y->gather_bytes && x->gather_grad_bytes == y->gather_grad_bytes &&
+	       x->cast_bytes == y->cast_bytes && x->cast_saved == y->cast_saved &&
+	       x->trainable == y->trainable && x->replicated_dp == y->replicated_dp &&
+	       x->expert == y->expert && x->shard_group == y->shard_group;
+}
+
+static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
+{
+	if (strcmp(x->name, y->name) || x->origin != y->origin || x->nparams != y->nparams ||
+	    x->saves_bytes != y->saves_bytes || x->input_bytes != y->input_bytes ||
+	    x->temp_fwd_bytes != y->temp_fwd_bytes || x->temp_bwd_bytes != y->temp_bwd_bytes ||
+	    x->loss_region != y->loss_region)
+		return false;
+	for (size_t i = 0; i < x->nparams; i++)
+		if (!params_equal(&x->params[i], &y->params[i]))
+			return false;
+	return true;
+}
+
+static bool blocks_equal(const struct mem_block *x, const struct mem_block *y)
+{
+	if (!x->is_body || !y->is_body || x->nlayers != y->nlayers)
+		return false;
+	for (size_t i = 0; i < x->nlayers; i++)
+		if (!layer_equal(&x->layers[i], &y->layers[i]))
+			return false;
+	return true;
+}
+
+/* Runs of equal body blocks are one block repeated: 48 equal layers of a
+ * pattern are the block `repeat 48`, exactly what the flat form builds. */
+static void merge_blocks(struct bld *b, struct mem_job *j)
+{
+	struct mem_block *out = b->blocks;
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->nblocks; i++) {
+		if (n && blocks_equal(&out[n - 1], &out[i]) &&
+		    !__builtin_add_overflow(out[n - 1].repeat, out[i].repeat, &out[n - 1].repeat))
+			continue;
+		out[n++] = out[i];
+	}
+	j->nblocks = n;
+}
+
 /* ---- reading the train block ---- */
 
 static uint64_t bound_u64(struct bld *b, const char *name, uint64_t dflt)
@@ -425,6 +485,7 @@ static void drop_empty_blocks(struct bld *b, struct mem_job *j)
 			b->blocks[n++] = b->blocks[i];
 	j->blocks = b->blocks;
 	j->nblocks = n;
+	merge_blocks(b, j);
 }
 
 static void fill_report(struct bld *b, struct build *out)

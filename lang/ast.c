@@ -197,6 +197,8 @@ static void dump_stmts(FILE *out, const struct stmt *s, int depth)
 		case STMT_WARN: fprintf(out, "warn \"%s\"\n", s->warn.message); break;
 		case STMT_REPEAT:
 			fputs("repeat ", out);
+			if (s->repeat.index)
+				fprintf(out, "%s in ", s->repeat.index);
 			dump_expr(out, s->repeat.count);
 			fputs(" {\n", out);
 			dump_stmts(out, s->repeat.body, depth + 1);

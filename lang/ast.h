@@ -142,7 +142,8 @@ struct stmt {
 			struct attr *attrs;
 		} tensor;
 		struct { struct expr *call; } instance;	/* EXPR_CALL */
-		struct { struct expr *count; struct stmt *body; } repeat;
+		/* `repeat i in n { ... }` binds index (NULL for `repeat n`) */
+		struct { struct expr *count; struct stmt *body; const char *index; struct loc index_loc; } repeat;
 		struct { struct expr *cond; struct stmt *then_body, *else_body; } if_;
 		struct { const char *name; struct loc name_loc; struct expr *value; } let;
 		struct { const char *message; struct loc message_loc; } warn;	/* {name} interpolates */
@@ -176,6 +177,8 @@ struct file_ast {
 	uint32_t file;			/* source id */
 	struct decl *decls;
 	unsigned nerrors;		/* syntax errors reported while parsing it */
+	bool stdlib;			/* found in the stdlib: its names yield to the user's
+					   (scope.h); set by the checker before the scope */
 };
 
 extern const char *const ast_expr_kind_name[EXPR__COUNT];

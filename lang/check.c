@@ -187,7 +187,7 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 			check_range(ev, v, check_range_of(d->kind == DECL_GPU ? gpu_ranges : precision_ranges, f->name), what);
 	}
 	if (d->record.base) {
-		if (!scope_find_kind(ev->scope, d->record.base, d->kind)) {
+		if (!scope_find_kind_in(ev->scope, d->record.base, d->kind, d->record.base_loc.file)) {
 			struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, d->record.base_loc,
 						    "no %s named '%s' to derive from", ast_decl_keyword[d->kind],
 						    d->record.base);
@@ -248,6 +248,12 @@ struct check_result *check_program_decls(struct arena *a, struct interner *in, s
 {
 	struct check_result *r = ARENA_NEW(a, struct check_result);
 
+	/* the importer shows stdlib files as "<stdlib>/...": their names yield */
+	for (size_t i = 0; src && i < p->nfiles; i++) {
+		const struct src_file *f = src_get(src, p->files[i]->file);
+
+		p->files[i]->stdlib = f && f->display_name && !strncmp(f->display_name, "<stdlib>/", 9);
+	}
 	r->scope = scope_build(a, in, de, p);
 	r->ev = eval_new(a, in, de, r->scope);
 	r->ev->src = src;

@@ -24,6 +24,7 @@ struct src_table;
 /* A train block's settings after checking; the analyzer starts here. */
 struct check_job {
 	const struct decl *decl;
+	const struct field *block;	/* its keys, those of `train b : a` inherited included */
 	struct env *bindings;		/* batch, seq, tp, ... for eval_walk */
 	struct value model, cluster, precision, optimizer, finetune;
 	struct value *fields;		/* every key by name, see check_job_field */

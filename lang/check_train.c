@@ -156,9 +156,17 @@ static const struct field_spec *sub_specs(const char *name)
 	       overhead_fields;
 }
 
-/* `precision = fp32` names the precision, not the dtype of that name. */
-static struct value as_decl(struct eval *ev, struct value v, enum decl_kind kind)
+/* `precision = fp32` names the precision, not the dtype of that name; a
+ * dtype alias (`fp8` is fp8_e4m3) is matched by the name as written. */
+static struct value as_decl(struct eval *ev, const struct expr *e, struct value v, enum decl_kind kind)
 {
+	if (v.kind == VAL_DTYPE && e->kind == EXPR_NAME) {
+		const struct decl *d = scope_find_kind(ev->scope, e->name.name, kind);
+
+		if (d)
+			return eval_decl_value(ev, d, v.loc);
+		v.str = e->name.name;	/* for the message: `fp8`, not fp8_e4m3 */
+	}
 	if (v.kind == VAL_DTYPE) {
 		const struct decl *d = scope_find_kind(ev->scope, intern_cstr(ev->interner, dtype_name(v.dtype)), kind);
 
@@ -207,8 +215,10 @@ static bool check_enum(struct eval *ev, struct value v, const char *alts, const 
  * that compute or keep weights in it. */
 static void precision_is_dtype(struct eval *ev, struct value v, const char *what)
 {
+	/* v.str: the name as written, which may be an alias (`fp8` is fp8_e4m3) */
+	const char *written = v.str ? v.str : dtype_name(v.dtype);
 	struct diag *d = eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be a precision policy, but %s is "
-				    "a dtype", what, dtype_name(v.dtype));
+				    "a dtype", what, written);
 	struct strbuf sb;
 
 	strbuf_init(&sb);
@@ -234,7 +244,7 @@ static void precision_is_dtype(struct eval *ev, struct value v, const char *what
 
 	/* none in scope: the stdlib's, by name (the index reads no fields) */
 	for (size_t i = 0; eval_stdlib_at(ev, i, &name, &k, &import); i++)
-		if (k == DECL_PRECISION && strstr(name, dtype_name(v.dtype))) {
+		if (k == DECL_PRECISION && (strstr(name, dtype_name(v.dtype)) || strstr(name, written))) {
 			strbuf_addf(&sb, "%s%s", sb.len ? ", " : "", name);
 			file = import;
 		}
@@ -313,7 +323,7 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	struct value v = eval_expr(ev, NULL, f->value);
 
 	if (!strcmp(s->type, "model") || !strcmp(s->type, "optimizer") || !strcmp(s->type, "precision"))
-		v = as_decl(ev, v, !strcmp(s->type, "model") ? DECL_MODEL :
+		v = as_decl(ev, f->value, v, !strcmp(s->type, "model") ? DECL_MODEL :
 			    !strcmp(s->type, "optimizer") ? DECL_OPTIMIZER : DECL_PRECISION);
 	v.origin = f->loc;
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))
@@ -370,7 +380,7 @@ static bool positive_keys(struct eval *ev, struct check_job *j)
 /* The location of top-level key @key of @j's block (a sub-record too). */
 static struct loc key_loc(const struct check_job *j, const char *key)
 {
-	for (const struct field *f = j->decl->record.fields; f; f = f->next)
+	for (const struct field *f = j->block; f; f = f->next)
 		if (!strcmp(f->name, key))
 			return f->loc;
 	return NO_LOC;
@@ -770,6 +780,98 @@ static void walk_job(struct eval *ev, struct check_job *j)
 		check_model_names(ev, &m, j);
 }
 
+/* ---- `train b : a`: a base job and its variants ---- */
+
+static struct field *copy_field(struct arena *a, const struct field *f)
+{
+	struct field *c = ARENA_NEW(a, struct field);
+
+	*c = *f;
+	c->next = NULL;
+	return c;
+}
+
+/* @base's keys, then @own's: a key of @own replaces the base's, and a
+ * nested record (`parallel { }`) merges key by key. */
+static struct field *merge_fields(struct arena *a, const struct field *base, const struct field *own)
+{
+	struct field *head = NULL, **tail = &head;
+
+	for (const struct field *f = base; f; f = f->next, tail = &(*tail)->next)
+		*tail = copy_field(a, f);
+	for (const struct field *f = own; f; f = f->next) {
+		struct field *m = head;
+
+		while (m && strcmp(m->name, f->name))
+			m = m->next;
+		if (!m) {
+			*tail = copy_field(a, f);
+			tail = &(*tail)->next;
+		} else if (m->sub && f->sub) {
+			m->sub = merge_fields(a, m->sub, f->sub);
+		} else {
+			struct field *next = m->next;
+
+			*m = *f;
+			m->next = next;
+		}
+	}
+	return head;
+}
+
+/* The chain b, a, ... up to a block with no base; false (reported) if a
+ * base is unknown or the chain comes back to a block in it. */
+static bool base_chain(struct eval *ev, const struct decl *d, const struct decl **chain, unsigned *n,
+		       unsigned cap)
+{
+	for (*n = 0; d; d = d->record.base ? scope_find_kind_in(ev->scope, d->record.base, DECL_TRAIN,
+								 d->record.base_loc.file) : NULL) {
+		for (unsigned i = 0; i < *n; i++)
+			if (chain[i] == d) {
+				struct diag *g = eval_error(ev, DIAG_DEFINITION_CYCLE, chain[i]->record.base_loc,
+							    "train block '%s' derives from itself", chain[i]->name);
+
+				for (unsigned k = i + 1; k < *n; k++)
+					diag_note(g, chain[k]->record.base_loc, "'%s' derives from '%s'",
+						  chain[k]->name, chain[k]->record.base);
+				return false;
+			}
+		if (*n == cap) {
+			eval_error(ev, DIAG_DEFINITION_CYCLE, chain[0]->record.base_loc,
+				   "train block '%s' derives through more than %u blocks", chain[0]->name, cap);
+			return false;
+		}
+		chain[(*n)++] = d;
+		if (d->record.base && !scope_find_kind_in(ev->scope, d->record.base, DECL_TRAIN,
+							  d->record.base_loc.file)) {
+			struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, d->record.base_loc,
+						    "no train block named '%s' to derive from", d->record.base);
+
+			eval_note_undefined(ev, g, d->record.base, DECL_TRAIN);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The keys of @d, its bases' inherited; NULL with an error reported. */
+static const struct field *train_block(struct eval *ev, const struct decl *d, bool *ok)
+{
+	const struct decl *chain[64];
+	unsigned n = 0;
+	const struct field *f = NULL;
+
+	if (!d->record.base)
+		return d->record.fields;
+	if (!base_chain(ev, d, chain, &n, sizeof chain / sizeof chain[0])) {
+		*ok = false;
+		return NULL;
+	}
+	while (n-- > 0)
+		f = merge_fields(ev->arena, f, chain[n]->record.fields);
+	return f;
+}
+
 struct check_job *check_train(struct eval *ev, const struct decl *d)
 {
 	struct check_job *j = ARENA_NEW(ev->arena, struct check_job);
@@ -780,8 +882,9 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	for (const struct field *f = d->record.fields; f; f = f->next)
 		if (check_duplicate_field(ev, d->record.fields, f))
 			j->ok = false;
-		else
-			train_field(ev, j, f, "", train_fields);
+	j->block = j->ok ? train_block(ev, d, &j->ok) : NULL;
+	for (const struct field *f = j->block; f; f = f->next)
+		train_field(ev, j, f, "", train_fields);
 	char missing[256] = "";
 
 	for (const struct field_spec *s = train_fields; s->name; s++) {

@@ -94,7 +94,8 @@ struct arena *eval_use_arena(struct eval *ev, struct arena *a);
  * Walking a template body. The walker evaluates shapes and conditions and
  * calls back for every tensor with its evaluated dimensions, and around
  * every nested instance and repeat. Unknown conditions walk both
- * branches; unknown repeat counts walk the body once.
+ * branches; unknown repeat counts walk the body once, and so does a
+ * plain `repeat n` (it multiplies); `repeat i in n` walks it n times.
  */
 struct walk_tensor {
 	const struct stmt *stmt;	/* STMT_TENSOR */
@@ -109,6 +110,10 @@ struct walk_ops {
 	void (*leave)(void *ctx, const struct decl *layer);
 	void (*repeat_enter)(void *ctx, const struct stmt *s, struct value count);
 	void (*repeat_leave)(void *ctx, const struct stmt *s);
+	/* `repeat i in n` with a known n walks its body n times, between one
+	 * repeat_enter (count n) and one repeat_leave; this is called before
+	 * every pass but the first, so that each pass can be its own layer. */
+	void (*repeat_next)(void *ctx, const struct stmt *s);
 	/* `trains(p)`: 1 if parameter @param of the innermost layer trains (or
 	 * carries an adapter), 0 if it is frozen, -1 if unknown. NULL: unknown. */
 	int (*trains)(void *ctx, const char *param);

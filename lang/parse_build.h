@@ -46,6 +46,8 @@ struct type_build *parse_type_add(struct parse_ctx *pc, struct type_build *t, co
 struct stmt *parse_append_stmt(struct stmt *list, struct stmt *s);
 struct stmt *parse_instance(struct parse_ctx *pc, struct loc loc, struct expr *callee, struct arg *args);
 struct stmt *parse_repeat(struct parse_ctx *pc, struct loc loc, struct expr *count, struct stmt *body);
+struct stmt *parse_repeat_index(struct parse_ctx *pc, struct loc loc, const char *index, struct loc index_loc,
+				const char *in, struct loc in_loc, struct expr *count, struct stmt *body);
 struct stmt *parse_if(struct parse_ctx *pc, struct loc loc, struct expr *cond, struct stmt *then_body,
 		      struct stmt *else_part);
 struct stmt *parse_else_body(struct parse_ctx *pc, struct loc loc, struct stmt *body);

@@ -35,6 +35,22 @@ struct stmt *parse_repeat(struct parse_ctx *pc, struct loc loc, struct expr *cou
 	return s;
 }
 
+/* `repeat i in layers { ... }`: `in` is a word, not a keyword, so that
+ * no existing name stops working. */
+struct stmt *parse_repeat_index(struct parse_ctx *pc, struct loc loc, const char *index, struct loc index_loc,
+				const char *in, struct loc in_loc, struct expr *count, struct stmt *body)
+{
+	struct stmt *s = parse_repeat(pc, loc, count, body);
+
+	if (strcmp(in, "in") != 0)
+		diag_note(diag_error(pc->diag, DIAG_SYNTAX, in_loc,
+				     "unexpected name '%s' after 'repeat %s', expected 'in'", in, index),
+			  NO_LOC, "an indexed repeat is written 'repeat i in COUNT { ... }'");
+	s->repeat.index = index;
+	s->repeat.index_loc = index_loc;
+	return s;
+}
+
 struct stmt *parse_if(struct parse_ctx *pc, struct loc loc, struct expr *cond, struct stmt *then_body,
 		      struct stmt *else_part)
 {

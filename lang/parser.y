@@ -236,6 +236,8 @@ stmt
 	| NAME '(' opt_args ')'
 		{ $$ = parse_instance(pc, @$, ast_new_name(pc->arena, @1, $1), $3); }
 	| REPEAT expr body		{ $$ = parse_repeat(pc, @$, $2, $3); }
+	| REPEAT NAME NAME expr body
+		{ $$ = parse_repeat_index(pc, @$, $2, @2, $3, @3, $4, $5); }
 	| if_stmt
 	| LET NAME '=' expr		{ $$ = parse_stmt_let(pc, @$, $2, @2, $4); }
 	| WARN STRING			{ $$ = parse_warn(pc, @$, $2, @2); }

@@ -24,6 +24,10 @@ struct scope {
 	size_t n, cap;
 	const struct decl **index;	/* open addressing on the name pointer */
 	size_t nindex;
+	const struct decl **shadowed;	/* stdlib declarations a user file hides */
+	size_t nshadowed, capshadowed;
+	bool *stdlib_file;		/* by source id: the file is the stdlib's */
+	uint32_t nfile_ids;
 };
 
 static size_t slot_of(const struct scope *s, const char *name)
@@ -50,6 +54,35 @@ const struct decl *scope_find(const struct scope *s, const char *name)
 const struct decl *scope_find_kind(const struct scope *s, const char *name, enum decl_kind kind)
 {
 	const struct decl *d = scope_find(s, name);
+
+	return d && d->kind == kind ? d : NULL;
+}
+
+static bool is_stdlib_file(const struct scope *s, uint32_t file)
+{
+	return file < s->nfile_ids && s->stdlib_file[file];
+}
+
+/* Few names are ever shadowed: a scan is enough. */
+static const struct decl *shadowed_named(const struct scope *s, const char *name)
+{
+	for (size_t i = 0; i < s->nshadowed; i++)
+		if (s->shadowed[i]->name == name)
+			return s->shadowed[i];
+	return NULL;
+}
+
+const struct decl *scope_find_in(const struct scope *s, const char *name, uint32_t file)
+{
+	const struct decl *d = s->nshadowed && is_stdlib_file(s, file) ? shadowed_named(s, name) : NULL;
+
+	return d ? d : scope_find(s, name);
+}
+
+const struct decl *scope_find_kind_in(const struct scope *s, const char *name, enum decl_kind kind,
+				      uint32_t file)
+{
+	const struct decl *d = scope_find_in(s, name, file);
 
 	return d && d->kind == kind ? d : NULL;
 }
@@ -130,11 +163,54 @@ static void insert(struct arena *a, struct scope *s, const struct decl *d)
 	s->index[j] = d;
 }
 
+/* -Wshadow-import at the user's declaration; @std stays for the stdlib's
+ * own files (scope_find_in). */
+static void note_shadow(struct arena *a, struct diag_engine *de, struct scope *s, const struct decl *user,
+			const struct decl *std)
+{
+	struct diag *g = diag_warn(de, DIAG_SHADOW_IMPORT, user->name_loc,
+				   "%s '%s' shadows the stdlib's %s '%s'", ast_decl_keyword[user->kind],
+				   user->name, ast_decl_keyword[std->kind], std->name);
+
+	diag_note(g, std->name_loc, "the stdlib's '%s' is declared here; the stdlib's own files still use it",
+		  std->name);
+	ARENA_GROW(a, s->shadowed, s->nshadowed, s->capshadowed);
+	s->shadowed[s->nshadowed++] = std;
+}
+
+/* A user file's declaration against a stdlib one of the same name: the
+ * user's wins, whichever was loaded first. False: a real duplicate. */
+static bool try_shadow(struct arena *a, struct diag_engine *de, struct scope *s, const struct decl *d,
+		       const struct decl *prev)
+{
+	bool d_std = is_stdlib_file(s, d->name_loc.file), prev_std = is_stdlib_file(s, prev->name_loc.file);
+
+	if (d_std == prev_std || shadowed_named(s, d->name))
+		return false;
+	if (d_std) {	/* the user's declaration came first: it stays */
+		note_shadow(a, de, s, prev, d);
+		return true;
+	}
+	note_shadow(a, de, s, d, prev);
+	for (size_t i = 0; i < s->nindex; i++)
+		if (s->index[i] == prev)
+			s->index[i] = d;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->decls[i] == prev) {	/* the user's moves to the end: declaration order */
+			memmove(&s->decls[i], &s->decls[i + 1], (s->n - i - 1) * sizeof *s->decls);
+			s->decls[s->n - 1] = d;
+			break;
+		}
+	return true;
+}
+
 static void add_decl(struct arena *a, struct diag_engine *de, struct scope *s, const struct decl *d)
 {
 	const struct decl *prev = scope_find(s, d->name);
 	const char *why = clash_reason(d);
 
+	if (prev && !why && try_shadow(a, de, s, d, prev))
+		return;
 	if (prev) {
 		struct diag *g = diag_error(de, DIAG_DUPLICATE_DEFINITION, d->name_loc,
 					    "'%s' is already defined", d->name);
@@ -156,6 +232,12 @@ struct scope *scope_build(struct arena *a, struct interner *in, struct diag_engi
 	struct scope *s = ARENA_NEW(a, struct scope);
 
 	(void)in;
+	for (size_t i = 0; i < p->nfiles; i++)
+		if (p->files[i]->file >= s->nfile_ids)
+			s->nfile_ids = p->files[i]->file + 1;
+	s->stdlib_file = ARENA_NEW_ARRAY(a, bool, s->nfile_ids ? s->nfile_ids : 1);
+	for (size_t i = 0; i < p->nfiles; i++)
+		s->stdlib_file[p->files[i]->file] = p->files[i]->stdlib;
 	for (size_t i = 0; i < p->nfiles; i++)
 		for (const struct decl *d = p->files[i]->decls; d; d = d->next)
 			if (d->kind != DECL_IMPORT && d->name)

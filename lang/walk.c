@@ -141,7 +141,7 @@ struct value eval_name(struct eval *ev, struct env *env, const struct expr *e)
 	 * name, and a train block resolves it by kind (check_train.c). */
 	if ((dt = dtype_find(n)))
 		return (struct value){ .kind = VAL_DTYPE, .dtype = dt, .loc = e->loc, .origin = e->loc };
-	if ((d = scope_find(ev->scope, n)))
+	if ((d = scope_find_in(ev->scope, n, e->loc.file)))
 		return eval_decl_value(ev, d, e->loc);
 	if (unit_lookup(n, &u))
 		return (struct value){ .kind = VAL_NUM, .num = u.factor, .dim = u.dim, .loc = e->loc,
@@ -351,7 +351,8 @@ const struct field *eval_record_field(const struct scope *scope, const struct de
 {
 	unsigned guard = 0;	/* `gpu A : B` and `gpu B : A` must not loop */
 
-	for (; d && guard++ < 64; d = d->record.base ? scope_find_kind(scope, d->record.base, d->kind) : NULL)
+	for (; d && guard++ < 64;
+	     d = d->record.base ? scope_find_kind_in(scope, d->record.base, d->kind, d->record.base_loc.file) : NULL)
 		for (const struct field *f = d->record.fields; f; f = f->next)
 			if (!strcmp(f->name, name) && f->value)
 				return f;
@@ -359,6 +360,26 @@ const struct field *eval_record_field(const struct scope *scope, const struct de
 }
 
 /* ---- calls ---- */
+
+/* mod(a, b) = a - b * floor(a / b): the layer pattern's "every k-th". */
+static struct value builtin_mod(struct eval *ev, const struct expr *e, struct value a, struct value b)
+{
+	struct num q, r;
+
+	if (num_is_zero(b.num)) {
+		eval_error(ev, DIAG_DIVISION_BY_ZERO, e->loc, "'mod' by zero");
+		return val_error(e->loc);
+	}
+	if (num_div(a.num, b.num, &q) != NUM_OK || num_mul(num_floor(q), b.num, &q) != NUM_OK ||
+	    num_sub(a.num, q, &r) != NUM_OK) {
+		eval_error(ev, DIAG_OVERFLOW, e->loc, "'mod' would overflow");
+		return val_error(e->loc);
+	}
+	a.num = r;
+	a.loc = a.origin = e->loc;
+	a.label = NULL;
+	return a;
+}
 
 static struct value builtin_call(struct eval *ev, struct env *env, const struct expr *e, const char *f)
 {
@@ -372,6 +393,7 @@ static struct value builtin_call(struct eval *ev, struct env *env, const struct 
 		a[n++] = eval_expr(ev, env, x->value);
 	ev->in_shape = in_shape;
 	bool unary = !strcmp(f, "ceil") || !strcmp(f, "floor");
+	bool mod = !strcmp(f, "mod");
 
 	if (n != (unary ? 1u : 2u) || (e->call.args && e->call.args->next && e->call.args->next->next)) {
 		eval_error(ev, DIAG_BAD_ARGUMENT, e->loc, "'%s' takes %s", f, unary ? "one argument" : "two arguments");
@@ -394,7 +416,44 @@ static struct value builtin_call(struct eval *ev, struct env *env, const struct 
 		return val_error(e->loc);
 	}
 	v.unknown = a[0].unknown || a[1].unknown;
+	if (mod)
+		return v.unknown ? v : builtin_mod(ev, e, a[0], a[1]);
 	v.num = !strcmp(f, "min") ? num_min(a[0].num, a[1].num) : num_max(a[0].num, a[1].num);
+	return v;
+}
+
+/* at(list, i): item i (from 0), a layer pattern's list of kinds. While i
+ * is unknown (a template checked alone) it is item 0, unknown, so that a
+ * comparison with it is unknown and both branches of an `if` are checked. */
+static struct value at_call(struct eval *ev, struct env *env, const struct expr *e)
+{
+	const struct arg *a = e->call.args;
+
+	if (!a || !a->next || a->next->next || a->name || a->next->name) {
+		eval_error(ev, DIAG_BAD_ARGUMENT, e->loc, "'at' takes a list and an index: at(kinds, i)");
+		return val_error(e->loc);
+	}
+	struct value l = eval_expr(ev, env, a->value), i = eval_expr(ev, env, a->next->value);
+	uint64_t k = 0;
+
+	/* a `list` parameter checked alone is bound to its type's name */
+	if (l.kind == VAL_SYMBOL && !strcmp(l.str, "list") && i.kind != VAL_ERROR)
+		return (struct value){ .kind = VAL_SYMBOL, .unknown = true, .str = l.str, .loc = e->loc,
+				       .origin = e->loc };
+	if (l.kind == VAL_ERROR || i.kind == VAL_ERROR || !eval_is_type(ev, l, "list", "the list of 'at'", e->loc) ||
+	    !eval_is_type(ev, i, "count", "the index of 'at'", e->loc))
+		return val_error(e->loc);
+	if (!i.unknown && (!num_to_u64(i.num, &k) || k >= l.nitems)) {
+		eval_error(ev, DIAG_OUT_OF_RANGE, i.loc, "index %s is past the end of a list of %u item%s",
+			   num_format(i.num, (char[32]){ 0 }, 32, 0), l.nitems, l.nitems == 1 ? "" : "s");
+		return val_error(e->loc);
+	}
+	if (!l.nitems)
+		return val_error(e->loc);	/* only an unknown index gets here */
+	struct value v = l.items[k];
+
+	v.unknown = v.unknown || i.unknown;
+	v.loc = e->loc;
 	return v;
 }
 
@@ -447,7 +506,7 @@ struct value eval_call(struct eval *ev, struct env *env, const struct expr *e)
 		return val_error(e->loc);
 	}
 	const char *f = c->name.name;
-	const struct decl *d = scope_find(ev->scope, f);
+	const struct decl *d = scope_find_in(ev->scope, f, c->loc.file);
 
 	if (d && (d->kind == DECL_LAYER || d->kind == DECL_MODEL || d->kind == DECL_OPTIMIZER)) {
 		if (d->templ.alias) {
@@ -456,10 +515,13 @@ struct value eval_call(struct eval *ev, struct env *env, const struct expr *e)
 		}
 		return eval_instantiate(ev, env, d, e->call.args, e->loc);
 	}
-	if (!strcmp(f, "ceil") || !strcmp(f, "floor") || !strcmp(f, "min") || !strcmp(f, "max"))
+	if (!strcmp(f, "ceil") || !strcmp(f, "floor") || !strcmp(f, "min") || !strcmp(f, "max") ||
+	    !strcmp(f, "mod"))
 		return builtin_call(ev, env, e, f);
 	if (!strcmp(f, "trains"))
 		return trains_call(ev, e);
+	if (!strcmp(f, "at"))
+		return at_call(ev, env, e);
 	return record_call(ev, env, e, f);
 }
 
@@ -677,7 +739,8 @@ static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env
 			  void *ctx, struct env *job)
 {
 	const struct expr *callee = s->instance.call->call.callee;
-	const struct decl *d = callee->kind == EXPR_NAME ? scope_find(ev->scope, callee->name.name) : NULL;
+	const struct decl *d = callee->kind == EXPR_NAME ?
+		scope_find_in(ev->scope, callee->name.name, callee->loc.file) : NULL;
 
 	if (callee->kind == EXPR_NAME && (!d || d->kind != DECL_LAYER)) {
 		struct diag *g = eval_error(ev, DIAG_UNDEFINED_NAME, callee->loc, "no layer named '%s'",
@@ -722,11 +785,52 @@ static void walk_instance(struct eval *ev, const struct stmt *s, struct env *env
 		ops->leave(ctx, inst.decl);
 }
 
+/* Count one statement (or pass) against EVAL_MAX_STEPS; false past it. */
+static bool walk_step(struct eval *ev, const struct stmt *s)
+{
+	ev->total_steps++;
+	if (++ev->steps <= EVAL_MAX_STEPS)
+		return true;
+	if (!ev->steps_reported)
+		eval_error(ev, DIAG_INSTANTIATION_LIMIT, s->loc,
+			   "more than %d statements to walk: layers use each other too many times",
+			   EVAL_MAX_STEPS);
+	ev->steps_reported = true;
+	return false;
+}
+
+/* The body's frame; `repeat i in n` binds i (unknown while n is). */
+static struct env *repeat_frame(struct eval *ev, const struct stmt *s, struct env *env, const struct value *n,
+				uint64_t i)
+{
+	struct env *e = env_new(ev, env);
+	struct value v = val_count(i, s->repeat.index_loc);
+
+	if (!s->repeat.index)
+		return e;
+	v.unknown = n->unknown;
+	v.origin = s->repeat.index_loc;
+	v.label = s->repeat.index;
+	env_bind(e, s->repeat.index, v);
+	return e;
+}
+
+/* `repeat i in n`: one pass per layer, each with its own i. */
+static void walk_passes(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
+			void *ctx, struct env *job, const struct value *n, uint64_t u)
+{
+	for (uint64_t i = 0; i < u && walk_step(ev, s); i++) {
+		if (i && ops->repeat_next)
+			ops->repeat_next(ctx, s);
+		walk_body(ev, s->repeat.body, repeat_frame(ev, s, env, n, i), ops, ctx, job);
+	}
+}
+
 static void walk_repeat(struct eval *ev, const struct stmt *s, struct env *env, const struct walk_ops *ops,
 			void *ctx, struct env *job)
 {
 	struct value n = eval_expr(ev, env, s->repeat.count);
-	uint64_t u;
+	uint64_t u = 0;
 
 	if (n.kind == VAL_ERROR)
 		return;
@@ -736,7 +840,10 @@ static void walk_repeat(struct eval *ev, const struct stmt *s, struct env *env, 
 		return;
 	if (ops->repeat_enter)
 		ops->repeat_enter(ctx, s, n);
-	walk_body(ev, s->repeat.body, env_new(ev, env), ops, ctx, job);
+	if (s->repeat.index && !n.unknown)
+		walk_passes(ev, s, env, ops, ctx, job, &n, u);
+	else
+		walk_body(ev, s->repeat.body, repeat_frame(ev, s, env, &n, 0), ops, ctx, job);
 	if (ops->repeat_leave)
 		ops->repeat_leave(ctx, s);
 }
@@ -823,15 +930,8 @@ static void walk_body(struct eval *ev, const struct stmt *s, struct env *env, co
 		      void *ctx, struct env *job)
 {
 	for (; s; s = s->next) {
-		ev->total_steps++;
-		if (++ev->steps > EVAL_MAX_STEPS) {
-			if (!ev->steps_reported)
-				eval_error(ev, DIAG_INSTANTIATION_LIMIT, s->loc,
-					   "more than %d statements to walk: layers use each other too many times",
-					   EVAL_MAX_STEPS);
-			ev->steps_reported = true;
+		if (!walk_step(ev, s))
 			return;
-		}
 		switch (s->kind) {
 		case STMT_TENSOR: walk_tensor(ev, s, env, ops, ctx); break;
 		case STMT_INSTANCE: walk_instance(ev, s, env, ops, ctx, job); break;

@@ -3,6 +3,7 @@
  * test_build.c - the builder and the fit search on small programs: an
  * overflow is an error at its largest factor, a quiet build says nothing,
  * cluster and degree limits, nested repeats deeper than any fixed stack,
+ * layer patterns (one unit per layer, equal runs joined),
  * and the property that every fix -Wcapacity prints checks clean and fits
  * once it is written into the file.
  */
@@ -121,6 +122,48 @@ static void nested_repeats_past_any_fixed_stack(void **state)
 
 	assert_true(build_job(fx->r->ev, &fx->arena, cj, &none, false, &b));
 	assert_int_equal(b.rep.params_total, (UINT64_C(1) << 41) - 1);
+}
+
+/* `repeat i in n`: each layer is its own body unit; runs of equal layers
+ * are one block. 7 layers, layer 2 and 5 wide: 2 narrow, 1 wide, 2 narrow,
+ * 1 wide, 1 narrow, all body, 7 units (a nested repeat would make 1 unit
+ * per group). Counts are exact sums over the layers. */
+static void layer_pattern_blocks(void **state)
+{
+	struct fixture *fx = *state;
+	const struct check_job *cj = check(fx, job(fx, "layer a { param w : [3] }\nlayer b { param w : [5] }",
+						   "repeat i in 7 { if mod(i, 3) == 2 { b() } else { a() } }", ""));
+	struct build_override none = { .zero = -1 };
+	struct build bl;
+	static const uint64_t reps[] = { 2, 1, 2, 1, 1 };
+	uint64_t units = 0;
+
+	assert_true(build_job(fx->r->ev, &fx->arena, cj, &none, false, &bl));
+	assert_int_equal(bl.job.nblocks, 5);
+	for (size_t i = 0; i < bl.job.nblocks; i++) {
+		assert_true(bl.job.blocks[i].is_body);
+		assert_int_equal(bl.job.blocks[i].repeat, reps[i]);
+		assert_int_equal(bl.job.blocks[i].layers[0].params[0].numel, i % 2 ? 5 : 3);
+		units += bl.job.blocks[i].repeat;
+	}
+	assert_int_equal(units, 7);
+	assert_int_equal(bl.rep.params_total, 5 * 3 + 2 * 5);
+}
+
+/* The same layers every pass: one block, as `repeat 6 { a() }` builds. */
+static void equal_pattern_layers_are_one_block(void **state)
+{
+	struct fixture *fx = *state;
+	const struct check_job *cj = check(fx, job(fx, "layer a(n: count) { param w : [3] }",
+						   "repeat i in 6 { a(i) }", ""));
+	struct build_override none = { .zero = -1 };
+	struct build bl;
+
+	assert_true(build_job(fx->r->ev, &fx->arena, cj, &none, false, &bl));
+	assert_int_equal(bl.job.nblocks, 1);
+	assert_true(bl.job.blocks[0].is_body);
+	assert_int_equal(bl.job.blocks[0].repeat, 6);
+	assert_int_equal(bl.rep.params_total, 18);
 }
 
 /* ---- every printed fix applies ---- */
@@ -249,6 +292,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(quiet_build_fails_without_a_word, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(cluster_past_the_limit, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(nested_repeats_past_any_fixed_stack, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(layer_pattern_blocks, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(equal_pattern_layers_are_one_block, fx_setup, fx_teardown),
 		cmocka_unit_test(every_printed_fix_checks_clean_and_fits),
 	};
 

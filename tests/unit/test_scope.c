@@ -3,7 +3,8 @@
  * test_scope.c - the global name table: one namespace across files,
  * duplicates reported at the second declaration with a note at the first,
  * names that clash with units, dtypes and train-bound names, the
- * `precision fp32` exception, lookups by kind, declaration order and
+ * `precision fp32` exception, user names shadowing the stdlib's, lookups
+ * by kind, declaration order and
  * did-you-mean suggestions. Diagnostics are kept, never printed.
  */
 #include "lang/import.h"
@@ -110,6 +111,46 @@ static void many_names_across_files(void **state)
 	/* files in program order, then source order */
 	assert_string_equal(scope_at(s, 300)->name, "from_lib");
 	assert_ptr_equal(scope_find(s, I(fx, "from_lib")), scope_at(s, 300));
+}
+
+/* A user file's name shadows the stdlib's, whichever loads first: user
+ * files see theirs, stdlib files keep the stdlib's. Two user files (or
+ * two stdlib files) still clash. The warning is off by default. */
+static void user_names_shadow_the_stdlib(void **state)
+{
+	struct fixture *fx = *state;
+
+	add_file(fx, "std.mem", "layer moe { }\nlayer norm { }\n");
+	add_file(fx, "root.mem", "train moe { }\n");
+	add_file(fx, "std2.mem", "layer other { }\nlayer moe2 { }\n");
+	add_file(fx, "lib.mem", "let other = 1\n");
+	fx->files[0]->stdlib = fx->files[2]->stdlib = true;
+	struct scope *s = build(fx);
+
+	assert_null(diag_first(fx->de));
+	assert_int_equal(scope_find(s, I(fx, "moe"))->kind, DECL_TRAIN);
+	assert_int_equal(scope_find_in(s, I(fx, "moe"), fx->src[1]->id)->kind, DECL_TRAIN);
+	assert_int_equal(scope_find_in(s, I(fx, "moe"), fx->src[0]->id)->kind, DECL_LAYER);
+	assert_ptr_equal(scope_find_kind_in(s, I(fx, "moe"), DECL_LAYER, fx->src[2]->id),
+			 scope_find_in(s, I(fx, "moe"), fx->src[0]->id));
+	/* the stdlib's `other` came first; the user's let still wins */
+	assert_int_equal(scope_find(s, I(fx, "other"))->kind, DECL_LET);
+	assert_int_equal(scope_find_in(s, I(fx, "other"), fx->src[2]->id)->kind, DECL_LAYER);
+	assert_int_equal(scope_find_in(s, I(fx, "norm"), fx->src[2]->id)->kind, DECL_LAYER);
+	/* the table lists each name once: moe, norm, moe2, other */
+	assert_int_equal(scope_count(s), 4);
+}
+
+static void two_user_files_still_clash(void **state)
+{
+	struct fixture *fx = *state;
+
+	add_file(fx, "std.mem", "layer moe { }\n");
+	add_file(fx, "a.mem", "train moe { }\n");
+	add_file(fx, "b.mem", "let moe = 1\n");
+	fx->files[0]->stdlib = true;
+	build(fx);
+	fx_only_diag(fx, "duplicate-definition");
 }
 
 static void duplicate_definition(void **state)
@@ -252,6 +293,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(finds_every_kind, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(many_names_across_files, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(duplicate_definition, setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(user_names_shadow_the_stdlib, setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(two_user_files_still_clash, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(duplicate_reported_per_extra_definition, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(name_clash, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(precision_may_share_a_dtype_name, setup, fx_teardown),

@@ -31,6 +31,7 @@ struct frame {
 	struct pending *pending;
 	size_t npending, cappending;
 	uint64_t temp_fwd, temp_bwd;	/* this instance's own transients */
+	uint64_t dora_temp;		/* the largest DoRA weight-norm transient in temp_fwd */
 	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */
 	uint64_t input;
 	bool loss;
@@ -72,6 +73,14 @@ struct bld {
 	double lora_dropout;
 	const struct dtype *lora_dtype, *quant;
 	struct value targets, freeze;
+	struct value modules_to_save;	/* PEFT: trainable copies beside the frozen originals */
+	bool all_linear;		/* targets = all_linear */
+	bool dora;			/* use_dora: magnitude vector, two more saved outputs */
+	bool prepare_kbit;		/* prepare_model_for_kbit_training: 16-bit params to fp32 */
+	uint64_t adapters;		/* loaded adapters; one trains */
+	const struct dtype *quant_compute;	/* bnb_4bit_compute_dtype; NULL: the compute dtype */
+	uint64_t largest_quantised;	/* numel of the largest quantised weight (loading) */
+	uint64_t largest_cast;		/* bytes of the largest prepare_kbit fp32 cast source */
 	/* optimizer */
 	struct value optimizer;
 	struct opt_memo *memo;

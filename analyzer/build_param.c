@@ -144,7 +144,8 @@ static void train_bytes(struct bld *b, struct mem_param *p, uint64_t base, uint6
 	p->step_temp_grouped = m->grouped;
 }
 
-static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t cols, uint64_t mult)
+static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t cols, uint64_t mult,
+		    uint64_t rank)
 {
 	struct mem_param *p = new_param(b);
 	const struct dtype *dt = b->lora_dtype;
@@ -154,21 +155,75 @@ static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t col
 	bld_mul(b, rows, cols, &numel, "the size of a LoRA adapter");
 	bld_mul(b, numel, mult, &p->numel, "the size of a LoRA adapter");
 	p->weight_bytes = bld_bytes_x(b, dt, numel, mult);
-	train_bytes(b, p, numel, mult, dt, rows, cols, 2);
+	train_bytes(b, p, numel, mult, dt, rows, cols, rank);
 	p->master_bytes = 0;	/* adapters are kept in their own dtype */
 	bld_mul(b, p->numel, b->block_repeat, &all, "the trainable parameter count");
 	bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 }
 
+/* Adapters loaded beside the active one (PeftModel.load_adapter): their
+ * A and B stay resident, frozen (set_adapter clears requires_grad). */
+static void idle_adapters(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult)
+{
+	struct mem_param *p;
+	uint64_t numel = 0, n = 0;
+
+	if (b->adapters < 2)
+		return;
+	bld_add(b, &numel, d_in, "the size of a LoRA adapter");
+	bld_add(b, &numel, d_out, "the size of a LoRA adapter");
+	bld_mul(b, numel, b->lora_r, &numel, "the size of a LoRA adapter");
+	bld_mul(b, numel, b->adapters - 1, &n, "the size of a LoRA adapter");
+	p = new_param(b);
+	p->name = name;
+	bld_mul(b, n, mult, &p->numel, "the size of a LoRA adapter");
+	p->weight_bytes = bld_bytes_x(b, b->lora_dtype, n, mult);
+}
+
+/* DoRA (peft/tuners/lora/dora.py DoraLinearLayer.forward): a trainable
+ * magnitude [d_out]; the two products with mag_norm_scale save
+ * lora_B(lora_A(x)) and the recomputed F.linear(x, W) (2 x tokens x d_out),
+ * and F.linear saves W itself, a dequantised copy when the base is 4-bit.
+ * Forward builds x_eye [d_in, d_in], lora_weight, scaling * lora_weight
+ * and W + that (each [d_in, d_out]) for the detached weight norm: a
+ * transient of the layer's largest DoRA Linear, not a sum (they run in
+ * turn). */
+static void add_dora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult,
+		     bool quantised)
+{
+	const char *what = "the saved activations of a DoRA adapter";
+	struct frame *f = bld_frame(b);
+	uint64_t n = 0, w = 0, t = 0;
+
+	adapter(b, name, 1, d_out, mult, 1);
+	b->tokens_in_play = true;
+	bld_mul(b, b->tokens, d_out, &n, what);
+	bld_mul(b, n, 2, &n, what);
+	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
+	b->tokens_in_play = false;
+	bld_mul(b, d_in, d_out, &w, what);
+	if (quantised)
+		bld_add_saves(b, bld_bytes_x(b, b->quant_compute ? b->quant_compute : b->act, w, mult), false);
+	bld_mul(b, w, 3, &t, what);
+	bld_mul(b, d_in, d_in, &n, what);
+	bld_add(b, &t, n, what);
+	t = bld_bytes(b, b->act, t);
+	if (t > f->dora_temp) {
+		bld_add_act(b, &f->temp_fwd, t - f->dora_temp, "the transient bytes of a layer");
+		f->dora_temp = t;
+	}
+}
+
 /* LoRA on a Linear [d_in, d_out]: A [d_in, r], B [r, d_out], trainable;
  * it saves A's output (and, with dropout, its own dropped input). */
-static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult)
+static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult,
+		     bool quantised)
 {
 	uint64_t r = b->lora_r, n = 0, in = 0;
 	const char *what = "the saved activations of a LoRA adapter";
 
-	adapter(b, name, d_in, r, mult);
-	adapter(b, name, r, d_out, mult);
+	adapter(b, name, d_in, r, mult, 2);
+	adapter(b, name, r, d_out, mult, 2);
 	b->tokens_in_play = true;
 	bld_mul(b, b->tokens, r, &n, what);
 	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
@@ -180,6 +235,9 @@ static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 		bld_add_saves(b, n, false);
 	}
 	b->tokens_in_play = false;
+	if (b->dora)
+		add_dora(b, name, d_in, d_out, mult, quantised);
+	idle_adapters(b, name, d_in, d_out, mult);
 }
 
 static bool has_attr(const struct walk_tensor *t, const char *name)
@@ -190,19 +248,44 @@ static bool has_attr(const struct walk_tensor *t, const char *name)
 	return false;
 }
 
+/* PEFT modules_to_save (peft/utils/other.py ModulesToSaveWrapper): the
+ * original module stays, frozen, beside a deepcopy that trains. */
+static bool saved_module(struct bld *b, const struct walk_tensor *t, const struct frame *f)
+{
+	return (b->lora || b->qlora) && in_list(&b->modules_to_save, t->stmt, f->decl->name);
+}
+
+/* prepare_model_for_kbit_training casts every fp16/bf16 parameter that
+ * bitsandbytes did not pack to fp32 (peft/utils/other.py). */
+static const struct dtype *kbit_dtype(struct bld *b, const struct dtype *dt, uint64_t base)
+{
+	if (!b->prepare_kbit || dt->kind != DTYPE_FLOAT || dt->bits != 16 || dt->block)
+		return dt;
+	uint64_t bytes = bld_bytes(b, dt, base);
+
+	if (bytes > b->largest_cast)
+		b->largest_cast = bytes;
+	return dtype_find("fp32");
+}
+
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
 {
 	const char *name = t->stmt->tensor.name;
 	struct frame *f = bld_frame(b);
-	bool frozen = b->lora || b->qlora || in_list(&b->freeze, t->stmt, f->decl->name);
-	bool adapted = (b->lora || b->qlora) && linear && in_list(&b->targets, t->stmt, NULL);
-	bool quantised = b->qlora && linear && !dt;
+	bool saved = saved_module(b, t, f);
+	bool frozen = !saved && (b->lora || b->qlora || in_list(&b->freeze, t->stmt, f->decl->name));
+	bool adapted = (b->lora || b->qlora) && linear && !saved &&
+		       (b->all_linear || in_list(&b->targets, t->stmt, NULL));
+	bool quantised = b->qlora && linear && !dt && !saved;
 	struct mem_param *p = new_param(b);
-
 	uint64_t all = 0;
 
 	dt = dt ? dt : b->weights;
+	if (!quantised)
+		dt = kbit_dtype(b, dt, base);
+	else if (base > b->largest_quantised)
+		b->largest_quantised = base;
 	p->name = name;
 	p->origin = t->stmt;
 	/* an expert's states shard over the expert data parallel group (memory.c) */
@@ -210,6 +293,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	b->experts |= p->expert;
 	bld_mul(b, base, mult, &p->numel, "the size of this tensor");
 	p->weight_bytes = bld_bytes_x(b, quantised ? b->quant : dt, base, mult);
+	if (saved)
+		bld_mul(b, p->weight_bytes, 2, &p->weight_bytes, "the size of this tensor");
 	bld_mul(b, p->numel, b->block_repeat, &all, "the parameter count");
 	bld_add(b, &b->params_total, all, "the parameter count");
 	if (!frozen) {
@@ -217,7 +302,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 	}
 	if (quantised)		/* MatMul4Bit dequantises the whole weight per call */
-		p->cast_bytes = bld_bytes(b, b->act, base);
+		p->cast_bytes = bld_bytes(b, b->quant_compute ? b->quant_compute : b->act, base);
 	else if (linear && b->cast_cache) {
 		p->cast_bytes = bld_bytes_x(b, b->cast_cache, base, mult);
 		p->cast_saved = true;
@@ -228,10 +313,12 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));
 	if (adapted) {
 		bool expert = p->expert;
+		size_t first = b->nparams;
 
-		add_lora(b, name, d_in, d_out, mult);
+		add_lora(b, name, d_in, d_out, mult, quantised);
 		/* the adapters of an expert live with it on its EP rank */
-		b->params[b->nparams - 1].expert = b->params[b->nparams - 2].expert = expert;
+		for (size_t i = first; i < b->nparams; i++)
+			b->params[i].expert = expert;
 	}
 }
 
@@ -299,5 +386,18 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 		b->quant_saves_input = v.b;
 	if (!ft_arg(b, &ft, "targets", &b->targets))
 		b->targets = (struct value){ .kind = VAL_LIST };
+	b->all_linear = b->targets.kind == VAL_SYMBOL || b->targets.kind == VAL_STRING;	/* all_linear */
+	if (!ft_arg(b, &ft, "modules_to_save", &b->modules_to_save))
+		b->modules_to_save = (struct value){ .kind = VAL_LIST };
+	b->adapters = 1;
+	if (ft_arg(b, &ft, "adapters", &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &b->adapters);
+	b->dora = ft_arg(b, &ft, "use_dora", &v) && v.kind == VAL_BOOL && v.b;
+	b->prepare_kbit = ft_arg(b, &ft, "prepare_kbit", &v) && v.kind == VAL_BOOL && v.b;
+	if (ft_arg(b, &ft, "compute_dtype", &v) && v.kind == VAL_DTYPE)
+		b->quant_compute = v.dtype;
+	/* bnb_4bit_use_double_quant picks the absmax layout (docs/language.md) */
+	if (!ft_arg(b, &ft, "quant", &v) && ft_arg(b, &ft, "double_quant", &v) && v.kind == VAL_BOOL)
+		b->quant = dtype_find(v.b ? "nf4_dq" : "nf4");
 	return true;
 }

@@ -468,14 +468,19 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 	return ok & parallel_ok(ev, j);
 }
 
-/* The arguments lora() and qlora() take; an unknown one would be ignored. */
+/* The arguments lora() and qlora() take; an unknown one would be ignored.
+ * PEFT LoraConfig / BitsAndBytesConfig spellings: docs/language.md §3.7. */
 static const struct field_spec lora_args[] = {
 	{ "r", "count", false }, { "alpha", "number", false }, { "targets", "list", false },
-	{ "dropout", "number", false }, { "dtype", "dtype", false }, { "quant", "dtype", false },
-	{ "save_input", "bool", false }, { NULL, NULL, false },
+	{ "dropout", "number", false }, { "dtype", "dtype", false }, { "modules_to_save", "list", false },
+	{ "use_dora", "bool", false }, { "use_rslora", "bool", false }, { "adapters", "count", false },
+	{ "quant", "dtype", false }, { "save_input", "bool", false }, { "quant_storage", "dtype", false },
+	{ "double_quant", "bool", false }, { "compute_dtype", "dtype", false },
+	{ "prepare_kbit", "bool", false }, { NULL, NULL, false },
 };
 static const struct range_spec lora_ranges[] = {
-	{ "r", RANGE_AT_LEAST_1 }, { "alpha", RANGE_POSITIVE }, { "dropout", RANGE_FRACTION }, { NULL, RANGE_ANY },
+	{ "r", RANGE_AT_LEAST_1 }, { "alpha", RANGE_POSITIVE }, { "dropout", RANGE_FRACTION },
+	{ "adapters", RANGE_AT_LEAST_1 }, { NULL, RANGE_ANY },
 };
 
 /* PEFT's and other tools' spellings of lora()'s arguments. */
@@ -483,7 +488,11 @@ static const char *lora_synonym(const char *name)
 {
 	static const char *const syn[][2] = { { "rank", "r" }, { "lora_r", "r" }, { "lora_alpha", "alpha" },
 					      { "lora_dropout", "dropout" }, { "target_modules", "targets" },
-					      { "quant_type", "quant" }, { "bnb_4bit_quant_type", "quant" } };
+					      { "quant_type", "quant" }, { "bnb_4bit_quant_type", "quant" },
+					      { "bnb_4bit_quant_storage", "quant_storage" },
+					      { "bnb_4bit_use_double_quant", "double_quant" },
+					      { "bnb_4bit_compute_dtype", "compute_dtype" },
+					      { "prepare_model_for_kbit_training", "prepare_kbit" } };
 
 	for (size_t i = 0; i < sizeof syn / sizeof syn[0]; i++)
 		if (!strcmp(syn[i][0], name))
@@ -491,24 +500,45 @@ static const char *lora_synonym(const char *name)
 	return NULL;
 }
 
+static bool qlora_only(const char *name)
+{
+	static const char *const only[] = { "quant", "save_input", "quant_storage", "double_quant",
+					    "compute_dtype", "prepare_kbit" };
+
+	for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)
+		if (!strcmp(only[i], name))
+			return true;
+	return false;
+}
+
+/* PEFT's target_modules="all-linear": every Linear but the output head. */
+static bool all_linear(struct value v)
+{
+	return (v.kind == VAL_SYMBOL && !strcmp(v.str, "all_linear")) ||
+	       (v.kind == VAL_STRING && !strcmp(v.str, "all-linear"));
+}
+
 static bool lora_arg(struct eval *ev, const char *call, const char *name, struct value v)
 {
 	const struct field_spec *s = check_spec_find(lora_args, name);
-	bool qlora_only = !strcmp(name, "quant") || !strcmp(name, "save_input");
 	char what[96];
 
-	if (!s || (qlora_only && strcmp(call, "qlora"))) {
+	if (!s || (qlora_only(name) && strcmp(call, "qlora"))) {
 		const char *syn = lora_synonym(name);
 		struct diag *d = eval_error(ev, DIAG_BAD_ARGUMENT, v.origin, "%s() has no argument '%s'", call, name);
 
 		if (syn || !s)
-			diag_note(d, NO_LOC, "%s() takes r, alpha, targets, dropout, dtype%s%s%s%s", call,
-				  strcmp(call, "qlora") ? "" : ", quant, save_input", syn ? "; did you mean '" : "",
+			diag_note(d, NO_LOC, "%s() takes r, alpha, targets, dropout, dtype, modules_to_save, "
+				  "use_dora, use_rslora, adapters%s%s%s%s", call,
+				  strcmp(call, "qlora") ? "" : ", quant, save_input, quant_storage, double_quant, "
+				  "compute_dtype, prepare_kbit", syn ? "; did you mean '" : "",
 				  syn ? syn : "", syn ? "'?" : "");
 		else
 			diag_note(d, NO_LOC, "'%s' is an argument of qlora(...)", name);
 		return false;
 	}
+	if (!strcmp(name, "targets") && all_linear(v))
+		return true;
 	snprintf(what, sizeof what, "'%s' of %s()", name, call);
 	return check_value_type(ev, v, s->type, what) && check_range(ev, v, check_range_of(lora_ranges, name), what);
 }

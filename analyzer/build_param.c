@@ -217,7 +217,7 @@ static void add_dora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 /* LoRA on a Linear [d_in, d_out]: A [d_in, r], B [r, d_out], trainable;
  * it saves A's output (and, with dropout, its own dropped input). */
 static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult,
-		     bool quantised)
+		     bool quantised, bool embedding)
 {
 	uint64_t r = b->lora_r, n = 0, in = 0;
 	const char *what = "the saved activations of a LoRA adapter";
@@ -227,7 +227,9 @@ static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 	b->tokens_in_play = true;
 	bld_mul(b, b->tokens, r, &n, what);
 	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
-	if (b->lora_dropout > 0) {
+	/* peft lora.Embedding.forward looks A up by the ids (already saved)
+	 * and applies no dropout */
+	if (b->lora_dropout > 0 && !embedding) {
 		bld_mul(b, b->tokens, d_in, &in, what);
 		n = bld_bytes(b, b->act, in);	/* the dropped input and its bool mask */
 		bld_add(b, &n, in, what);
@@ -246,6 +248,15 @@ static bool has_attr(const struct walk_tensor *t, const char *name)
 		if (!strcmp(a->name, name))
 			return true;
 	return false;
+}
+
+/* `adaptable` or `adaptable(embedding)` (docs/language.md §3.3). */
+static const struct attr *find_adaptable(const struct walk_tensor *t)
+{
+	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next)
+		if (!strcmp(a->name, "adaptable"))
+			return a;
+	return NULL;
 }
 
 /* PEFT modules_to_save (peft/utils/other.py ModulesToSaveWrapper): the
@@ -275,8 +286,10 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	struct frame *f = bld_frame(b);
 	bool saved = saved_module(b, t, f);
 	bool frozen = !saved && (b->lora || b->qlora || in_list(&b->freeze, t->stmt, f->decl->name));
-	bool adapted = (b->lora || b->qlora) && linear && !saved &&
-		       (b->all_linear || in_list(&b->targets, t->stmt, NULL));
+	const struct attr *ad = find_adaptable(t);
+	bool adapted = (b->lora || b->qlora) && !saved &&
+		       ((linear && (b->all_linear || in_list(&b->targets, t->stmt, NULL))) ||
+			(ad && in_list(&b->targets, t->stmt, NULL)));
 	bool quantised = b->qlora && linear && !dt && !saved;
 	struct mem_param *p = new_param(b);
 	uint64_t all = 0;
@@ -315,7 +328,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		bool expert = p->expert;
 		size_t first = b->nparams;
 
-		add_lora(b, name, d_in, d_out, mult, quantised);
+		add_lora(b, name, d_in, d_out, mult, quantised, ad && ad->args);
 		/* the adapters of an expert live with it on its EP rank */
 		for (size_t i = first; i < b->nparams; i++)
 			b->params[i].expert = expert;

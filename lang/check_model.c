@@ -105,6 +105,17 @@ static bool is_linear(const struct stmt *s)
 	return false;
 }
 
+/* `adaptable`: an nn.Linear or nn.Embedding that LoRA can adapt when
+ * `targets` names it, though QLoRA leaves it in 16 bit (the LM head, the
+ * token embedding). */
+static bool is_adaptable(const struct stmt *s)
+{
+	for (const struct attr *a = s->tensor.attrs; a; a = a->next)
+		if (!strcmp(a->name, "adaptable"))
+			return true;
+	return is_linear(s);
+}
+
 /* The name a list item gives: `q`, "q", or a declaration such as a layer. */
 static const char *item_name(const struct value *v)
 {
@@ -260,7 +271,7 @@ static bool check_target(struct eval *ev, const struct check_model *m, const str
 	}
 	for (size_t k = 0; k < m->nparams; k++)
 		if (check_tensor_answers_to(m->params[k].stmt, n)) {
-			if (is_linear(m->params[k].stmt))
+			if (is_adaptable(m->params[k].stmt))
 				return true;
 			plain = &m->params[k];
 		}
@@ -269,8 +280,8 @@ static bool check_target(struct eval *ev, const struct check_model *m, const str
 		return false;
 	}
 	struct diag *d = eval_error(ev, DIAG_TYPE_MISMATCH, it->loc,
-				    "LoRA target '%s' of layer '%s' is not a Linear: only 'linear' parameters "
-				    "carry adapters", n, plain->layer ? plain->layer->name : model);
+				    "LoRA target '%s' of layer '%s' is not a Linear: only 'linear' and "
+				    "'adaptable' parameters carry adapters", n, plain->layer ? plain->layer->name : model);
 
 	note_has(d, m, model, true);
 	return false;

@@ -20,7 +20,7 @@
 #include "lang/strbuf.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", "expert", "hf", NULL };
+					    "grouped", "paged", "expert", "hf", "adaptable", NULL };
 
 static bool is_word(const char *name)
 {
@@ -58,8 +58,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 					    "'%s' is neither a dtype nor a tensor attribute", a->name);
 		const char *s = dtype_suggest(a->name);
 
-		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, expert, for_grad(...), "
-			  "forward, backward, loss, grouped, paged%s", s ? s : "");
+		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
+			  "for_grad(...), forward, backward, loss, grouped, paged%s", s ? s : "");
 	}
 }
 

@@ -79,8 +79,13 @@ struct bld {
 	bool prepare_kbit;		/* prepare_model_for_kbit_training: 16-bit params to fp32 */
 	uint64_t adapters;		/* loaded adapters; one trains */
 	const struct dtype *quant_compute;	/* bnb_4bit_compute_dtype; NULL: the compute dtype */
-	uint64_t largest_quantised;	/* numel of the largest quantised weight (loading) */
+	/* the run's phases (phases.h): this walk's facts of the model */
+	uint64_t largest_quantised;	/* numel of the largest quantised weight */
 	uint64_t largest_cast;		/* bytes of the largest prepare_kbit fp32 cast source */
+	uint64_t largest_param;		/* bytes of the largest base weight as loaded */
+	uint64_t load_weights;		/* every base weight as loaded */
+	uint64_t kbit_extra;		/* fp32 minus 16-bit bytes of the prepare_kbit casts */
+	uint64_t kv_per_token;		/* k_proj + v_proj outputs per token, all layers */
 	/* optimizer */
 	struct value optimizer;
 	struct opt_memo *memo;
@@ -131,5 +136,6 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out);
 bool bld_setup_precision(struct bld *b, struct value precision);
 bool bld_setup_finetune(struct bld *b, struct value ft);
+void bld_fill_phases(struct bld *b, struct build *out);
 
 #endif

@@ -272,11 +272,32 @@ static const struct dtype *kbit_dtype(struct bld *b, const struct dtype *dt, uin
 {
 	if (!b->prepare_kbit || dt->kind != DTYPE_FLOAT || dt->bits != 16 || dt->block)
 		return dt;
-	uint64_t bytes = bld_bytes(b, dt, base);
+	const struct dtype *fp32 = dtype_find("fp32");
+	uint64_t bytes = bld_bytes(b, dt, base), extra = 0;
 
 	if (bytes > b->largest_cast)
 		b->largest_cast = bytes;
-	return dtype_find("fp32");
+	bld_mul(b, bld_bytes(b, fp32, base) - bytes, b->block_repeat, &extra, "the size of this tensor");
+	bld_add(b, &b->kbit_extra, extra, "the size of this tensor");
+	return fp32;
+}
+
+/* What the run's phases need of one base weight (phases.h): its bytes as
+ * loaded, the K/V projections that fill a KV cache. */
+static void load_facts(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult,
+		       const struct dtype *stored, uint64_t d_out)
+{
+	uint64_t one = bld_bytes(b, stored, base), all = 0, kv = 0;
+
+	if (one > b->largest_param)
+		b->largest_param = one;
+	bld_mul(b, bld_bytes_x(b, stored, base, mult), b->block_repeat, &all, "the size of this tensor");
+	bld_add(b, &b->load_weights, all, "the size of this tensor");
+	if (check_tensor_answers_to(t->stmt, "k_proj") || check_tensor_answers_to(t->stmt, "v_proj")) {
+		bld_mul(b, d_out, mult, &kv, "the KV cache");
+		bld_mul(b, kv, b->block_repeat, &kv, "the KV cache");
+		bld_add(b, &b->kv_per_token, kv, "the KV cache");
+	}
 }
 
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
@@ -295,6 +316,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	uint64_t all = 0;
 
 	dt = dt ? dt : b->weights;
+	load_facts(b, t, base, mult, quantised ? b->quant : dt, d_out);
 	if (!quantised)
 		dt = kbit_dtype(b, dt, base);
 	else if (base > b->largest_quantised)
@@ -413,4 +435,60 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 	if (!ft_arg(b, &ft, "quant", &v) && ft_arg(b, &ft, "double_quant", &v) && v.kind == VAL_BOOL)
 		b->quant = dtype_find(v.b ? "nf4_dq" : "nf4");
 	return true;
+}
+
+/* ---- the run's phases (phases.h) ---- */
+
+static const char *job_sym(const struct bld *b, const char *key, const char *dflt, struct loc *at)
+{
+	struct value v;
+
+	if (!check_job_field(b->cj, key, &v))
+		return dflt;
+	*at = v.origin;
+	return v.kind == VAL_SYMBOL || v.kind == VAL_STRING ? v.str : v.kind == VAL_NONE ? "none" : dflt;
+}
+
+static uint64_t job_u64(const struct bld *b, const char *key, uint64_t dflt)
+{
+	struct value v;
+	uint64_t u = dflt;
+
+	if (check_job_field(b->cj, key, &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &u);
+	return u;
+}
+
+void bld_fill_phases(struct bld *b, struct build *out)
+{
+	struct phase_input *in = &out->run_in;
+	const char *load = job_sym(b, "load", "meta", &out->loc_load);
+	const char *save = job_sym(b, "save", "none", &out->loc_save);
+
+	in->load = !strcmp(load, "from_pretrained") ? PHASE_LOAD_FROM_PRETRAINED :
+		   !strcmp(load, "rank0_cpu") ? PHASE_LOAD_RANK0_CPU : PHASE_LOAD_META;
+	in->save = !strcmp(save, "full_state_dict") ? PHASE_SAVE_FULL :
+		   !strcmp(save, "full_state_dict_cpu") ? PHASE_SAVE_FULL_CPU : PHASE_SAVE_NONE;
+	/* `eval { }` is a block of the train record */
+	for (const struct field *f = b->cj->decl->record.fields; f; f = f->next)
+		if (!strcmp(f->name, "eval")) {
+			in->eval = true;
+			out->loc_eval = f->loc;
+		}
+	in->eval_batch = job_u64(b, "eval.batch", out->micro_batch);
+	in->eval_seq = job_u64(b, "eval.seq_len", out->rep.seq_len);
+	in->eval_generate = job_u64(b, "eval.generate", 0);
+	in->qlora = b->qlora;
+	in->prepare_kbit = b->prepare_kbit;
+	in->double_quant = b->quant && b->quant->block2;
+	in->asked = out->loc_load.file || out->loc_save.file || in->eval || b->prepare_kbit;
+	in->load_weights = b->load_weights;
+	in->largest_quantised = b->largest_quantised;
+	in->load_elem_size = b->weights ? (uint32_t)(b->weights->bits / 8) : 2;
+	in->largest_param = b->largest_param;
+	in->kbit_extra = b->kbit_extra;
+	in->largest_cast = b->largest_cast;
+	in->train_tokens = b->tokens;
+	in->kv_per_token = b->kv_per_token;
+	in->act_size = b->act ? (uint32_t)(b->act->bits / 8) : 2;
 }

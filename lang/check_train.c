@@ -115,6 +115,8 @@ static const struct field_spec train_fields[] = {
 	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
 	{ "overhead", "record", false }, { "headroom", "ratio", false },
 	{ "zero_grad", "enum:set_to_none|zeros", false }, { "optimizer_in_backward", "bool", false },
+	{ "load", "enum:meta|from_pretrained|rank0_cpu", false }, { "eval", "record", false },
+	{ "save", "enum:none|full_state_dict|full_state_dict_cpu", false },
 	{ NULL, NULL, false },
 };
 
@@ -135,6 +137,10 @@ static const struct field_spec deepspeed_fields[] = {
 	{ "reduce_bucket_size", "count", false }, { "allgather_bucket_size", "count", false },
 	{ "prefetch_bucket_size", "count", false }, { "overlap_comm", "bool", false }, { NULL, NULL, false },
 };
+static const struct field_spec eval_fields[] = {
+	{ "batch", "count", false }, { "seq_len", "count", false }, { "generate", "count", false },
+	{ NULL, NULL, false },
+};
 static const struct field_spec overhead_fields[] = {
 	{ "context", "bytes", false }, { "cublas_workspace", "bytes", false }, { "nccl", "bytes", false },
 	{ "fragmentation", "ratio", false }, { NULL, NULL, false },
@@ -146,14 +152,15 @@ static const struct range_spec train_ranges[] = {
 	{ "deepspeed.reduce_bucket_size", RANGE_AT_LEAST_1 }, { "deepspeed.allgather_bucket_size", RANGE_AT_LEAST_1 },
 	{ "deepspeed.prefetch_bucket_size", RANGE_AT_LEAST_1 }, { "overhead.context", RANGE_NONNEG_BYTES },
 	{ "overhead.cublas_workspace", RANGE_NONNEG_BYTES }, { "overhead.nccl", RANGE_NONNEG_BYTES },
-	{ "overhead.fragmentation", RANGE_PERCENT }, { NULL, RANGE_ANY },
+	{ "overhead.fragmentation", RANGE_PERCENT }, { "eval.batch", RANGE_AT_LEAST_1 },
+	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { NULL, RANGE_ANY },
 };
 
 static const struct field_spec *sub_specs(const char *name)
 {
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
-	       overhead_fields;
+	       !strcmp(name, "eval") ? eval_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name. */

@@ -300,6 +300,35 @@ static void load_facts(struct bld *b, const struct walk_tensor *t, uint64_t base
 	}
 }
 
+/* Numel and stored bytes of @p (twice for a modules_to_save copy); its
+ * count over the block's repeats, which joins the total. */
+static uint64_t param_weight(struct bld *b, struct mem_param *p, uint64_t base, uint64_t mult,
+			     const struct dtype *stored, bool saved)
+{
+	uint64_t all = 0;
+
+	bld_mul(b, base, mult, &p->numel, "the size of this tensor");
+	p->weight_bytes = bld_bytes_x(b, stored, base, mult);
+	if (saved)
+		bld_mul(b, p->weight_bytes, 2, &p->weight_bytes, "the size of this tensor");
+	bld_mul(b, p->numel, b->block_repeat, &all, "the parameter count");
+	bld_add(b, &b->params_total, all, "the parameter count");
+	return all;
+}
+
+/* The low-precision copy a weight gets while its layer runs. */
+static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool linear, uint64_t base,
+		       uint64_t mult)
+{
+	if (quantised)		/* MatMul4Bit dequantises the whole weight per call */
+		p->cast_bytes = bld_bytes(b, b->quant_compute ? b->quant_compute : b->act, base);
+	else if (linear && b->cast_cache) {
+		p->cast_bytes = bld_bytes_x(b, b->cast_cache, base, mult);
+		p->cast_saved = true;
+	} else if (linear && b->weight_copies)
+		p->cast_bytes = bld_bytes_x(b, b->copy_dtype, base, b->weight_copies);
+}
+
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
 {
@@ -323,26 +352,14 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		b->largest_quantised = base;
 	p->name = name;
 	p->origin = t->stmt;
-	/* an expert's states shard over the expert data parallel group (memory.c) */
-	p->expert = has_attr(t, "expert");
+	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
 	b->experts |= p->expert;
-	bld_mul(b, base, mult, &p->numel, "the size of this tensor");
-	p->weight_bytes = bld_bytes_x(b, quantised ? b->quant : dt, base, mult);
-	if (saved)
-		bld_mul(b, p->weight_bytes, 2, &p->weight_bytes, "the size of this tensor");
-	bld_mul(b, p->numel, b->block_repeat, &all, "the parameter count");
-	bld_add(b, &b->params_total, all, "the parameter count");
+	all = param_weight(b, p, base, mult, quantised ? b->quant : dt, saved);
 	if (!frozen) {
 		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);
 		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 	}
-	if (quantised)		/* MatMul4Bit dequantises the whole weight per call */
-		p->cast_bytes = bld_bytes(b, b->quant_compute ? b->quant_compute : b->act, base);
-	else if (linear && b->cast_cache) {
-		p->cast_bytes = bld_bytes_x(b, b->cast_cache, base, mult);
-		p->cast_saved = true;
-	} else if (linear && b->weight_copies)
-		p->cast_bytes = bld_bytes_x(b, b->copy_dtype, base, b->weight_copies);
+	param_cast(b, p, quantised, linear, base, mult);
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
 	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));
@@ -351,9 +368,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		size_t first = b->nparams;
 
 		add_lora(b, name, d_in, d_out, mult, quantised, ad && ad->args);
-		/* the adapters of an expert live with it on its EP rank */
 		for (size_t i = first; i < b->nparams; i++)
-			b->params[i].expert = expert;
+			b->params[i].expert = expert;	/* with its expert on its EP rank */
 	}
 }
 

@@ -550,6 +550,30 @@ static bool lora_arg(struct eval *ev, const char *call, const char *name, struct
 	return check_value_type(ev, v, s->type, what) && check_range(ev, v, check_range_of(lora_ranges, name), what);
 }
 
+/* FSDP flattens a unit's parameters into one tensor of one dtype (torch
+ * FSDP _validate_tensors_to_flatten: "Must flatten tensors with uniform
+ * dtype"), so a quant_storage other than the weights' cannot be sharded.
+ * Only an explicit one is checked: torchao's NF4 (torchtune) has none. */
+static bool fsdp_storage_ok(struct eval *ev, const struct check_job *j)
+{
+	const struct field *f = j->precision.kind == VAL_DECL ?
+		eval_record_field(ev->scope, j->precision.decl, "weights") : NULL;
+	struct value qs, fs, w;
+
+	if (!env_lookup(j->finetune.args, intern_cstr(ev->interner, "quant_storage"), &qs) ||
+	    qs.kind != VAL_DTYPE || !f || !check_job_field(j, "fsdp", &fs) || fs.kind != VAL_SYMBOL ||
+	    !strcmp(fs.str, "none"))
+		return true;
+	w = eval_expr(ev, NULL, f->value);
+	if (w.kind != VAL_DTYPE || w.dtype == qs.dtype)
+		return true;
+	diag_note(eval_error(ev, DIAG_TYPE_MISMATCH, qs.origin, "FSDP flattens each unit's parameters into one "
+			     "tensor of one dtype, but quant_storage = %s and the other weights are %s: use "
+			     "quant_storage = %s", dtype_name(qs.dtype), dtype_name(w.dtype), dtype_name(w.dtype)),
+		  fs.origin, "'fsdp' is set here");
+	return false;
+}
+
 static bool check_finetune(struct eval *ev, const struct check_job *j)
 {
 	const struct value *ft = &j->finetune;
@@ -561,7 +585,7 @@ static bool check_finetune(struct eval *ev, const struct check_job *j)
 		return true;
 	for (unsigned i = 0; (name = env_name_at(ft->args, i, &v)); i++)
 		ok &= lora_arg(ev, ft->str, name, v);
-	return ok;
+	return ok && fsdp_storage_ok(ev, j);
 }
 
 static void bind(struct eval *ev, struct env *e, const char *name, struct value v)

@@ -497,6 +497,7 @@ void bld_fill_phases(struct bld *b, struct build *out)
 	in->qlora = b->qlora;
 	in->prepare_kbit = b->prepare_kbit;
 	in->double_quant = b->quant && b->quant->block2;
+	in->quant_8bit = b->quant && b->quant->bits == 8;
 	in->asked = out->loc_load.file || out->loc_save.file || in->eval || b->prepare_kbit;
 	in->load_weights = b->load_weights;
 	in->largest_quantised = b->largest_quantised;

@@ -89,6 +89,11 @@ static uint64_t quantise_transient(struct ph *p)
 	uint64_t n = in->largest_quantised, blocks = n / 64 + (n % 64 != 0);
 	uint64_t t = add(p, mul(p, n, in->load_elem_size), mul(p, blocks, 4));
 
+	/* Int8Params._quantize: an fp16 copy on the GPU, then double_quant's
+	 * row- and column-wise int8 matrices (CBt is freed after; the
+	 * per-row/column fp32 scales are left out) */
+	if (in->quant_8bit)
+		return add(p, mul(p, n, 2), n);
 	return in->double_quant ? add(p, t, blocks) : t;
 }
 

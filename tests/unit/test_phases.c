@@ -92,6 +92,21 @@ static void loading_from_pretrained_takes_the_unit_or_the_quantise(void **state)
 	assert_int_equal(c.run_device, 620 * MIB);
 }
 
+/* LLM.int8 (Int8Params): 2n for the fp16 copy + n for the transposed int8
+ * matrix; the load dtype does not matter. */
+static void loading_int8(void **state)
+{
+	struct mem_job j = sharded_job();
+	struct mem_class k = one_class();
+	struct phase_input in = { .load = PHASE_LOAD_FROM_PRETRAINED, .qlora = true, .quant_8bit = true,
+				  .load_weights = 100 * MIB, .largest_quantised = 2 * MIB, .load_elem_size = 4 };
+	struct phase_class c;
+
+	(void)state;
+	analyse(&j, &k, &in, &c);
+	assert_int_equal(c.alloc[PHASE_LOADING], 100 * MIB + 6 * MIB);
+}
+
 /* meta: W + the largest weight; rank0_cpu: W + max(Q, U). */
 static void loading_meta_and_rank0(void **state)
 {
@@ -172,6 +187,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(loading_from_pretrained_takes_the_unit_or_the_quantise),
+		cmocka_unit_test(loading_int8),
 		cmocka_unit_test(loading_meta_and_rank0),
 		cmocka_unit_test(eval_adds_kv_cache_and_two_units),
 		cmocka_unit_test(save_full_state_dict),

@@ -106,8 +106,12 @@ static uint64_t loading(struct ph *p, const struct mem_class *k)
 	case PHASE_LOAD_FROM_PRETRAINED:
 		/* the whole model on every rank; FSDP's FlatParameter then
 		 * concatenates one unit beside its parameters (flat_param.py
-		 * flatten_tensors) before sharding it */
-		return add(p, in->load_weights, max_u64(q, shards_weights(p->job->sharding) ? p->unit : 0));
+		 * flatten_tensors) before sharding it. Under ZeRO-3,
+		 * from_pretrained builds the model inside deepspeed.zero.Init
+		 * and gathers one module at a time to load it: as rank0_cpu. */
+		if (p->job->sharding != MEM_SHARD_ZERO3)
+			return add(p, in->load_weights, max_u64(q, shards_weights(p->job->sharding) ? p->unit : 0));
+		/* fall through */
 	case PHASE_LOAD_RANK0_CPU:
 		/* FSDP moves one unit to the GPU, flattens and shards it */
 		return add(p, k->persistent[MEM_C_WEIGHTS], max_u64(q, p->unit));

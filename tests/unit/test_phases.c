@@ -122,6 +122,12 @@ static void loading_meta_and_rank0(void **state)
 	in.load = PHASE_LOAD_RANK0_CPU;
 	analyse(&j, &k, &in, &c);
 	assert_int_equal(c.alloc[PHASE_LOADING], 8 * MIB);
+	/* from_pretrained under ZeRO-3 (deepspeed.zero.Init) loads as rank0_cpu */
+	in.load = PHASE_LOAD_FROM_PRETRAINED;
+	in.load_weights = 100 * MIB;
+	j.sharding = MEM_SHARD_ZERO3;
+	analyse(&j, &k, &in, &c);
+	assert_int_equal(c.alloc[PHASE_LOADING], 8 * MIB);
 }
 
 /* eval: W + S (gradients freed) + largest layer x tokens ratio + KV + 2U.

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "analyzer/memory.h"
+#include "analyzer/phases.h"
 #include "analyzer/report.h"
 #include "lang/check.h"
 
@@ -45,6 +46,9 @@ struct build {
 	int zero;			/* DeepSpeed stage, -1 if FSDP or none */
 	bool full_recompute;
 	uint32_t tp;
+	struct phase_input run_in;	/* the phases around the step (phases.h) */
+	struct phase_result run;	/* filled after mem_analyze */
+	struct loc loc_load, loc_eval, loc_save;
 };
 
 /* Build @out for @cj. With @quiet, evaluation errors are not reported (the

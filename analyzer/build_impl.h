@@ -31,6 +31,7 @@ struct frame {
 	struct pending *pending;
 	size_t npending, cappending;
 	uint64_t temp_fwd, temp_bwd;	/* this instance's own transients */
+	uint64_t dora_temp;		/* the largest DoRA weight-norm transient in temp_fwd */
 	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */
 	uint64_t input;
 	bool loss;
@@ -72,6 +73,19 @@ struct bld {
 	double lora_dropout;
 	const struct dtype *lora_dtype, *quant;
 	struct value targets, freeze;
+	struct value modules_to_save;	/* PEFT: trainable copies beside the frozen originals */
+	bool all_linear;		/* targets = all_linear */
+	bool dora;			/* use_dora: magnitude vector, two more saved outputs */
+	bool prepare_kbit;		/* prepare_model_for_kbit_training: 16-bit params to fp32 */
+	uint64_t adapters;		/* loaded adapters; one trains */
+	const struct dtype *quant_compute;	/* bnb_4bit_compute_dtype; NULL: the compute dtype */
+	/* the run's phases (phases.h): this walk's facts of the model */
+	uint64_t largest_quantised;	/* numel of the largest quantised weight */
+	uint64_t largest_cast;		/* bytes of the largest prepare_kbit fp32 cast source */
+	uint64_t largest_param;		/* bytes of the largest base weight as loaded */
+	uint64_t load_weights;		/* every base weight as loaded */
+	uint64_t kbit_extra;		/* fp32 minus 16-bit bytes of the prepare_kbit casts */
+	uint64_t kv_per_token;		/* k_proj + v_proj outputs per token, all layers */
 	/* optimizer */
 	struct value optimizer;
 	struct opt_memo *memo;
@@ -123,5 +137,6 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out);
 bool bld_setup_precision(struct bld *b, struct value precision);
 bool bld_setup_finetune(struct bld *b, struct value ft);
+void bld_fill_phases(struct bld *b, struct build *out);
 
 #endif

@@ -671,6 +671,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	out->tp = out->job.tp;
 	fill_report(&b, out);
 	locations(&b, out);
+	bld_fill_phases(&b, out);
 	return true;
 }
 

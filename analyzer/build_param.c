@@ -144,7 +144,8 @@ static void train_bytes(struct bld *b, struct mem_param *p, uint64_t base, uint6
 	p->step_temp_grouped = m->grouped;
 }
 
-static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t cols, uint64_t mult)
+static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t cols, uint64_t mult,
+		    uint64_t rank)
 {
 	struct mem_param *p = new_param(b);
 	const struct dtype *dt = b->lora_dtype;
@@ -154,25 +155,81 @@ static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t col
 	bld_mul(b, rows, cols, &numel, "the size of a LoRA adapter");
 	bld_mul(b, numel, mult, &p->numel, "the size of a LoRA adapter");
 	p->weight_bytes = bld_bytes_x(b, dt, numel, mult);
-	train_bytes(b, p, numel, mult, dt, rows, cols, 2);
+	train_bytes(b, p, numel, mult, dt, rows, cols, rank);
 	p->master_bytes = 0;	/* adapters are kept in their own dtype */
 	bld_mul(b, p->numel, b->block_repeat, &all, "the trainable parameter count");
 	bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 }
 
+/* Adapters loaded beside the active one (PeftModel.load_adapter): their
+ * A and B stay resident, frozen (set_adapter clears requires_grad). */
+static void idle_adapters(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult)
+{
+	struct mem_param *p;
+	uint64_t numel = 0, n = 0;
+
+	if (b->adapters < 2)
+		return;
+	bld_add(b, &numel, d_in, "the size of a LoRA adapter");
+	bld_add(b, &numel, d_out, "the size of a LoRA adapter");
+	bld_mul(b, numel, b->lora_r, &numel, "the size of a LoRA adapter");
+	bld_mul(b, numel, b->adapters - 1, &n, "the size of a LoRA adapter");
+	p = new_param(b);
+	p->name = name;
+	bld_mul(b, n, mult, &p->numel, "the size of a LoRA adapter");
+	p->weight_bytes = bld_bytes_x(b, b->lora_dtype, n, mult);
+}
+
+/* DoRA (peft/tuners/lora/dora.py DoraLinearLayer.forward): a trainable
+ * magnitude [d_out]; the two products with mag_norm_scale save
+ * lora_B(lora_A(x)) and the recomputed F.linear(x, W) (2 x tokens x d_out),
+ * and F.linear saves W itself, a dequantised copy when the base is 4-bit.
+ * Forward builds x_eye [d_in, d_in], lora_weight, scaling * lora_weight
+ * and W + that (each [d_in, d_out]) for the detached weight norm: a
+ * transient of the layer's largest DoRA Linear, not a sum (they run in
+ * turn). */
+static void add_dora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult,
+		     bool quantised)
+{
+	const char *what = "the saved activations of a DoRA adapter";
+	struct frame *f = bld_frame(b);
+	uint64_t n = 0, w = 0, t = 0;
+
+	adapter(b, name, 1, d_out, mult, 1);
+	b->tokens_in_play = true;
+	bld_mul(b, b->tokens, d_out, &n, what);
+	bld_mul(b, n, 2, &n, what);
+	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
+	b->tokens_in_play = false;
+	bld_mul(b, d_in, d_out, &w, what);
+	if (quantised)
+		bld_add_saves(b, bld_bytes_x(b, b->quant_compute ? b->quant_compute : b->act, w, mult), false);
+	bld_mul(b, w, 3, &t, what);
+	bld_mul(b, d_in, d_in, &n, what);
+	bld_add(b, &t, n, what);
+	t = bld_bytes(b, b->act, t);
+	if (t > f->dora_temp) {
+		bld_add_act(b, &f->temp_fwd, t - f->dora_temp, "the transient bytes of a layer");
+		f->dora_temp = t;
+	}
+}
+
 /* LoRA on a Linear [d_in, d_out]: A [d_in, r], B [r, d_out], trainable;
  * it saves A's output (and, with dropout, its own dropped input). */
-static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult)
+static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult,
+		     bool quantised, bool embedding)
 {
 	uint64_t r = b->lora_r, n = 0, in = 0;
 	const char *what = "the saved activations of a LoRA adapter";
 
-	adapter(b, name, d_in, r, mult);
-	adapter(b, name, r, d_out, mult);
+	adapter(b, name, d_in, r, mult, 2);
+	adapter(b, name, r, d_out, mult, 2);
 	b->tokens_in_play = true;
 	bld_mul(b, b->tokens, r, &n, what);
 	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
-	if (b->lora_dropout > 0) {
+	/* peft lora.Embedding.forward looks A up by the ids (already saved)
+	 * and applies no dropout */
+	if (b->lora_dropout > 0 && !embedding) {
 		bld_mul(b, b->tokens, d_in, &in, what);
 		n = bld_bytes(b, b->act, in);	/* the dropped input and its bool mask */
 		bld_add(b, &n, in, what);
@@ -180,6 +237,9 @@ static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 		bld_add_saves(b, n, false);
 	}
 	b->tokens_in_play = false;
+	if (b->dora)
+		add_dora(b, name, d_in, d_out, mult, quantised);
+	idle_adapters(b, name, d_in, d_out, mult);
 }
 
 static bool has_attr(const struct walk_tensor *t, const char *name)
@@ -190,48 +250,126 @@ static bool has_attr(const struct walk_tensor *t, const char *name)
 	return false;
 }
 
-void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
-	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
+/* `adaptable` or `adaptable(embedding)` (docs/language.md §3.3). */
+static const struct attr *find_adaptable(const struct walk_tensor *t)
 {
-	const char *name = t->stmt->tensor.name;
-	struct frame *f = bld_frame(b);
-	bool frozen = b->lora || b->qlora || in_list(&b->freeze, t->stmt, f->decl->name);
-	bool adapted = (b->lora || b->qlora) && linear && in_list(&b->targets, t->stmt, NULL);
-	bool quantised = b->qlora && linear && !dt;
-	struct mem_param *p = new_param(b);
+	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next)
+		if (!strcmp(a->name, "adaptable"))
+			return a;
+	return NULL;
+}
 
+/* PEFT modules_to_save (peft/utils/other.py ModulesToSaveWrapper): the
+ * original module stays, frozen, beside a deepcopy that trains. */
+static bool saved_module(struct bld *b, const struct walk_tensor *t, const struct frame *f)
+{
+	return (b->lora || b->qlora) && in_list(&b->modules_to_save, t->stmt, f->decl->name);
+}
+
+/* prepare_model_for_kbit_training casts every fp16/bf16 parameter that
+ * bitsandbytes did not pack to fp32 (peft/utils/other.py). */
+static const struct dtype *kbit_dtype(struct bld *b, const struct dtype *dt, uint64_t base)
+{
+	if (!b->prepare_kbit || dt->kind != DTYPE_FLOAT || dt->bits != 16 || dt->block)
+		return dt;
+	const struct dtype *fp32 = dtype_find("fp32");
+	uint64_t bytes = bld_bytes(b, dt, base), extra = 0;
+
+	if (bytes > b->largest_cast)
+		b->largest_cast = bytes;
+	bld_mul(b, bld_bytes(b, fp32, base) - bytes, b->block_repeat, &extra, "the size of this tensor");
+	bld_add(b, &b->kbit_extra, extra, "the size of this tensor");
+	return fp32;
+}
+
+/* What the run's phases need of one base weight (phases.h): its bytes as
+ * loaded, the K/V projections that fill a KV cache. */
+static void load_facts(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult,
+		       const struct dtype *stored, uint64_t d_out)
+{
+	uint64_t one = bld_bytes(b, stored, base), all = 0, kv = 0;
+
+	if (one > b->largest_param)
+		b->largest_param = one;
+	bld_mul(b, bld_bytes_x(b, stored, base, mult), b->block_repeat, &all, "the size of this tensor");
+	bld_add(b, &b->load_weights, all, "the size of this tensor");
+	if (check_tensor_answers_to(t->stmt, "k_proj") || check_tensor_answers_to(t->stmt, "v_proj")) {
+		bld_mul(b, d_out, mult, &kv, "the KV cache");
+		bld_mul(b, kv, b->block_repeat, &kv, "the KV cache");
+		bld_add(b, &b->kv_per_token, kv, "the KV cache");
+	}
+}
+
+/* Numel and stored bytes of @p (twice for a modules_to_save copy); its
+ * count over the block's repeats, which joins the total. */
+static uint64_t param_weight(struct bld *b, struct mem_param *p, uint64_t base, uint64_t mult,
+			     const struct dtype *stored, bool saved)
+{
 	uint64_t all = 0;
 
-	dt = dt ? dt : b->weights;
-	p->name = name;
-	p->origin = t->stmt;
-	/* an expert's states shard over the expert data parallel group (memory.c) */
-	p->expert = has_attr(t, "expert");
-	b->experts |= p->expert;
 	bld_mul(b, base, mult, &p->numel, "the size of this tensor");
-	p->weight_bytes = bld_bytes_x(b, quantised ? b->quant : dt, base, mult);
+	p->weight_bytes = bld_bytes_x(b, stored, base, mult);
+	if (saved)
+		bld_mul(b, p->weight_bytes, 2, &p->weight_bytes, "the size of this tensor");
 	bld_mul(b, p->numel, b->block_repeat, &all, "the parameter count");
 	bld_add(b, &b->params_total, all, "the parameter count");
-	if (!frozen) {
-		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);
-		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
-	}
+	return all;
+}
+
+/* The low-precision copy a weight gets while its layer runs. */
+static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool linear, uint64_t base,
+		       uint64_t mult)
+{
 	if (quantised)		/* MatMul4Bit dequantises the whole weight per call */
-		p->cast_bytes = bld_bytes(b, b->act, base);
+		p->cast_bytes = bld_bytes(b, b->quant_compute ? b->quant_compute : b->act, base);
 	else if (linear && b->cast_cache) {
 		p->cast_bytes = bld_bytes_x(b, b->cast_cache, base, mult);
 		p->cast_saved = true;
 	} else if (linear && b->weight_copies)
 		p->cast_bytes = bld_bytes_x(b, b->copy_dtype, base, b->weight_copies);
+}
+
+void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
+	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
+{
+	const char *name = t->stmt->tensor.name;
+	struct frame *f = bld_frame(b);
+	bool saved = saved_module(b, t, f);
+	bool frozen = !saved && (b->lora || b->qlora || in_list(&b->freeze, t->stmt, f->decl->name));
+	const struct attr *ad = find_adaptable(t);
+	bool adapted = (b->lora || b->qlora) && !saved &&
+		       ((linear && (b->all_linear || in_list(&b->targets, t->stmt, NULL))) ||
+			(ad && in_list(&b->targets, t->stmt, NULL)));
+	bool quantised = b->qlora && linear && !dt && !saved;
+	struct mem_param *p = new_param(b);
+	uint64_t all = 0;
+
+	dt = dt ? dt : b->weights;
+	load_facts(b, t, base, mult, quantised ? b->quant : dt, d_out);
+	if (!quantised)
+		dt = kbit_dtype(b, dt, base);
+	else if (base > b->largest_quantised)
+		b->largest_quantised = base;
+	p->name = name;
+	p->origin = t->stmt;
+	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
+	b->experts |= p->expert;
+	all = param_weight(b, p, base, mult, quantised ? b->quant : dt, saved);
+	if (!frozen) {
+		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);
+		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
+	}
+	param_cast(b, p, quantised, linear, base, mult);
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
 	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));
 	if (adapted) {
 		bool expert = p->expert;
+		size_t first = b->nparams;
 
-		add_lora(b, name, d_in, d_out, mult);
-		/* the adapters of an expert live with it on its EP rank */
-		b->params[b->nparams - 1].expert = b->params[b->nparams - 2].expert = expert;
+		add_lora(b, name, d_in, d_out, mult, quantised, ad && ad->args);
+		for (size_t i = first; i < b->nparams; i++)
+			b->params[i].expert = expert;	/* with its expert on its EP rank */
 	}
 }
 
@@ -299,5 +437,75 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 		b->quant_saves_input = v.b;
 	if (!ft_arg(b, &ft, "targets", &b->targets))
 		b->targets = (struct value){ .kind = VAL_LIST };
+	b->all_linear = b->targets.kind == VAL_SYMBOL || b->targets.kind == VAL_STRING;	/* all_linear */
+	if (!ft_arg(b, &ft, "modules_to_save", &b->modules_to_save))
+		b->modules_to_save = (struct value){ .kind = VAL_LIST };
+	b->adapters = 1;
+	if (ft_arg(b, &ft, "adapters", &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &b->adapters);
+	b->dora = ft_arg(b, &ft, "use_dora", &v) && v.kind == VAL_BOOL && v.b;
+	b->prepare_kbit = ft_arg(b, &ft, "prepare_kbit", &v) && v.kind == VAL_BOOL && v.b;
+	if (ft_arg(b, &ft, "compute_dtype", &v) && v.kind == VAL_DTYPE)
+		b->quant_compute = v.dtype;
+	/* bnb_4bit_use_double_quant picks the absmax layout (docs/language.md) */
+	if (!ft_arg(b, &ft, "quant", &v) && ft_arg(b, &ft, "double_quant", &v) && v.kind == VAL_BOOL)
+		b->quant = dtype_find(v.b ? "nf4_dq" : "nf4");
 	return true;
+}
+
+/* ---- the run's phases (phases.h) ---- */
+
+static const char *job_sym(const struct bld *b, const char *key, const char *dflt, struct loc *at)
+{
+	struct value v;
+
+	if (!check_job_field(b->cj, key, &v))
+		return dflt;
+	*at = v.origin;
+	return v.kind == VAL_SYMBOL || v.kind == VAL_STRING ? v.str : v.kind == VAL_NONE ? "none" : dflt;
+}
+
+static uint64_t job_u64(const struct bld *b, const char *key, uint64_t dflt)
+{
+	struct value v;
+	uint64_t u = dflt;
+
+	if (check_job_field(b->cj, key, &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &u);
+	return u;
+}
+
+void bld_fill_phases(struct bld *b, struct build *out)
+{
+	struct phase_input *in = &out->run_in;
+	const char *load = job_sym(b, "load", "meta", &out->loc_load);
+	const char *save = job_sym(b, "save", "none", &out->loc_save);
+
+	in->load = !strcmp(load, "from_pretrained") ? PHASE_LOAD_FROM_PRETRAINED :
+		   !strcmp(load, "rank0_cpu") ? PHASE_LOAD_RANK0_CPU : PHASE_LOAD_META;
+	in->save = !strcmp(save, "full_state_dict") ? PHASE_SAVE_FULL :
+		   !strcmp(save, "full_state_dict_cpu") ? PHASE_SAVE_FULL_CPU : PHASE_SAVE_NONE;
+	/* `eval { }` is a block of the train record */
+	for (const struct field *f = b->cj->decl->record.fields; f; f = f->next)
+		if (!strcmp(f->name, "eval")) {
+			in->eval = true;
+			out->loc_eval = f->loc;
+		}
+	in->eval_batch = job_u64(b, "eval.batch", out->micro_batch);
+	in->eval_seq = job_u64(b, "eval.seq_len", out->rep.seq_len);
+	in->eval_generate = job_u64(b, "eval.generate", 0);
+	in->qlora = b->qlora;
+	in->prepare_kbit = b->prepare_kbit;
+	in->double_quant = b->quant && b->quant->block2;
+	in->quant_8bit = b->quant && b->quant->bits == 8;
+	in->asked = out->loc_load.file || out->loc_save.file || in->eval || b->prepare_kbit;
+	in->load_weights = b->load_weights;
+	in->largest_quantised = b->largest_quantised;
+	in->load_elem_size = b->weights ? (uint32_t)(b->weights->bits / 8) : 2;
+	in->largest_param = b->largest_param;
+	in->kbit_extra = b->kbit_extra;
+	in->largest_cast = b->largest_cast;
+	in->train_tokens = b->tokens;
+	in->kv_per_token = b->kv_per_token;
+	in->act_size = b->act ? (uint32_t)(b->act->bits / 8) : 2;
 }

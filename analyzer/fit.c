@@ -230,6 +230,59 @@ static void capacity(struct eval *ev, const struct check_job *cj, const struct b
 	note_fixes(ev, cj, bd, d, fx);
 }
 
+/* The line that asked for @p, or the train block's name. */
+static struct loc phase_loc(const struct build *bd, enum phase_id p)
+{
+	struct loc l = p == PHASE_LOADING ? bd->loc_load : p == PHASE_EVAL ? bd->loc_eval :
+		       p == PHASE_SAVE ? bd->loc_save : NO_LOC;
+
+	return l.file ? l : p == PHASE_LOADING && bd->loc_model.file ? bd->loc_model : bd->loc_train;
+}
+
+/* Loading from_pretrained puts the whole model on every GPU before FSDP or
+ * ZeRO-3 shards it: say what loading on the CPU (FSDP sync_module_states,
+ * accelerate's cpu_ram_efficient_loading) would need instead. */
+static void note_load(struct arena *a, const struct build *bd, size_t i, struct diag *d)
+{
+	struct phase_input in = bd->run_in;
+	struct phase_result alt;
+	char b[32];
+
+	if (in.load != PHASE_LOAD_FROM_PRETRAINED || !bd->rep.result)
+		return;
+	in.load = PHASE_LOAD_RANK0_CPU;
+	if (phases_analyze(a, &bd->job, bd->rep.result, &in, &alt) && i < alt.nclasses)
+		diag_note(d, NO_LOC, "with load = rank0_cpu (FSDP sync_module_states, one unit at a time on "
+			  "the GPU) loading needs %s", report_bytes(alt.classes[i].device[PHASE_LOADING], b, sizeof b));
+}
+
+/* The step fits but a phase around it does not (phases.h). */
+static void run_capacity(struct eval *ev, struct arena *a, const struct build *bd, const struct mem_class *k,
+			 size_t i, struct loc *seen, size_t *nseen)
+{
+	struct diag_engine *de = eval_diag(ev);
+	const struct phase_class *c = bd->rep.run && i < bd->rep.run->nclasses ? &bd->rep.run->classes[i] : NULL;
+	char got[32], cap[32], over[32], step[32];
+	struct loc at;
+
+	if (!c || c->run_fits || !diag_is_enabled(de, DIAG_CAPACITY))
+		return;
+	at = phase_loc(bd, c->run);
+	if (seen_at(seen, nseen, at))
+		return;
+	struct diag *d = diag_emit(de, DIAG_CAPACITY, at, "device total %s per GPU at %s exceeds %s (%s) by %s",
+				   report_bytes(c->run_device, got, sizeof got), phase_name(c->run), bd->rep.gpu,
+				   report_bytes(k->capacity, cap, sizeof cap),
+				   report_bytes(c->run_device - k->capacity, over, sizeof over));
+
+	if (d == diag_sink(de))
+		return;
+	diag_note(d, NO_LOC, "the training step itself needs %s; the run's peak is %s",
+		  report_bytes(k->device_total, step, sizeof step), phase_name(c->run));
+	if (c->run == PHASE_LOADING)
+		note_load(a, bd, i, d);
+}
+
 static void warn_class(struct eval *ev, const struct check_job *cj, const struct build *bd,
 		       const struct mem_class *k, struct fit_fixes *fx, struct loc *seen[2], size_t nseen[2])
 {
@@ -267,6 +320,9 @@ void fit_check(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	size_t nseen[2] = { 0, 0 };
 
 	for (size_t i = 0; i < r->nclasses; i++)
-		if (r->classes[i].capacity)
+		if (r->classes[i].capacity) {
 			warn_class(ev, cj, bd, &r->classes[i], &fx, seen, nseen);
+			if (r->classes[i].fits)
+				run_capacity(ev, a, bd, &r->classes[i], i, seen[0], &nseen[0]);
+		}
 }

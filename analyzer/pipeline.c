@@ -120,6 +120,8 @@ static void analyse(struct check_result *cr, const struct check_job *cj, struct 
 	}
 	bd->rep.result = res;
 	bd->rep.analysed = true;
+	if (phases_analyze(scratch, &bd->job, res, &bd->run_in, &bd->run))
+		bd->rep.run = &bd->run;
 	fit_check(cr->ev, scratch, cj, bd);
 }
 

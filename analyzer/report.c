@@ -220,6 +220,32 @@ static void text_figures(FILE *out, const struct report_job *j, const struct mem
 	text_explain(out, k->explain_peak, explain);
 }
 
+/* The run around the step (phases.h), printed only when the job asks for
+ * a phase or one exceeds the step: the run peak and its phase, then one
+ * row per modelled phase, allocated bytes and device total. */
+static void text_run(FILE *out, const struct report_job *j, size_t i)
+{
+	const struct phase_class *c;
+	char dev[40], label[40];
+
+	if (!j->run || !j->run->shown || i >= j->run->nclasses)
+		return;
+	c = &j->run->classes[i];
+	text_row(out, "run peak", NULL, c->run_alloc);
+	fprintf(out, "   (device total %s) at %s", report_bytes(c->run_device, dev, sizeof dev),
+		phase_name(c->run));
+	if (j->result->classes[i].capacity && !c->run_fits)
+		fputs(": exceeds the GPU", out);
+	fputc('\n', out);
+	for (int p = PHASE_STEP; p < PHASE__COUNT; p++) {
+		if (!c->alloc[p])
+			continue;
+		snprintf(label, sizeof label, "  %s", phase_name((enum phase_id)p));
+		text_row(out, label, NULL, c->alloc[p]);
+		fprintf(out, "   (device total %s)\n", report_bytes(c->device[p], dev, sizeof dev));
+	}
+}
+
 static void text_class(FILE *out, const struct report_job *j, const struct mem_class *k,
 		       bool explain)
 {
@@ -233,6 +259,7 @@ static void text_class(FILE *out, const struct report_job *j, const struct mem_c
 	fprintf(out, " of %" PRIu32 ", %" PRIu64 " ranks\n", stages, k->ranks);
 	text_components(out, j, k, explain);
 	text_figures(out, j, k, explain);
+	text_run(out, j, (size_t)(k - j->result->classes));
 }
 
 void report_text(FILE *out, const struct report_job *j, bool explain)
@@ -410,6 +437,35 @@ static void json_components(struct report_jw *w, const struct mem_class *k)
 	jw_close(w, '}');
 }
 
+/* "run": { "peak_allocated_bytes", "device_total_bytes", "phase", "fits",
+ * "phases": { name: { "allocated_bytes", "device_total_bytes" } } }, only
+ * where the text report prints the run. */
+static void json_run(struct report_jw *w, const struct report_job *j, size_t i)
+{
+	static const char *const keys[PHASE__COUNT] = { "step", "loading", "prepare_kbit", "eval", "save" };
+	const struct phase_class *c;
+
+	if (!j->run || !j->run->shown || i >= j->run->nclasses)
+		return;
+	c = &j->run->classes[i];
+	jw_open(w, "run", '{');
+	jw_u64(w, "peak_allocated_bytes", c->run_alloc);
+	jw_u64(w, "device_total_bytes", c->run_device);
+	jw_str(w, "phase", keys[c->run]);
+	jw_bool(w, "fits", c->run_fits);
+	jw_open(w, "phases", '{');
+	for (int p = PHASE_STEP; p < PHASE__COUNT; p++) {
+		if (!c->alloc[p])
+			continue;
+		jw_open(w, keys[p], '{');
+		jw_u64(w, "allocated_bytes", c->alloc[p]);
+		jw_u64(w, "device_total_bytes", c->device[p]);
+		jw_close(w, '}');
+	}
+	jw_close(w, '}');
+	jw_close(w, '}');
+}
+
 static void json_class(struct report_jw *w, const struct report_job *j, const struct mem_class *k)
 {
 	jw_open(w, NULL, '{');
@@ -431,6 +487,7 @@ static void json_class(struct report_jw *w, const struct report_job *j, const st
 		jw_fraction(w, "headroom", k->headroom);
 	else
 		jw_null(w, "headroom");
+	json_run(w, j, (size_t)(k - j->result->classes));
 	jw_close(w, '}');
 }
 

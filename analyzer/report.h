@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "analyzer/memory.h"
+#include "analyzer/phases.h"
 
 struct diag_engine;
 
@@ -38,6 +39,7 @@ struct report_job {
 	const char *weights_dtype, *grads_dtype, *state_dtype, *act_dtype;
 	const struct mem_job *job;
 	const struct mem_result *result;
+	const struct phase_result *run;	/* the run's phases; NULL: not formed */
 	bool analysed;			/* false: the job had errors; only the header is known */
 };
 

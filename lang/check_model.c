@@ -105,6 +105,17 @@ static bool is_linear(const struct stmt *s)
 	return false;
 }
 
+/* `adaptable`: an nn.Linear or nn.Embedding that LoRA can adapt when
+ * `targets` names it, though QLoRA leaves it in 16 bit (the LM head, the
+ * token embedding). */
+static bool is_adaptable(const struct stmt *s)
+{
+	for (const struct attr *a = s->tensor.attrs; a; a = a->next)
+		if (!strcmp(a->name, "adaptable"))
+			return true;
+	return is_linear(s);
+}
+
 /* The name a list item gives: `q`, "q", or a declaration such as a layer. */
 static const char *item_name(const struct value *v)
 {
@@ -215,8 +226,9 @@ static bool frozen(const struct check_param *p, const struct value *freeze)
 	return false;
 }
 
+/* @key: freeze, or lora()'s modules_to_save; both name parameters or layers. */
 static bool check_freeze(struct eval *ev, const struct check_model *m, const struct value *freeze,
-			 const char *model)
+			 const char *model, const char *key)
 {
 	bool ok = true;
 
@@ -228,7 +240,7 @@ static bool check_freeze(struct eval *ev, const struct check_model *m, const str
 		if (it->kind == VAL_ERROR)
 			continue;
 		if (!n) {
-			eval_error(ev, DIAG_TYPE_MISMATCH, it->loc, "'freeze' lists parameter or layer names");
+			eval_error(ev, DIAG_TYPE_MISMATCH, it->loc, "'%s' lists parameter or layer names", key);
 			ok = false;
 			continue;
 		}
@@ -236,7 +248,7 @@ static bool check_freeze(struct eval *ev, const struct check_model *m, const str
 			hit = check_tensor_answers_to(m->params[k].stmt, n) ||
 			      (m->params[k].layer && !strcmp(m->params[k].layer->name, n));
 		if (!hit) {
-			no_match(ev, m, it, n, "'freeze' name", model, false);
+			no_match(ev, m, it, n, arena_printf(ev->arena, "'%s' name", key), model, false);
 			ok = false;
 		}
 	}
@@ -259,7 +271,7 @@ static bool check_target(struct eval *ev, const struct check_model *m, const str
 	}
 	for (size_t k = 0; k < m->nparams; k++)
 		if (check_tensor_answers_to(m->params[k].stmt, n)) {
-			if (is_linear(m->params[k].stmt))
+			if (is_adaptable(m->params[k].stmt))
 				return true;
 			plain = &m->params[k];
 		}
@@ -268,8 +280,8 @@ static bool check_target(struct eval *ev, const struct check_model *m, const str
 		return false;
 	}
 	struct diag *d = eval_error(ev, DIAG_TYPE_MISMATCH, it->loc,
-				    "LoRA target '%s' of layer '%s' is not a Linear: only 'linear' parameters "
-				    "carry adapters", n, plain->layer ? plain->layer->name : model);
+				    "LoRA target '%s' of layer '%s' is not a Linear: only 'linear' and "
+				    "'adaptable' parameters carry adapters", n, plain->layer ? plain->layer->name : model);
 
 	note_has(d, m, model, true);
 	return false;
@@ -303,10 +315,16 @@ bool check_model_names(struct eval *ev, const struct check_model *m, const struc
 	const char *model = j->model.label ? j->model.label : "the model";
 	bool has_freeze = check_job_field(j, "freeze", &freeze) && freeze.kind == VAL_LIST;
 
-	if (has_freeze && !check_freeze(ev, m, &freeze, model))
+	if (has_freeze && !check_freeze(ev, m, &freeze, model, "freeze"))
 		return false;
-	if (j->finetune.kind == VAL_CALL)
+	if (j->finetune.kind == VAL_CALL) {
+		struct value mts;
+
+		if (env_lookup(j->finetune.args, intern_cstr(ev->interner, "modules_to_save"), &mts) &&
+		    mts.kind == VAL_LIST && !check_freeze(ev, m, &mts, model, "modules_to_save"))
+			return false;
 		return check_targets(ev, m, &j->finetune, model);
+	}
 	size_t trainable = 0;
 
 	for (size_t i = 0; i < m->nparams; i++)

@@ -20,7 +20,7 @@
 #include "lang/strbuf.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", "expert", "hf", NULL };
+					    "grouped", "paged", "expert", "hf", "adaptable", NULL };
 
 static bool is_word(const char *name)
 {
@@ -58,8 +58,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 					    "'%s' is neither a dtype nor a tensor attribute", a->name);
 		const char *s = dtype_suggest(a->name);
 
-		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, expert, for_grad(...), "
-			  "forward, backward, loss, grouped, paged%s", s ? s : "");
+		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
+			  "for_grad(...), forward, backward, loss, grouped, paged%s", s ? s : "");
 	}
 }
 
@@ -115,6 +115,8 @@ static const struct field_spec train_fields[] = {
 	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
 	{ "overhead", "record", false }, { "headroom", "ratio", false },
 	{ "zero_grad", "enum:set_to_none|zeros", false }, { "optimizer_in_backward", "bool", false },
+	{ "load", "enum:meta|from_pretrained|rank0_cpu", false }, { "eval", "record", false },
+	{ "save", "enum:none|full_state_dict|full_state_dict_cpu", false },
 	{ NULL, NULL, false },
 };
 
@@ -135,6 +137,10 @@ static const struct field_spec deepspeed_fields[] = {
 	{ "reduce_bucket_size", "count", false }, { "allgather_bucket_size", "count", false },
 	{ "prefetch_bucket_size", "count", false }, { "overlap_comm", "bool", false }, { NULL, NULL, false },
 };
+static const struct field_spec eval_fields[] = {
+	{ "batch", "count", false }, { "seq_len", "count", false }, { "generate", "count", false },
+	{ NULL, NULL, false },
+};
 static const struct field_spec overhead_fields[] = {
 	{ "context", "bytes", false }, { "cublas_workspace", "bytes", false }, { "nccl", "bytes", false },
 	{ "fragmentation", "ratio", false }, { NULL, NULL, false },
@@ -146,14 +152,15 @@ static const struct range_spec train_ranges[] = {
 	{ "deepspeed.reduce_bucket_size", RANGE_AT_LEAST_1 }, { "deepspeed.allgather_bucket_size", RANGE_AT_LEAST_1 },
 	{ "deepspeed.prefetch_bucket_size", RANGE_AT_LEAST_1 }, { "overhead.context", RANGE_NONNEG_BYTES },
 	{ "overhead.cublas_workspace", RANGE_NONNEG_BYTES }, { "overhead.nccl", RANGE_NONNEG_BYTES },
-	{ "overhead.fragmentation", RANGE_PERCENT }, { NULL, RANGE_ANY },
+	{ "overhead.fragmentation", RANGE_PERCENT }, { "eval.batch", RANGE_AT_LEAST_1 },
+	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { NULL, RANGE_ANY },
 };
 
 static const struct field_spec *sub_specs(const char *name)
 {
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
-	       overhead_fields;
+	       !strcmp(name, "eval") ? eval_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a
@@ -478,14 +485,19 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 	return ok & parallel_ok(ev, j);
 }
 
-/* The arguments lora() and qlora() take; an unknown one would be ignored. */
+/* The arguments lora() and qlora() take; an unknown one would be ignored.
+ * PEFT LoraConfig / BitsAndBytesConfig spellings: docs/language.md §3.7. */
 static const struct field_spec lora_args[] = {
 	{ "r", "count", false }, { "alpha", "number", false }, { "targets", "list", false },
-	{ "dropout", "number", false }, { "dtype", "dtype", false }, { "quant", "dtype", false },
-	{ "save_input", "bool", false }, { NULL, NULL, false },
+	{ "dropout", "number", false }, { "dtype", "dtype", false }, { "modules_to_save", "list", false },
+	{ "use_dora", "bool", false }, { "use_rslora", "bool", false }, { "adapters", "count", false },
+	{ "quant", "dtype", false }, { "save_input", "bool", false }, { "quant_storage", "dtype", false },
+	{ "double_quant", "bool", false }, { "compute_dtype", "dtype", false },
+	{ "prepare_kbit", "bool", false }, { NULL, NULL, false },
 };
 static const struct range_spec lora_ranges[] = {
-	{ "r", RANGE_AT_LEAST_1 }, { "alpha", RANGE_POSITIVE }, { "dropout", RANGE_FRACTION }, { NULL, RANGE_ANY },
+	{ "r", RANGE_AT_LEAST_1 }, { "alpha", RANGE_POSITIVE }, { "dropout", RANGE_FRACTION },
+	{ "adapters", RANGE_AT_LEAST_1 }, { NULL, RANGE_ANY },
 };
 
 /* PEFT's and other tools' spellings of lora()'s arguments. */
@@ -493,7 +505,11 @@ static const char *lora_synonym(const char *name)
 {
 	static const char *const syn[][2] = { { "rank", "r" }, { "lora_r", "r" }, { "lora_alpha", "alpha" },
 					      { "lora_dropout", "dropout" }, { "target_modules", "targets" },
-					      { "quant_type", "quant" }, { "bnb_4bit_quant_type", "quant" } };
+					      { "quant_type", "quant" }, { "bnb_4bit_quant_type", "quant" },
+					      { "bnb_4bit_quant_storage", "quant_storage" },
+					      { "bnb_4bit_use_double_quant", "double_quant" },
+					      { "bnb_4bit_compute_dtype", "compute_dtype" },
+					      { "prepare_model_for_kbit_training", "prepare_kbit" } };
 
 	for (size_t i = 0; i < sizeof syn / sizeof syn[0]; i++)
 		if (!strcmp(syn[i][0], name))
@@ -501,26 +517,71 @@ static const char *lora_synonym(const char *name)
 	return NULL;
 }
 
+static bool qlora_only(const char *name)
+{
+	static const char *const only[] = { "quant", "save_input", "quant_storage", "double_quant",
+					    "compute_dtype", "prepare_kbit" };
+
+	for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)
+		if (!strcmp(only[i], name))
+			return true;
+	return false;
+}
+
+/* PEFT's target_modules="all-linear": every Linear but the output head. */
+static bool all_linear(struct value v)
+{
+	return (v.kind == VAL_SYMBOL && !strcmp(v.str, "all_linear")) ||
+	       (v.kind == VAL_STRING && !strcmp(v.str, "all-linear"));
+}
+
 static bool lora_arg(struct eval *ev, const char *call, const char *name, struct value v)
 {
 	const struct field_spec *s = check_spec_find(lora_args, name);
-	bool qlora_only = !strcmp(name, "quant") || !strcmp(name, "save_input");
 	char what[96];
 
-	if (!s || (qlora_only && strcmp(call, "qlora"))) {
+	if (!s || (qlora_only(name) && strcmp(call, "qlora"))) {
 		const char *syn = lora_synonym(name);
 		struct diag *d = eval_error(ev, DIAG_BAD_ARGUMENT, v.origin, "%s() has no argument '%s'", call, name);
 
 		if (syn || !s)
-			diag_note(d, NO_LOC, "%s() takes r, alpha, targets, dropout, dtype%s%s%s%s", call,
-				  strcmp(call, "qlora") ? "" : ", quant, save_input", syn ? "; did you mean '" : "",
+			diag_note(d, NO_LOC, "%s() takes r, alpha, targets, dropout, dtype, modules_to_save, "
+				  "use_dora, use_rslora, adapters%s%s%s%s", call,
+				  strcmp(call, "qlora") ? "" : ", quant, save_input, quant_storage, double_quant, "
+				  "compute_dtype, prepare_kbit", syn ? "; did you mean '" : "",
 				  syn ? syn : "", syn ? "'?" : "");
 		else
 			diag_note(d, NO_LOC, "'%s' is an argument of qlora(...)", name);
 		return false;
 	}
+	if (!strcmp(name, "targets") && all_linear(v))
+		return true;
 	snprintf(what, sizeof what, "'%s' of %s()", name, call);
 	return check_value_type(ev, v, s->type, what) && check_range(ev, v, check_range_of(lora_ranges, name), what);
+}
+
+/* FSDP flattens a unit's parameters into one tensor of one dtype (torch
+ * FSDP _validate_tensors_to_flatten: "Must flatten tensors with uniform
+ * dtype"), so a quant_storage other than the weights' cannot be sharded.
+ * Only an explicit one is checked: torchao's NF4 (torchtune) has none. */
+static bool fsdp_storage_ok(struct eval *ev, const struct check_job *j)
+{
+	const struct field *f = j->precision.kind == VAL_DECL ?
+		eval_record_field(ev->scope, j->precision.decl, "weights") : NULL;
+	struct value qs, fs, w;
+
+	if (!env_lookup(j->finetune.args, intern_cstr(ev->interner, "quant_storage"), &qs) ||
+	    qs.kind != VAL_DTYPE || !f || !check_job_field(j, "fsdp", &fs) || fs.kind != VAL_SYMBOL ||
+	    !strcmp(fs.str, "none"))
+		return true;
+	w = eval_expr(ev, NULL, f->value);
+	if (w.kind != VAL_DTYPE || w.dtype == qs.dtype)
+		return true;
+	diag_note(eval_error(ev, DIAG_TYPE_MISMATCH, qs.origin, "FSDP flattens each unit's parameters into one "
+			     "tensor of one dtype, but quant_storage = %s and the other weights are %s: use "
+			     "quant_storage = %s", dtype_name(qs.dtype), dtype_name(w.dtype), dtype_name(w.dtype)),
+		  fs.origin, "'fsdp' is set here");
+	return false;
 }
 
 static bool check_finetune(struct eval *ev, const struct check_job *j)
@@ -534,7 +595,7 @@ static bool check_finetune(struct eval *ev, const struct check_job *j)
 		return true;
 	for (unsigned i = 0; (name = env_name_at(ft->args, i, &v)); i++)
 		ok &= lora_arg(ev, ft->str, name, v);
-	return ok;
+	return ok && fsdp_storage_ok(ev, j);
 }
 
 static void bind(struct eval *ev, struct env *e, const char *name, struct value v)

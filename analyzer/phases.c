@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * phases.c - the peaks of the run's phases around the step (phases.h).
+ * Formulas: docs/memory-model.md §"The run, phase by phase".
+ */
+#include <math.h>
+#include <string.h>
+
+#include "analyzer/alloc.h"
+#include "analyzer/phases.h"
+#include "lang/arena.h"
+
+struct ph {
+	const struct mem_job *job;
+	const struct phase_input *in;
+	bool ovf;
+	uint64_t unit;		/* one body repeat's weights, unsharded */
+	uint64_t full;		/* every weight of the model, unsharded */
+	uint64_t layer_act;	/* the largest layer's saves + forward transients */
+};
+
+static uint64_t add(struct ph *p, uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return p->ovf = true, UINT64_MAX;
+	return r;
+}
+
+static uint64_t mul(struct ph *p, uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		return p->ovf = true, UINT64_MAX;
+	return r;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static bool shards_weights(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO3 || m == MEM_SHARD_FSDP_FULL || m == MEM_SHARD_FSDP_GRAD_OP ||
+	       m == MEM_SHARD_FSDP_HYBRID;
+}
+
+/* The unsharded bytes of one layer's parameters (what a gather holds). */
+static uint64_t layer_weights(struct ph *p, const struct mem_layer *l)
+{
+	uint64_t s = 0;
+
+	for (size_t i = 0; i < l->nparams; i++)
+		s = add(p, s, l->params[i].gather_bytes ? l->params[i].gather_bytes : l->params[i].weight_bytes);
+	return s;
+}
+
+/* The FSDP unit (one body repeat), the whole model and the largest
+ * layer's forward bytes, from the numeric job. */
+static void measure(struct ph *p)
+{
+	for (size_t b = 0; b < p->job->nblocks; b++) {
+		const struct mem_block *blk = &p->job->blocks[b];
+		uint64_t rep = 0;
+
+		for (size_t l = 0; l < blk->nlayers; l++) {
+			const struct mem_layer *ly = &blk->layers[l];
+
+			rep = add(p, rep, layer_weights(p, ly));
+			p->layer_act = max_u64(p->layer_act, add(p, ly->saves_bytes, ly->temp_fwd_bytes));
+		}
+		if (blk->is_body)
+			p->unit = max_u64(p->unit, rep);
+		p->full = add(p, p->full, mul(p, rep, blk->repeat));
+	}
+}
+
+/* bitsandbytes Params4bit._quantize: the weight as loaded is copied to
+ * the GPU (`self.data.contiguous().to(device)`) and quantize_4bit makes
+ * fp32 absmax per 64-element block beside it; compress_statistics
+ * (double quant) adds the uint8 quantised absmax before the fp32 one is
+ * freed. The packed output is counted with the resident weights. */
+static uint64_t quantise_transient(struct ph *p)
+{
+	const struct phase_input *in = p->in;
+	uint64_t n = in->largest_quantised, blocks = n / 64 + (n % 64 != 0);
+	uint64_t t = add(p, mul(p, n, in->load_elem_size), mul(p, blocks, 4));
+
+	/* Int8Params._quantize: an fp16 copy on the GPU, then double_quant's
+	 * row- and column-wise int8 matrices (CBt is freed after; the
+	 * per-row/column fp32 scales are left out) */
+	if (in->quant_8bit)
+		return add(p, mul(p, n, 2), n);
+	return in->double_quant ? add(p, t, blocks) : t;
+}
+
+static uint64_t loading(struct ph *p, const struct mem_class *k)
+{
+	const struct phase_input *in = p->in;
+	uint64_t q = in->qlora ? quantise_transient(p) : 0;
+
+	switch (in->load) {
+	case PHASE_LOAD_FROM_PRETRAINED:
+		/* the whole model on every rank; FSDP's FlatParameter then
+		 * concatenates one unit beside its parameters (flat_param.py
+		 * flatten_tensors) before sharding it. Under ZeRO-3,
+		 * from_pretrained builds the model inside deepspeed.zero.Init
+		 * and gathers one module at a time to load it: as rank0_cpu. */
+		if (p->job->sharding != MEM_SHARD_ZERO3)
+			return add(p, in->load_weights, max_u64(q, shards_weights(p->job->sharding) ? p->unit : 0));
+		/* fall through */
+	case PHASE_LOAD_RANK0_CPU:
+		/* FSDP moves one unit to the GPU, flattens and shards it */
+		return add(p, k->persistent[MEM_C_WEIGHTS], max_u64(q, p->unit));
+	default:
+		/* each full tensor passes through the GPU once (distribute_tensor) */
+		return add(p, k->persistent[MEM_C_WEIGHTS], in->qlora ? q : in->largest_param);
+	}
+}
+
+/* prepare_model_for_kbit_training: param.data = param.data.to(float32),
+ * one parameter at a time: the fp32 copies of those before it plus the
+ * 16-bit source and fp32 copy of the current one. */
+static uint64_t prepare(struct ph *p, const struct mem_class *k)
+{
+	const struct phase_input *in = p->in;
+	uint64_t resident = in->load == PHASE_LOAD_FROM_PRETRAINED ? add(p, in->load_weights, in->kbit_extra)
+								    : k->persistent[MEM_C_WEIGHTS];
+
+	return add(p, resident, in->largest_cast);
+}
+
+/* What stays between steps: weights, optimizer states, resident buffers,
+ * and the gradients only when zero_grad keeps them. */
+static uint64_t between_steps(struct ph *p, const struct mem_class *k)
+{
+	uint64_t s = add(p, k->persistent[MEM_C_WEIGHTS], k->persistent[MEM_C_OPTIMIZER]);
+
+	s = add(p, s, k->persistent[MEM_C_BUFFERS]);
+	return p->job->grads_persistent ? add(p, s, k->persistent[MEM_C_GRADIENTS]) : s;
+}
+
+/* Evaluation under torch.no_grad: nothing is saved for backward, so one
+ * layer's saves and transients are alive at a time (scaled to the eval
+ * tokens), beside the KV cache of every layer for prompt + generated
+ * tokens (HF DynamicCache, LitGPT's kv_cache) and, when sharded, the
+ * running and the prefetched unit. */
+static uint64_t evaluation(struct ph *p, const struct mem_class *k)
+{
+	const struct phase_input *in = p->in;
+	uint64_t tokens = mul(p, in->eval_batch, in->eval_seq);
+	uint64_t kv_tokens = mul(p, in->eval_batch, add(p, in->eval_seq, in->eval_generate));
+	uint64_t act = mul(p, p->layer_act, tokens), s = between_steps(p, k);
+
+	act = in->train_tokens ? act / in->train_tokens + (act % in->train_tokens != 0) : act;
+	s = add(p, s, act);
+	s = add(p, s, mul(p, mul(p, in->kv_per_token, kv_tokens), in->act_size));
+	return shards_weights(p->job->sharding) ? add(p, s, mul(p, p->unit, 2)) : s;
+}
+
+/* FSDP FULL_STATE_DICT (_full_post_state_dict_hook): each unit is
+ * unsharded and its parameters cloned. With offload_to_cpu = False and
+ * rank0_only = False (FullStateDictConfig's defaults) the clones of the
+ * whole model stay on every GPU; with offload_to_cpu (accelerate's
+ * default) each clone goes to the CPU before the next unit. Unsharded
+ * modes return views: no bytes. */
+static uint64_t saving(struct ph *p, const struct mem_class *k)
+{
+	uint64_t s = between_steps(p, k);
+
+	if (!shards_weights(p->job->sharding))
+		return s;
+	if (p->in->save == PHASE_SAVE_FULL)
+		return add(p, add(p, s, p->full), p->unit);
+	return add(p, s, mul(p, p->unit, 2));
+}
+
+/* M16/M17 with the step's overheads: reserved = allocated x frag in
+ * whole 2 MiB segments, plus context, cuBLAS and NCCL as in the step. */
+static uint64_t device_of(struct ph *p, const struct mem_class *k, uint64_t alloc)
+{
+	double f = p->job->frag_factor != 0.0 ? p->job->frag_factor : 1.10;
+	double r = ceil((double)alloc * f);
+	uint64_t res, seg = ALLOC_ROUND_LARGE;
+
+	if (r >= 18446744073709549568.0)
+		return p->ovf = true, UINT64_MAX;
+	res = (uint64_t)r < alloc ? alloc : (uint64_t)r;
+	res = mul(p, res / seg + (res % seg != 0), seg);
+	return add(p, res, k->device_total - k->peak_reserved);
+}
+
+static void one_class(struct ph *p, const struct mem_class *k, struct phase_class *c)
+{
+	const struct phase_input *in = p->in;
+
+	memset(c, 0, sizeof *c);
+	c->alloc[PHASE_STEP] = k->peak_allocated;
+	c->alloc[PHASE_LOADING] = loading(p, k);
+	if (in->prepare_kbit)
+		c->alloc[PHASE_PREPARE] = prepare(p, k);
+	if (in->eval)
+		c->alloc[PHASE_EVAL] = evaluation(p, k);
+	if (in->save != PHASE_SAVE_NONE)
+		c->alloc[PHASE_SAVE] = saving(p, k);
+	c->device[PHASE_STEP] = k->device_total;
+	c->run = PHASE_STEP;
+	for (int i = PHASE_LOADING; i < PHASE__COUNT; i++) {
+		if (!c->alloc[i])
+			continue;
+		c->device[i] = device_of(p, k, c->alloc[i]);
+		if (c->device[i] > c->device[c->run])
+			c->run = (enum phase_id)i;
+	}
+	c->run_alloc = c->alloc[c->run];
+	c->run_device = c->device[c->run];
+	c->run_fits = !k->capacity || c->run_device <= k->capacity;
+}
+
+bool phases_analyze(struct arena *a, const struct mem_job *job, const struct mem_result *r,
+		    const struct phase_input *in, struct phase_result *out)
+{
+	struct ph p = { .job = job, .in = in };
+
+	memset(out, 0, sizeof *out);
+	measure(&p);
+	out->classes = ARENA_NEW_ARRAY(a, struct phase_class, r->nclasses ? r->nclasses : 1);
+	out->nclasses = r->nclasses;
+	out->shown = in->asked;
+	for (size_t i = 0; i < r->nclasses; i++) {
+		one_class(&p, &r->classes[i], &out->classes[i]);
+		out->shown |= out->classes[i].run != PHASE_STEP;
+	}
+	out->overflow = p.ovf;
+	return !p.ovf;
+}
+
+const char *phase_name(enum phase_id p)
+{
+	static const char *const names[PHASE__COUNT] = { "the step", "loading", "prepare_kbit", "evaluation",
+							  "saving" };
+
+	return (unsigned)p < PHASE__COUNT ? names[p] : "?";
+}

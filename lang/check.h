@@ -54,6 +54,9 @@ struct check_job *check_program_job(struct check_result *r, const struct decl *t
 /* Whether `param` tensor @s is called @name: its own name or one of its
  * hf(...) names (Hugging Face / PEFT module names such as q_proj). */
 bool check_tensor_answers_to(const struct stmt *s, const char *name);
+/* The @i-th key a train block takes (for editors' completion), or NULL
+ * past the last. */
+const char *check_train_key(size_t i);
 /* The value of @key in @job, or false if it was not given. */
 bool check_job_field(const struct check_job *job, const char *key, struct value *out);
 

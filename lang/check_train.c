@@ -120,6 +120,14 @@ static const struct field_spec train_fields[] = {
 	{ NULL, NULL, false },
 };
 
+const char *check_train_key(size_t i)
+{
+	for (size_t n = 0; train_fields[n].name; n++)
+		if (n == i)
+			return train_fields[n].name;
+	return NULL;
+}
+
 static const struct field_spec parallel_fields[] = {
 	{ "tp", "count", false }, { "pp", "count", false }, { "cp", "count", false }, { "ep", "count", false },
 	{ "vp", "count", false }, { "sequence_parallel", "bool", false }, { "schedule", "string", false },

@@ -353,15 +353,6 @@ json_t *lsp_definition(const struct lsp_server *s, const struct lsp_doc *d, json
 
 /* ---- completion ---- */
 
-/* The keys of a train block: lang/check_train.c's train_fields, which is
- * private to the checker; tests/lsp/session.sh fails when they differ. */
-static const char *const train_keys[] = {
-	"model", "cluster", "precision", "optimizer", "micro_batch", "seq_len", "grad_accum",
-	"checkpoint", "attention", "kernels", "loss", "zero", "fsdp", "parallel", "finetune",
-	"freeze", "offload", "ddp", "deepspeed", "overhead", "headroom", "zero_grad",
-	"optimizer_in_backward",
-};
-
 /* LSP CompletionItemKind per declaration kind; 0: not offered. */
 static int item_kind(enum decl_kind k)
 {
@@ -414,8 +405,8 @@ static bool value_wanted(const struct unit *u, uint32_t off, enum decl_kind *wan
 
 static void add_keys(json_t *items)
 {
-	for (size_t i = 0; i < sizeof train_keys / sizeof train_keys[0]; i++)
-		json_array_append_new(items, json_pack("{s:s, s:i, s:s}", "label", train_keys[i],
+	for (size_t i = 0; check_train_key(i); i++)
+		json_array_append_new(items, json_pack("{s:s, s:i, s:s}", "label", check_train_key(i),
 						       "kind", 10, "detail", "train key"));
 }
 

@@ -286,6 +286,7 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 {
 	struct env *e = env_new(b->ev, base);
 
+	b->bindings = base;	/* bound_u64 below reads the job's own pp and cp */
 	if (ov && ov->micro_batch) {
 		struct value v = val_count(ov->micro_batch, NO_LOC);
 

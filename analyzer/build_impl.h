@@ -35,6 +35,9 @@ struct frame {
 	uint64_t temp_fwd, temp_bwd;	/* this instance's own transients */
 	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */
 	uint64_t input;
+	uint64_t input_numel;		/* the declared input, to recognise it among the saves */
+	const struct dtype *input_dtype;
+	uint64_t input_saved;		/* bytes of saves that are the input tensor itself */
 	bool loss;
 };
 

@@ -64,6 +64,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
 		.params = b->params, .nparams = b->nparams,
 		.saves_bytes = b->saves + b->loss_saves, .input_bytes = f->input,
+		.input_saved_bytes = f->input_saved,
 		.temp_fwd_bytes = f->temp_fwd + f->child_fwd, .temp_bwd_bytes = f->temp_bwd + f->child_bwd,
 		.loss_region = loss,
 	};

@@ -352,8 +352,20 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 			c->cast_fwd = mem_add(&cx->ovf, c->cast_fwd, cast);
 	}
 	c->saves = mem_round(job, l->saves_bytes);
-	/* §4.5: a fully recomputed repeat keeps only its first layer's input */
-	c->stored = full ? (j == 0 ? mem_round(job, l->input_bytes) : 0) : c->saves;
+	c->stored = c->saves;
+	if (full) {
+		/* §4.5: a fully recomputed repeat keeps only its first layer's input.
+		 * The recomputation runs on detach()ed inputs (torch/utils/checkpoint.py
+		 * CheckpointFunction.backward, Megatron tensor_parallel/random.py), which
+		 * share the stored input's storage: a save that is the input itself
+		 * (a norm's x_in) is not allocated again when the repeat is re-run. */
+		uint64_t alias = j == 0 ? l->input_saved_bytes : 0;
+
+		if (alias > l->saves_bytes)
+			alias = l->saves_bytes;
+		c->stored = j == 0 ? mem_round(job, l->input_bytes) : 0;
+		c->saves = mem_round(job, l->saves_bytes - alias);
+	}
 	c->tfwd = mem_round(job, l->temp_fwd_bytes);
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
 }

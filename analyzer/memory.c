@@ -700,7 +700,9 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	return MEM_OK;
 }
 
-/* Stages with identical figures form one class (ranks add up). */
+/* Consecutive stages with identical figures form one class (ranks add up);
+ * the report names a class by its first and last stage, so a class is
+ * always a contiguous run of stages. */
 static bool same_class(const struct mem_class *x, const struct mem_class *y)
 {
 	return x->peak_allocated == y->peak_allocated && x->device_total == y->device_total &&
@@ -711,12 +713,12 @@ static bool same_class(const struct mem_class *x, const struct mem_class *y)
 
 static void add_class(struct mem_result *res, const struct mem_class *k, bool *ovf)
 {
-	for (size_t i = 0; i < res->nclasses; i++) {
-		if (same_class(&res->classes[i], k)) {
-			res->classes[i].nstages++;
-			res->classes[i].ranks = mem_add(ovf, res->classes[i].ranks, k->ranks);
-			return;
-		}
+	struct mem_class *last = res->nclasses ? &res->classes[res->nclasses - 1] : NULL;
+
+	if (last && last->stage + last->nstages == k->stage && same_class(last, k)) {
+		last->nstages++;
+		last->ranks = mem_add(ovf, last->ranks, k->ranks);
+		return;
 	}
 	res->classes[res->nclasses++] = *k;
 }

@@ -349,8 +349,11 @@ static bool p_lora(struct prop_ctx *pc, const struct pjob *base)
 		 * (fp32 resident, fp32 gathered under ZeRO-3/FSDP, a 16-bit cast,
 		 * 512-B rounding) and their small saved outputs. */
 		uint64_t extra = 12 * l.r.params_trainable + 1024 * l.r.tensors;
+		const char *loss = pjob_get(base, "loss");
 
-		for (int k = F_DEVICE; k <= F_ALLOC; k++)
+		/* A frozen head under autocast with LitGPT's 128-token head calls
+		 * saves one weight cast per chunk (stdlib lm_head, LGRT-40). */
+		for (int k = F_DEVICE; k <= F_ALLOC && !(loss && !strcmp(loss, "chunked_kept")); k++)
 			le_fig(pc, "lora", &l, &f, 0, k, k == F_ALLOC ? extra :
 			       extra + extra / 5 + ALLOC_ROUND_LARGE);
 		le_fig(pc, "lora", &l, &f, 1, MEM_C_GRADIENTS, 0);
@@ -445,11 +448,31 @@ static const char *json_class(struct prop_ctx *pc, const struct side *b, const c
 	return p;
 }
 
+/* Classes are contiguous runs of stages covering [0, pp), as the report
+ * names them ("stages 1-2"). */
+static void classes_cover(struct prop_ctx *pc, const struct side *b)
+{
+	uint32_t next = 0;
+
+	for (size_t c = 0; c < b->r.nclasses; c++) {
+		const struct mem_class *k = &b->r.classes[c];
+
+		if (k->stage != next || k->nstages == 0)
+			prop_fail(pc, "sums", b->text, NULL, "class %zu starts at stage %" PRIu32
+				  ", expected %" PRIu32, c, k->stage, next);
+		next = k->stage + k->nstages;
+	}
+	if (next != b->r.pp)
+		prop_fail(pc, "sums", b->text, NULL, "classes cover %" PRIu32 " of %" PRIu32
+			  " stages", next, b->r.pp);
+}
+
 static bool p_sums(struct prop_ctx *pc, const struct side *b)
 {
 	const char *p = b->r.json;
 	uint64_t total = 0;
 
+	classes_cover(pc, b);
 	if (!json_u64(p, "params_total", &total) || total != b->r.params_total)
 		prop_fail(pc, "sums", b->text, NULL, "JSON params_total %" PRIu64 " vs %" PRIu64, total,
 			  b->r.params_total);

@@ -13,7 +13,7 @@ PROPERTY_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard tests/property/*.c))
 PROPERTY_SEED ?= 1
 PROPERTY_CHECK_VARIANTS ?= 300
 PROPERTY_VARIANTS ?= 5000
-PROPERTY_ARGS = --stdlib stdlib --tmp $(B)/property-job.mem
+PROPERTY_ARGS = --stdlib stdlib --tmp $(B)/property-job-$$$$.mem
 
 EXTRA_CHECKS += property
 .PHONY: check-property fuzz-property

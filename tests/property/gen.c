@@ -7,6 +7,7 @@
 #include "tests/property/property.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 struct gen_model {
 	const char *import, *name, *targets;	/* targets: LoRA target names */
@@ -45,15 +46,35 @@ static const char *const fsdps[] = { "full_shard", "shard_grad_op", "hybrid_shar
 static void gen_parallel(struct prop_ctx *pc, struct arena *a, struct pjob *j, uint64_t *gpus)
 {
 	static const uint64_t degs[] = { 1, 1, 1, 2, 4 };
-	uint64_t tp = PICK(pc, degs), pp = prop_pick(pc, 3) ? 1 : 2;
+	uint64_t tp = PICK(pc, degs), pp = prop_pick(pc, 3) ? 1 : 2, cp = prop_pick(pc, 8) ? 1 : 2;
 
 	if (tp > 1)
 		pjob_set_u64(a, j, "parallel.tp", tp);
 	if (pp > 1)
 		pjob_set_u64(a, j, "parallel.pp", pp);
+	if (cp > 1)
+		pjob_set_u64(a, j, "parallel.cp", cp);
 	if (tp > 1 && prop_pick(pc, 2))
 		pjob_set(a, j, "parallel.sequence_parallel", "true");
-	*gpus *= tp * pp;
+	if (pp > 1 && prop_pick(pc, 4) == 0) {
+		pjob_set(a, j, "parallel.schedule", prop_pick(pc, 2) ? "\"gpipe\"" : "\"interleaved\"");
+		if (!strcmp(pjob_get(j, "parallel.schedule"), "\"interleaved\""))
+			pjob_set_u64(a, j, "parallel.vp", 2);
+	}
+	*gpus *= tp * pp * cp;
+}
+
+/* The rarer train keys: offload, DDP bucket views, stepping in backward,
+ * gradients kept between steps. */
+static void gen_extras(struct prop_ctx *pc, struct arena *a, struct pjob *j)
+{
+	switch (prop_pick(pc, 10)) {
+	case 0: pjob_set(a, j, "offload.optimizer", "cpu"); break;
+	case 1: pjob_set(a, j, "ddp.gradient_as_bucket_view", "true"); break;
+	case 2: pjob_set(a, j, "optimizer_in_backward", "true"); break;
+	case 3: pjob_set(a, j, "zero_grad", "zeros"); break;
+	default: break;
+	}
 }
 
 static void gen_sharding(struct prop_ctx *pc, struct arena *a, struct pjob *j)
@@ -127,6 +148,7 @@ struct pjob *prop_generate(struct prop_ctx *pc)
 	gen_parallel(pc, a, j, &gpus);
 	gen_sharding(pc, a, j);
 	gen_finetune(pc, a, j, m);
+	gen_extras(pc, a, j);
 	pjob_set(a, j, "cluster", arena_printf(a, "%" PRIu64 " x %s", gpus, PICK(pc, gpu_names)));
 	return j;
 }

@@ -6,6 +6,10 @@
  * stdlib with a fixed-seed PRNG.
  *
  *   build/tests/run-property [--seed S] [--variants N] [--only V] [--verbose]
+ *                            [--stdlib DIR] [--tmp FILE]
+ *
+ * The job text is written to FILE (default build/property-job-PID.mem) for
+ * the importer; run from the repository root.
  *
  * Each variant draws one base job (variant v uses its own stream, seeded
  * from S and v, so `--only V` replays exactly variant V) and checks every
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lang/arena.h"
 
@@ -209,16 +214,20 @@ static bool parse_args(int argc, char **argv, struct prop_ctx *pc)
 
 int main(int argc, char **argv)
 {
-	static struct prop_ctx pc = { .seed = 1, .variants = 300, .ro = { "stdlib", "build/property-job.mem" } };
+	static struct prop_ctx pc = { .seed = 1, .variants = 300, .ro = { "stdlib", NULL } };
 
 	if (!parse_args(argc, argv, &pc))
 		return 2;
+	/* one file per process: runs with other seeds may share the folder */
+	if (!pc.ro.path)
+		pc.ro.path = arena_printf(&pc.keep, "build/property-job-%ld.mem", (long)getpid());
 	load_dir(&pc, "examples");
 	load_dir(&pc, "tests/property/regress");
 	for (uint64_t v = 0; v < pc.variants; v++)
 		if (!pc.only || pc.only == v + 1)
 			run_variant(&pc, v);
 	printf("property: %" PRIu64 " passed, %" PRIu64 " failed\n", pc.passed, pc.failed);
+	remove(pc.ro.path);
 	arena_free(&pc.var);
 	arena_free(&pc.keep);
 	return pc.failed ? 1 : 0;

@@ -343,7 +343,8 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		 * (autocast_mode.cpp cached_cast: fp32 leaf params requiring grad are
 		 * cached whatever the grad mode, checkpoint's no_grad forward included;
 		 * the cache is cleared when the outermost autocast exits); the
-		 * recomputation in backward casts again, transiently. */
+		 * recomputation in backward casts again and, grad enabled, saves
+		 * those casts until each layer's backward (mem_timeline.c). */
 		if (p->cast_saved && !full)
 			c->cast_keep = mem_add(&cx->ovf, c->cast_keep, cast);
 		else

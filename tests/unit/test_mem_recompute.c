@@ -67,6 +67,46 @@ static void full_keeps_an_unsaved_input(void **state)
 	assert_int_equal(peak_of(MEM_RECOMPUTE_FULL, 0), peak_of(MEM_RECOMPUTE_NONE, 0) + 8 * MIB);
 }
 
+/* Two frozen layers with 50 MiB autocast weight casts saved for backward;
+ * the second needs 300 MiB in its backward. */
+static uint64_t cast_peak(enum mem_recompute rc)
+{
+	struct mem_param p[2] = {
+		{ .name = "w0", .numel = 1, .weight_bytes = 100 * MIB, .cast_bytes = 50 * MIB,
+		  .cast_saved = true },
+		{ .name = "w1", .numel = 1, .weight_bytes = 100 * MIB, .cast_bytes = 50 * MIB,
+		  .cast_saved = true },
+	};
+	struct mem_layer l[2] = {
+		{ .name = "a", .params = &p[0], .nparams = 1 },
+		{ .name = "b", .params = &p[1], .nparams = 1, .temp_bwd_bytes = 300 * MIB },
+	};
+	struct mem_block b = { .layers = l, .nlayers = 2, .repeat = 1, .is_body = true };
+	struct mem_job j;
+	struct mem_result r;
+	uint64_t peak;
+
+	job_defaults(&j);
+	j.blocks = &b;
+	j.nblocks = 1;
+	j.recompute = rc;
+	assert_int_equal(mem_analyze(&j, &r), MEM_OK);
+	peak = r.classes[0].peak_allocated;
+	assert_int_equal(r.classes[0].buffers_at_peak[MEM_B_CASTS], 100 * MIB);
+	mem_result_free(&r);
+	return peak;
+}
+
+/* The re-run forward (under the checkpoint's autocast, with grad enabled)
+ * saves layer a's cast for its backward, as the none-mode forward does, so
+ * both casts are live in layer b's backward under every mode. */
+static void full_rematerialises_saved_casts(void **state)
+{
+	(void)state;
+	assert_int_equal(cast_peak(MEM_RECOMPUTE_NONE), 600 * MIB);
+	assert_int_equal(cast_peak(MEM_RECOMPUTE_FULL), 600 * MIB);
+}
+
 /* Stages 0 and 2 hold one body repeat each, stage 1 one plus a non-body
  * layer: 0 and 2 have identical figures but are not neighbours, so they
  * must stay separate classes (the report prints a class as "stages a-b"). */
@@ -102,6 +142,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(full_shares_the_saved_input),
 		cmocka_unit_test(full_keeps_an_unsaved_input),
+		cmocka_unit_test(full_rematerialises_saved_casts),
 		cmocka_unit_test(classes_are_contiguous),
 	};
 	return cmocka_run_group_tests_name("mem_recompute", tests, NULL, NULL);

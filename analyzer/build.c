@@ -325,6 +325,14 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		add_pending(b->frame, fg->args, bytes, loss);
 	else
 		bld_add_saves(b, bytes, loss);
+	/* A save of the input's shape and dtype is the input itself (a norm's
+	 * x_in; HF RMSNorm's x.to(fp32) when x is already fp32): a checkpoint
+	 * storing the input shares its storage (memory.c, cost_layer). */
+	struct frame *f = b->frame;
+
+	if (!fg && f && f->depth == 0 && !f->input_saved && f->input && numel == f->input_numel &&
+	    dt == f->input_dtype)
+		f->input_saved = bytes;
 }
 
 static void on_temp(struct bld *b, const struct walk_tensor *t, uint64_t numel)
@@ -364,8 +372,11 @@ static void on_tensor(void *ctx, const struct walk_tensor *t)
 	case TENSOR_SAVES: on_saves(b, t, numel); break;
 	case TENSOR_TEMP: on_temp(b, t, numel); break;
 	case TENSOR_INPUT:
-		if (b->frame && b->frame->depth == 0 && !b->frame->input)
-			b->frame->input = bld_bytes(b, tensor_dtype(b, t) ? tensor_dtype(b, t) : b->act, numel);
+		if (b->frame && b->frame->depth == 0 && !b->frame->input) {
+			b->frame->input_dtype = tensor_dtype(b, t) ? tensor_dtype(b, t) : b->act;
+			b->frame->input_numel = numel;
+			b->frame->input = bld_bytes(b, b->frame->input_dtype, numel);
+		}
 		break;
 	default: break;
 	}

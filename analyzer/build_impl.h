@@ -34,6 +34,9 @@ struct frame {
 	uint64_t dora_temp;		/* the largest DoRA weight-norm transient in temp_fwd */
 	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */
 	uint64_t input;
+	uint64_t input_numel;		/* the declared input, to recognise it among the saves */
+	const struct dtype *input_dtype;
+	uint64_t input_saved;		/* bytes of saves that are the input tensor itself */
 	bool loss;
 };
 

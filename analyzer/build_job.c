@@ -66,7 +66,8 @@ void bld_layer_close(struct bld *b, struct frame *f)
 	b->layers[b->nlayers++] = (struct mem_layer){
 		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
 		.params = b->params, .nparams = b->nparams,
-		.saves_bytes = saves, .input_bytes = f->input, .temp_fwd_bytes = tf, .temp_bwd_bytes = tb,
+		.saves_bytes = saves, .input_bytes = f->input, .input_saved_bytes = f->input_saved,
+		.temp_fwd_bytes = tf, .temp_bwd_bytes = tb,
 		.loss_region = loss,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;

@@ -231,6 +231,10 @@ static void eval_backward(struct walk *w, const struct pos *p, bool remat)
 	put(w, &v, p->c->act, remat ? p->c->tfwd : p->c->tbwd);
 	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, p->P.v[S_CAST_KEEP],
 					    mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
+	/* the re-run forward of a recomputed repeat saves its casts for
+	 * backward, as a none-mode forward does: earlier layers' casts live */
+	if (full)
+		put_buf(w, &v, MEM_B_CASTS, mem_sub(p->P.v[S_CAST_FWD], p->U.v[S_CAST_FWD]));
 	put_buf(w, &v, MEM_B_GATHERED, gathered(w, p, true));
 	add_grads(w, p, &v, remat);
 	if (!w->accumulating)

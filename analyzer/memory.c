@@ -380,7 +380,8 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		 * (autocast_mode.cpp cached_cast: fp32 leaf params requiring grad are
 		 * cached whatever the grad mode, checkpoint's no_grad forward included;
 		 * the cache is cleared when the outermost autocast exits); the
-		 * recomputation in backward casts again, transiently. */
+		 * recomputation in backward casts again and, grad enabled, saves
+		 * those casts until each layer's backward (mem_timeline.c). */
 		if (p->cast_saved && !full)
 			c->cast_keep = mem_add(&cx->ovf, c->cast_keep, cast);
 		else
@@ -389,8 +390,20 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 			c->cast_fwd = mem_add(&cx->ovf, c->cast_fwd, cast);
 	}
 	c->saves = mem_round(job, l->saves_bytes);
-	/* §4.5: a fully recomputed repeat keeps only its first layer's input */
-	c->stored = full ? (j == 0 ? mem_round(job, l->input_bytes) : 0) : c->saves;
+	c->stored = c->saves;
+	if (full) {
+		/* §4.5: a fully recomputed repeat keeps only its first layer's input.
+		 * The recomputation runs on detach()ed inputs (torch/utils/checkpoint.py
+		 * CheckpointFunction.backward, Megatron tensor_parallel/random.py), which
+		 * share the stored input's storage: a save that is the input itself
+		 * (a norm's x_in) is not allocated again when the repeat is re-run. */
+		uint64_t alias = j == 0 ? l->input_saved_bytes : 0;
+
+		if (alias > l->saves_bytes)
+			alias = l->saves_bytes;
+		c->stored = j == 0 ? mem_round(job, l->input_bytes) : 0;
+		c->saves = mem_round(job, l->saves_bytes - alias);
+	}
 	c->tfwd = mem_round(job, l->temp_fwd_bytes);
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
 }
@@ -753,7 +766,9 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	return MEM_OK;
 }
 
-/* Stages with identical figures form one class (ranks add up). */
+/* Consecutive stages with identical figures form one class (ranks add up);
+ * the report names a class by its first and last stage, so a class is
+ * always a contiguous run of stages. */
 static bool same_class(const struct mem_class *x, const struct mem_class *y)
 {
 	return x->peak_allocated == y->peak_allocated && x->device_total == y->device_total &&
@@ -764,12 +779,12 @@ static bool same_class(const struct mem_class *x, const struct mem_class *y)
 
 static void add_class(struct mem_result *res, const struct mem_class *k, bool *ovf)
 {
-	for (size_t i = 0; i < res->nclasses; i++) {
-		if (same_class(&res->classes[i], k)) {
-			res->classes[i].nstages++;
-			res->classes[i].ranks = mem_add(ovf, res->classes[i].ranks, k->ranks);
-			return;
-		}
+	struct mem_class *last = res->nclasses ? &res->classes[res->nclasses - 1] : NULL;
+
+	if (last && last->stage + last->nstages == k->stage && same_class(last, k)) {
+		last->nstages++;
+		last->ranks = mem_add(ovf, last->ranks, k->ranks);
+		return;
 	}
 	res->classes[res->nclasses++] = *k;
 }

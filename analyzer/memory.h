@@ -128,6 +128,8 @@ struct mem_layer {
 	size_t nparams;
 	uint64_t saves_bytes;		/* kept from forward to backward */
 	uint64_t input_bytes;		/* the layer input: what full recompute stores per repeat */
+	uint64_t input_saved_bytes;	/* part of saves_bytes that is the input tensor itself:
+					   the stored checkpoint input shares it (§4.5) */
 	uint64_t temp_fwd_bytes;	/* transients alive only while its forward runs */
 	uint64_t temp_bwd_bytes;	/* transients alive only while its backward runs */
 	bool loss_region;		/* saves/temps count as MEM_C_LOGITS */

@@ -561,7 +561,7 @@ static void push_event(struct alloc_trace *t, struct alloc_event e)
 
 uint32_t alloc_trace_alloc(struct alloc_trace *t, uint64_t n, uint32_t stream)
 {
-	struct alloc_event e = { n ? n : 1, t->nids, stream };
+	struct alloc_event e = { n ? n : 1, t->what, t->nids, stream };
 
 	if (t->nids == UINT32_MAX) {
 		t->nomem = true;
@@ -574,7 +574,7 @@ uint32_t alloc_trace_alloc(struct alloc_trace *t, uint64_t n, uint32_t stream)
 
 void alloc_trace_release(struct alloc_trace *t, uint32_t id)
 {
-	struct alloc_event e = { 0, id, 0 };
+	struct alloc_event e = { 0, t->what, id, 0 };
 
 	if (id < t->nids)
 		push_event(t, e);
@@ -605,6 +605,7 @@ enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_c
 			out->oom = true;
 			out->oom_request = sim.oom_request;
 			out->oom_event = i;
+			out->oom_what = e->what;
 		}
 	}
 	out->peak_allocated = sim.peak_allocated;

@@ -111,6 +111,7 @@ void alloc_sim_empty_cache(struct alloc_sim *sim);
  * `id` on `stream`; size 0 frees tensor `id`. */
 struct alloc_event {
 	uint64_t size;
+	const char *what;	/* the layer (or step) that asked, for messages */
 	uint32_t id;
 	uint32_t stream;
 };
@@ -119,6 +120,7 @@ struct alloc_trace {
 	struct alloc_event *ev;
 	size_t n, cap;
 	uint32_t nids;		/* ids handed out so far */
+	const char *what;	/* label given to the events pushed next */
 	bool nomem;		/* a push failed: the trace is incomplete */
 };
 
@@ -133,6 +135,7 @@ struct alloc_replay {
 	bool oom;
 	uint64_t oom_request;	/* bytes of the request that could not be satisfied */
 	size_t oom_event;	/* its index in the trace */
+	const char *oom_what;	/* its label */
 };
 
 /* Replay the trace through a fresh allocator with `cfg`.  Stops at the first

@@ -5,9 +5,9 @@
  * The rules follow pytorch/pytorch:c10/cuda/CUDACachingAllocator.cpp v2.5
  * (memory-model.md §5.3.1, §5.4).  Blocks live in one array whose dead slots
  * are reused; each block links to its neighbours in its segment, so a free
- * merges in O(1).  Best fit is a linear scan over the blocks, ordered like
- * the allocator's set keyed by (stream, size, address): a trace of a few
- * thousand tensors replays in well under a millisecond.
+ * merges in O(1).  Best fit is a linear scan over the free list only (a few
+ * dozen blocks in a training step), ordered like the allocator's set keyed
+ * by (stream, size, address).
  *
  * Simplifications (stated in §5.4): an expandable segment is one mapped
  * prefix per (stream, pool); empty_cache unmaps only the free pages at its
@@ -101,6 +101,7 @@ void alloc_sim_init(struct alloc_sim *sim)
 void alloc_sim_free(struct alloc_sim *sim)
 {
 	free(sim->blocks);
+	free(sim->freel);
 	free(sim->spare);
 	free(sim->segs);
 	memset(sim, 0, sizeof(*sim));
@@ -139,11 +140,34 @@ static bool push_block(struct alloc_sim *sim, struct alloc_block b, size_t *idx)
 }
 
 /* A dead slot goes on the spare stack; the stack never outgrows the array. */
+static void del_free(struct alloc_sim *sim, size_t i);
+
 static void kill_block(struct alloc_sim *sim, size_t i)
 {
+	if (sim->blocks[i].free)
+		del_free(sim, i);
 	sim->blocks[i].dead = true;
 	if (grow((void **)&sim->spare, &sim->spare_cap, sim->nspare, sizeof(size_t)))
 		sim->spare[sim->nspare++] = i;
+}
+
+static bool add_free(struct alloc_sim *sim, size_t i)
+{
+	if (!grow((void **)&sim->freel, &sim->free_cap, sim->nfree, sizeof(size_t)))
+		return false;
+	sim->blocks[i].free = true;
+	sim->blocks[i].fpos = sim->nfree;
+	sim->freel[sim->nfree++] = i;
+	return true;
+}
+
+static void del_free(struct alloc_sim *sim, size_t i)
+{
+	size_t k = sim->blocks[i].fpos, last = sim->freel[--sim->nfree];
+
+	sim->freel[k] = last;
+	sim->blocks[last].fpos = k;
+	sim->blocks[i].free = false;
 }
 
 static bool is_tail(const struct alloc_sim *sim, size_t i)
@@ -180,10 +204,11 @@ static bool get_free_block(struct alloc_sim *sim, uint64_t size, enum alloc_pool
 
 	if (pool == ALLOC_POOL_LARGE)
 		sim->gc_calls++;
-	for (size_t i = 0; i < sim->nblocks; i++) {
+	for (size_t f = 0; f < sim->nfree; f++) {
+		size_t i = sim->freel[f];
 		const struct alloc_block *b = &sim->blocks[i];
 
-		if (b->dead || !b->free || b->pool != pool || b->stream != stream || b->size < size)
+		if (b->pool != pool || b->stream != stream || b->size < size)
 			continue;
 		if (!found || better(sim, i, *idx)) {
 			*idx = i;
@@ -240,7 +265,7 @@ static enum alloc_status alloc_segment_block(struct alloc_sim *sim, uint64_t siz
 					     enum alloc_pool pool, uint32_t stream, size_t *idx)
 {
 	uint64_t n = alloc_segment_size(size);
-	struct alloc_block b = { 0, 0, n, 0, NONE, NONE, stream, pool, true, false };
+	struct alloc_block b = { 0, 0, n, 0, NONE, NONE, NONE, stream, pool, false, false };
 	size_t seg;
 
 	if (over_limit(sim, n))
@@ -248,7 +273,7 @@ static enum alloc_status alloc_segment_block(struct alloc_sim *sim, uint64_t siz
 	if (!new_segment(sim, stream, pool, false, n, &seg))
 		return ALLOC_NOMEM;
 	b.segment = seg;
-	if (!push_block(sim, b, idx))
+	if (!push_block(sim, b, idx) || !add_free(sim, *idx))
 		return ALLOC_NOMEM;
 	add_reserved(sim, n);
 	return ALLOC_OK;
@@ -285,9 +310,10 @@ static enum alloc_status alloc_expandable(struct alloc_sim *sim, uint64_t size,
 		*idx = s->tail;
 		sim->blocks[*idx].size += map;
 	} else {
-		struct alloc_block b = { seg, s->size, map, 0, s->tail, NONE, stream, pool, true, false };
+		struct alloc_block b = { seg, s->size, map, 0, s->tail, NONE, NONE, stream, pool, false,
+					 false };
 
-		if (!push_block(sim, b, idx))
+		if (!push_block(sim, b, idx) || !add_free(sim, *idx))
 			return ALLOC_NOMEM;
 		s = &sim->segs[seg];
 		if (s->tail != NONE)
@@ -354,9 +380,10 @@ static void unmap_tail(struct alloc_sim *sim, size_t seg)
 /* release_cached_blocks: every whole cached segment, both pools, all streams. */
 void alloc_sim_empty_cache(struct alloc_sim *sim)
 {
-	for (size_t i = 0; i < sim->nblocks; i++)
-		if (whole_segment(sim, i))
-			release_segment(sim, i);
+	/* downwards: a removal moves the last entry, already visited, into k */
+	for (size_t k = sim->nfree; k-- > 0;)
+		if (k < sim->nfree && whole_segment(sim, sim->freel[k]))
+			release_segment(sim, sim->freel[k]);
 	for (size_t s = 0; s < sim->nsegs; s++)
 		if (sim->segs[s].expandable)
 			unmap_tail(sim, s);
@@ -375,15 +402,16 @@ static bool release_oversize(struct alloc_sim *sim, uint64_t size, enum alloc_po
 	for (;;) {
 		size_t best = NONE, big = NONE;
 
-		for (size_t i = 0; i < sim->nblocks; i++) {
+		for (size_t f = 0; f < sim->nfree; f++) {
+			size_t i = sim->freel[f];
 			const struct alloc_block *b = &sim->blocks[i];
 
 			if (!whole_segment(sim, i) || b->pool != pool || b->stream != stream ||
 			    b->size < ms)
 				continue;
-			if (b->size >= key && (best == NONE || b->size < sim->blocks[best].size))
+			if (b->size >= key && (best == NONE || better(sim, i, best)))
 				best = i;
-			if (big == NONE || b->size > sim->blocks[big].size)
+			if (big == NONE || better(sim, big, i))
 				big = i;
 		}
 		if (best != NONE && freed == 0) {
@@ -400,6 +428,11 @@ static bool release_oversize(struct alloc_sim *sim, uint64_t size, enum alloc_po
 /* garbage_collect_cached_blocks: above threshold x limit, release whole
  * cached large segments whose age (get_free_block calls since their free) is
  * at least the average, until reserved is back under the threshold. */
+static bool gc_candidate(const struct alloc_sim *sim, size_t i)
+{
+	return whole_segment(sim, i) && sim->blocks[i].pool == ALLOC_POOL_LARGE;
+}
+
 static void garbage_collect(struct alloc_sim *sim)
 {
 	uint64_t gc = (uint64_t)(sim->cfg.gc_threshold * (double)sim->cfg.limit), target, got = 0;
@@ -412,22 +445,34 @@ static void garbage_collect(struct alloc_sim *sim)
 		double age = 0.0;
 		size_t n = 0;
 
-		for (size_t i = 0; i < sim->nblocks; i++)
-			if (whole_segment(sim, i) && sim->blocks[i].pool == ALLOC_POOL_LARGE) {
-				age += (double)(sim->gc_calls - sim->blocks[i].freed_at);
+		for (size_t f = 0; f < sim->nfree; f++)
+			if (gc_candidate(sim, sim->freel[f])) {
+				age += (double)(sim->gc_calls - sim->blocks[sim->freel[f]].freed_at);
 				n++;
 			}
 		if (!n)
 			return;
 		age /= (double)n;
 		freed = false;
-		for (size_t i = 0; i < sim->nblocks && got < target; i++)
-			if (whole_segment(sim, i) && sim->blocks[i].pool == ALLOC_POOL_LARGE &&
-			    (double)(sim->gc_calls - sim->blocks[i].freed_at) >= age) {
-				got += sim->blocks[i].size;
-				release_segment(sim, i);
-				freed = true;
+		/* one pass releases every block at least as old as the average,
+		 * in the pool's (size, address) order, as PyTorch walks it */
+		for (;;) {
+			size_t pick = NONE;
+
+			for (size_t f = 0; f < sim->nfree; f++) {
+				size_t i = sim->freel[f];
+
+				if (gc_candidate(sim, i) &&
+				    (double)(sim->gc_calls - sim->blocks[i].freed_at) >= age &&
+				    (pick == NONE || better(sim, i, pick)))
+					pick = i;
 			}
+			if (pick == NONE)
+				break;
+			got += sim->blocks[pick].size;
+			release_segment(sim, pick);
+			freed = true;
+		}
 	}
 }
 
@@ -459,7 +504,8 @@ static bool split(struct alloc_sim *sim, size_t idx, uint64_t size)
 	rest.offset += size;
 	rest.size -= size;
 	rest.prev = idx;
-	if (!push_block(sim, rest, &r))
+	rest.free = false;
+	if (!push_block(sim, rest, &r) || !add_free(sim, r))
 		return false;
 	if (rest.next != NONE)
 		sim->blocks[rest.next].prev = r;
@@ -489,7 +535,7 @@ enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_
 		return st;
 	if (should_split(sim, idx, size) && !split(sim, idx, size))
 		return ALLOC_NOMEM;
-	sim->blocks[idx].free = false;
+	del_free(sim, idx);
 	/* allocated grows by the block size, unsplit remainder included */
 	sim->allocated += sim->blocks[idx].size;
 	if (sim->allocated > sim->peak_allocated)
@@ -506,10 +552,11 @@ bool alloc_sim_malloc(struct alloc_sim *sim, uint64_t n, size_t *handle)
 /* Merge the free neighbour j into block i (j is prev or next of i). */
 static void merge(struct alloc_sim *sim, size_t i, size_t j)
 {
-	struct alloc_block *a = &sim->blocks[i], *b = &sim->blocks[j];
+	struct alloc_block *a = &sim->blocks[i], *b;
 
-	if (j == NONE || !b->free)
+	if (j == NONE || !sim->blocks[j].free)
 		return;
+	b = &sim->blocks[j];
 	if (a->prev == j) {
 		a->offset = b->offset;
 		a->prev = b->prev;
@@ -533,9 +580,9 @@ void alloc_sim_release(struct alloc_sim *sim, size_t handle)
 	if (handle >= sim->nblocks)
 		return;
 	b = &sim->blocks[handle];
-	if (b->dead || b->free)
+	if (b->dead || b->free || !add_free(sim, handle))
 		return;
-	b->free = true;
+	b = &sim->blocks[handle];
 	b->freed_at = sim->gc_calls;
 	sim->allocated -= b->size;
 	merge(sim, handle, sim->blocks[handle].prev);

@@ -60,6 +60,7 @@ struct alloc_block {
 	uint64_t size;
 	uint64_t freed_at;	/* get_free_block calls on the large pool when freed (gc age) */
 	size_t prev, next;	/* neighbours in the segment; SIZE_MAX at an end */
+	size_t fpos;		/* index in the free list while free */
 	uint32_t stream;
 	enum alloc_pool pool;
 	bool free;
@@ -79,6 +80,8 @@ struct alloc_sim {
 	struct alloc_config cfg;
 	struct alloc_block *blocks;
 	size_t nblocks, cap;
+	size_t *freel;		/* the free blocks (what best fit searches) */
+	size_t nfree, free_cap;
 	size_t *spare;		/* dead slots to reuse */
 	size_t nspare, spare_cap;
 	struct alloc_segment *segs;

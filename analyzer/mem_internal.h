@@ -110,7 +110,7 @@ void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumul
  * §5.4): setup and two optimizer steps of the first (`first` chunks in
  * flight) and, with accumulation, a later micro-batch (`later`).  Segments
  * of more repeats than MEM_TRACE_REPEATS fold their middle repeats. */
-#define MEM_TRACE_REPEATS 16
+#define MEM_TRACE_REPEATS 128
 struct alloc_trace;
 bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
 		     uint64_t later, struct alloc_trace *out);

@@ -310,8 +310,8 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	j->offload_params = strcmp(off_par, "none") != 0;
 }
 
-/* train.alloc (memory-model.md §5.4): PyTorch clamps max_split_size_mb to
- * at least kLargeBuffer (20 MiB). */
+/* train.alloc (memory-model.md §5.4).  PyTorch refuses max_split_size_mb
+ * <= 20 (kLargeBuffer); memc takes such a value as 20 MiB. */
 static void alloc_conf(struct bld *b, struct mem_job *j)
 {
 	struct value v;

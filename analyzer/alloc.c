@@ -433,6 +433,31 @@ static bool gc_candidate(const struct alloc_sim *sim, size_t i)
 	return whole_segment(sim, i) && sim->blocks[i].pool == ALLOC_POOL_LARGE;
 }
 
+/* One pass: every candidate at least `age` old, in the pool's (size,
+ * address) order, as PyTorch walks it. */
+static bool release_aged(struct alloc_sim *sim, double age, uint64_t *got)
+{
+	bool freed = false;
+
+	for (;;) {
+		size_t pick = NONE;
+
+		for (size_t f = 0; f < sim->nfree; f++) {
+			size_t i = sim->freel[f];
+
+			if (gc_candidate(sim, i) &&
+			    (double)(sim->gc_calls - sim->blocks[i].freed_at) >= age &&
+			    (pick == NONE || better(sim, i, pick)))
+				pick = i;
+		}
+		if (pick == NONE)
+			return freed;
+		*got += sim->blocks[pick].size;
+		release_segment(sim, pick);
+		freed = true;
+	}
+}
+
 static void garbage_collect(struct alloc_sim *sim)
 {
 	uint64_t gc = (uint64_t)(sim->cfg.gc_threshold * (double)sim->cfg.limit), target, got = 0;
@@ -452,27 +477,7 @@ static void garbage_collect(struct alloc_sim *sim)
 			}
 		if (!n)
 			return;
-		age /= (double)n;
-		freed = false;
-		/* one pass releases every block at least as old as the average,
-		 * in the pool's (size, address) order, as PyTorch walks it */
-		for (;;) {
-			size_t pick = NONE;
-
-			for (size_t f = 0; f < sim->nfree; f++) {
-				size_t i = sim->freel[f];
-
-				if (gc_candidate(sim, i) &&
-				    (double)(sim->gc_calls - sim->blocks[i].freed_at) >= age &&
-				    (pick == NONE || better(sim, i, pick)))
-					pick = i;
-			}
-			if (pick == NONE)
-				break;
-			got += sim->blocks[pick].size;
-			release_segment(sim, pick);
-			freed = true;
-		}
+		freed = release_aged(sim, age / (double)n, &got);
 	}
 }
 

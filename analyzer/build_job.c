@@ -318,7 +318,13 @@ static void alloc_conf(struct bld *b, struct mem_job *j)
 	uint64_t mb = key_u64(b, "alloc.max_split_size_mb", 0);
 	uint64_t div = key_u64(b, "alloc.roundup_power2_divisions", 0);
 
-	j->alloc_replay = key_bool(b, "alloc.replay", false);
+	bool conf = key(b, "alloc.max_split_size_mb", &v) ||
+		    key(b, "alloc.roundup_power2_divisions", &v) ||
+		    key(b, "alloc.garbage_collection_threshold", &v) ||
+		    key(b, "alloc.expandable_segments", &v);
+
+	/* a conf key means nothing without the replay: it turns it on */
+	j->alloc_replay = key_bool(b, "alloc.replay", conf);
 	j->alloc_expandable = key_bool(b, "alloc.expandable_segments", false);
 	j->alloc_roundup_divisions = div > (1u << 30) ? 1u << 30 : (uint32_t)div;
 	if (mb)

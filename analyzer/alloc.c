@@ -236,9 +236,20 @@ static bool should_split(const struct alloc_sim *sim, size_t i, uint64_t size)
 	return size < sim->cfg.max_split_size && remaining > ALLOC_SMALL_SIZE;
 }
 
+/* Saturating: a job this large already overflows the timeline's sums. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_sub(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
 static void add_reserved(struct alloc_sim *sim, uint64_t n)
 {
-	sim->reserved += n;
+	sim->reserved = sat_add(sim->reserved, n);
 	if (sim->reserved > sim->peak_reserved)
 		sim->peak_reserved = sim->reserved;
 }
@@ -338,7 +349,7 @@ static void release_segment(struct alloc_sim *sim, size_t i)
 {
 	struct alloc_segment *s = &sim->segs[sim->blocks[i].segment];
 
-	sim->reserved -= s->size;
+	sim->reserved = sat_sub(sim->reserved, s->size);
 	s->size = 0;
 	s->released = true;
 	kill_block(sim, i);
@@ -366,7 +377,7 @@ static void unmap_tail(struct alloc_sim *sim, size_t seg)
 	cut = s->size - keep;
 	if (!cut)
 		return;
-	sim->reserved -= cut;
+	sim->reserved = sat_sub(sim->reserved, cut);
 	s->size = keep;
 	sim->blocks[t].size -= cut;
 	if (sim->blocks[t].size)
@@ -542,7 +553,7 @@ enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_
 		return ALLOC_NOMEM;
 	del_free(sim, idx);
 	/* allocated grows by the block size, unsplit remainder included */
-	sim->allocated += sim->blocks[idx].size;
+	sim->allocated = sat_add(sim->allocated, sim->blocks[idx].size);
 	if (sim->allocated > sim->peak_allocated)
 		sim->peak_allocated = sim->allocated;
 	*handle = idx;
@@ -589,7 +600,7 @@ void alloc_sim_release(struct alloc_sim *sim, size_t handle)
 		return;
 	b = &sim->blocks[handle];
 	b->freed_at = sim->gc_calls;
-	sim->allocated -= b->size;
+	sim->allocated = sat_sub(sim->allocated, b->size);
 	merge(sim, handle, sim->blocks[handle].prev);
 	merge(sim, handle, sim->blocks[handle].next);
 }

@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * alloc.h - the PyTorch CUDA caching allocator's size rules, and a tiny
- * single-stream simulation of it (memory-model.md §5.3.1, TV-22).
+ * alloc.h - the PyTorch CUDA caching allocator's size rules, and a replay of
+ * it (memory-model.md §5.3.1, §5.4; TV-22).
  *
  * alloc_round_size() is what every tensor costs in `memory_allocated`
  * (512-byte granularity); alloc_segment_size() is the cudaMalloc size of a new
- * segment for a rounded request.  The simulation keeps segments and blocks,
- * best-fit reuse, the split rules of both pools and coalescing on free; it
- * never returns segments to the driver (empty_cache is not modelled), has one
- * stream, the default config (no max_split_size, no roundup_power2_divisions,
- * no expandable segments) and no OOM.  It exists for tests and for checking
- * the timeline's rounding, not for the hot path.
+ * segment for a rounded request.  The simulation follows
+ * pytorch/pytorch:c10/cuda/CUDACachingAllocator.cpp as of v2.5: small and
+ * large pools, per-stream blocks, best fit, the split rules, oversize blocks
+ * (max_split_size), roundup_power2_divisions (one value for every size),
+ * garbage_collection_threshold, expandable segments, and the path taken when
+ * cudaMalloc fails at the limit: release oversize cached blocks, then every
+ * whole cached segment, retry once, else out of memory.
  *
- * Ownership: struct alloc_sim owns one heap array; alloc_sim_free() releases it.
+ * Ownership: struct alloc_sim owns its heap arrays; alloc_sim_free() releases them.
  */
 #ifndef MEMC_ANALYZER_ALLOC_H
 #define MEMC_ANALYZER_ALLOC_H
@@ -27,12 +28,27 @@
 #define ALLOC_MIN_LARGE   (10u << 20)		/* kMinLargeAlloc */
 #define ALLOC_LARGE_BUF   (20u << 20)		/* kLargeBuffer */
 #define ALLOC_ROUND_LARGE (2u << 20)		/* kRoundLarge */
+#define ALLOC_NO_SPLIT_LIMIT UINT64_MAX		/* max_split_size unset */
 
 enum alloc_pool { ALLOC_POOL_SMALL, ALLOC_POOL_LARGE };
+
+/* PYTORCH_CUDA_ALLOC_CONF, plus the bytes the process may reserve. */
+struct alloc_config {
+	uint64_t max_split_size;	/* bytes; ALLOC_NO_SPLIT_LIMIT = unset */
+	uint32_t roundup_power2_divisions; /* 0 or 1 = off */
+	double gc_threshold;		/* garbage_collection_threshold; 0 = off */
+	bool expandable_segments;
+	uint64_t limit;			/* cudaMalloc fails past this reserved total; 0 = none */
+};
+
+/* The default config: what PyTorch does with PYTORCH_CUDA_ALLOC_CONF unset. */
+void alloc_config_default(struct alloc_config *cfg);
 
 /* round_size(n): 512 for n < 512, else 512 x ceil(n / 512).  Saturates at the
  * largest multiple of 512 instead of wrapping. */
 uint64_t alloc_round_size(uint64_t n);
+/* round_size under a config (roundup_power2_divisions). */
+uint64_t alloc_round_size_cfg(const struct alloc_config *cfg, uint64_t n);
 /* Pool of a rounded size: small if <= 1 MiB. */
 enum alloc_pool alloc_pool_of(uint64_t size);
 /* get_allocation_size(size): 2 MiB, 20 MiB, or size rounded up to 2 MiB. */
@@ -42,24 +58,93 @@ struct alloc_block {
 	uint64_t segment;	/* segment id */
 	uint64_t offset;	/* byte offset in the segment */
 	uint64_t size;
+	uint64_t freed_at;	/* get_free_block calls on the large pool when freed (gc age) */
+	size_t prev, next;	/* neighbours in the segment; SIZE_MAX at an end */
+	size_t fpos;		/* index in the free list while free */
+	uint32_t stream;
 	enum alloc_pool pool;
 	bool free;
-	bool dead;		/* merged into a neighbour; slot never reused */
+	bool dead;		/* merged into a neighbour or released; slot reusable */
+};
+
+struct alloc_segment {
+	uint64_t size;		/* reserved bytes (mapped bytes of an expandable one) */
+	uint32_t stream;
+	enum alloc_pool pool;
+	bool expandable;
+	bool released;
+	size_t tail;		/* expandable: the block at the end of the mapped range */
 };
 
 struct alloc_sim {
+	struct alloc_config cfg;
 	struct alloc_block *blocks;
 	size_t nblocks, cap;
-	uint64_t nsegments;
+	size_t *freel;		/* the free blocks (what best fit searches) */
+	size_t nfree, free_cap;
+	size_t *spare;		/* dead slots to reuse */
+	size_t nspare, spare_cap;
+	struct alloc_segment *segs;
+	size_t nsegs, segs_cap;
+	uint64_t gc_calls;	/* get_free_block calls on the large pool */
 	uint64_t allocated, reserved;		/* current */
 	uint64_t peak_allocated, peak_reserved;
+	uint64_t retries;	/* cudaMalloc failures that freed the cache and retried */
+	uint64_t ooms;
+	uint64_t oom_request;	/* rounded size of the first request that failed */
 };
 
+enum alloc_status { ALLOC_OK, ALLOC_OOM, ALLOC_NOMEM };
+
 void alloc_sim_init(struct alloc_sim *sim);
+void alloc_sim_init_cfg(struct alloc_sim *sim, const struct alloc_config *cfg);
 void alloc_sim_free(struct alloc_sim *sim);
-/* Allocate n bytes; *handle identifies the block for alloc_sim_release().
- * Returns false only if the host is out of memory. */
+/* Allocate n bytes on stream 0; *handle identifies the block for
+ * alloc_sim_release().  Returns false if the request failed (out of device
+ * memory under cfg.limit, or the host is out of memory). */
 bool alloc_sim_malloc(struct alloc_sim *sim, uint64_t n, size_t *handle);
+enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_t stream,
+				      size_t *handle);
 void alloc_sim_release(struct alloc_sim *sim, size_t handle);
+/* torch.cuda.empty_cache(): release every whole cached segment (and the
+ * unused mapped pages at the end of expandable segments). */
+void alloc_sim_empty_cache(struct alloc_sim *sim);
+
+/* An allocation trace (memory-model.md §5.4): `size` > 0 allocates tensor
+ * `id` on `stream`; size 0 frees tensor `id`. */
+struct alloc_event {
+	uint64_t size;
+	const char *what;	/* the layer (or step) that asked, for messages */
+	uint32_t id;
+	uint32_t stream;
+};
+
+struct alloc_trace {
+	struct alloc_event *ev;
+	size_t n, cap;
+	uint32_t nids;		/* ids handed out so far */
+	const char *what;	/* label given to the events pushed next */
+	bool nomem;		/* a push failed: the trace is incomplete */
+};
+
+void alloc_trace_free(struct alloc_trace *t);
+/* A new tensor of n bytes; returns its id (for alloc_trace_release). */
+uint32_t alloc_trace_alloc(struct alloc_trace *t, uint64_t n, uint32_t stream);
+void alloc_trace_release(struct alloc_trace *t, uint32_t id);
+
+struct alloc_replay {
+	uint64_t peak_allocated, peak_reserved;
+	uint64_t retries;
+	bool oom;
+	uint64_t oom_request;	/* bytes of the request that could not be satisfied */
+	size_t oom_event;	/* its index in the trace */
+	const char *oom_what;	/* its label */
+};
+
+/* Replay the trace through a fresh allocator with `cfg`.  Stops at the first
+ * request that fails (PyTorch raises OutOfMemoryError there).  Returns
+ * ALLOC_NOMEM if the host ran out of memory. */
+enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_config *cfg,
+			       struct alloc_replay *out);
 
 #endif /* MEMC_ANALYZER_ALLOC_H */

@@ -371,6 +371,30 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	j->offload_params = strcmp(off_par, "none") != 0;
 }
 
+/* train.alloc (memory-model.md §5.4).  PyTorch refuses max_split_size_mb
+ * <= 20 (kLargeBuffer); memc takes such a value as 20 MiB. */
+static void alloc_conf(struct bld *b, struct mem_job *j)
+{
+	struct value v;
+	uint64_t mb = key_u64(b, "alloc.max_split_size_mb", 0);
+	uint64_t div = key_u64(b, "alloc.roundup_power2_divisions", 0);
+
+	bool conf = key(b, "alloc.max_split_size_mb", &v) ||
+		    key(b, "alloc.roundup_power2_divisions", &v) ||
+		    key(b, "alloc.garbage_collection_threshold", &v) ||
+		    key(b, "alloc.expandable_segments", &v);
+
+	/* a conf key means nothing without the replay: it turns it on */
+	j->alloc_replay = key_bool(b, "alloc.replay", conf);
+	j->alloc_expandable = key_bool(b, "alloc.expandable_segments", false);
+	j->alloc_roundup_divisions = div > (1u << 30) ? 1u << 30 : (uint32_t)div;
+	if (mb)
+		j->alloc_max_split_bytes = mb < 20 ? 20ull << 20 : mb > (UINT64_MAX >> 20) ?
+					   UINT64_MAX : mb << 20;
+	if (key(b, "alloc.garbage_collection_threshold", &v) && v.kind == VAL_NUM)
+		j->alloc_gc_threshold = num_to_double(v.num);
+}
+
 static void overheads(struct bld *b, struct mem_job *j)
 {
 	struct value v;
@@ -382,6 +406,7 @@ static void overheads(struct bld *b, struct mem_job *j)
 	j->frag_factor = 1.10;
 	if (key(b, "overhead.fragmentation", &v) && v.kind == VAL_NUM)
 		j->frag_factor = 1.0 + num_to_double(v.num);
+	alloc_conf(b, j);
 	gpu_u64(b, "memory", &mem);
 	j->capacity_bytes = mem;
 	j->headroom = 0.10;

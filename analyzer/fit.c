@@ -227,6 +227,11 @@ static void capacity(struct eval *ev, const struct check_job *cj, const struct b
 		diag_note(d, NO_LOC, "on pipeline stage %u", (unsigned)k->stage);
 	diag_note(d, NO_LOC, "the largest part is %s (%s)", mem_component_name(c),
 		  report_bytes(k->at_peak[c], part, sizeof part));
+	if (k->alloc_oom)	/* §5.4: where the replay, like PyTorch, runs out */
+		diag_note(d, NO_LOC, "the caching allocator cannot satisfy a request of %s (%s) even "
+			  "after freeing its cache; PyTorch raises OutOfMemoryError there",
+			  report_bytes(k->alloc_oom_request, part, sizeof part),
+			  k->alloc_oom_what ? k->alloc_oom_what : "?");
 	note_fixes(ev, cj, bd, d, fx);
 }
 

@@ -106,4 +106,13 @@ uint64_t mem_extra_in_flight(bool *ovf, uint64_t stored, uint64_t chunks, uint32
 void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumulating,
 		    uint64_t chunks, struct mem_walk_out *out);
 
+/* Allocation trace of one stage for the allocator replay (mem_trace.c,
+ * §5.4): setup and two optimizer steps of the first (`first` chunks in
+ * flight) and, with accumulation, a later micro-batch (`later`).  Segments
+ * of more repeats than MEM_TRACE_REPEATS fold their middle repeats. */
+#define MEM_TRACE_REPEATS 128
+struct alloc_trace;
+bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
+		     uint64_t later, struct alloc_trace *out);
+
 #endif /* MEMC_ANALYZER_MEM_INTERNAL_H */

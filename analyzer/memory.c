@@ -614,13 +614,72 @@ static uint32_t communicators(const struct mem_ctx *cx)
 	return n;
 }
 
+/* Device memory the caching allocator does not own (§5.3.2-5.3.3). */
+static uint64_t outside_bytes(struct mem_ctx *cx)
+{
+	const struct mem_job *job = cx->job;
+	bool *o = &cx->ovf;
+
+	return mem_add(o, mem_add(o, job->cuda_context_bytes, job->cublas_workspace_bytes),
+		       mem_mul(o, job->nccl_bytes_per_comm, communicators(cx)));
+}
+
+static void replay_config(const struct mem_job *job, uint64_t limit, struct alloc_config *cfg)
+{
+	alloc_config_default(cfg);
+	if (job->alloc_max_split_bytes)
+		cfg->max_split_size = job->alloc_max_split_bytes;
+	cfg->roundup_power2_divisions = job->alloc_roundup_divisions;
+	cfg->gc_threshold = job->alloc_gc_threshold;
+	cfg->expandable_segments = job->alloc_expandable;
+	cfg->limit = limit;
+}
+
+/* §5.4: peak reserved from replaying the stage's allocation trace, shifted
+ * by what the trace's allocated peak misses of the timeline's (prefetch, the
+ * folded middle), and capped by what the device leaves the allocator. */
+static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stage *st,
+				       uint64_t first, uint64_t later, uint64_t outside,
+				       struct mem_class *k)
+{
+	const struct mem_job *job = cx->job;
+	struct alloc_trace t = { 0 };
+	struct alloc_config cfg;
+	struct alloc_replay r;
+	uint64_t cap = job->capacity_bytes, res;
+	enum alloc_status as = ALLOC_NOMEM;
+
+	replay_config(job, cap > outside ? cap - outside : 0, &cfg);
+	if (mem_trace_stage(cx, st, first, later, &t))
+		as = alloc_replay(&t, &cfg, &r);
+	if (as == ALLOC_OK && r.oom) {
+		k->alloc_oom = true;
+		k->alloc_oom_request = r.oom_request;
+		k->alloc_oom_what = r.oom_what;
+		cfg.limit = 0;	/* the figures of the job as written */
+		as = alloc_replay(&t, &cfg, &r);
+	}
+	alloc_trace_free(&t);
+	if (as != ALLOC_OK)
+		return MEM_E_NOMEM;
+	res = mem_add(&cx->ovf, r.peak_reserved, mem_sub(k->peak_allocated, r.peak_allocated));
+	k->peak_reserved = mem_mul(&cx->ovf, res / ALLOC_ROUND_LARGE + (res % ALLOC_ROUND_LARGE != 0),
+				   ALLOC_ROUND_LARGE);
+	if (k->peak_reserved < k->peak_allocated)
+		k->peak_reserved = k->peak_allocated;
+	k->alloc_retries = r.retries;
+	k->replayed = true;
+	return MEM_OK;
+}
+
 static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem_class *k)
 {
 	const struct mem_job *job = cx->job;
 	bool *o = &cx->ovf;
 
 	k->peak_allocated = w->peak;
-	k->peak_reserved = reserved_of(o, job, w->peak);
+	if (!k->replayed)
+		k->peak_reserved = reserved_of(o, job, w->peak);
 	k->ncomms = communicators(cx);
 	k->overhead_context = job->cuda_context_bytes;
 	k->overhead_cublas = job->cublas_workspace_bytes;
@@ -716,12 +775,20 @@ static void explain_rest(const struct mem_ctx *cx, const struct mem_stage *st,
 		 fmt_u64(b, bp[MEM_B_GATHERED]), fmt_u64(c, bp[MEM_B_UNSHARDED_GRADS]),
 		 fmt_u64(d, bp[MEM_B_BUCKETS]), fmt_u64(e, bp[MEM_B_CASTS]),
 		 fmt_u64(f, bp[MEM_B_STEP_TEMPS]));
-	snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
-		 "overhead = context %s + cuBLAS %s + NCCL %u x %s + fragmentation %s (x%.2f, 2 MiB "
-		 "segments) = %s B (§5.3)", fmt_u64(a, k->overhead_context),
-		 fmt_u64(b, k->overhead_cublas), k->ncomms, fmt_u64(c, job->nccl_bytes_per_comm),
-		 fmt_u64(d, k->overhead_frag), job->frag_factor != 0.0 ? job->frag_factor : 1.10,
-		 fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
+	if (k->replayed)
+		snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
+			 "overhead = context %s + cuBLAS %s + NCCL %u x %s + allocator cache %s "
+			 "(replayed, %llu cache flush(es), §5.4) = %s B (§5.3)",
+			 fmt_u64(a, k->overhead_context), fmt_u64(b, k->overhead_cublas), k->ncomms,
+			 fmt_u64(c, job->nccl_bytes_per_comm), fmt_u64(d, k->overhead_frag),
+			 (unsigned long long)k->alloc_retries, fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
+	else
+		snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
+			 "overhead = context %s + cuBLAS %s + NCCL %u x %s + fragmentation %s (x%.2f, 2 MiB "
+			 "segments) = %s B (§5.3)", fmt_u64(a, k->overhead_context),
+			 fmt_u64(b, k->overhead_cublas), k->ncomms, fmt_u64(c, job->nccl_bytes_per_comm),
+			 fmt_u64(d, k->overhead_frag), job->frag_factor != 0.0 ? job->frag_factor : 1.10,
+			 fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
 }
 
 static void explain_peak(struct mem_class *k)
@@ -758,6 +825,12 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	k->nstages = 1;
 	k->ranks = mem_mul(&cx->ovf, mem_mul(&cx->ovf, job->dp, job->tp), job->cp);
 	k->chunks_in_flight = a;
+	if (job->alloc_replay) {
+		k->peak_allocated = w.peak;
+		s = replay_reserved(cx, st, a, b, outside_bytes(cx), k);
+		if (s != MEM_OK)
+			return s;
+	}
 	figures(cx, &w, k);
 	persistent(cx, st, k);
 	explain_states(cx, st, k);

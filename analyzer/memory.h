@@ -175,6 +175,11 @@ struct mem_job {
 	uint64_t cublas_workspace_bytes;
 	uint64_t nccl_bytes_per_comm;
 	double frag_factor;		/* reserved/allocated; 0 = 1.10 (§5.3.4); else >= 1 */
+	bool alloc_replay;		/* reserved from the caching-allocator replay (§5.4) */
+	uint64_t alloc_max_split_bytes;	/* PYTORCH_CUDA_ALLOC_CONF max_split_size; 0 = unset */
+	uint32_t alloc_roundup_divisions; /* roundup_power2_divisions; 0 = off */
+	double alloc_gc_threshold;	/* garbage_collection_threshold; 0 = off */
+	bool alloc_expandable;		/* expandable_segments:True */
 	uint64_t capacity_bytes;	/* usable device memory; 0 = unknown */
 	double headroom;		/* requested free fraction, e.g. 0.10 */
 };
@@ -210,6 +215,11 @@ struct mem_class {
 	uint64_t device_total;		/* nvidia-smi */
 	uint64_t overhead_context, overhead_cublas, overhead_nccl, overhead_frag;
 	uint32_t ncomms;		/* communicators counted for NCCL */
+	bool replayed;			/* peak_reserved comes from the allocator replay */
+	bool alloc_oom;			/* the replay failed a request at capacity */
+	uint64_t alloc_oom_request;	/* its bytes */
+	const char *alloc_oom_what;	/* the layer (or "optimizer step") that asked */
+	uint64_t alloc_retries;		/* cache flushes the replay needed near capacity */
 	uint64_t capacity;
 	bool fits;			/* capacity == 0 || device_total <= capacity */
 	bool fits_headroom;		/* device_total <= capacity x (1 - headroom) */

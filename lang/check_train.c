@@ -117,6 +117,7 @@ static const struct field_spec train_fields[] = {
 	{ "zero_grad", "enum:set_to_none|zeros", false }, { "optimizer_in_backward", "bool", false },
 	{ "load", "enum:meta|from_pretrained|rank0_cpu", false }, { "eval", "record", false },
 	{ "save", "enum:none|full_state_dict|full_state_dict_cpu", false },
+	{ "alloc", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -153,6 +154,12 @@ static const struct field_spec overhead_fields[] = {
 	{ "context", "bytes", false }, { "cublas_workspace", "bytes", false }, { "nccl", "bytes", false },
 	{ "fragmentation", "ratio", false }, { NULL, NULL, false },
 };
+/* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
+static const struct field_spec alloc_fields[] = {
+	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
+	{ "roundup_power2_divisions", "count", false }, { "garbage_collection_threshold", "ratio", false },
+	{ "expandable_segments", "bool", false }, { NULL, NULL, false },
+};
 
 /* What each numeric key allows (a key not listed: any value of its type). */
 static const struct range_spec train_ranges[] = {
@@ -161,14 +168,16 @@ static const struct range_spec train_ranges[] = {
 	{ "deepspeed.prefetch_bucket_size", RANGE_AT_LEAST_1 }, { "overhead.context", RANGE_NONNEG_BYTES },
 	{ "overhead.cublas_workspace", RANGE_NONNEG_BYTES }, { "overhead.nccl", RANGE_NONNEG_BYTES },
 	{ "overhead.fragmentation", RANGE_PERCENT }, { "eval.batch", RANGE_AT_LEAST_1 },
-	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { NULL, RANGE_ANY },
+	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
+	{ "alloc.roundup_power2_divisions", RANGE_AT_LEAST_1 },
+	{ "alloc.garbage_collection_threshold", RANGE_FRACTION }, { NULL, RANGE_ANY },
 };
 
 static const struct field_spec *sub_specs(const char *name)
 {
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
-	       !strcmp(name, "eval") ? eval_fields : overhead_fields;
+	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a

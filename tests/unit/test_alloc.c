@@ -7,6 +7,10 @@
 #include <cmocka.h>
 
 #include "analyzer/alloc.h"
+#include "analyzer/memory.h"
+
+#include <stdbool.h>
+#include <string.h>
 
 struct tv22 {
 	uint64_t request, rounded, segment;
@@ -102,6 +106,335 @@ static void rounding_saturates(void **state)
 	assert_int_equal(alloc_round_size(UINT64_MAX) % 512, 0);
 }
 
+#define MiB (1ull << 20)
+
+static void init_cfg(struct alloc_sim *sim, uint64_t max_split, uint64_t limit, bool expandable)
+{
+	struct alloc_config cfg;
+
+	alloc_config_default(&cfg);
+	if (max_split)
+		cfg.max_split_size = max_split;
+	cfg.limit = limit;
+	cfg.expandable_segments = expandable;
+	alloc_sim_init_cfg(sim, &cfg);
+}
+
+/* Three 5 MiB blocks split one 20 MiB segment (5 + 15, 5 + 10, 5 + 5); the
+ * freed middle block is a 5 MiB hole a 6 MiB request cannot use, so it gets
+ * a segment of its own.  Freeing everything coalesces the first segment. */
+static void split_leaves_a_hole(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b, c, d, e;
+
+	(void)state;
+	alloc_sim_init(&sim);
+	assert_true(alloc_sim_malloc(&sim, 5 * MiB, &a));
+	assert_true(alloc_sim_malloc(&sim, 5 * MiB, &b));
+	assert_true(alloc_sim_malloc(&sim, 5 * MiB, &c));
+	assert_int_equal(sim.reserved, 20 * MiB);
+	alloc_sim_release(&sim, b);
+	assert_true(alloc_sim_malloc(&sim, 6 * MiB, &d));
+	assert_int_equal(sim.reserved, 40 * MiB);
+	assert_int_equal(sim.allocated, 16 * MiB);
+	alloc_sim_release(&sim, a);
+	alloc_sim_release(&sim, c);
+	/* one free 20 MiB block again: 19 MiB fits without a new segment */
+	assert_true(alloc_sim_malloc(&sim, 19 * MiB, &e));
+	assert_int_equal(sim.reserved, 40 * MiB);
+	/* remainder 1 MiB is not > kSmallSize: the whole block is allocated */
+	assert_int_equal(sim.allocated, 26 * MiB);
+	alloc_sim_free(&sim);
+}
+
+/* max_split_size 40 MiB: oversize blocks are never split, never serve a
+ * request below 40 MiB, and serve a large one only within 20 MiB. */
+static void oversize_blocks(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b, c, d;
+
+	(void)state;
+	init_cfg(&sim, 40 * MiB, 0, false);
+	assert_true(alloc_sim_malloc(&sim, 100 * MiB, &a));
+	alloc_sim_release(&sim, a);
+	assert_true(alloc_sim_malloc(&sim, 50 * MiB, &b));	/* 100 - 50 >= 20: refused */
+	assert_int_equal(sim.reserved, 150 * MiB);
+	alloc_sim_release(&sim, b);
+	assert_true(alloc_sim_malloc(&sim, 90 * MiB, &c));	/* 100 - 90 < 20: reused whole */
+	assert_int_equal(sim.reserved, 150 * MiB);
+	assert_int_equal(sim.allocated, 100 * MiB);
+	assert_true(alloc_sim_malloc(&sim, 30 * MiB, &d));	/* below 40: not from the 50 */
+	assert_int_equal(sim.reserved, 180 * MiB);
+	alloc_sim_free(&sim);
+}
+
+/* Without max_split_size the same 100 MiB block is split for 50 MiB. */
+static void no_max_split_splits_big_blocks(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b, c;
+
+	(void)state;
+	alloc_sim_init(&sim);
+	assert_true(alloc_sim_malloc(&sim, 100 * MiB, &a));
+	alloc_sim_release(&sim, a);
+	assert_true(alloc_sim_malloc(&sim, 50 * MiB, &b));
+	assert_true(alloc_sim_malloc(&sim, 30 * MiB, &c));
+	assert_int_equal(sim.reserved, 100 * MiB);
+	assert_int_equal(sim.allocated, 80 * MiB);
+	alloc_sim_free(&sim);
+}
+
+/* Limit 60 MiB: cudaMalloc of 50 MiB fails with 40 cached, the cache is
+ * freed and the retry succeeds; a further 20 MiB cannot be had: OOM. */
+static void retry_at_capacity(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b, c;
+
+	(void)state;
+	init_cfg(&sim, 0, 60 * MiB, false);
+	assert_true(alloc_sim_malloc(&sim, 40 * MiB, &a));
+	alloc_sim_release(&sim, a);
+	assert_true(alloc_sim_malloc(&sim, 50 * MiB, &b));
+	assert_int_equal(sim.retries, 1);
+	assert_int_equal(sim.reserved, 50 * MiB);
+	assert_int_equal(sim.peak_reserved, 50 * MiB);
+	assert_int_equal(alloc_sim_malloc_on(&sim, 20 * MiB, 0, &c), ALLOC_OOM);
+	assert_int_equal(sim.oom_request, 20 * MiB);
+	assert_int_equal(sim.reserved, 50 * MiB);
+	alloc_sim_free(&sim);
+}
+
+/* With max_split_size, the first resort frees only the smallest oversize
+ * block that covers the request (100 of 100 and 60), not the whole cache. */
+static void retry_frees_one_oversize_block(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b, c;
+
+	(void)state;
+	init_cfg(&sim, 40 * MiB, 200 * MiB, false);
+	assert_true(alloc_sim_malloc(&sim, 100 * MiB, &a));
+	assert_true(alloc_sim_malloc(&sim, 60 * MiB, &b));
+	alloc_sim_release(&sim, a);
+	alloc_sim_release(&sim, b);
+	assert_true(alloc_sim_malloc(&sim, 70 * MiB, &c));
+	assert_int_equal(sim.reserved, 130 * MiB);
+	assert_int_equal(sim.retries, 0);
+	alloc_sim_free(&sim);
+}
+
+/* Expandable segments map 20 MiB pages at the end of one segment: 30 MiB
+ * maps 40, 15 more maps 20 (tail 10 + 20 = 30 free), the freed first block
+ * serves 25 MiB before the tail does, and empty_cache unmaps the free pages
+ * at the end (45..60 MiB free after the 15 MiB block goes: one page). */
+static void expandable_segments(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b, c;
+
+	(void)state;
+	init_cfg(&sim, 0, 0, true);
+	assert_true(alloc_sim_malloc(&sim, 30 * MiB, &a));
+	assert_int_equal(sim.reserved, 40 * MiB);
+	assert_int_equal(sim.allocated, 30 * MiB);
+	assert_true(alloc_sim_malloc(&sim, 15 * MiB, &b));
+	assert_int_equal(sim.reserved, 60 * MiB);
+	alloc_sim_release(&sim, a);
+	assert_true(alloc_sim_malloc(&sim, 25 * MiB, &c));
+	assert_int_equal(sim.reserved, 60 * MiB);
+	assert_int_equal(sim.allocated, 40 * MiB);
+	alloc_sim_release(&sim, b);
+	alloc_sim_empty_cache(&sim);
+	assert_int_equal(sim.reserved, 40 * MiB);
+	alloc_sim_free(&sim);
+}
+
+/* roundup_power2_divisions = 4: quarter steps between powers of two for
+ * sizes above 4 x 512 B. */
+static void roundup_power2(void **state)
+{
+	struct alloc_config cfg;
+
+	(void)state;
+	alloc_config_default(&cfg);
+	cfg.roundup_power2_divisions = 4;
+	assert_int_equal(alloc_round_size_cfg(&cfg, 1258291), 1310720);	/* 1.2 -> 1.25 MiB */
+	assert_int_equal(alloc_round_size_cfg(&cfg, 614400), 655360);	/* 600 KiB -> 640 */
+	assert_int_equal(alloc_round_size_cfg(&cfg, 1 << 20), 1 << 20);	/* powers of two stay */
+	assert_int_equal(alloc_round_size_cfg(&cfg, 2000), 2048);		/* below 2 KiB: 512 B */
+	assert_int_equal(alloc_round_size_cfg(&cfg, 5 * MiB + 1), 6 * MiB);
+}
+
+/* garbage_collection_threshold 0.5 of a 100 MiB limit: with 60 MiB cached
+ * a 40 MiB request first releases the whole segments at least as old as
+ * their average age (both 30 MiB ones, freed at the same call): 40 MiB
+ * reserved after it instead of 100. */
+static void garbage_collection(void **state)
+{
+	struct alloc_config cfg;
+	struct alloc_sim sim;
+	size_t a, b, c;
+
+	(void)state;
+	alloc_config_default(&cfg);
+	cfg.limit = 100 * MiB;
+	cfg.gc_threshold = 0.5;
+	alloc_sim_init_cfg(&sim, &cfg);
+	assert_true(alloc_sim_malloc(&sim, 30 * MiB, &a));
+	assert_true(alloc_sim_malloc(&sim, 30 * MiB, &b));
+	alloc_sim_release(&sim, a);
+	alloc_sim_release(&sim, b);
+	assert_true(alloc_sim_malloc(&sim, 40 * MiB, &c));
+	assert_int_equal(sim.reserved, 40 * MiB);
+	assert_int_equal(sim.peak_reserved, 60 * MiB);
+	alloc_sim_free(&sim);
+}
+
+/* A block cached on one stream is not reused by another. */
+static void per_stream_pools(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b;
+
+	(void)state;
+	alloc_sim_init(&sim);
+	assert_int_equal(alloc_sim_malloc_on(&sim, 5 * MiB, 1, &a), ALLOC_OK);
+	alloc_sim_release(&sim, a);
+	assert_int_equal(alloc_sim_malloc_on(&sim, 5 * MiB, 0, &b), ALLOC_OK);
+	assert_int_equal(sim.reserved, 40 * MiB);
+	alloc_sim_release(&sim, b);
+	assert_int_equal(alloc_sim_malloc_on(&sim, 5 * MiB, 1, &a), ALLOC_OK);
+	assert_int_equal(sim.reserved, 40 * MiB);
+	alloc_sim_free(&sim);
+}
+
+/* A trace replays to the same figures, and names the request that fails. */
+static void trace_replay(void **state)
+{
+	struct alloc_trace t = { 0 };
+	struct alloc_config cfg;
+	struct alloc_replay r;
+	uint32_t a, b;
+
+	(void)state;
+	alloc_config_default(&cfg);
+	a = alloc_trace_alloc(&t, 5 * MiB, 0);
+	b = alloc_trace_alloc(&t, 5 * MiB, 0);
+	alloc_trace_release(&t, a);
+	alloc_trace_alloc(&t, 12 * MiB, 0);	/* the 10 MiB rest is too small */
+	alloc_trace_release(&t, b);
+	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_false(r.oom);
+	assert_int_equal(r.peak_allocated, 17 * MiB);
+	assert_int_equal(r.peak_reserved, 32 * MiB);
+	cfg.limit = 30 * MiB;
+	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_true(r.oom);
+	assert_int_equal(r.oom_event, 3);
+	assert_int_equal(r.oom_request, 12 * MiB);
+	alloc_trace_free(&t);
+}
+
+/* Three parameter-free layers, each storing 10 MiB and using a 30 MiB
+ * forward temporary, replayed (memory-model.md §5.4).  By hand: layer 1's
+ * save gets a 10 MiB segment, its temporary a 30 MiB one; layer 2's save
+ * splits the freed 30 MiB block (10 + 20) so its temporary needs a second
+ * 30 MiB segment; layer 3's save splits the 20 and its temporary reuses the
+ * second segment.  Peak allocated 20 + 10 + 30 = 60 MiB, reserved 70 MiB;
+ * the second step reuses the same blocks. */
+static struct mem_job frag_job(struct mem_layer *l, struct mem_block *b)
+{
+	struct mem_job j;
+
+	memset(l, 0, sizeof(*l));
+	l->name = "layer";
+	l->saves_bytes = 10 * MiB;
+	l->temp_fwd_bytes = 30 * MiB;
+	*b = (struct mem_block){ l, 1, 3, true };
+	memset(&j, 0, sizeof(j));
+	j.blocks = b;
+	j.nblocks = 1;
+	j.dp = j.tp = j.pp = j.cp = j.ep = j.vp = 1;
+	j.micro_batches = 1;
+	j.frag_factor = 1.0;
+	j.alloc_replay = true;
+	return j;
+}
+
+static struct mem_class analyze(const struct mem_job *j)
+{
+	struct mem_result r;
+	struct mem_class k;
+
+	assert_int_equal(mem_analyze(j, &r), MEM_OK);
+	assert_int_equal(r.nclasses, 1);
+	k = r.classes[0];
+	mem_result_free(&r);
+	return k;
+}
+
+static void replayed_job_fragments(void **state)
+{
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k = analyze(&j);
+
+	(void)state;
+	assert_true(k.replayed);
+	assert_false(k.alloc_oom);
+	assert_int_equal(k.peak_allocated, 60 * MiB);
+	assert_int_equal(k.peak_reserved, 70 * MiB);
+	assert_int_equal(k.overhead_frag, 10 * MiB);
+	j.alloc_replay = false;	/* the ratio path (frag 1.0) gives allocated */
+	assert_int_equal(analyze(&j).peak_reserved, 60 * MiB);
+}
+
+/* Expandable segments map 20 MiB pages: 20 for the first save, 40 once its
+ * temporary comes, 60 for layer 2's temporary; layer 3 fits in the tail. */
+static void replayed_job_expandable(void **state)
+{
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	j.alloc_expandable = true;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 60 * MiB);
+	assert_int_equal(k.peak_reserved, 60 * MiB);
+}
+
+/* A 65 MiB GPU: layer 2's 30 MiB temporary needs a third segment (70 MiB),
+ * no whole segment is cached to free: out of memory there; the figures are
+ * the unlimited replay's.  At 70 MiB the job fits exactly. */
+static void replayed_job_at_capacity(void **state)
+{
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	j.capacity_bytes = 65 * MiB;
+	k = analyze(&j);
+	assert_true(k.alloc_oom);
+	assert_int_equal(k.alloc_oom_request, 30 * MiB);
+	assert_string_equal(k.alloc_oom_what, "layer");
+	assert_int_equal(k.peak_reserved, 70 * MiB);
+	assert_false(k.fits);
+	j.capacity_bytes = 70 * MiB;
+	k = analyze(&j);
+	assert_false(k.alloc_oom);
+	assert_true(k.fits);
+	assert_int_equal(k.peak_reserved, 70 * MiB);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -110,6 +443,19 @@ int main(void)
 		cmocka_unit_test(large_split_and_reuse),
 		cmocka_unit_test(small_pool_packs_blocks),
 		cmocka_unit_test(rounding_saturates),
+		cmocka_unit_test(split_leaves_a_hole),
+		cmocka_unit_test(oversize_blocks),
+		cmocka_unit_test(no_max_split_splits_big_blocks),
+		cmocka_unit_test(retry_at_capacity),
+		cmocka_unit_test(retry_frees_one_oversize_block),
+		cmocka_unit_test(expandable_segments),
+		cmocka_unit_test(roundup_power2),
+		cmocka_unit_test(garbage_collection),
+		cmocka_unit_test(per_stream_pools),
+		cmocka_unit_test(trace_replay),
+		cmocka_unit_test(replayed_job_fragments),
+		cmocka_unit_test(replayed_job_expandable),
+		cmocka_unit_test(replayed_job_at_capacity),
 	};
 	return cmocka_run_group_tests_name("alloc", tests, NULL, NULL);
 }

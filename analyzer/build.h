@@ -42,6 +42,7 @@ struct build {
 	/* where each knob was set, for warnings and notes (NO_LOC: default) */
 	struct loc loc_model, loc_micro_batch, loc_seq_len, loc_checkpoint, loc_zero, loc_tp,
 		   loc_optimizer, loc_precision, loc_cluster, loc_train;
+	struct loc loc_pp, loc_vp, loc_grad_accum;	/* a pipeline split's blame */
 	uint64_t micro_batch, gpus;
 	int zero;			/* DeepSpeed stage, -1 if FSDP or none */
 	bool full_recompute;

@@ -326,6 +326,10 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	num_to_u64(b->cj->cluster.gpus, &per);
 	j->gpus_per_node = (uint32_t)per;
 	j->schedule = schedule(b);
+	j->first_stage_layers = key_u64(b, "parallel.first_stage_layers", 0);
+	j->last_stage_layers = key_u64(b, "parallel.last_stage_layers", 0);
+	j->pp_account_embedding = key_bool(b, "parallel.account_for_embedding", false);
+	j->pp_account_loss = key_bool(b, "parallel.account_for_loss", false);
 	j->micro_batches = key_u64(b, "grad_accum", 1);
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
 	if (!dp_shard(b, j))
@@ -557,6 +561,9 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_checkpoint = key_loc(b, "checkpoint");
 	out->loc_zero = key_loc(b, "zero");
 	out->loc_tp = key_loc(b, "parallel.tp");
+	out->loc_pp = key_loc(b, "parallel.pp");
+	out->loc_vp = key_loc(b, "parallel.vp");
+	out->loc_grad_accum = key_loc(b, "grad_accum");
 	out->loc_optimizer = key_loc(b, "optimizer");
 	out->loc_precision = key_loc(b, "precision");
 	out->loc_cluster = key_loc(b, "cluster");

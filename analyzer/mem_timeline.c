@@ -371,7 +371,7 @@ static void make_base(struct walk *w, uint64_t chunks)
 	if (w->accumulating)
 		put_buf(w, &w->base, MEM_B_BUCKETS, w->ipg);
 	put(w, &w->base, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp));
-	put(w, &w->base, MEM_C_LOGITS, mem_extra_in_flight(o, T->v[S_STORED_LOG], chunks, vp));
+	put(w, &w->base, MEM_C_LOGITS, mem_extra_logits_in_flight(o, job, T->v[S_STORED_LOG], chunks));
 }
 
 void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumulating,

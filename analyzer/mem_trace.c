@@ -360,7 +360,7 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 	bool *o = &r->cx->ovf;
 	/* the other in-flight micro-batches' stored activations (§4.6) */
 	uint32_t extra = put(r, mem_add(o, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp),
-					mem_extra_in_flight(o, T->v[S_STORED_LOG], chunks, vp)),
+					mem_extra_logits_in_flight(o, r->job, T->v[S_STORED_LOG], chunks)),
 			     STREAM_COMPUTE);
 	uint32_t root = NO_ID;
 

@@ -115,7 +115,8 @@ const char *mem_status_str(enum mem_status st)
 	switch (st) {
 	case MEM_OK: return "ok";
 	case MEM_E_INVALID: return "invalid job (a degree or micro_batches is 0, or bad factor)";
-	case MEM_E_PP_UNEVEN: return "body layers do not split evenly over pipeline stages";
+	case MEM_E_PP_UNEVEN: return "body layers cannot be split over the pipeline stages";
+	case MEM_E_PP_MICRO_BATCHES: return "interleaved schedule: micro-batches not a multiple of pp";
 	case MEM_E_HYBRID_GROUP: return "dp is not a multiple of the shard group (dp_shard)";
 	case MEM_E_OVERFLOW: return "byte count overflows 64 bits";
 	case MEM_E_NOMEM: return "out of memory";
@@ -246,7 +247,7 @@ uint32_t mem_expert_group(const struct mem_job *job)
 
 static enum mem_status check_job(const struct mem_job *job)
 {
-	uint64_t r = body_repeats(job), chunks;
+	uint64_t sl;
 
 	if (!job->dp || !job->tp || !job->pp || !job->cp || !job->ep || !job->micro_batches)
 		return MEM_E_INVALID;
@@ -258,10 +259,103 @@ static enum mem_status check_job(const struct mem_job *job)
 		return MEM_E_INVALID;
 	if (job->dp % dp_shard(job))
 		return MEM_E_HYBRID_GROUP;
-	chunks = (uint64_t)job->pp * chunks_per_stage(job);
-	if (job->pp > 1 && (r == 0 || r % chunks))
+	if (mem_pp_split(job, &sl) != MEM_SPLIT_OK)
 		return MEM_E_PP_UNEVEN;
+	/* schedules.py forward_backward_pipelining_with_interleaving refuses it */
+	if (chunks_per_stage(job) > 1 && job->micro_batches % job->pp)
+		return MEM_E_PP_MICRO_BATCHES;
 	return MEM_OK;
+}
+
+/* Layers of stage s before the embedding/loss adjustment, as Megatron-Core's
+ * transformer_block.py get_num_layers_to_build: an uneven first/last stage
+ * takes its count, the middle stages share the rest; otherwise the repeats
+ * plus one for each accounted embedding/loss split evenly. */
+static uint64_t stage_layers(const struct mem_job *job, uint64_t r, uint32_t s)
+{
+	bool first = job->first_stage_layers != 0, last = job->last_stage_layers != 0;
+	uint64_t left = (uint64_t)job->pp - first - last;
+
+	if (job->pp <= 1)
+		return r;
+	if (!first && !last)
+		return (r + job->pp_account_embedding + job->pp_account_loss) / job->pp;
+	if (s == 0 && first)
+		return job->first_stage_layers;
+	if (s == job->pp - 1 && last)
+		return job->last_stage_layers;
+	return left ? (r - job->first_stage_layers - job->last_stage_layers) / left : 0;
+}
+
+static enum mem_split split_uneven(const struct mem_job *job, uint64_t r, uint64_t *sl)
+{
+	bool first = job->first_stage_layers != 0, last = job->last_stage_layers != 0;
+	uint64_t left = (uint64_t)job->pp - first - last, rest, v = chunks_per_stage(job);
+	uint32_t probe[3] = { 0, job->pp - 1, job->pp > 2 ? 1 : 0 };
+
+	if (job->pp_account_embedding || job->pp_account_loss)
+		return MEM_SPLIT_ACCOUNT;
+	if (job->first_stage_layers > r || job->last_stage_layers > r - job->first_stage_layers)
+		return MEM_SPLIT_EDGES;
+	rest = r - job->first_stage_layers - job->last_stage_layers;
+	if (left ? rest % left != 0 : rest != 0) {
+		*sl = left ? rest / left : rest;
+		return MEM_SPLIT_MIDDLE;
+	}
+	for (int i = 0; i < 3; i++)
+		if (stage_layers(job, r, probe[i]) % v) {
+			*sl = stage_layers(job, r, probe[i]);
+			return MEM_SPLIT_VP;
+		}
+	return MEM_SPLIT_OK;
+}
+
+enum mem_split mem_pp_split(const struct mem_job *job, uint64_t *sl)
+{
+	uint64_t r = body_repeats(job), n;
+
+	*sl = 0;
+	if (job->pp <= 1)
+		return MEM_SPLIT_OK;
+	if (r == 0)
+		return MEM_SPLIT_EMPTY;
+	if (job->first_stage_layers || job->last_stage_layers)
+		return split_uneven(job, r, sl);
+	n = r + job->pp_account_embedding + job->pp_account_loss;
+	if (n % job->pp)
+		return MEM_SPLIT_EVEN;
+	*sl = n / job->pp;
+	return *sl % chunks_per_stage(job) ? MEM_SPLIT_VP : MEM_SPLIT_OK;
+}
+
+uint64_t mem_pp_chunk_layers(const struct mem_job *job, uint64_t c)
+{
+	uint64_t v = chunks_per_stage(job), n;
+
+	if (job->pp <= 1)
+		return body_repeats(job);
+	n = stage_layers(job, body_repeats(job), (uint32_t)(c % job->pp)) / v;
+	/* the embedding (loss) takes a layer's place in the first (last) chunk */
+	if (c == 0 && job->pp_account_embedding && n)
+		n--;
+	if (c == (uint64_t)job->pp * v - 1 && job->pp_account_loss && n)
+		n--;
+	return n;
+}
+
+uint64_t mem_extra_logits_in_flight(bool *ovf, const struct mem_job *job, uint64_t stored,
+				    uint64_t chunks)
+{
+	uint64_t v = chunks_per_stage(job), g, rem, n;
+
+	if (v <= 1)
+		return mem_extra_in_flight(ovf, stored, chunks, 1);
+	/* forward k of a stage runs chunk (k mod pp·v) / pp: only the last pp of
+	 * each pp·v forwards are the last chunk's */
+	g = chunks / ((uint64_t)job->pp * v);
+	rem = chunks % ((uint64_t)job->pp * v);
+	n = mem_add(ovf, mem_mul(ovf, g, job->pp), rem > (v - 1) * job->pp ? rem - (v - 1) * job->pp : 0);
+	return n > 1 ? mem_mul(ovf, stored, n - 1) : 0;
 }
 
 /* ---- 2. per-rank bytes of tensors and layers ----------------------------- */
@@ -469,16 +563,30 @@ static enum mem_status seg_push(struct mem_stage *st, struct mem_seg s)
 	return MEM_OK;
 }
 
-/* Body repeats [x, end) of block b: cut at chunk boundaries; chunk c of
- * `per` repeats lives on stage c mod pp (plain 1F1B/GPipe: vp = 1). */
-static enum mem_status place_body(struct mem_stage *stages, uint32_t pp, uint64_t per, size_t b,
-				  uint64_t start, uint64_t end)
+/* Which model chunk holds body repeat x: advance past chunks that end at or
+ * before it (chunks may be empty: an accounted embedding or loss). */
+struct chunk_at {
+	uint64_t chunk, end, n;
+};
+
+static void chunk_seek(const struct mem_job *job, struct chunk_at *at, uint64_t x)
+{
+	while (at->end <= x && at->chunk + 1 < at->n) {
+		at->chunk++;
+		at->end += mem_pp_chunk_layers(job, at->chunk);
+	}
+}
+
+/* Body repeats [start, end) of block b: cut at chunk boundaries; chunk c
+ * lives on stage c mod pp (plain 1F1B/GPipe: vp = 1). */
+static enum mem_status place_body(const struct mem_job *job, struct mem_stage *stages,
+				  struct chunk_at *at, size_t b, uint64_t start, uint64_t end)
 {
 	for (uint64_t x = start; x < end;) {
-		uint64_t chunk = x / per, cend = (chunk + 1) * per;
-		uint64_t send = cend < end ? cend : end;
+		chunk_seek(job, at, x);
+		uint64_t send = at->end < end ? at->end : end;
 		struct mem_seg s = { b, x - start, send - x, x, 0 };
-		enum mem_status st = seg_push(&stages[chunk % pp], s);
+		enum mem_status st = seg_push(&stages[at->chunk % job->pp], s);
 
 		if (st != MEM_OK)
 			return st;
@@ -490,21 +598,22 @@ static enum mem_status place_body(struct mem_stage *stages, uint32_t pp, uint64_
 static enum mem_status place(const struct mem_job *job, struct mem_stage *stages)
 {
 	uint64_t r = body_repeats(job), u = 0;
-	uint64_t per = r / ((uint64_t)job->pp * chunks_per_stage(job));
+	struct chunk_at at = { 0, mem_pp_chunk_layers(job, 0), (uint64_t)job->pp * chunks_per_stage(job) };
 	enum mem_status st = MEM_OK;
 
 	for (size_t b = 0; b < job->nblocks && st == MEM_OK; b++) {
 		const struct mem_block *blk = &job->blocks[b];
 
-		if (blk->is_body && per) {
-			st = place_body(stages, job->pp, per, b, u, u + blk->repeat);
+		if (blk->is_body && r) {
+			st = place_body(job, stages, &at, b, u, u + blk->repeat);
 			u += blk->repeat;
 		} else {
-			/* pre/post blocks go with the body repeat before them */
-			uint64_t stage = (u == 0 || per == 0) ? 0 : ((u - 1) / per) % job->pp;
+			/* pre/post blocks go with the body repeat before them; after
+			 * the last one, with the last chunk (where the loss is) */
+			uint64_t chunk = u == 0 || r == 0 ? 0 : u == r ? at.n - 1 : at.chunk;
 			struct mem_seg s = { b, 0, blk->repeat, u, 0 };
 
-			st = seg_push(&stages[stage], s);
+			st = seg_push(&stages[chunk % job->pp], s);
 		}
 	}
 	return st;

@@ -87,7 +87,8 @@ enum mem_phase { MEM_PHASE_FORWARD, MEM_PHASE_LOSS, MEM_PHASE_BACKWARD, MEM_PHAS
 enum mem_status {
 	MEM_OK,
 	MEM_E_INVALID,		/* a degree is 0, micro_batches 0, frag_factor in (0,1), ... */
-	MEM_E_PP_UNEVEN,	/* body repeats not divisible by pp x vp */
+	MEM_E_PP_UNEVEN,	/* body repeats cannot be split over pp x vp (mem_pp_split) */
+	MEM_E_PP_MICRO_BATCHES,	/* interleaved: micro_batches not a multiple of pp */
 	MEM_E_HYBRID_GROUP,	/* dp not a multiple of the hybrid shard group */
 	MEM_E_OVERFLOW,		/* a byte count exceeds 2^64 - 1 */
 	MEM_E_NOMEM,
@@ -157,6 +158,11 @@ struct mem_job {
 					   ranks under FSDP hybrid_shard */
 	uint32_t gpus_per_node;		/* hybrid shard group; 0 = dp */
 	enum mem_schedule schedule;
+	/* Megatron-Core's uneven split (get_num_layers_to_build): body repeats on
+	 * the first / last stage, 0 = split evenly; the embedding / the loss
+	 * counted as one layer of the first / last model chunk */
+	uint64_t first_stage_layers, last_stage_layers;
+	bool pp_account_embedding, pp_account_loss;
 	uint64_t micro_batches;		/* per optimizer step per DP rank (>= 1) */
 	enum mem_recompute recompute;
 	enum mem_sharding sharding;
@@ -263,6 +269,28 @@ uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, 
 /* Micro-batches with activations in flight: ceil(chunks / vp). */
 uint64_t mem_pp_micro_batches_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp,
 					uint32_t stage, uint64_t m);
+/* Why the body repeats cannot be split over the job's pp x vp chunks. */
+enum mem_split {
+	MEM_SPLIT_OK,
+	MEM_SPLIT_EVEN,		/* repeats (+ embedding, loss) not a multiple of pp */
+	MEM_SPLIT_EDGES,	/* first + last stage layers exceed the repeats */
+	MEM_SPLIT_MIDDLE,	/* the rest not a multiple of the middle stages */
+	MEM_SPLIT_VP,		/* a stage's layers not a multiple of vp */
+	MEM_SPLIT_ACCOUNT,	/* account_for_* together with first/last_stage_layers */
+	MEM_SPLIT_EMPTY,	/* no body repeats to split */
+};
+/* Check the split; *stage_layers: the layers of the offending stage (VP,
+ * MIDDLE: one middle stage's share, rounded down). */
+enum mem_split mem_pp_split(const struct mem_job *job, uint64_t *stage_layers);
+/* Body repeats of model chunk c (stage c mod pp, chunk c / pp of it); the
+ * split must be valid. */
+uint64_t mem_pp_chunk_layers(const struct mem_job *job, uint64_t c);
+/* Logits bytes of micro-batches in flight beside the walked one: the logits
+ * live in the last model chunk only, of which the first `chunks` forwards of
+ * the last stage hold (interleaved: one per group of pp x vp beyond
+ * (vp - 1)pp; Megatron's forward order, microbatch groups of pp). */
+uint64_t mem_extra_logits_in_flight(bool *ovf, const struct mem_job *job, uint64_t stored,
+				    uint64_t chunks);
 /* Korthikanti §4.2.3 first-stage memory factor of interleaving: 1 + (p-1)/(p v). */
 double mem_pp_interleaved_factor(uint32_t pp, uint32_t vp);
 

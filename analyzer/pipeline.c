@@ -59,6 +59,47 @@ static void overflow_error(struct pipeline *p, const struct check_job *cj, const
 			   cj->names[best], (unsigned long long)n);
 }
 
+static struct loc at_or(struct loc a, struct loc b)
+{
+	return a.file ? a : b;
+}
+
+/* Megatron-Core's split rules (memory-model.md §4.6), blamed on the pp line
+ * (vp's when only the chunking fails). */
+static void split_error(struct pipeline *p, const struct build *bd)
+{
+	const struct mem_job *j = &bd->job;
+	uint64_t sl = 0;
+	struct loc pp = at_or(bd->loc_pp, at_or(bd->loc_tp, bd->loc_train));
+	unsigned n = (unsigned)j->pp;
+
+	switch (mem_pp_split(j, &sl)) {
+	case MEM_SPLIT_VP:
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_vp, pp),
+			   "a stage of %llu layers does not split into vp = %u model chunks",
+			   (unsigned long long)sl, (unsigned)j->vp);
+		break;
+	case MEM_SPLIT_MIDDLE:
+		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "the layers between the first and last stage "
+			   "do not split evenly over the other %u stages; change first_stage_layers or "
+			   "last_stage_layers", n - (j->first_stage_layers != 0) - (j->last_stage_layers != 0));
+		break;
+	case MEM_SPLIT_EDGES:
+		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "first_stage_layers + last_stage_layers "
+			   "exceed the model's repeated layers");
+		break;
+	case MEM_SPLIT_ACCOUNT:
+		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "account_for_embedding/account_for_loss cannot "
+			   "be combined with first_stage_layers/last_stage_layers (as in Megatron-Core)");
+		break;
+	default:
+		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "the model's repeated blocks%s do not split "
+			   "evenly over pp = %u stages; set first_stage_layers/last_stage_layers or change pp",
+			   j->pp_account_embedding || j->pp_account_loss ? " (with the accounted embedding/loss)" : "",
+			   n);
+	}
+}
+
 /* A pipeline split that mem_analyze refused is the user's layout error. */
 static void layout_error(struct pipeline *p, const struct check_job *cj, const struct build *bd,
 			 enum mem_status st)
@@ -74,9 +115,12 @@ static void layout_error(struct pipeline *p, const struct check_job *cj, const s
 		diag_error(p->diag, DIAG_TYPE_MISMATCH, frag.origin.file ? frag.origin : bd->loc_train,
 			   "'overhead.fragmentation' must be at least 0 and below 99");
 	else if (st == MEM_E_PP_UNEVEN)
-		diag_error(p->diag, DIAG_BAD_LAYOUT, at,
-			   "the model's repeated blocks do not split evenly over pp = %u stages",
-			   (unsigned)bd->job.pp);
+		split_error(p, bd);
+	else if (st == MEM_E_PP_MICRO_BATCHES)
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_grad_accum, at),
+			   "the interleaved schedule needs the micro-batches (grad_accum = %llu) to be a "
+			   "multiple of pp = %u; make grad_accum a multiple of %u",
+			   (unsigned long long)bd->job.micro_batches, (unsigned)bd->job.pp, (unsigned)bd->job.pp);
 	else
 		diag_error(p->diag, DIAG_BAD_LAYOUT, at, "this job cannot be analysed: %s",
 			   mem_status_str(st));

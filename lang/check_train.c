@@ -133,6 +133,8 @@ static const struct field_spec parallel_fields[] = {
 	{ "tp", "count", false }, { "pp", "count", false }, { "cp", "count", false }, { "ep", "count", false },
 	{ "vp", "count", false }, { "sequence_parallel", "bool", false }, { "schedule", "string", false },
 	{ "etp", "count", false }, { "dp_shard", "count", false }, { "dp_replicate", "count", false },
+	{ "first_stage_layers", "count", false }, { "last_stage_layers", "count", false },
+	{ "account_for_embedding", "bool", false }, { "account_for_loss", "bool", false },
 	{ NULL, NULL, false },
 };
 static const struct field_spec offload_fields[] = {
@@ -170,7 +172,9 @@ static const struct range_spec train_ranges[] = {
 	{ "overhead.fragmentation", RANGE_PERCENT }, { "eval.batch", RANGE_AT_LEAST_1 },
 	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
 	{ "alloc.roundup_power2_divisions", RANGE_AT_LEAST_1 },
-	{ "alloc.garbage_collection_threshold", RANGE_FRACTION }, { NULL, RANGE_ANY },
+	{ "alloc.garbage_collection_threshold", RANGE_FRACTION },
+	{ "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
+	{ NULL, RANGE_ANY },
 };
 
 static const struct field_spec *sub_specs(const char *name)
@@ -854,7 +858,15 @@ static void walk_job(struct eval *ev, struct check_job *j)
 	bool interleaved = check_job_field(j, "parallel.schedule", &sched) && sched.kind == VAL_STRING &&
 			   !strcmp(sched.str, "interleaved");
 
-	if (check_model_split(ev, &m, j, pp, vp, interleaved))
+	/* an uneven or accounted split has Megatron-Core's rules, which the
+	 * analyzer checks (memory.c mem_pp_split) at the same lines */
+	struct value k;
+	bool uneven = check_job_field(j, "parallel.first_stage_layers", &k) ||
+		      check_job_field(j, "parallel.last_stage_layers", &k) ||
+		      check_job_field(j, "parallel.account_for_embedding", &k) ||
+		      check_job_field(j, "parallel.account_for_loss", &k);
+
+	if (uneven || check_model_split(ev, &m, j, pp, vp, interleaved))
 		check_model_names(ev, &m, j);
 }
 

@@ -326,6 +326,57 @@ static void tv21_pipeline_factors(void **state)
 	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_1F1B, 1, 1, 0, 8), 1);
 }
 
+/* Megatron-Core get_num_layers_to_build: 32 layers, uneven and accounted. */
+static void pp_split_megatron(void **state)
+{
+	struct mem_block b = { NULL, 0, 32, true };
+	struct mem_job j = { .blocks = &b, .nblocks = 1, .pp = 3, .vp = 1 };
+	uint64_t sl;
+
+	(void)state;
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_EVEN);
+	j.first_stage_layers = j.last_stage_layers = 10;
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_OK);
+	assert_int_equal(mem_pp_chunk_layers(&j, 0), 10);
+	assert_int_equal(mem_pp_chunk_layers(&j, 1), 12);
+	assert_int_equal(mem_pp_chunk_layers(&j, 2), 10);
+	j.pp_account_loss = true;
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_ACCOUNT);
+	j.first_stage_layers = j.last_stage_layers = 0;
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_OK);	/* 33 = 3 x 11 */
+	assert_int_equal(mem_pp_chunk_layers(&j, 2), 10);
+	j.pp = 4;
+	j.pp_account_loss = false;
+	j.first_stage_layers = 5;
+	j.last_stage_layers = 4;	/* 23 over 2 middle stages */
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_MIDDLE);
+	j.first_stage_layers = j.last_stage_layers = 9;
+	j.schedule = MEM_PP_INTERLEAVED;
+	j.vp = 2;			/* 9 / 7 / 7 / 9 in 2 chunks */
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_VP);
+	assert_int_equal(sl, 9);
+	j.first_stage_layers = 20;
+	j.last_stage_layers = 20;
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_EDGES);
+}
+
+/* Logits live in the last chunk: pp 4, vp 5, 17 forwards of the last stage
+ * hold one micro-batch's, all 4 x 5 x 2 = 40 (m = 8 in warm-up) hold 8. */
+static void pp_logits_last_chunk(void **state)
+{
+	struct mem_job j = { .pp = 4, .vp = 5, .schedule = MEM_PP_INTERLEAVED };
+	bool ovf = false;
+
+	(void)state;
+	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 17), 0);
+	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 40), 7000);
+	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 21), 3000);
+	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 37), 4000);
+	j.schedule = MEM_PP_1F1B;
+	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 3), 2000);
+	assert_false(ovf);
+}
+
 /* TV-21 through the analyzer: 1F1B p = 8, m = 4 -> stage 0 holds 4
  * micro-batches of L/8 layers = half the model's activations. */
 static void tv21_first_stage_activations(void **state)
@@ -644,6 +695,9 @@ static void errors(void **state)
 	j.vp = 3;
 	assert_int_equal(mem_analyze(&j, &res), MEM_E_PP_UNEVEN);
 	j.vp = 2;
+	j.micro_batches = 6;	/* interleaving needs a multiple of pp */
+	assert_int_equal(mem_analyze(&j, &res), MEM_E_PP_MICRO_BATCHES);
+	j.micro_batches = 8;
 	assert_int_equal(mem_analyze(&j, &res), MEM_OK);
 	mem_result_free(&res);
 	j.dp = 0;
@@ -657,7 +711,7 @@ static void errors(void **state)
 	l.saves_bytes = UINT64_MAX / 8;
 	assert_int_equal(mem_analyze(&j, &res), MEM_E_OVERFLOW);
 	assert_string_equal(mem_status_str(MEM_E_PP_UNEVEN),
-			    "body layers do not split evenly over pipeline stages");
+			    "body layers cannot be split over the pipeline stages");
 }
 
 /* The shard groups: dp_shard x cp for dense params, dp_shard x cp x tp /
@@ -797,6 +851,8 @@ int main(void)
 		cmocka_unit_test(tv17c_ipg_buckets),
 		cmocka_unit_test(tv17d_ddp_buckets),
 		cmocka_unit_test(tv21_pipeline_factors),
+		cmocka_unit_test(pp_split_megatron),
+		cmocka_unit_test(pp_logits_last_chunk),
 		cmocka_unit_test(tv21_first_stage_activations),
 		cmocka_unit_test(tv23_example_a_foreach),
 		cmocka_unit_test(tv23_example_a_fused),

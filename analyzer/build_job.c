@@ -277,6 +277,31 @@ static enum mem_schedule schedule(struct bld *b)
 	return !strcmp(s, "interleaved") ? MEM_PP_INTERLEAVED : !strcmp(s, "gpipe") ? MEM_PP_GPIPE : MEM_PP_1F1B;
 }
 
+/* Megatron-Core's DDP: precision megatron_bf16, or the job says megatron { }. */
+static bool megatron_job(struct bld *b)
+{
+	struct value v;
+
+	return key(b, "megatron", &v) ||
+	       (b->cj->precision.kind == VAL_DECL && !strcmp(b->cj->precision.decl->name, "megatron_bf16"));
+}
+
+/* megatron { }: the distributed optimizer is ZeRO-1 (zero = 1 unless the job
+ * says zero); grad_reduce_in_bf16 makes the grad buffer bf16 (memory-model.md
+ * "Megatron-Core"). */
+static int megatron_setup(struct bld *b, int zero)
+{
+	struct value v;
+
+	if (!megatron_job(b))
+		return zero;
+	if (key_bool(b, "megatron.grad_reduce_in_bf16", false))
+		b->grads = dtype_find("bf16");
+	if (!key(b, "zero", &v) && key_bool(b, "megatron.distributed_optimizer", false))
+		zero = 1;
+	return zero;
+}
+
 /* The dp ranks of one shard group: parallel.dp_shard, or dp over
  * parallel.dp_replicate, else 0 (memory.c's default). False when a what-if
  * tp left a dp that the replicas no longer divide. */
@@ -332,6 +357,8 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	j->pp_account_loss = key_bool(b, "parallel.account_for_loss", false);
 	j->micro_batches = key_u64(b, "grad_accum", 1);
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
+	if (j->sharding == MEM_SHARD_ZERO1 && megatron_job(b))
+		shard_name = "distributed optimizer";
 	if (!dp_shard(b, j))
 		return false;
 	b->out->rep.sharding = shard_label(b, j, shard_name);
@@ -361,12 +388,18 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	const char *off_opt = key_sym(b, "offload.optimizer", "none");
 	const char *off_par = key_sym(b, "offload.params", "none");
 
-	j->grad_as_bucket_view = key_bool(b, "ddp.gradient_as_bucket_view", false);
+	bool mcore = megatron_job(b);
+
+	/* Megatron-Core (param_and_grad_buffer.py _ParamAndGradBuffer): one
+	 * contiguous grad buffer (main_grad), allocated when DDP wraps the model
+	 * and zeroed each step; its buckets are views of it: no gradient copy,
+	 * no IPG bucket, gradients resident from the first micro-batch */
+	j->grad_as_bucket_view = mcore || key_bool(b, "ddp.gradient_as_bucket_view", false);
 	/* zero_grad(set_to_none=False) (PyTorch < 2.0 default, HF Trainer then):
 	 * zeroed gradients stay allocated through forward (memory-model.md §5.1) */
-	j->grads_persistent = !strcmp(key_sym(b, "zero_grad", "set_to_none"), "zeros");
+	j->grads_persistent = mcore || !strcmp(key_sym(b, "zero_grad", "set_to_none"), "zeros");
 	j->optimizer_in_backward = key_bool(b, "optimizer_in_backward", false);
-	if (zero >= 1) {
+	if (zero >= 1 && !mcore) {
 		j->zero_reduce_bucket_bytes = key_bytes(b, "deepspeed.reduce_bucket_size", 500000000, gsz);
 		j->overlap_comm = key_bool(b, "deepspeed.overlap_comm", zero == 3);
 		j->zero_prefetch_bytes = key_bytes(b, "deepspeed.prefetch_bucket_size", 50000000, wsz);
@@ -668,8 +701,10 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	if (cj->model.kind != VAL_INSTANCE || cj->cluster.kind != VAL_CLUSTER ||
 	    cj->optimizer.kind != VAL_INSTANCE || !bld_setup_precision(&b, cj->precision))
 		return unreported(&b);
+	zero = megatron_setup(&b, zero);
 	zero = ov && ov->zero >= 0 ? ov->zero : zero;
-	out->zero = key(&b, "zero", &(struct value){ 0 }) || (ov && ov->zero >= 0) ? zero : -1;
+	out->zero = key(&b, "zero", &(struct value){ 0 }) || (ov && ov->zero >= 0) ||
+		    zero > 0 ? zero : -1;
 	b.optimizer = cj->optimizer;
 	bld_setup_finetune(&b, cj->finetune);
 	key(&b, "freeze", &b.freeze);

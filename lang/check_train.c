@@ -117,7 +117,7 @@ static const struct field_spec train_fields[] = {
 	{ "zero_grad", "enum:set_to_none|zeros", false }, { "optimizer_in_backward", "bool", false },
 	{ "load", "enum:meta|from_pretrained|rank0_cpu", false }, { "eval", "record", false },
 	{ "save", "enum:none|full_state_dict|full_state_dict_cpu", false },
-	{ "alloc", "record", false },
+	{ "alloc", "record", false }, { "megatron", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -156,6 +156,13 @@ static const struct field_spec overhead_fields[] = {
 	{ "context", "bytes", false }, { "cublas_workspace", "bytes", false }, { "nccl", "bytes", false },
 	{ "fragmentation", "ratio", false }, { NULL, NULL, false },
 };
+/* Megatron-Core's DistributedDataParallelConfig / OptimizerConfig, its names. */
+static const struct field_spec megatron_fields[] = {
+	{ "distributed_optimizer", "bool", false }, { "grad_reduce_in_bf16", "bool", false },
+	{ "overlap_grad_reduce", "bool", false }, { "overlap_param_gather", "bool", false },
+	{ "bucket_size", "count", false },
+	{ NULL, NULL, false },
+};
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
 static const struct field_spec alloc_fields[] = {
 	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
@@ -173,7 +180,7 @@ static const struct range_spec train_ranges[] = {
 	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
 	{ "alloc.roundup_power2_divisions", RANGE_AT_LEAST_1 },
 	{ "alloc.garbage_collection_threshold", RANGE_FRACTION },
-	{ "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
+	{ "megatron.bucket_size", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
 	{ NULL, RANGE_ANY },
 };
 
@@ -181,7 +188,8 @@ static const struct field_spec *sub_specs(const char *name)
 {
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
-	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields : overhead_fields;
+	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
+	       !strcmp(name, "megatron") ? megatron_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a

@@ -274,7 +274,8 @@ static enum mem_schedule schedule(struct bld *b)
 {
 	const char *s = key_sym(b, "parallel.schedule", "1f1b");
 
-	return !strcmp(s, "interleaved") ? MEM_PP_INTERLEAVED : !strcmp(s, "gpipe") ? MEM_PP_GPIPE : MEM_PP_1F1B;
+	return !strcmp(s, "interleaved") ? MEM_PP_INTERLEAVED : !strcmp(s, "gpipe") ? MEM_PP_GPIPE :
+	       !strcmp(s, "zb_h1") ? MEM_PP_ZB_H1 : !strcmp(s, "zb_h2") ? MEM_PP_ZB_H2 : MEM_PP_1F1B;
 }
 
 /* Megatron-Core's DDP: precision megatron_bf16, or the job says megatron { }. */

@@ -159,7 +159,13 @@ uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, 
 		return 1;
 	if (s == MEM_PP_GPIPE)
 		return m;		/* all forwards before any backward */
-	if (s == MEM_PP_1F1B || vp <= 1)
+	if (s == MEM_PP_ZB_H2) {
+		/* ZB-H2 fills the tail bubble with p - 1 - i more warm-up forwards */
+		k = 2 * (uint64_t)(pp - stage) - 1;
+		return m < k ? m : k;
+	}
+	/* ZB-H1 keeps 1F1B's in-flight count: it only moves W passes */
+	if (s != MEM_PP_INTERLEAVED || vp <= 1)
 		return m < (uint64_t)(pp - stage) ? m : (uint64_t)(pp - stage);
 	/* Megatron interleaved warm-up: 2(p - i - 1) + (v - 1)p chunk forwards, plus one */
 	k = 2 * (uint64_t)(pp - stage - 1) + (uint64_t)(vp - 1) * pp + 1;

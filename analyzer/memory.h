@@ -58,7 +58,8 @@ enum mem_recompute {
 	MEM_RECOMPUTE_FULL,		/* body repeats keep only their input (§4.5) */
 };
 
-enum mem_schedule { MEM_PP_1F1B, MEM_PP_INTERLEAVED, MEM_PP_GPIPE };
+/* ZB_H1/ZB_H2: zero-bubble schedules (Qi et al., ICLR 2024), B split from W */
+enum mem_schedule { MEM_PP_1F1B, MEM_PP_INTERLEAVED, MEM_PP_GPIPE, MEM_PP_ZB_H1, MEM_PP_ZB_H2 };
 
 enum mem_component {
 	MEM_C_WEIGHTS,		/* resident weights (sharded if the mode shards them) */

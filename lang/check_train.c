@@ -507,8 +507,10 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 		ok = false;
 	}
 	if (check_job_field(j, "parallel.schedule", &v) && v.kind == VAL_STRING &&
-	    strcmp(v.str, "1f1b") && strcmp(v.str, "interleaved") && strcmp(v.str, "gpipe")) {
-		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'schedule' must be \"1f1b\", \"interleaved\" or \"gpipe\"");
+	    strcmp(v.str, "1f1b") && strcmp(v.str, "interleaved") && strcmp(v.str, "gpipe") &&
+	    strcmp(v.str, "zb_h1") && strcmp(v.str, "zb_h2")) {
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'schedule' must be \"1f1b\", \"interleaved\", "
+			   "\"gpipe\", \"zb_h1\" or \"zb_h2\"");
 		ok = false;
 	}
 	return ok & parallel_ok(ev, j);

@@ -324,6 +324,10 @@ static void tv21_pipeline_factors(void **state)
 		assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_1F1B, 4, 1, i, 8), 4 - i);
 	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_GPIPE, 4, 1, 3, 8), 8);
 	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_1F1B, 1, 1, 0, 8), 1);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_ZB_H1, 4, 1, 0, 8), 4);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_ZB_H2, 4, 1, 0, 8), 7);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_ZB_H2, 4, 1, 3, 8), 1);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_ZB_H2, 4, 1, 0, 5), 5);
 }
 
 /* Megatron-Core get_num_layers_to_build: 32 layers, uneven and accounted. */

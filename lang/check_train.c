@@ -456,8 +456,9 @@ static bool degree_above_1(const struct check_job *j, const char *key)
 	return check_job_field(j, key, &v) && v.kind == VAL_NUM && num_cmp(v.num, num_from_int(1)) > 0;
 }
 
-/* vp needs the interleaved schedule and pp > 1; sequence parallelism
- * splits the tp group's sequence, so it needs tp > 1. */
+/* vp needs the interleaved schedule and pp > 1, an uneven or accounted
+ * split pp > 1; sequence parallelism splits the tp group's sequence, so it
+ * needs tp > 1. */
 static bool parallel_ok(struct eval *ev, const struct check_job *j)
 {
 	struct value v;
@@ -469,6 +470,16 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 			   "and schedule = \"interleaved\"");
 		ok = false;
 	}
+	static const char *const split[] = { "first_stage_layers", "last_stage_layers",
+					     "account_for_embedding", "account_for_loss" };
+
+	for (size_t i = 0; i < sizeof split / sizeof split[0] && !degree_above_1(j, "parallel.pp"); i++)
+		if (check_job_field(j, arena_printf(ev->arena, "parallel.%s", split[i]), &v) &&
+		    (v.kind != VAL_BOOL || v.b)) {
+			eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'%s' places layers on pipeline "
+				   "stages: it needs pp > 1", split[i]);
+			ok = false;
+		}
 	if (check_job_field(j, "parallel.sequence_parallel", &v) && v.kind == VAL_BOOL && v.b &&
 	    !degree_above_1(j, "parallel.tp")) {
 		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'sequence_parallel' splits the sequence over "

@@ -131,7 +131,7 @@ static bool resolve(struct loader *ld, const struct file_info *from, const char 
 		if (try_dir(ld, ld->opts->dirs[i], ld->opts->dirs[i], name, path, display))
 			return true;
 	if (!local_only && ld->opts->stdlib_dir &&
-	    try_dir(ld, ld->opts->stdlib_dir, "<stdlib>", name, path, display))
+	    try_dir(ld, ld->opts->stdlib_dir, IMPORT_STDLIB_DISPLAY, name, path, display))
 		return true;
 	report_not_found(ld, from, raw, site, local_only);
 	return false;
@@ -250,4 +250,11 @@ struct program *import_load(struct arena *a, struct interner *in, struct src_tab
 			    const struct import_opts *opts)
 {
 	return import_load_many(a, in, src, de, &root_path, 1, opts);
+}
+
+bool import_is_stdlib_name(const char *display_name)
+{
+	size_t n = strlen(IMPORT_STDLIB_DISPLAY);
+
+	return strncmp(display_name, IMPORT_STDLIB_DISPLAY, n) == 0 && display_name[n] == '/';
 }

@@ -20,6 +20,7 @@
 #ifndef MEMC_LANG_IMPORT_H
 #define MEMC_LANG_IMPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "lang/ast.h"
@@ -30,6 +31,9 @@ struct diag_engine;
 struct src_table;
 
 enum { IMPORT_MAX_DEPTH = 64 };
+
+/* The folder files found in the stdlib are shown under. */
+#define IMPORT_STDLIB_DISPLAY "<stdlib>"
 
 /* A root path of "-" is read from standard input and shown as this. */
 #define IMPORT_STDIN_NAME "<stdin>"
@@ -56,5 +60,8 @@ struct program *import_load(struct arena *a, struct interner *in, struct src_tab
 struct program *import_load_many(struct arena *a, struct interner *in, struct src_table *src,
 				 struct diag_engine *de, const char *const *roots, size_t nroots,
 				 const struct import_opts *opts);
+
+/* A display name of a file found in the stdlib folder (or next to one). */
+bool import_is_stdlib_name(const char *display_name);
 
 #endif

@@ -63,14 +63,15 @@ static const struct {
 
 static bool name_taken(const char *name, const struct dtype **out)
 {
+	/* the first byte first: most names asked about are not dtypes */
 	for (size_t i = 0; i < DT__COUNT; i++) {
-		if (strcmp(dtype_table[i].name, name) == 0) {
+		if (dtype_table[i].name[0] == name[0] && strcmp(dtype_table[i].name, name) == 0) {
 			*out = &dtype_table[i];
 			return true;
 		}
 	}
 	for (size_t i = 0; i < ALIAS_COUNT; i++) {
-		if (strcmp(alias_table[i].name, name) == 0) {
+		if (alias_table[i].name[0] == name[0] && strcmp(alias_table[i].name, name) == 0) {
 			*out = &dtype_table[alias_table[i].target];
 			return true;
 		}

@@ -84,8 +84,13 @@ static bool check_bidi(struct lex_state *ls, struct loc loc, const char *text, s
 
 	while (p < end) {
 		ucs4_t c;
-		int n = u8_mbtouc(&c, p, (size_t)(end - p));
+		int n;
 
+		if (*p < 0x80) {	/* ASCII holds no bidi control: skip the decoder */
+			p += src_ascii_prefix((const char *)p, (size_t)(end - p));
+			continue;
+		}
+		n = u8_mbtouc(&c, p, (size_t)(end - p));
 		if (is_bidi_control(c)) {
 			struct loc at = { loc.file, loc.start + (uint32_t)(p - (const uint8_t *)text), 0 };
 

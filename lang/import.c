@@ -21,6 +21,7 @@
 #include "lang/confusable.h"
 #include "lang/diag.h"
 #include "lang/import.h"
+#include "lang/lazy.h"
 #include "lang/parse.h"
 #include "lang/source.h"
 
@@ -34,6 +35,9 @@ struct loader {
 	size_t nfiles, cap;
 	unsigned depth;
 	bool depth_reported;
+	bool lazy;			/* prescan stdlib imports (lang/lazy.h) */
+	struct file_ast **prescanned;
+	size_t nprescanned, capprescanned;
 };
 
 /* What import.c keeps per loaded file, hung on src_file.user. */
@@ -214,7 +218,14 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 
 	info->dir = dir_of(ld->arena, path);
 	info->display_dir = display_dir;
-	info->ast = parse_file(ld->arena, ld->interner, ld->diag, f);
+	info->ast = NULL;
+	if (ld->lazy && site.file != 0 && import_is_stdlib_name(display) &&
+	    (info->ast = lazy_prescan(ld->arena, ld->interner, f))) {
+		ARENA_GROW(ld->arena, ld->prescanned, ld->nprescanned, ld->capprescanned);
+		ld->prescanned[ld->nprescanned++] = info->ast;
+	}
+	if (!info->ast)
+		info->ast = parse_file(ld->arena, ld->interner, ld->diag, f);
 	f->user = info;
 	f->state = SRC_ACTIVE;
 	ld->depth++;
@@ -225,11 +236,12 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 	return info->ast;
 }
 
-struct program *import_load_many(struct arena *a, struct interner *in, struct src_table *src,
-				 struct diag_engine *de, const char *const *roots, size_t nroots,
-				 const struct import_opts *opts)
+static struct program *load_program(struct arena *a, struct interner *in, struct src_table *src,
+				    struct diag_engine *de, const char *const *roots, size_t nroots,
+				    const struct import_opts *opts, bool lazy)
 {
-	struct loader ld = { .arena = a, .interner = in, .src = src, .diag = de, .opts = opts };
+	struct loader ld = { .arena = a, .interner = in, .src = src, .diag = de, .opts = opts,
+			     .lazy = lazy };
 	struct program *p = ARENA_NEW(a, struct program);
 
 	for (size_t i = 0; i < nroots; i++) {
@@ -240,16 +252,26 @@ struct program *import_load_many(struct arena *a, struct interner *in, struct sr
 	}
 	p->files = ld.files;
 	p->nfiles = ld.nfiles;
+	if (ld.nprescanned && !diag_error_count(de))
+		lazy_parse_reached(a, in, de, src, p, ld.prescanned, ld.nprescanned);
 	/* Here, where the whole program is first seen, for every command. */
 	confusable_check(a, de, p);
 	return p;
+}
+
+/* memc list shows every declaration in scope, reached or not: no stubs. */
+struct program *import_load_many(struct arena *a, struct interner *in, struct src_table *src,
+				 struct diag_engine *de, const char *const *roots, size_t nroots,
+				 const struct import_opts *opts)
+{
+	return load_program(a, in, src, de, roots, nroots, opts, false);
 }
 
 struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,
 			    struct diag_engine *de, const char *root_path,
 			    const struct import_opts *opts)
 {
-	return import_load_many(a, in, src, de, &root_path, 1, opts);
+	return load_program(a, in, src, de, &root_path, 1, opts, true);
 }
 
 bool import_is_stdlib_name(const char *display_name)

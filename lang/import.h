@@ -29,6 +29,7 @@ struct arena;
 struct interner;
 struct diag_engine;
 struct src_table;
+struct reach;
 
 enum { IMPORT_MAX_DEPTH = 64 };
 
@@ -49,6 +50,7 @@ struct program {
 	struct file_ast **files;
 	size_t nfiles;
 	struct file_ast *root;		/* NULL if the root could not be read */
+	const struct reach *reach;	/* lang/reach.h, once computed (lazy loading) */
 };
 
 struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,

@@ -189,6 +189,11 @@ static bool valid_ident(struct lex_state *ls, struct loc loc, const char *text, 
 	return true;
 }
 
+bool lex_is_keyword(const char *text, size_t len)
+{
+	return len > 0 && keyword_token(text, len) != 0;
+}
+
 static bool is_ascii(const char *text, size_t len)
 {
 	for (size_t i = 0; i < len; i++)

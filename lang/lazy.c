@@ -55,12 +55,23 @@ static enum decl_kind decl_keyword(const char *t, size_t len)
 
 static bool word_start(unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
+	return (unsigned)((c | 0x20) - 'a') < 26u || c == '_' || c >= 0x80;
 }
 
 static bool word_byte(unsigned char c)
 {
-	return word_start(c) || (c >= '0' && c <= '9');
+	return word_start(c) || (unsigned)(c - '0') < 10u;
+}
+
+/* The end of the line comment starting at @i: the next LF or CR. Half the
+ * bytes of the stdlib are comments, so memchr rather than a byte loop. */
+static uint32_t line_end(const char *t, uint32_t i, uint32_t n)
+{
+	const char *lf = memchr(t + i, '\n', n - i);
+	uint32_t end = lf ? (uint32_t)(lf - t) : n;
+	const char *cr = memchr(t + i, '\r', end - i);
+
+	return cr ? (uint32_t)(cr - t) : end;
 }
 
 static void skip_blanks(struct prescan *ps)
@@ -77,14 +88,16 @@ static bool skip_comment(struct prescan *ps, bool *was)
 
 	*was = true;
 	if (t[i] == '#' || (t[i] == '/' && i + 1 < ps->n && t[i + 1] == '/')) {
-		while (i < ps->n && t[i] != '\n' && t[i] != '\r')
-			i++;
+		i = line_end(t, i, ps->n);
 	} else if (t[i] == '/' && i + 1 < ps->n && t[i + 1] == '*') {
-		for (i += 2; i + 1 < ps->n && !(t[i] == '*' && t[i + 1] == '/'); i++)
-			;
-		if (i + 1 >= ps->n)
+		const char *star;
+
+		for (i += 2; (star = memchr(t + i, '*', ps->n - i)); i = (uint32_t)(star - t) + 1)
+			if ((uint32_t)(star - t) + 1 < ps->n && star[1] == '/')
+				break;
+		if (!star)
 			return false;
-		i += 2;
+		i = (uint32_t)(star - t) + 2;
 	} else {
 		*was = false;
 	}
@@ -210,6 +223,20 @@ static bool read_other(struct prescan *ps)
 	return true;
 }
 
+/* Inside brackets only brackets, strings and comments matter: keywords
+ * there are keys, and the closing bracket ends the last token. */
+static uint32_t skip_inside(const char *t, uint32_t i, uint32_t n)
+{
+	static const bool special[256] = {
+		['{'] = true, ['}'] = true, ['('] = true, [')'] = true, ['['] = true, [']'] = true,
+		['"'] = true, ['/'] = true, ['#'] = true,
+	};
+
+	while (i < n && !special[(unsigned char)t[i]])
+		i++;
+	return i;
+}
+
 struct file_ast *lazy_prescan(struct arena *a, struct interner *in, const struct src_file *f)
 {
 	struct file_ast *ast = ARENA_NEW(a, struct file_ast);
@@ -218,6 +245,10 @@ struct file_ast *lazy_prescan(struct arena *a, struct interner *in, const struct
 
 	ast->file = f->id;
 	while (ps.i < ps.n) {
+		if (ps.depth > 0)
+			ps.i = skip_inside(ps.t, ps.i, ps.n);
+		if (ps.i == ps.n)
+			break;
 		char c = ps.t[ps.i];
 		bool comment;
 
@@ -249,9 +280,8 @@ static struct decl **append(struct decl **tail, struct decl *d)
 	return tail;
 }
 
-/* Parse each reached declaration of @ast from its keyword to the next
- * declaration's (the comments after it included, as a full parse would
- * scan them); imports and the unreached stay as prescanned. */
+/* Parse each reached declaration of @ast from its keyword to its last
+ * token; imports and the unreached stay as prescanned. */
 static void parse_reached(struct arena *a, struct interner *in, struct diag_engine *de,
 			  const struct src_file *f, struct file_ast *ast, const struct reach *r)
 {
@@ -265,8 +295,7 @@ static void parse_reached(struct arena *a, struct interner *in, struct diag_engi
 			tail = append(tail, d);
 			continue;
 		}
-		struct file_ast *one = parse_file_range(a, in, de, f, d->loc.start,
-							next ? next->loc.start : f->len);
+		struct file_ast *one = parse_file_range(a, in, de, f, d->loc.start, d->loc.end);
 
 		nerrors += one->nerrors;
 		tail = append(tail, one->decls);

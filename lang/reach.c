@@ -133,8 +133,8 @@ static void mark_word(struct reach *r, const struct interner *in, const char *te
 
 static bool word_byte(unsigned char c, bool first)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80 ||
-	       (!first && c >= '0' && c <= '9');
+	return (unsigned)((c | 0x20) - 'a') < 26u || c == '_' || c >= 0x80 ||
+	       (!first && (unsigned)(c - '0') < 10u);
 }
 
 static void scan_decl(struct reach *r, const struct interner *in, const struct src_table *src,

@@ -320,6 +320,12 @@ static const char *real_path_of(struct arena *a, const char *path)
 struct src_file *src_load(struct src_table *t, struct diag_engine *de, const char *path,
 			  const char *display_name, struct loc site)
 {
+	return src_load_real(t, de, path, display_name, site, NULL);
+}
+
+struct src_file *src_load_real(struct src_table *t, struct diag_engine *de, const char *path,
+			       const char *display_name, struct loc site, const char *real_path)
+{
 	const char *name = display_name ? display_name : path;
 	size_t size = 0;
 	int fd = open_source(de, path, name, site, &size);
@@ -332,7 +338,7 @@ struct src_file *src_load(struct src_table *t, struct diag_engine *de, const cha
 		return NULL;
 
 	struct src_file *f = add_text(t, de, name, text, size);
-	f->real_path = real_path_of(t->arena, path);
+	f->real_path = real_path ? arena_strdup(t->arena, real_path) : real_path_of(t->arena, path);
 	f->included_from = site;
 	return f->valid ? f : NULL;
 }

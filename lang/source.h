@@ -111,6 +111,10 @@ struct src_table *src_table_new(struct arena *a);
  */
 struct src_file *src_load(struct src_table *t, struct diag_engine *de, const char *path,
 			  const char *display_name, struct loc site);
+/* src_load() for a caller that already knows realpath(@path) (the
+ * importer, which needs it first for include-once); NULL: compute it. */
+struct src_file *src_load_real(struct src_table *t, struct diag_engine *de, const char *path,
+			       const char *display_name, struct loc site, const char *real_path);
 
 /*
  * Read descriptor @fd (standard input for `memc check -`) to its end and

@@ -6,14 +6,15 @@
 BENCH_VARIANTS ?= 10000
 
 $(B)/bench-sweep: tests/bench/sweep.c $(filter-out $(B)/analyzer/main.o,$(ANALYZER_OBJS)) $(B)/liblang.a
-	$(CC) $(ALL_CFLAGS) -I. -I$(B) -o $@ $^ -lunistring -lm
+	$(CC) $(ALL_CFLAGS) -I. -I$(B) -o $@ $^ $(LIBS)
 
 $(B)/bench-pairs: tests/bench/pairs.c
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
-# Linked like memc, so the loader's share is the same on both sides.
+# Linked like memc (even a shared library it does not call is loaded),
+# so the loader's share is the same on both sides.
 $(B)/bench-empty: tests/bench/empty.c
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< -Wl,--no-as-needed $(LIBS)
 
 bench: all $(B)/bench-sweep $(B)/bench-pairs $(B)/bench-empty $(B)/bench-rusage
 	@tests/bench/bench.sh $(MEMC) $(B)

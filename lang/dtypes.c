@@ -14,6 +14,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "lang/intern.h"
 #include "lang/units.h"
 
 enum dtype_id {
@@ -84,6 +85,21 @@ const struct dtype *dtype_find(const char *name)
 	const struct dtype *dt;
 
 	return name_taken(name, &dt) ? dt : NULL;
+}
+
+/* The memo holds the dtype's row + 1 (an alias's target), or -1. */
+const struct dtype *dtype_find_in(const struct interner *in, const char *name)
+{
+	struct intern_memo *m = intern_memo(in, name);
+
+	if (!m)
+		return dtype_find(name);
+	if (m->dtype == 0) {
+		const struct dtype *dt = dtype_find(name);
+
+		m->dtype = dt ? (int)(dt - dtype_table) + 1 : -1;
+	}
+	return m->dtype > 0 ? &dtype_table[m->dtype - 1] : NULL;
 }
 
 const char *dtype_name(const struct dtype *dt)

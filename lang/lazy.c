@@ -219,7 +219,9 @@ static bool read_other(struct prescan *ps)
 			return false;
 		ps->depth--;
 	}
-	ps->last_end = ++ps->i;
+	if (c != ';' || ps->depth > 0)	/* a ';' between declarations ends none */
+		ps->last_end = ps->i + 1;
+	ps->i++;
 	return true;
 }
 

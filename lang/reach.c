@@ -131,11 +131,19 @@ static void mark_word(struct reach *r, const struct interner *in, const char *te
 		}
 }
 
-static bool word_byte(unsigned char c, bool first)
-{
-	return (unsigned)((c | 0x20) - 'a') < 26u || c == '_' || c >= 0x80 ||
-	       (!first && (unsigned)(c - '0') < 10u);
-}
+/* Byte classes of identifiers, as the lexer's rule: 1 can start a word
+ * (letters, '_', any byte of a UTF-8 sequence), 2 only continue one. */
+#define R4(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1
+#define R16(c) R4(c), R4(c + 4), R4(c + 8), R4(c + 12)
+static const unsigned char word_class[256] = {
+	['0'] = 2, ['1'] = 2, ['2'] = 2, ['3'] = 2, ['4'] = 2,
+	['5'] = 2, ['6'] = 2, ['7'] = 2, ['8'] = 2, ['9'] = 2,
+	R16('A'), R4('A' + 16), R4('A' + 20), ['Y'] = 1, ['Z'] = 1, ['_'] = 1,
+	R16('a'), R4('a' + 16), R4('a' + 20), ['y'] = 1, ['z'] = 1,
+	R16(0x80), R16(0x90), R16(0xA0), R16(0xB0), R16(0xC0), R16(0xD0), R16(0xE0), R16(0xF0),
+};
+#undef R16
+#undef R4
 
 static void scan_decl(struct reach *r, const struct interner *in, const struct src_table *src,
 		      const struct decl *d)
@@ -145,16 +153,16 @@ static void scan_decl(struct reach *r, const struct interner *in, const struct s
 	uint32_t i = d->loc.start, end = d->loc.end < f->len ? d->loc.end : f->len;
 
 	while (i < end) {
-		if (!word_byte((unsigned char)t[i], true)) {
-			i++;
-			continue;
-		}
+		while (i < end && word_class[(unsigned char)t[i]] != 1)
+			i++;	/* a digit run is a number or a word's tail: skipped with the rest */
+		if (i == end)
+			break;
 		uint32_t s = i;
-		bool ascii = true;
+		unsigned char high = 0;
 
-		while (i < end && word_byte((unsigned char)t[i], false))
-			ascii &= (unsigned char)t[i++] < 0x80;
-		mark_word(r, in, t + s, i - s, ascii);
+		while (i < end && word_class[(unsigned char)t[i]])
+			high |= (unsigned char)t[i++];
+		mark_word(r, in, t + s, i - s, high < 0x80);
 	}
 }
 

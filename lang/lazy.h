@@ -7,11 +7,11 @@
  * extent without the lexer or the parser, and its imports in full (they
  * are needed to load the rest of the program). Once every file is
  * loaded, lang/reach.c decides, by name, which declarations the user's
- * files reach; only those are parsed, each
- * from its keyword to the next declaration's, with parse_file_range(),
- * so every offset is what a full parse gives). The rest stay
- * stubs: kind, name and locations, enough for the scope, duplicate and
- * clash checks, -Wconfusable on declared names and "did you mean".
+ * files reach; only those are parsed, each from its keyword to its last
+ * token with parse_file_range(), so every location is what a full parse
+ * gives. The rest stay stubs: kind, name and locations, enough for the
+ * scope (duplicates, clashes), -Wconfusable on declared names and
+ * "did you mean". memc list (import_load_many) never loads lazily.
  *
  * The prescan vouches only for text it fully understands; anything else
  * (a train block, a non-ASCII or over-long name, an unterminated string

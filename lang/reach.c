@@ -166,11 +166,11 @@ static void scan_decl(struct reach *r, const struct interner *in, const struct s
 	}
 }
 
-struct reach *reach_compute(struct arena *a, const struct interner *in,
-			    const struct src_table *src, const struct program *p)
+const struct reach *reach_compute(struct arena *a, const struct interner *in,
+				  const struct src_table *src, const struct program *p)
 {
 	if (p->reach)
-		return (struct reach *)p->reach;	/* lazy loading made it (lang/lazy.c) */
+		return p->reach;
 	size_t n = count_lazy(src, p);
 
 	if (n == 0)

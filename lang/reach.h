@@ -28,9 +28,10 @@ struct program;
 struct reach;
 struct src_table;
 
-/* NULL when nothing is lazy (no stdlib file was imported). */
-struct reach *reach_compute(struct arena *a, const struct interner *in,
-			    const struct src_table *src, const struct program *p);
+/* NULL when nothing is lazy (no stdlib file was imported); p->reach when
+ * lazy loading already computed it (the stubs it left are never wanted). */
+const struct reach *reach_compute(struct arena *a, const struct interner *in,
+				  const struct src_table *src, const struct program *p);
 /* Whether @d is to be checked: always for the user's own files. */
 bool reach_wants(const struct reach *r, const struct decl *d);
 

@@ -11,6 +11,7 @@
  */
 #include "lang/lazy.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -225,18 +226,46 @@ static bool read_other(struct prescan *ps)
 	return true;
 }
 
-/* Inside brackets only brackets, strings and comments matter: keywords
- * there are keys, and the closing bracket ends the last token. */
-static uint32_t skip_inside(const char *t, uint32_t i, uint32_t n)
+/*
+ * Inside brackets only brackets, strings and comments matter: keywords
+ * there are keys, and the closing bracket ends the last token. Brackets
+ * and division signs are settled here, in one tight loop (a stdlib body
+ * is mostly shapes like [batch, seq / cp / sp, hidden]); a string or a
+ * comment goes back to the caller. An unbalanced ')' is left for it too.
+ */
+static void skip_inside(struct prescan *ps)
 {
+	/* '\0' too: the text ends in one (a valid source holds no other), so
+	 * the tight loop needs no bounds check */
 	static const bool special[256] = {
 		['{'] = true, ['}'] = true, ['('] = true, [')'] = true, ['['] = true, [']'] = true,
-		['"'] = true, ['/'] = true, ['#'] = true,
+		['"'] = true, ['/'] = true, ['#'] = true, ['\0'] = true,
 	};
+	const char *t = ps->t;
+	uint32_t i = ps->i, n = ps->n, last = ps->last_end;
+	unsigned depth = ps->depth;
 
-	while (i < n && !special[(unsigned char)t[i]])
+	while (i < n && depth > 0) {
+		while (!special[(unsigned char)t[i]])
+			i++;
+		if (i >= n)
+			break;
+		assert(t[i] != '\0');
+		char c = t[i];
+
+		if (c == '{' || c == '(' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ')' || c == ']') {
+			depth--;
+			last = i + 1;
+		} else if (c != '/' || (i + 1 < n && (t[i + 1] == '/' || t[i + 1] == '*'))) {
+			break;	/* a string or a comment */
+		}
 		i++;
-	return i;
+	}
+	ps->i = i;
+	ps->depth = depth;
+	ps->last_end = last;
 }
 
 struct file_ast *lazy_prescan(struct arena *a, struct interner *in, const struct src_file *f)
@@ -248,7 +277,7 @@ struct file_ast *lazy_prescan(struct arena *a, struct interner *in, const struct
 	ast->file = f->id;
 	while (ps.i < ps.n) {
 		if (ps.depth > 0)
-			ps.i = skip_inside(ps.t, ps.i, ps.n);
+			skip_inside(&ps);
 		if (ps.i == ps.n)
 			break;
 		char c = ps.t[ps.i];

@@ -34,6 +34,7 @@ struct prescan {
 	unsigned depth;
 	struct decl *cur, **tail;	/* the declaration being read, the list's end */
 	uint32_t last_end;		/* end of cur's last token */
+	bool has_cr;			/* a CR anywhere: line comments may end at one */
 };
 
 static const struct {
@@ -66,11 +67,11 @@ static bool word_byte(unsigned char c)
 
 /* The end of the line comment starting at @i: the next LF or CR. Half the
  * bytes of the stdlib are comments, so memchr rather than a byte loop. */
-static uint32_t line_end(const char *t, uint32_t i, uint32_t n)
+static uint32_t line_end(const struct prescan *ps, uint32_t i)
 {
-	const char *lf = memchr(t + i, '\n', n - i);
-	uint32_t end = lf ? (uint32_t)(lf - t) : n;
-	const char *cr = memchr(t + i, '\r', end - i);
+	const char *t = ps->t, *lf = memchr(t + i, '\n', ps->n - i);
+	uint32_t end = lf ? (uint32_t)(lf - t) : ps->n;
+	const char *cr = ps->has_cr ? memchr(t + i, '\r', end - i) : NULL;
 
 	return cr ? (uint32_t)(cr - t) : end;
 }
@@ -89,7 +90,7 @@ static bool skip_comment(struct prescan *ps, bool *was)
 
 	*was = true;
 	if (t[i] == '#' || (t[i] == '/' && i + 1 < ps->n && t[i + 1] == '/')) {
-		i = line_end(t, i, ps->n);
+		i = line_end(ps, i);
 	} else if (t[i] == '/' && i + 1 < ps->n && t[i + 1] == '*') {
 		const char *star;
 
@@ -275,6 +276,7 @@ struct file_ast *lazy_prescan(struct arena *a, struct interner *in, const struct
 			      .tail = &ast->decls };
 
 	ast->file = f->id;
+	ps.has_cr = memchr(ps.t, '\r', ps.n) != NULL;
 	while (ps.i < ps.n) {
 		if (ps.depth > 0)
 			skip_inside(&ps);

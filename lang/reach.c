@@ -169,8 +169,6 @@ static void scan_decl(struct reach *r, const struct interner *in, const struct s
 const struct reach *reach_compute(struct arena *a, const struct interner *in,
 				  const struct src_table *src, const struct program *p)
 {
-	if (p->reach)
-		return p->reach;
 	size_t n = count_lazy(src, p);
 
 	if (n == 0)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * reach.h - which declarations of imported stdlib files a program can
- * reach by name, so the checker checks only those (docs/architecture.md,
- * "The stdlib is checked lazily").
+ * reach by name, so that only those are parsed and checked
+ * (docs/architecture.md, "The stdlib, lazily").
  *
  * Every declaration of a file the user gave (a root, or a file found next
  * to it, on -I or on MEMC_PATH) is checked in full, used or not. A
@@ -28,8 +28,8 @@ struct program;
 struct reach;
 struct src_table;
 
-/* NULL when nothing is lazy (no stdlib file was imported); p->reach when
- * lazy loading already computed it (the stubs it left are never wanted). */
+/* NULL when nothing is lazy (no stdlib file was imported). Lazy loading
+ * (lang/lazy.c) keeps it in p->reach for the checker. */
 const struct reach *reach_compute(struct arena *a, const struct interner *in,
 				  const struct src_table *src, const struct program *p);
 /* Whether @d is to be checked: always for the user's own files. */

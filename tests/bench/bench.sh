@@ -28,12 +28,18 @@ many=$tmp/many-trains.mem
 } >"$many"
 
 row() { printf '| %s | %s | %s | %s | %s |\n' "$@"; }
+# Instructions a command executes, whole process (callgrind's "refs").
+instructions() {
+	valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+		awk '/refs:/ { gsub(",", "", $NF); print $NF }'
+}
 {
 	echo '# Performance'
 	echo
 	echo 'Written by `make bench` (tests/bench/bench.sh); do not edit by hand.'
 	echo "Measured $(date -u +%Y-%m-%d) on $(nproc) CPU(s) ($(uname -m)),"
-	echo "$(cc --version | head -1)."
+	echo "$(cc --version | head -1); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo '(wall-time ratios are only meaningful on a machine that is otherwise idle).'
 	echo
 	echo '## Whole process: `memc report` against a program that only starts'
 	echo
@@ -54,6 +60,24 @@ row() { printf '| %s | %s | %s | %s | %s |\n' "$@"; }
 			"$((ra / 1024)).$(((ra % 1024) * 10 / 1024)) / $((rb / 1024)).$(((rb % 1024) * 10 / 1024)) MiB"
 	done
 	echo
+	if command -v valgrind >/dev/null; then
+		echo '## Instructions (load-independent)'
+		echo
+		echo 'Wall time on a shared machine moves with its load; instruction counts'
+		echo 'do not, so they are the figures to compare between commits.'
+		echo '`valgrind --tool=callgrind`, user-space instructions of the whole'
+		echo 'process, the dynamic loader included. They are not a time ratio: most'
+		echo 'of what `/bin/true` costs is the kernel'"'"'s exec and page faults,'
+		echo 'which callgrind does not count.'
+		echo
+		echo '| file | memc report, instructions |'
+		echo '| --- | ---: |'
+		for f in examples/*.mem; do
+			printf '| %s | %s |\n' "$f" "$(instructions "$memc" report "$f")"
+		done
+		printf '| `/bin/true` | %s |\n' "$(instructions /bin/true)"
+		echo
+	fi
 	echo '## 10,000 train blocks in one file'
 	echo
 	echo 'A generated file: the four stdlib imports of the llama examples and'

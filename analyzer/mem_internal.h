@@ -115,4 +115,9 @@ struct alloc_trace;
 bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
 		     uint64_t later, struct alloc_trace *out);
 
+/* mem_pipeline.c: the body's repeats, and model chunks per stage (vp under
+ * the interleaved schedule with pp > 1, else 1). */
+uint64_t mem_body_repeats(const struct mem_job *job);
+uint32_t mem_chunks_per_stage(const struct mem_job *job);
+
 #endif /* MEMC_ANALYZER_MEM_INTERNAL_H */

@@ -880,7 +880,7 @@ static void walk_job(struct eval *ev, struct check_job *j)
 			   !strcmp(sched.str, "interleaved");
 
 	/* an uneven or accounted split has Megatron-Core's rules, which the
-	 * analyzer checks (memory.c mem_pp_split) at the same lines */
+	 * analyzer checks (mem_pipeline.c mem_pp_split) at the same lines */
 	struct value k;
 	bool uneven = check_job_field(j, "parallel.first_stage_layers", &k) ||
 		      check_job_field(j, "parallel.last_stage_layers", &k) ||

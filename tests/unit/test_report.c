@@ -249,7 +249,8 @@ static void json_job_fields(void **state)
 	t->rj.params_total = 13015864320u;
 	t->rj.params_trainable = 6553600u;
 	s = capture_json(&t->rj, 1, NULL);
-	assert_true(strncmp(s, "{\n  \"memc_report_version\": 1,\n  \"files\": [", 42) == 0);
+	assert_true(strncmp(s, "{\n  \"schema\": \"memc-report/1\",\n  \"memc_report_version\": 1,\n"
+			    "  \"files\": [", 71) == 0);
 	assert_contains(s, "\"name\": \"say \\\"hi\\\"\\\\\\tnow\\u0001\"");
 	assert_contains(s, "\"params_total\": 13015864320,");
 	assert_contains(s, "\"params_trainable\": 6553600,");
@@ -261,6 +262,12 @@ static void json_job_fields(void **state)
 	assert_contains(s, want);
 	snprintf(want, sizeof(want), "\"weights\": %llu,",
 		 (unsigned long long)k->at_peak[MEM_C_WEIGHTS]);
+	assert_contains(s, want);
+	snprintf(want, sizeof(want), "\"phase_peaks\": {\n                \"forward\": %llu,",
+		 (unsigned long long)k->phase_peak[MEM_PHASE_FORWARD]);
+	assert_contains(s, want);
+	snprintf(want, sizeof(want), "\"per_micro_batch_bytes\": %llu,",
+		 (unsigned long long)k->stored_act);
 	assert_contains(s, want);
 	assert_contains(s, "\"capacity_bytes\": 1073741824,");
 	assert_contains(s, "\"fits\": false,");
@@ -281,6 +288,11 @@ static void json_not_analysed_nulls(void **state)
 	s = capture_json(&j, 1, NULL);
 	assert_contains(s, "\"model\": null,");
 	assert_contains(s, "\"line\": null,");
+	/* no made-up 0 for what a failed job never had */
+	assert_contains(s, "\"params_total\": null,");
+	assert_contains(s, "\"dp\": null,");
+	assert_contains(s, "\"sequence_parallel\": null,");
+	assert_contains(s, "\"grad_accum\": null\n");
 	assert_contains(s, "\"analysed\": false,\n          \"rank_classes\": []");
 	free(s);
 }

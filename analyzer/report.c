@@ -204,6 +204,16 @@ static void text_where(FILE *out, const struct mem_where *p)
 		fputs(", recomputing", out);
 }
 
+void report_where(FILE *out, const struct mem_where *p)
+{
+	text_where(out, p);
+}
+
+void report_capacity(FILE *out, const struct report_job *j, const struct mem_class *k)
+{
+	text_capacity(out, j, k);
+}
+
 static void text_figures(FILE *out, const struct report_job *j, const struct mem_class *k,
 			 bool explain)
 {

@@ -82,6 +82,12 @@ void report_html_begin(FILE *out);
 void report_html_job(FILE *out, const struct report_job *j);
 void report_html_end(FILE *out);
 
+/* The text report's wording, for the other formats: where the peak is
+ * ("backward, layer 40 (block)") and the capacity clause (" of 80.00 GiB:
+ * fits, 12% headroom", "; capacity unknown"). */
+void report_where(FILE *out, const struct mem_where *p);
+void report_capacity(FILE *out, const struct report_job *j, const struct mem_class *k);
+
 /* Bytes as "13.48 GiB" (IEC, two decimals), deterministic. */
 const char *report_bytes(uint64_t b, char *buf, size_t n);
 

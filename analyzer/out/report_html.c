@@ -84,7 +84,7 @@ static const char style[] =
 	"td.n{text-align:right;font-variant-numeric:tabular-nums}"
 	"p.fits{color:#1a7f37}p.exceeds{color:#c62828;font-weight:bold}"
 	"code{font-size:.9em}details{margin:.5em 0 1.5em}"
-	"svg text{font-size:11px;fill:#333}"
+	"svg text{font-size:11px;fill:#333}svg text.group{font-weight:bold}"
 	".c-weights{fill:#4e79a7}.c-gradients{fill:#f28e2b}.c-optimizer{fill:#e15759}"
 	".c-activations{fill:#76b7b2}.c-logits{fill:#59a14f}.c-buffers{fill:#edc948}"
 	".c-overhead{fill:#bab0ac}.axis{stroke:#333}.grid{stroke:#ddd}"
@@ -157,15 +157,32 @@ static void svg_rect(FILE *out, const char *cls, double x, double y, double w, d
 	fprintf(out, " %s</title></rect>\n", report_bytes(bytes, b, sizeof b));
 }
 
-static void svg_label(FILE *out, const struct html_col *c, double cx, bool two_kinds)
+static void svg_label(FILE *out, const struct html_col *c, double cx)
 {
 	fprintf(out, "<text x=\"%.3f\" y=\"%d\" text-anchor=\"middle\">", cx, PLOT_Y + PLOT_H + 16);
 	html_text(out, c->pt->where.phase == MEM_PHASE_OPTIMIZER ? "optimizer" :
 		       mem_phase_name(c->pt->where.phase));
 	fputs("</text>\n", out);
-	if (two_kinds && c->pt->where.phase != MEM_PHASE_OPTIMIZER)
-		fprintf(out, "<text x=\"%.3f\" y=\"%d\" text-anchor=\"middle\">micro-batch %s</text>\n",
-			cx, PLOT_Y + PLOT_H + 30, c->micro_batch == 1 ? "1" : "2+");
+}
+
+/* "micro-batch 1" under the first micro-batch's columns, "micro-batch 2+"
+ * under a later one's (accumulating gradients): only when both are drawn. */
+static void svg_groups(FILE *out, const struct html_col *cols, size_t n, double slot)
+{
+	for (unsigned mb = 1; mb <= 2; mb++) {
+		size_t first = n, last = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (cols[i].micro_batch == mb && cols[i].pt->where.phase != MEM_PHASE_OPTIMIZER) {
+				first = first < i ? first : i;
+				last = i;
+			}
+		if (first == n)
+			continue;
+		fprintf(out, "<text class=\"group\" x=\"%.3f\" y=\"%d\" text-anchor=\"middle\">"
+			"micro-batch %s</text>\n", PLOT_X + slot * (double)(first + last + 1) / 2.0,
+			PLOT_Y + PLOT_H + 32, mb == 1 ? "1" : "2+");
+	}
 }
 
 /* One stacked column, weights at the bottom; the peak's column also
@@ -267,10 +284,12 @@ static void html_chart(FILE *out, const struct mem_class *k)
 		double x = PLOT_X + slot * (double)i + slot * 0.15;
 
 		svg_column(out, k, &cols[i], x, slot * 0.7, top);
-		svg_label(out, &cols[i], x + slot * 0.35, two);
+		svg_label(out, &cols[i], x + slot * 0.35);
 		if (cols[i].peak)
 			svg_peak(out, k, x + slot * 0.35, top);
 	}
+	if (two)
+		svg_groups(out, cols, n, slot);
 	svg_capacity(out, k, top);
 	svg_legend(out);
 	fputs("</svg>\n", out);

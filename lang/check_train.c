@@ -793,6 +793,66 @@ static bool autocast_policy(struct eval *ev, const struct check_job *j)
 	return f && eval_expr(ev, NULL, f->value).kind == VAL_DTYPE;
 }
 
+/* ---- hardware capabilities (issue 17) ---- */
+
+/* The GPU's compute_capability (8.0 for sm80); 0 when the record has none,
+ * so a user GPU without the field is never warned about. */
+static double compute_capability(struct eval *ev, const struct check_job *j)
+{
+	const struct field *f = j->cluster.kind == VAL_CLUSTER && j->cluster.decl ?
+		eval_record_field(ev->scope, j->cluster.decl, "compute_capability") : NULL;
+	struct value v = f ? eval_expr(ev, NULL, f->value) : val_error(NO_LOC);
+
+	return v.kind == VAL_NUM && !v.unknown ? num_to_double(v.num) : 0.0;
+}
+
+/* A precision field (compute, linear_input) in a dtype the GPU's tensor
+ * cores lack: bf16 before sm80 (torch.cuda.is_bf16_supported() is False,
+ * matmuls are emulated), fp8 before sm89 (no fp8 GEMM in cuBLASLt/TE). */
+static void dtype_capability(struct eval *ev, const struct check_job *j, double cc, const char *field)
+{
+	const struct field *f = j->precision.kind == VAL_DECL ?
+		eval_record_field(ev->scope, j->precision.decl, field) : NULL;
+	struct value v = f ? eval_expr(ev, NULL, f->value) : val_error(NO_LOC);
+	const char *name = v.kind == VAL_DTYPE ? dtype_name(v.dtype) : "";
+	bool fp8 = !strncmp(name, "fp8", 3) || !strcmp(name, "mxfp8");
+	double need = !strcmp(name, "bf16") ? 8.0 : fp8 ? 8.9 : 0.0;
+
+	if (!need || cc >= need)
+		return;
+	struct diag *d = eval_error(ev, DIAG_UNSUPPORTED_DTYPE, key_loc(j, "precision"),
+				    "%s %s %s, which needs compute capability %.1f (%s) or newer; "
+				    "%s has %.1f", j->precision.decl->name,
+				    strcmp(field, "compute") ? "runs its linear layers in" : "computes in", name, need,
+				    fp8 ? "Ada, Hopper" : "Ampere", j->cluster.decl->name, cc);
+
+	diag_note(d, NO_LOC, "%s", fp8 ? "the memory prediction assumes fp8 GEMMs; use bf16_mixed on this GPU"
+		  : "the GPU emulates bf16 without tensor cores, if at all; use fp16_mixed (fp16 with loss scaling)");
+}
+
+/* `attention = flash` on a GPU before sm80: FlashAttention-2 refuses it. */
+static void kernel_capability(struct eval *ev, const struct check_job *j, double cc)
+{
+	if (cc >= 8.0 || !sym_is(j, "attention", "flash"))
+		return;
+	diag_note(eval_error(ev, DIAG_UNSUPPORTED_KERNEL, key_loc(j, "attention"),
+			     "FlashAttention-2 needs compute capability 8.0 (Ampere) or newer; %s has %.1f",
+			     j->cluster.decl->name, cc),
+		  NO_LOC, "PyTorch's scaled_dot_product_attention falls back to its memory-efficient kernel, "
+		  "which keeps the same O(seq_len) memory, so the prediction stands; the flash_attn package will not run");
+}
+
+static void check_capabilities(struct eval *ev, const struct check_job *j)
+{
+	double cc = compute_capability(ev, j);
+
+	if (cc <= 0.0)
+		return;
+	dtype_capability(ev, j, cc, "compute");
+	dtype_capability(ev, j, cc, "linear_input");
+	kernel_capability(ev, j, cc);
+}
+
 static struct env *job_bindings(struct eval *ev, struct check_job *j)
 {
 	struct env *e = env_new(ev, NULL);
@@ -982,6 +1042,7 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {
+		check_capabilities(ev, j);
 		j->bindings = job_bindings(ev, j);
 		if (diag_error_count(ev->diag) == before)
 			walk_job(ev, j);

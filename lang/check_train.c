@@ -466,6 +466,35 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
+/* offload { } as the frameworks take it: DeepSpeed's offload_param is
+ * "valid only with stage 3"; PyTorch FSDP's CPUOffload moves the parameters
+ * (and with them gradients and the optimizer step) to the CPU only. */
+static bool offload_ok(struct eval *ev, const struct check_job *j, uint64_t zero, bool fsdp)
+{
+	struct value p, o;
+	bool par = check_job_field(j, "offload.params", &p) && p.kind != VAL_NONE;
+	bool opt = check_job_field(j, "offload.optimizer", &o) && o.kind != VAL_NONE;
+
+	if (par && !fsdp && zero < 3) {
+		eval_error(ev, DIAG_IGNORED_SETTING, p.origin, "'offload { params }' moves the ZeRO-3 or FSDP "
+			   "parameter shards, but %s: use zero = 3 or fsdp", zero ? "ZeRO-1/2 keep every "
+			   "parameter on the GPU" : "nothing shards the parameters");
+		return false;
+	}
+	if (fsdp && opt && !par) {
+		eval_error(ev, DIAG_IGNORED_SETTING, o.origin, "FSDP has no optimizer-only offload: "
+			   "CPUOffload(offload_params=True) moves the optimizer with the parameters; "
+			   "write offload { params = cpu }");
+		return false;
+	}
+	if (fsdp && par && sym_is(j, "offload.params", "nvme")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, p.origin, "FSDP offloads to the CPU only: params = cpu "
+			   "(NVMe is DeepSpeed ZeRO-Infinity's, zero = 3)");
+		return false;
+	}
+	return true;
+}
+
 /* Settings that another setting makes meaningless: each is an error at
  * the key that would be ignored. */
 static bool sharding_ok(struct eval *ev, const struct check_job *j)
@@ -499,7 +528,7 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'schedule' must be \"1f1b\", \"interleaved\" or \"gpipe\"");
 		ok = false;
 	}
-	return ok & parallel_ok(ev, j);
+	return ok & parallel_ok(ev, j) & offload_ok(ev, j, zero, fsdp);
 }
 
 /* The arguments lora() and qlora() take; an unknown one would be ignored.

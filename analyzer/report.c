@@ -256,7 +256,7 @@ static void text_host(FILE *out, const struct report_job *j, const struct mem_cl
 	char b[40], c[40];
 
 	text_row(out, "host RAM/node", NULL, node);
-	fprintf(out, "   (%" PRIu64 " ranks x %s pinned", offload_ranks_per_node(j),
+	fprintf(out, "   (%" PRIu64 " ranks x %s", offload_ranks_per_node(j),
 		report_bytes(k->host_bytes, b, sizeof b));
 	if (cap)
 		fprintf(out, "; of %s: %s", report_bytes(cap, c, sizeof c), node <= cap ? "fits" : "exceeds");

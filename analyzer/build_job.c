@@ -407,6 +407,15 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	}
 	j->offload_optimizer = strcmp(off_opt, "none") != 0;
 	j->offload_params = strcmp(off_par, "none") != 0;
+	j->offload_optimizer_nvme = !strcmp(off_opt, "nvme");
+	/* FSDP CPUOffload(offload_params=True) / FSDP2 CPUOffloadPolicy: the
+	 * sharded grads go to the CPU with the params, so the optimizer steps
+	 * there and its states live there (memory-model.md §7) */
+	if (j->offload_params && j->sharding >= MEM_SHARD_FSDP_FULL && !j->offload_optimizer) {
+		j->offload_optimizer = true;
+		j->offload_optimizer_nvme = j->offload_params_nvme;
+	}
+	j->offload_params_nvme = !strcmp(off_par, "nvme");
 }
 
 /* train.alloc (memory-model.md §5.4).  PyTorch refuses max_split_size_mb
@@ -447,6 +456,9 @@ static void overheads(struct bld *b, struct mem_job *j)
 	alloc_conf(b, j);
 	gpu_u64(b, "memory", &mem);
 	j->capacity_bytes = mem;
+	mem = 0;
+	gpu_u64(b, "host_memory", &mem);
+	j->host_capacity_bytes = mem;
 	j->headroom = 0.10;
 	if (key(b, "headroom", &v) && v.kind == VAL_NUM)
 		j->headroom = num_to_double(v.num);
@@ -601,6 +613,9 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_optimizer = key_loc(b, "optimizer");
 	out->loc_precision = key_loc(b, "precision");
 	out->loc_cluster = key_loc(b, "cluster");
+	out->loc_offload = key_loc(b, "offload.optimizer");
+	if (!out->loc_offload.file)
+		out->loc_offload = key_loc(b, "offload.params");
 }
 
 __attribute__((format(printf, 4, 5)))

@@ -88,6 +88,8 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_RAW_S] = mem_add(ovf, v[S_RAW_S], c->raw_s);
 	v[S_NUMEL] = mem_add(ovf, v[S_NUMEL], c->numel);
 	v[S_NUMEL_TRAIN] = mem_add(ovf, v[S_NUMEL_TRAIN], c->numel_trainable);
+	v[S_HOST] = mem_add(ovf, v[S_HOST], c->host);
+	v[S_NVME] = mem_add(ovf, v[S_NVME], c->nvme);
 }
 
 void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
@@ -244,6 +246,29 @@ static uint64_t shard(uint64_t bytes, uint32_t n)
 	return n <= 1 ? bytes : bytes / n + (bytes % n != 0);
 }
 
+/* §7: offloaded state is host (or NVMe) memory, unrounded: the CUDA
+ * caching allocator does not hold it. */
+static void offload_to(struct mem_ctx *cx, struct mem_cost *c, bool nvme, uint64_t bytes)
+{
+	uint64_t *to = nvme ? &c->nvme : &c->host;
+
+	*to = mem_add(&cx->ovf, *to, bytes);
+}
+
+/* §7: the CPU optimizer keeps the fp32 master, the states and an fp32
+ * gradient partition (DeepSpeed's single_partition_of_fp32_groups grads,
+ * FSDP's offloaded sharded grads): 4 + 12 = 16 B/param for mixed Adam.
+ * Without a master the gradient stays in its dtype. */
+static void offload_states(struct mem_ctx *cx, const struct mem_param *p, uint32_t n, struct mem_cost *c)
+{
+	bool sh = mode_shards_states(cx->job->sharding), nvme = cx->job->offload_optimizer_nvme;
+	uint64_t g = p->master_bytes ? p->master_bytes : p->grad_bytes;
+
+	offload_to(cx, c, nvme, sh ? shard(p->master_bytes, n) : p->master_bytes);
+	offload_to(cx, c, nvme, sh ? shard(p->state_bytes, n) : p->state_bytes);
+	offload_to(cx, c, nvme, sh ? shard(g, n) : g);
+}
+
 static void cost_weights(struct mem_ctx *cx, const struct mem_param *p, uint32_t n,
 			 struct mem_cost *c)
 {
@@ -256,6 +281,8 @@ static void cost_weights(struct mem_ctx *cx, const struct mem_param *p, uint32_t
 		/* §3.1 ZeRO-3 / §3.3 FSDP: resident shard + gathered copy while running */
 		if (!job->offload_params)
 			c->w = mem_add(o, c->w, mem_round(job, shard(p->weight_bytes, n)));
+		else
+			offload_to(cx, c, job->offload_params_nvme, shard(p->weight_bytes, n));
 		c->gath = mem_add(o, c->gath,
 				  mem_round(job, p->gather_bytes ? p->gather_bytes : p->weight_bytes));
 	} else {
@@ -307,6 +334,8 @@ static void cost_trainable(struct mem_ctx *cx, const struct mem_param *p, uint32
 		uint64_t ss = sh_s ? shard(p->state_bytes, n) : p->state_bytes;
 
 		c->s = mem_add(o, c->s, mem_add(o, mem_round(job, ms), mem_round(job, ss)));
+	} else {
+		offload_states(cx, p, n, c);
 	}
 	cost_step_temp(cx, p, n, c);
 }
@@ -670,6 +699,24 @@ static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem
 					    (double)k->capacity : 0.0;
 }
 
+/* §7, ZeRO-Infinity's pinned staging buffers (deepspeed/runtime/zero/
+ * offload_config.py defaults): parameters buffer_count 5 x buffer_size 1e8
+ * 16-bit elements; the optimizer swapper buffer_count 4 fp32 buffers of the
+ * largest sub-group (sub_group_size 1e9, at most this rank's partition). */
+static uint64_t nvme_staging(struct mem_ctx *cx, const struct mem_stage *st)
+{
+	const struct mem_job *job = cx->job;
+	uint64_t n = st->total.v[S_NUMEL_TRAIN], b = 0;
+
+	if (job->offload_params_nvme && mode_shards_weights(job->sharding))
+		b = 5ull * 100000000ull * 2;
+	if (job->offload_optimizer && job->offload_optimizer_nvme) {
+		n = mode_shards_states(job->sharding) ? shard(n, cx->shard_n) : n;
+		b = mem_add(&cx->ovf, b, mem_mul(&cx->ovf, 4 * 4, n < 1000000000ull ? n : 1000000000ull));
+	}
+	return b;
+}
+
 static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct mem_class *k)
 {
 	const struct mem_job *job = cx->job;
@@ -678,6 +725,8 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 	k->persistent[MEM_C_GRADIENTS] = st->total.v[S_GFIN];
 	k->persistent[MEM_C_OPTIMIZER] = st->total.v[S_S];
 	k->persistent[MEM_C_BUFFERS] = st->total.v[S_BUCKET];
+	k->nvme_bytes = st->total.v[S_NVME];
+	k->host_bytes = mem_add(&cx->ovf, st->total.v[S_HOST], nvme_staging(cx, st));
 	k->stored_act = st->total.v[S_STORED_ACT];
 	k->stored_logits = st->total.v[S_STORED_LOG];
 	k->stored_act_in_flight = mem_add(&cx->ovf, k->stored_act, mem_extra_in_flight(&cx->ovf,
@@ -824,7 +873,8 @@ static bool same_class(const struct mem_class *x, const struct mem_class *y)
 	return x->peak_allocated == y->peak_allocated && x->device_total == y->device_total &&
 	       x->peak.phase == y->peak.phase && x->chunks_in_flight == y->chunks_in_flight &&
 	       !memcmp(x->at_peak, y->at_peak, sizeof(x->at_peak)) &&
-	       !memcmp(x->persistent, y->persistent, sizeof(x->persistent));
+	       !memcmp(x->persistent, y->persistent, sizeof(x->persistent)) &&
+	       x->host_bytes == y->host_bytes && x->nvme_bytes == y->nvme_bytes;
 }
 
 static void add_class(struct mem_result *res, const struct mem_class *k, bool *ovf)

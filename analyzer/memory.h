@@ -177,6 +177,9 @@ struct mem_job {
 	uint64_t zero_prefetch_bytes;	/* ZeRO-3 prefetch cap (bytes); FSDP prefetches a unit */
 	bool offload_optimizer;		/* states, master (and sharded grads) live on the host */
 	bool offload_params;		/* ZeRO-3/FSDP sharded weights live on the host */
+	bool offload_optimizer_nvme;	/* ... on NVMe (ZeRO-Infinity), staged through pinned buffers */
+	bool offload_params_nvme;
+	uint64_t host_capacity_bytes;	/* RAM of one node (gpu host_memory); 0 = unknown */
 	bool no_rounding;		/* reference checks: do not round tensors to 512 B */
 	uint64_t cuda_context_bytes;
 	uint64_t cublas_workspace_bytes;
@@ -244,6 +247,9 @@ struct mem_class {
 	uint64_t alloc_oom_request;	/* its bytes */
 	const char *alloc_oom_what;	/* the layer (or "optimizer step") that asked */
 	uint64_t alloc_retries;		/* cache flushes the replay needed near capacity */
+	uint64_t host_bytes;		/* per rank: offloaded state in (pinned) host RAM plus
+					   the NVMe staging buffers (§7); 0 without offload */
+	uint64_t nvme_bytes;		/* per rank: offloaded state on NVMe */
 	uint64_t capacity;
 	bool fits;			/* capacity == 0 || device_total <= capacity */
 	bool fits_headroom;		/* device_total <= capacity x (1 - headroom) */

@@ -9,6 +9,7 @@
 
 #include "analyzer/build.h"
 #include "analyzer/fit.h"
+#include "analyzer/offload.h"
 #include "analyzer/pipeline.h"
 #include "analyzer/report.h"
 #include "lang/arena.h"
@@ -172,6 +173,7 @@ static void analyse(struct check_result *cr, const struct check_job *cj, struct 
 	if (phases_analyze(scratch, &bd->job, res, &bd->run_in, &bd->run))
 		bd->rep.run = &bd->run;
 	fit_check(cr->ev, scratch, cj, bd);
+	offload_check(cr->ev, bd);
 }
 
 static void set_position(struct pipeline *p, struct build *bd, const struct check_job *cj)

@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "analyzer/offload.h"
 #include "analyzer/out/diag_out.h"
 #include "lang/diag.h"
 #include "lang/source.h"
@@ -256,6 +257,31 @@ static void text_run(FILE *out, const struct report_job *j, size_t i)
 	}
 }
 
+/* memory-model.md §7: the host side of offload, per node, with the node's
+ * RAM from the GPU record (host_memory) when it is known. */
+static void text_host(FILE *out, const struct report_job *j, const struct mem_class *k)
+{
+	uint64_t node = offload_per_node(j, k->host_bytes), cap = j->job->host_capacity_bytes;
+	uint64_t ds = offload_deepspeed_host(j);
+	char b[40], c[40];
+
+	text_row(out, "host RAM/node", NULL, node);
+	fprintf(out, "   (%" PRIu64 " ranks x %s", offload_ranks_per_node(j),
+		report_bytes(k->host_bytes, b, sizeof b));
+	if (cap)
+		fprintf(out, "; of %s: %s", report_bytes(cap, c, sizeof c), node <= cap ? "fits" : "exceeds");
+	fputs(")\n", out);
+	if (k->nvme_bytes) {
+		text_row(out, "NVMe/node", NULL, offload_per_node(j, k->nvme_bytes));
+		fprintf(out, "   (%" PRIu64 " ranks x %s)\n", offload_ranks_per_node(j),
+			report_bytes(k->nvme_bytes, b, sizeof b));
+	}
+	if (ds) {
+		text_row(out, "DeepSpeed est.", NULL, ds);
+		fputs("   (host RAM per node, its x1.5 buffer factor)\n", out);
+	}
+}
+
 static void text_class(FILE *out, const struct report_job *j, const struct mem_class *k,
 		       bool explain)
 {
@@ -269,6 +295,8 @@ static void text_class(FILE *out, const struct report_job *j, const struct mem_c
 	fprintf(out, " of %" PRIu32 ", %" PRIu64 " ranks\n", stages, k->ranks);
 	text_components(out, j, k, explain);
 	text_figures(out, j, k, explain);
+	if (offload_active(j->job))
+		text_host(out, j, k);
 	text_run(out, j, (size_t)(k - j->result->classes));
 }
 
@@ -517,6 +545,26 @@ static void json_run(struct report_jw *w, const struct report_job *j, size_t i)
 	jw_close(w, '}');
 }
 
+/* Only for a job that offloads, so every other document stays as it was. */
+static void json_host(struct report_jw *w, const struct report_job *j, const struct mem_class *k)
+{
+	uint64_t cap = j->job->host_capacity_bytes, node = offload_per_node(j, k->host_bytes);
+
+	jw_open(w, "offload", '{');
+	jw_u64(w, "ranks_per_node", offload_ranks_per_node(j));
+	jw_u64(w, "host_bytes_per_rank", k->host_bytes);
+	jw_u64(w, "host_bytes_per_node", node);
+	jw_u64(w, "nvme_bytes_per_rank", k->nvme_bytes);
+	jw_u64(w, "nvme_bytes_per_node", offload_per_node(j, k->nvme_bytes));
+	jw_u64_or_null(w, "host_capacity_bytes", cap);
+	if (cap)
+		jw_bool(w, "host_fits", node <= cap);
+	else
+		jw_null(w, "host_fits");
+	jw_u64_or_null(w, "deepspeed_host_estimate_bytes", offload_deepspeed_host(j));
+	jw_close(w, '}');
+}
+
 static void json_class(struct report_jw *w, const struct report_job *j, const struct mem_class *k)
 {
 	jw_open(w, NULL, '{');
@@ -540,6 +588,8 @@ static void json_class(struct report_jw *w, const struct report_job *j, const st
 		jw_fraction(w, "headroom", k->headroom);
 	else
 		jw_null(w, "headroom");
+	if (offload_active(j->job))
+		json_host(w, j, k);
 	json_run(w, j, (size_t)(k - j->result->classes));
 	jw_close(w, '}');
 }

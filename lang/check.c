@@ -23,7 +23,8 @@ static const struct field_spec gpu_fields[] = {
 	{ "bf16", "throughput", false }, { "fp16", "throughput", false }, { "fp8", "throughput", false },
 	{ "fp4", "throughput", false }, { "int8", "throughput", false },
 	{ "family", "string", false }, { "vendor", "string", false }, { "context", "bytes", false },
-	{ "cublas_workspace", "bytes", false }, { "nccl", "bytes", false }, { NULL, NULL, false },
+	{ "cublas_workspace", "bytes", false }, { "nccl", "bytes", false },
+	{ "compute_capability", "number", false }, { "host_memory", "bytes", false }, { NULL, NULL, false },
 };
 
 static const struct field_spec precision_fields[] = {
@@ -39,7 +40,8 @@ static const struct range_spec gpu_ranges[] = {
 	{ "fp32", RANGE_NONNEG }, { "tf32", RANGE_NONNEG }, { "bf16", RANGE_NONNEG }, { "fp16", RANGE_NONNEG },
 	{ "fp8", RANGE_NONNEG }, { "fp4", RANGE_NONNEG }, { "int8", RANGE_NONNEG },
 	{ "context", RANGE_NONNEG_BYTES }, { "cublas_workspace", RANGE_NONNEG_BYTES },
-	{ "nccl", RANGE_NONNEG_BYTES }, { NULL, RANGE_ANY },
+	{ "nccl", RANGE_NONNEG_BYTES }, { "compute_capability", RANGE_NONNEG },
+	{ "host_memory", RANGE_POSITIVE_BYTES }, { NULL, RANGE_ANY },
 };
 static const struct range_spec precision_ranges[] = { { "weight_copies", RANGE_NONNEG }, { NULL, RANGE_ANY } };
 

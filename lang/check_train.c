@@ -489,6 +489,35 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
+/* offload { } as the frameworks take it: DeepSpeed's offload_param is
+ * "valid only with stage 3"; PyTorch FSDP's CPUOffload moves the parameters
+ * (and with them gradients and the optimizer step) to the CPU only. */
+static bool offload_ok(struct eval *ev, const struct check_job *j, uint64_t zero, bool fsdp)
+{
+	struct value p, o;
+	bool par = check_job_field(j, "offload.params", &p) && p.kind != VAL_NONE;
+	bool opt = check_job_field(j, "offload.optimizer", &o) && o.kind != VAL_NONE;
+
+	if (par && !fsdp && zero < 3) {
+		eval_error(ev, DIAG_IGNORED_SETTING, p.origin, "'offload { params }' moves the ZeRO-3 or FSDP "
+			   "parameter shards, but %s: use zero = 3 or fsdp", zero ? "ZeRO-1/2 keep every "
+			   "parameter on the GPU" : "nothing shards the parameters");
+		return false;
+	}
+	if (fsdp && opt && !par) {
+		eval_error(ev, DIAG_IGNORED_SETTING, o.origin, "FSDP has no optimizer-only offload: "
+			   "CPUOffload(offload_params=True) moves the optimizer with the parameters; "
+			   "write offload { params = cpu }");
+		return false;
+	}
+	if (fsdp && par && sym_is(j, "offload.params", "nvme")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, p.origin, "FSDP offloads to the CPU only: params = cpu "
+			   "(NVMe is DeepSpeed ZeRO-Infinity's, zero = 3)");
+		return false;
+	}
+	return true;
+}
+
 /* Settings that another setting makes meaningless: each is an error at
  * the key that would be ignored. */
 static bool sharding_ok(struct eval *ev, const struct check_job *j)
@@ -524,7 +553,7 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 			   "\"gpipe\", \"zb_h1\" or \"zb_h2\"");
 		ok = false;
 	}
-	return ok & parallel_ok(ev, j);
+	return ok & parallel_ok(ev, j) & offload_ok(ev, j, zero, fsdp);
 }
 
 /* The arguments lora() and qlora() take; an unknown one would be ignored.
@@ -818,6 +847,66 @@ static bool autocast_policy(struct eval *ev, const struct check_job *j)
 	return f && eval_expr(ev, NULL, f->value).kind == VAL_DTYPE;
 }
 
+/* ---- hardware capabilities (issue 17) ---- */
+
+/* The GPU's compute_capability (8.0 for sm80); 0 when the record has none,
+ * so a user GPU without the field is never warned about. */
+static double compute_capability(struct eval *ev, const struct check_job *j)
+{
+	const struct field *f = j->cluster.kind == VAL_CLUSTER && j->cluster.decl ?
+		eval_record_field(ev->scope, j->cluster.decl, "compute_capability") : NULL;
+	struct value v = f ? eval_expr(ev, NULL, f->value) : val_error(NO_LOC);
+
+	return v.kind == VAL_NUM && !v.unknown ? num_to_double(v.num) : 0.0;
+}
+
+/* A precision field (compute, linear_input) in a dtype the GPU's tensor
+ * cores lack: bf16 before sm80 (torch.cuda.is_bf16_supported() is False,
+ * matmuls are emulated), fp8 before sm89 (no fp8 GEMM in cuBLASLt/TE). */
+static void dtype_capability(struct eval *ev, const struct check_job *j, double cc, const char *field)
+{
+	const struct field *f = j->precision.kind == VAL_DECL ?
+		eval_record_field(ev->scope, j->precision.decl, field) : NULL;
+	struct value v = f ? eval_expr(ev, NULL, f->value) : val_error(NO_LOC);
+	const char *name = v.kind == VAL_DTYPE ? dtype_name(v.dtype) : "";
+	bool fp8 = !strncmp(name, "fp8", 3) || !strcmp(name, "mxfp8");
+	double need = !strcmp(name, "bf16") ? 8.0 : fp8 ? 8.9 : 0.0;
+
+	if (!need || cc >= need)
+		return;
+	struct diag *d = eval_error(ev, DIAG_UNSUPPORTED_DTYPE, key_loc(j, "precision"),
+				    "%s %s %s, which needs compute capability %.1f (%s) or newer; "
+				    "%s has %.1f", j->precision.decl->name,
+				    strcmp(field, "compute") ? "runs its linear layers in" : "computes in", name, need,
+				    fp8 ? "Ada, Hopper" : "Ampere", j->cluster.decl->name, cc);
+
+	diag_note(d, NO_LOC, "%s", fp8 ? "the memory prediction assumes fp8 GEMMs; use bf16_mixed on this GPU"
+		  : "the GPU emulates bf16 without tensor cores, if at all; use fp16_mixed (fp16 with loss scaling)");
+}
+
+/* `attention = flash` on a GPU before sm80: FlashAttention-2 refuses it. */
+static void kernel_capability(struct eval *ev, const struct check_job *j, double cc)
+{
+	if (cc >= 8.0 || !sym_is(j, "attention", "flash"))
+		return;
+	diag_note(eval_error(ev, DIAG_UNSUPPORTED_KERNEL, key_loc(j, "attention"),
+			     "FlashAttention-2 needs compute capability 8.0 (Ampere) or newer; %s has %.1f",
+			     j->cluster.decl->name, cc),
+		  NO_LOC, "PyTorch's scaled_dot_product_attention falls back to its memory-efficient kernel, "
+		  "which keeps the same O(seq_len) memory, so the prediction stands; the flash_attn package will not run");
+}
+
+static void check_capabilities(struct eval *ev, const struct check_job *j)
+{
+	double cc = compute_capability(ev, j);
+
+	if (cc <= 0.0)
+		return;
+	dtype_capability(ev, j, cc, "compute");
+	dtype_capability(ev, j, cc, "linear_input");
+	kernel_capability(ev, j, cc);
+}
+
 static struct env *job_bindings(struct eval *ev, struct check_job *j)
 {
 	struct env *e = env_new(ev, NULL);
@@ -1015,6 +1104,7 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {
+		check_capabilities(ev, j);
 		j->bindings = job_bindings(ev, j);
 		if (diag_error_count(ev->diag) == before)
 			walk_job(ev, j);

@@ -149,6 +149,37 @@ static void tv09_zero_stages(void **state)
 	free(m);
 }
 
+/* §7 offload, TV-09's job (P = 6,738,415,616, N = 8): the host side per
+ * rank. Optimizer: fp32 master + Adam m, v + fp32 grads = 16P/8; with the
+ * params also their bf16 shard, 18P/8; on NVMe the same bytes go there and
+ * the host keeps the staging buffers, 1e9 B (params) + 4 x P/8 x 4 B. */
+static void tv09_offload_host(void **state)
+{
+	struct llama *m = llama2_7b(&zero_mixed);
+	struct mem_class k;
+
+	(void)state;
+	m->job.dp = 8;
+	m->job.sharding = MEM_SHARD_ZERO3;
+	k = analyze_one(&m->job);
+	assert_int_equal(k.host_bytes, 0);
+	assert_int_equal(k.nvme_bytes, 0);
+	m->job.offload_optimizer = true;
+	k = analyze_one(&m->job);
+	assert_int_equal(k.persistent[MEM_C_OPTIMIZER], 0);
+	assert_int_equal(k.host_bytes, 13476831232ull);
+	m->job.offload_params = true;
+	k = analyze_one(&m->job);
+	assert_int_equal(k.persistent[MEM_C_WEIGHTS], 0);
+	assert_int_equal(k.host_bytes, 15161435136ull);
+	assert_int_equal(k.nvme_bytes, 0);
+	m->job.offload_optimizer_nvme = m->job.offload_params_nvme = true;
+	k = analyze_one(&m->job);
+	assert_int_equal(k.nvme_bytes, 15161435136ull);
+	assert_int_equal(k.host_bytes, 1000000000ull + 16ull * 842301952ull);
+	free(m);
+}
+
 /* TV-10: ZeRO paper Figure 1, Psi = 7.5e9 in one tensor, N_d = 64. */
 static void tv10_zero_figure1(void **state)
 {
@@ -848,6 +879,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(tv08_llama2_7b_states),
 		cmocka_unit_test(tv09_zero_stages),
+		cmocka_unit_test(tv09_offload_host),
 		cmocka_unit_test(tv10_zero_figure1),
 		cmocka_unit_test(tv13_korthikanti),
 		cmocka_unit_test(tv13_pipeline_first_stage),

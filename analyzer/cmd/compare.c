@@ -111,7 +111,7 @@ static int parse_valued(struct cmp_opts *o, int argc, char **argv, int *i)
 			return usage("option '--job' needs a train block's name");
 		o->job = v;
 	} else if ((v = value_of(argc, argv, i, "--device", &missing)) || missing) {
-		if (!parse_number(v, 1u << 16, &n))
+		if (!parse_number(v, SNAP_MAX_DEVICE, &n))
 			return usage("--device needs a device index (0, 1, ...), not '%s'", v ? v : "");
 		o->device = (int)n;
 	} else if ((v = value_of(argc, argv, i, "--stage", &missing)) || missing) {
@@ -412,6 +412,9 @@ static void print_text(const struct cmp_opts *o, const struct prediction *p,
 	if (!m->traced)
 		printf("not measured: peaks per phase and category (the snapshot has no trace "
 		       "for device %d)\n", m->device);
+	if (m->ooms)
+		printf("the trace has %llu out-of-memory event%s: the job did not fit as run\n",
+		       (unsigned long long)m->ooms, m->ooms == 1 ? "" : "s");
 	for (size_t s = 0; s < sizeof titles / sizeof titles[0]; s++) {
 		printf("\n%-32s %13s %13s  %s\n", titles[s][1], "predicted", "measured", "difference");
 		for (size_t i = 0; i < t->n; i++)

@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The largest device index a snapshot may name (a sanity bound). */
+enum { SNAP_MAX_DEVICE = 1 << 16 };
+
 /* The first six are memc's components (enum mem_component), in its order. */
 enum snap_cat { SNAP_C_WEIGHTS, SNAP_C_GRADIENTS, SNAP_C_OPTIMIZER, SNAP_C_ACTIVATIONS,
 		SNAP_C_LOGITS, SNAP_C_BUFFERS, SNAP_C_OTHER, SNAP_C_UNTRACED, SNAP_C__COUNT };

@@ -193,7 +193,8 @@ static bool read_blocks(struct replay *r, json_t *seg, const char *where)
 		if (json_is_integer(addr) && state && strncmp(state, "active", 6) == 0 &&
 		    !push_block(r, at, size, json_object_get(b, "frames")))
 			return false;
-		at += size;
+		if (__builtin_add_overflow(at, size, &at))
+			return fail(r->err, path, "the blocks run past the end of the address space");
 	}
 	return true;
 }
@@ -216,8 +217,10 @@ static bool read_segments(json_t *root, struct replay *r)
 		snprintf(where, sizeof where, "segments[%zu]", i);
 		if (!json_is_object(s))
 			return fail(err, where, "a segment must be an object");
-		if (!json_is_integer(dev))
-			return fail(err, where, "missing 'device' (a whole number)");
+		if (!json_is_integer(dev) || json_integer_value(dev) < 0 ||
+		    json_integer_value(dev) > SNAP_MAX_DEVICE)
+			return fail(err, where, "'device' must be a device index, 0 to %d",
+				    SNAP_MAX_DEVICE);
 		if (!get_size(s, "total_size", where, &total, err) ||
 		    !get_size(s, "allocated_size", where, &allocated, err))
 			return false;
@@ -588,8 +591,9 @@ bool snap_measure(const char *file, int device, struct snap_measure *m, struct s
 	if (ok && m->device < 0) {
 		json_t *s0 = json_array_get(json_object_get(root, "segments"), 0);
 
-		m->device = json_is_integer(json_object_get(s0, "device")) ?
-			    (int)json_integer_value(json_object_get(s0, "device")) : 0;
+		json_int_t d = json_integer_value(json_object_get(s0, "device"));
+
+		m->device = d >= 0 && d <= SNAP_MAX_DEVICE ? (int)d : 0;
 	}
 	ok = ok && read_segments(root, &r) && pair_frees(&r);
 	if (ok) {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyzer/build.h"
 #include "analyzer/cmd/compare.h"
@@ -100,6 +101,23 @@ static const char *value_of(int argc, char **argv, int *i, const char *name, boo
 	return NULL;
 }
 
+/* A missing folder is an error, as for check: a typo would otherwise let
+ * an import resolve to a same-named file further down the path. */
+static bool is_dir(const char *d)
+{
+	struct stat st;
+
+	return *d && stat(d, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int add_dir(struct cmp_opts *o, const char *what, const char *d)
+{
+	if (!is_dir(d))
+		return usage("%s '%s' is not a directory", what, d);
+	o->d.dirs[o->d.ndirs++] = d;
+	return -1;
+}
+
 static int parse_valued(struct cmp_opts *o, int argc, char **argv, int *i)
 {
 	bool missing;
@@ -122,8 +140,8 @@ static int parse_valued(struct cmp_opts *o, int argc, char **argv, int *i)
 			return usage("--format needs text or json, not '%s'", v ? v : "");
 		o->json = strcmp(v, "json") == 0;
 	} else if ((v = value_of(argc, argv, i, "--stdlib", &missing)) || missing) {
-		if (!v)
-			return usage("option '--stdlib' needs a directory");
+		if (!v || !is_dir(v))
+			return usage("--stdlib needs a directory, not '%s'", v ? v : "");
 		o->d.stdlib_dir = v;
 	} else {
 		return -2;
@@ -139,9 +157,9 @@ static int parse_option(struct cmp_opts *o, int argc, char **argv, int *i)
 	if (rc != -2)
 		return rc;
 	if (strcmp(a, "-I") == 0 && *i + 1 < argc)
-		o->d.dirs[o->d.ndirs++] = argv[++*i];
+		return add_dir(o, "-I", argv[++*i]);
 	else if (strncmp(a, "-I", 2) == 0 && a[2])
-		o->d.dirs[o->d.ndirs++] = a + 2;
+		return add_dir(o, "-I", a + 2);
 	else if (strcmp(a, "-w") == 0)
 		o->no_warnings = true;
 	else if (strncmp(a, "-W", 2) == 0 && a[2])
@@ -507,19 +525,41 @@ static int measure_and_print(const struct cmp_opts *o, struct arena *a, struct d
 	return CMP_OK;
 }
 
+/* MEMC_PATH folders after the -I ones, as for check and report; a
+ * missing one is an error there too, not skipped. */
+static int add_memc_path(struct cmp_opts *o, char *copy)
+{
+	int rc = -1;
+
+	for (char *tok = copy ? strtok(copy, ":") : NULL; tok && rc < 0; tok = strtok(NULL, ":"))
+		rc = add_dir(o, "MEMC_PATH entry", tok);
+	return rc;
+}
+
+static size_t count_memc_path(const char *env)
+{
+	size_t n = 1;
+
+	for (const char *p = env ? env : ""; *p; p++)
+		n += *p == ':';
+	return n;
+}
+
 int compare_main(int argc, char **argv)
 {
 	struct cmp_opts o = { .device = -1 };
 	struct arena arena = { 0 };
 	struct prediction p = { 0 };
+	const char *env = getenv("MEMC_PATH");
+	char *env_copy = env && *env ? strdup(env) : NULL;
 	int rc;
 
-	o.d.dirs = calloc((size_t)argc, sizeof *o.d.dirs);
+	o.d.dirs = calloc((size_t)argc + count_memc_path(env), sizeof *o.d.dirs);
 	o.d.wflags = calloc((size_t)argc, sizeof *o.d.wflags);
-	if (!o.d.dirs || !o.d.wflags)
+	if (!o.d.dirs || !o.d.wflags || (env && *env && !env_copy))
 		rc = usage("out of memory");
-	else
-		rc = parse_args(&o, argc, argv);
+	else if ((rc = parse_args(&o, argc, argv)) < 0)
+		rc = add_memc_path(&o, env_copy);
 	if (rc < 0) {
 		struct src_table *src = src_table_new(&arena);
 		struct diag_engine *de = diag_new(&arena, src, stderr);
@@ -529,6 +569,7 @@ int compare_main(int argc, char **argv)
 			rc = measure_and_print(&o, &arena, de, &p);
 	}
 	arena_free(&arena);
+	free(env_copy);
 	free(o.d.dirs);
 	free(o.d.wflags);
 	return rc;

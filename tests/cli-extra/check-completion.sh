@@ -66,7 +66,8 @@ expect 'report' re
 expect 'compare' comp
 expect '--job' compare --jo
 expect 'text json sarif github' check --format ''
-expect 'text json' report --format ''
+expect 'text json html' report --format ''
+expect 'text json' list --format ''
 expect 'sarif' check --format = s
 expect 'auto always never' check --color = ''
 # Where COMP_WORDBREAKS has no "=", the option and its value are one word.

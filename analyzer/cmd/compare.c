@@ -329,7 +329,7 @@ static void phase_rows(struct table *t, struct arena *a, const struct prediction
 		       const struct snap_measure *m)
 {
 	for (int ph = 0; ph < SNAP_P__COUNT; ph++) {
-		bool step = ph != SNAP_P_SETUP, seen = m->traced && m->phase_seen[ph];
+		bool step = ph != SNAP_P_SETUP, seen = m->traced && m->framed && m->phase_seen[ph];
 		bool at_peak = step && (int)p->cls.peak.phase == ph - 1;
 		char name[48];
 
@@ -348,7 +348,7 @@ static void category_rows(struct table *t, struct arena *a, const struct predict
 		bool memc = c < SNAP_C_OTHER;	/* the first six are mem_component's */
 
 		add_row(t, a, "category", snap_cat_name(c), memc, memc ? p->cls.at_peak[c] : 0,
-			m->traced, m->cat_at_peak[c]);
+			m->traced && m->framed, m->cat_at_peak[c]);
 	}
 }
 
@@ -430,6 +430,9 @@ static void print_text(const struct cmp_opts *o, const struct prediction *p,
 	if (!m->traced)
 		printf("not measured: peaks per phase and category (the snapshot has no trace "
 		       "for device %d)\n", m->device);
+	else if (!m->framed)
+		printf("not measured: peaks per phase and category (the trace has no frames: "
+		       "record with _record_memory_history(stacks=\"python\"))\n");
 	if (m->ooms)
 		printf("the trace has %llu out-of-memory event%s: the job did not fit as run\n",
 		       (unsigned long long)m->ooms, m->ooms == 1 ? "" : "s");
@@ -463,6 +466,7 @@ static void print_json(const struct cmp_opts *o, const struct prediction *p,
 	jsonw_str(&w, "snapshot", o->snapshot);
 	jsonw_u64(&w, "device", (uint64_t)m->device);
 	jsonw_bool(&w, "traced", m->traced);
+	jsonw_bool(&w, "framed", m->framed);
 	jsonw_u64(&w, "events", m->nevents);
 	jsonw_u64(&w, "steps", m->steps);
 	jsonw_u64(&w, "ooms", m->ooms);

@@ -28,6 +28,7 @@ struct snap_measure {
 	int device;			/* the device compared */
 	bool traced;			/* device_traces present and non-empty for it */
 	bool no_traces_key;		/* the snapshot has no device_traces at all */
+	bool framed;			/* some allocation has frames: phases and categories known */
 	size_t nsegments, nevents;
 	uint64_t steps, ooms;
 	uint64_t final_allocated;	/* sum of the segments' allocated_size */

@@ -356,8 +356,9 @@ static enum snap_phase next_phase(enum snap_phase ph, enum frame_class fc, uint6
 	case FR_FORWARD:
 		*steps += ph == SNAP_P_SETUP || ph == SNAP_P_OPTIMIZER;
 		return ph == SNAP_P_LOSS ? ph : SNAP_P_FORWARD;	/* after backward: next micro-batch */
-	case FR_NONE:	/* the autograd engine's thread: no Python frames */
-		return ph == SNAP_P_LOSS ? SNAP_P_BACKWARD : ph;
+	case FR_NONE:	/* the autograd engine's thread: no Python frames (the main
+			 * thread's allocations always have some) */
+		return ph == SNAP_P_LOSS || ph == SNAP_P_FORWARD ? SNAP_P_BACKWARD : ph;
 	case FR_PLAIN:
 	case FR_WEIGHTS:
 	case FR_DIST:
@@ -366,12 +367,16 @@ static enum snap_phase next_phase(enum snap_phase ph, enum frame_class fc, uint6
 	return ph;
 }
 
+/* A trace recorded without Python stacks has no frames anywhere: its
+ * phases and categories cannot be told, and everything stays in setup. */
 static void assign_phases(struct replay *r)
 {
 	enum snap_phase ph = SNAP_P_SETUP;
 	size_t run = 0;
 
-	for (size_t i = 0; i < r->n; i++) {
+	for (size_t i = 0; i < r->n; i++)
+		r->m->framed |= r->ev[i].action == EV_ALLOC && r->ev[i].fc != FR_NONE;
+	for (size_t i = 0; i < r->n && r->m->framed; i++) {
 		enum snap_phase was = ph;
 
 		if (r->ev[i].action == EV_ALLOC || r->ev[i].action == EV_SEG_ALLOC)

@@ -150,6 +150,9 @@ def main():
             "allocator_settings": {"PYTORCH_CUDA_ALLOC_CONF": None}}
     write("tiny.json", snap)
     write("no-trace.json", {"segments": snap["segments"]})
+    bare = [(a, seg, off, size, []) for a, seg, off, size, _ in second_step()]
+    write("no-frames.json", {"segments": snap["segments"],
+                             "device_traces": [[event(*e, t) for t, e in enumerate(bare)]]})
     events = second_step()[:-1] * 2 + second_step()[-1:]
     write("two-steps.json", {"segments": snap["segments"],
                              "device_traces": [[event(*e, t) for t, e in enumerate(events)]]})

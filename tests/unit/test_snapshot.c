@@ -47,6 +47,21 @@ static void one_step(void **state)
 	 * gradients, which outlived the backward. */
 	assert_int_equal(m.phase_allocated[SNAP_P_OPTIMIZER], W + 2 * STATE + 512 + W + STATE);
 	assert_false(m.phase_seen[SNAP_P_SETUP]);
+	assert_true(m.framed);
+}
+
+/* Recorded without Python stacks: the same bytes, no phases. */
+static void no_frames(void **state)
+{
+	struct snap_measure m;
+	struct snap_error err = { 0 };
+
+	(void)state;
+	assert_true(snap_measure("tests/compare/no-frames.json", -1, &m, &err));
+	assert_false(m.framed);
+	assert_int_equal(m.steps, 0);
+	assert_int_equal(m.peak_allocated, W + 2 * STATE + 512 + 2 * ACT + 3 * LOGIT);
+	assert_false(m.phase_seen[SNAP_P_FORWARD]);
 }
 
 static void two_steps(void **state)
@@ -120,6 +135,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_step),
+		cmocka_unit_test(no_frames),
 		cmocka_unit_test(two_steps),
 		cmocka_unit_test(no_trace),
 		cmocka_unit_test(expandable_oom),

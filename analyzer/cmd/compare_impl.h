@@ -41,7 +41,9 @@ struct snap_measure {
 };
 
 /* A snapshot that could not be read: line and column (1-based) of a JSON
- * syntax error, or 0 with @path naming the offending value. */
+ * syntax error, or 0 with @path naming the offending value. The sizes
+ * hold the longest text snapshot.c writes (two 20-digit indices in a
+ * path; jansson's 160-byte error text), so nothing is cut. */
 struct snap_error {
 	unsigned line, col;
 	char path[128];

@@ -61,8 +61,10 @@ expect() {
 	fi
 }
 
-expect 'check report list import fmt lsp help --help --version --list-diagnostics' ''
+expect 'check report list import fmt lsp compare help --help --version --list-diagnostics' ''
 expect 'report' re
+expect 'compare' comp
+expect '--job' compare --jo
 expect 'text json sarif github' check --format ''
 expect 'text json html' report --format ''
 expect 'text json' list --format ''

@@ -254,7 +254,7 @@ static int fit_run(struct fit_args *a)
 		arena_free(&c.arena);
 		return 1;
 	}
-	jsonw_init(&w, stdout, 0, false, false);
+	jsonw_init(&w, stdout, 0, false, true);
 	if (a->json) {
 		jsonw_open(&w, NULL, '{');
 		jsonw_str(&w, "file", a->file);

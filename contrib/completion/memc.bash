@@ -27,7 +27,7 @@ _memc_value()
 		fi ;;
 	--color) COMPREPLY=($(compgen -W 'auto always never' -- "$cur")) ;;
 	-I | --stdlib) COMPREPLY=($(compgen -d -- "$cur")) ;;
-	--max-errors | --name) COMPREPLY=() ;;
+	--max-errors | --name | --job) COMPREPLY=() ;;
 	-o) COMPREPLY=($(compgen -f -- "$cur")) ;;
 	-Werror | -Wno-error)
 		names=$(_memc_warnings "${COMP_WORDS[0]}")
@@ -57,7 +57,7 @@ _memc()
 	local cmd=${COMP_WORDS[1]} i opts
 	COMPREPLY=()
 	if ((COMP_CWORD == 1)); then
-		COMPREPLY=($(compgen -W 'check report list import fmt lsp help --help --version --list-diagnostics' -- "$cur"))
+		COMPREPLY=($(compgen -W 'check report list import fmt fit lsp help --help --version --list-diagnostics' -- "$cur"))
 		return 0
 	fi
 	# After "--" every word is a file.
@@ -81,6 +81,8 @@ _memc()
 	-*)
 		if [[ $cmd == import ]]; then
 			opts='--name -o'
+		elif [[ $cmd == fit ]]; then
+			opts='--job --format -I --stdlib --help --'
 		else
 			opts='--format --explain -I --stdlib -W -Werror -w --max-errors= --color=
 				--dump-ast --help --'

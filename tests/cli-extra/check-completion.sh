@@ -61,7 +61,7 @@ expect() {
 	fi
 }
 
-expect 'check report list import fmt lsp help --help --version --list-diagnostics' ''
+expect 'check report list import fmt fit lsp help --help --version --list-diagnostics' ''
 expect 'report' re
 expect 'text json sarif github' check --format ''
 expect 'text json' report --format ''
@@ -83,6 +83,8 @@ expect 'sub' check -I ''
 expect 'sub' check --stdlib s
 expect '--max-errors=' check --max
 expect '--name' import --n
+expect '--job' fit --j
+expect 'text json' fit --format ''
 expect 'a.mem b.mem notes.txt sub' import ''
 expect 'a.mem b.mem sub' check -- ''
 expect '' check -- -W

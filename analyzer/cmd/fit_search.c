@@ -108,19 +108,29 @@ static void read_layout(struct fit_ctx *c, struct layout *l)
 }
 
 /* micro_batch divided, grad_accum multiplied: the global batch stays. */
+static void alt_micro_batch(struct fit_ctx *c, struct knob_alts *k, uint64_t mb, uint64_t ga, uint64_t d)
+{
+	char m[24], g[24];
+
+	if (ga > UINT64_MAX / d)
+		return;
+	snprintf(m, sizeof m, "%llu", (unsigned long long)(mb / d));
+	snprintf(g, sizeof g, "%llu", (unsigned long long)(ga * d));
+	add_alt(c, k, "micro_batch", NULL, m, "grad_accum", NULL, g);
+}
+
+/* micro_batch divided, grad_accum multiplied: the global batch stays.
+ * The divisors up to 4096 (a huge prime must not cost a loop) while
+ * there is room, and always micro_batch = 1, the strongest. */
 static void knob_micro_batch(struct fit_ctx *c, struct knob_alts *k)
 {
 	uint64_t mb = key_u64(c, "micro_batch", 1), ga = key_u64(c, "grad_accum", 1);
-	char m[24], g[24];
 
-	/* past 4096 only micro_batch = 1: a huge prime must not cost a loop */
-	for (uint64_t d = 2; d <= mb && k->n < FIT_MAX_ALTS; d = d < 4096 || d == mb ? d + 1 : mb) {
-		if (mb % d || ga > UINT64_MAX / d)
-			continue;
-		snprintf(m, sizeof m, "%llu", (unsigned long long)(mb / d));
-		snprintf(g, sizeof g, "%llu", (unsigned long long)(ga * d));
-		add_alt(c, k, "micro_batch", NULL, m, "grad_accum", NULL, g);
-	}
+	for (uint64_t d = 2; d < mb && d <= 4096 && k->n < FIT_MAX_ALTS - 1; d++)
+		if (mb % d == 0)
+			alt_micro_batch(c, k, mb, ga, d);
+	if (mb > 1)
+		alt_micro_batch(c, k, mb, ga, mb);
 }
 
 static void knob_checkpoint(struct fit_ctx *c, struct knob_alts *k)
@@ -150,12 +160,17 @@ static void knob_sharding(struct fit_ctx *c, const struct layout *l, struct knob
 		alt_u64(c, k, "zero", NULL, z);
 }
 
+/* By the optimizer's name: `adamw(impl = fused)` is an AdamW too (the
+ * 8-bit ones take none of its arguments). */
 static void knob_optimizer(struct fit_ctx *c, struct knob_alts *k)
 {
-	if (key_is(c, "optimizer", "adamw")) {
+	const char *t = key_text(c, "optimizer");
+	size_t n = t ? strcspn(t, "( \t") : 0;
+
+	if (n == 5 && strncmp(t, "adamw", n) == 0) {
 		add_alt(c, k, "optimizer", NULL, "adamw_8bit", NULL, NULL, NULL);
 		add_alt(c, k, "optimizer", NULL, "paged_adamw_8bit", NULL, NULL, NULL);
-	} else if (key_is(c, "optimizer", "adam")) {
+	} else if (n == 4 && strncmp(t, "adam", n) == 0) {
 		add_alt(c, k, "optimizer", NULL, "adam_8bit", NULL, NULL, NULL);
 	}
 }
@@ -205,6 +220,15 @@ static int gpu_cmp(const void *a, const void *b)
 	return strcmp(x->d->name, y->d->name);
 }
 
+static void alt_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts *k, const struct decl *gpu)
+{
+	char *v = l->nodes > 1 ? arena_printf(&c->arena, "%llu x %llu x %s", (unsigned long long)l->nodes,
+					      (unsigned long long)l->per, gpu->name) :
+		  arena_printf(&c->arena, "%llu x %s", (unsigned long long)l->per, gpu->name);
+
+	add_alt(c, k, "cluster", NULL, v, NULL, NULL, NULL);
+}
+
 /* The same number of each larger GPU the file can name, smallest first,
  * one per memory size. */
 static void knob_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts *k)
@@ -226,15 +250,11 @@ static void knob_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts
 				g[n++] = (struct gpu_choice){ d, m };
 		}
 	qsort(g, n, sizeof *g, gpu_cmp);
-	for (size_t i = 0; i < n && k->n < FIT_MAX_ALTS; i++) {
-		if (i && g[i].memory == g[i - 1].memory)
-			continue;
-		char *v = l->nodes > 1 ? arena_printf(&c->arena, "%llu x %llu x %s", (unsigned long long)l->nodes,
-						      (unsigned long long)l->per, g[i].d->name) :
-			  arena_printf(&c->arena, "%llu x %s", (unsigned long long)l->per, g[i].d->name);
-
-		add_alt(c, k, "cluster", NULL, v, NULL, NULL, NULL);
-	}
+	/* the largest is always the last alternative: the strongest */
+	for (size_t i = 0; i < n; i++)
+		if ((!i || g[i].memory != g[i - 1].memory) && (k->n < FIT_MAX_ALTS - 1 || i == n - 1 ||
+		    g[i].memory == g[n - 1].memory))
+			alt_gpu(c, l, k, g[i].d);
 }
 
 static void knobs(struct fit_ctx *c, struct knob_alts *k)

@@ -197,7 +197,9 @@ static void print_json(struct jsonw *w, const char *name, const struct fit_ctx *
 	jsonw_close(w, '}');
 }
 
-/* Compile the file as written, its errors on stderr; false if it has any. */
+/* Compile the file as written, its errors on stderr; false if it has any.
+ * Variants add no warning to the ones of this file as a variant (the
+ * first fit_try), not to this compilation's, which checks everything. */
 static bool load_base(struct fit_ctx *c, struct fit_args *a)
 {
 	struct interner *in = interner_new(&c->arena);
@@ -211,7 +213,10 @@ static bool load_base(struct fit_ctx *c, struct fit_args *a)
 	c->stdlib = driver_stdlib_dir(&c->arena, &a->o);
 	struct import_opts io = { .dirs = a->o.dirs, .ndirs = a->o.ndirs, .stdlib_dir = c->stdlib };
 
-	c->prog = import_load(&c->arena, in, c->src, de, a->file, &io);
+	/* every declaration in full, not the lazy stubs of what the job does
+	 * not reach: the larger-GPU fixes read the memory of GPUs it never
+	 * names (each variant loads lazily, as memc check does) */
+	c->prog = import_load_many(&c->arena, in, c->src, de, &a->file, 1, &io);
 	if (c->prog->root && !diag_error_count(de))
 		c->cr = check_program(&c->arena, in, de, c->src, c->prog);
 	diag_flush(de);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyzer/cmd/fit_cmd.h"
 #include "analyzer/cmd/fit_impl.h"
@@ -48,17 +49,29 @@ static int fit_usage(const char *msg, const char *arg)
 	return 2;
 }
 
-/* The value of option @name at argv[*i], or NULL (then *bad is set). */
+/* The value of option @name at argv[*i] ("--opt V", "--opt=V", and for
+ * -I "-IDIR" as memc check takes it); *hit says whether it was @name,
+ * NULL a missing value. */
 static const char *value_of(int argc, char **argv, int *i, const char *name, bool *hit)
 {
 	size_t n = strlen(name);
+	bool glued = strcmp(name, "-I") == 0;
 
-	*hit = strncmp(argv[*i], name, n) == 0 && (argv[*i][n] == '=' || !argv[*i][n]);
+	*hit = strncmp(argv[*i], name, n) == 0 && (argv[*i][n] == '=' || !argv[*i][n] || glued);
 	if (!*hit)
 		return NULL;
+	if (glued && argv[*i][n])
+		return argv[*i] + n;
 	if (argv[*i][n] == '=')
 		return argv[*i] + n + 1;
 	return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static int parse_one(struct fit_args *a, int argc, char **argv, int *i)
@@ -79,6 +92,8 @@ static int parse_one(struct fit_args *a, int argc, char **argv, int *i)
 			a->json = strcmp(v, "json") == 0;
 		else if (k == 1)
 			return fit_usage("unknown format (text, json):", v);
+		else if (!is_dir(v))	/* a typo must not find a same-named file elsewhere */
+			return fit_usage("not a directory:", v);
 		else if (k == 2)
 			a->o.dirs[a->o.ndirs++] = v;
 		else

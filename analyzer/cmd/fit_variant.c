@@ -204,15 +204,18 @@ static void analyse(struct fit_ctx *c, struct arena *a, struct diag_engine *de, 
 	struct build *bd = ARENA_NEW(a, struct build);
 	const struct check_job *j = cr->jobs;
 
+	bool base = !c->have_base;
+
 	while (j && strcmp(j->decl->name, c->job_name) != 0)
 		j = j->next;
+	c->have_base = true;	/* even if the job as written is not built */
+	if (base)
+		c->base_warnings = diag_warning_count(de);
 	if (!j || !j->ok || cr->shared_errors || diag_error_count(de) ||
 	    !build_job(cr->ev, a, j, &none, false, bd))
 		return;
-	if (!c->have_base) {
+	if (base)
 		c->base_warnings = diag_warning_count(de);
-		c->have_base = true;
-	}
 	if (!diag_error_count(de) && diag_warning_count(de) <= c->base_warnings)
 		judge(a, bd, out);
 }

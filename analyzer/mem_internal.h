@@ -88,6 +88,7 @@ struct mem_walk_out {
 	struct mem_vec at;
 	struct mem_where where;
 	uint64_t phase_peak[MEM_PHASE__COUNT];
+	struct mem_phase_point series[2][MEM_PHASE__COUNT];	/* job->phase_series */
 };
 
 uint64_t mem_add(bool *ovf, uint64_t a, uint64_t b);

@@ -21,7 +21,7 @@
 #include "lang/source.h"
 
 /* The cost order of docs/fit.md: a cheaper knob changes less of the run. */
-enum knob { K_MICRO_BATCH, K_CHECKPOINT, K_SHARDING, K_OPTIMIZER, K_OFFLOAD, K_TP, K_PP, K_FINETUNE,
+enum knob { K_MICRO_BATCH, K_CHECKPOINT, K_SHARDING, K_OPTIMIZER, K_OFFLOAD, K_TP, K_PP, K_CP, K_FINETUNE,
 	    K_GPU, K__COUNT };
 
 enum { FIT_MAX_KNOBS = 3, FIT_MAX_FIXES = 6, FIT_MAX_ALTS = 24 };
@@ -183,15 +183,17 @@ static void knob_offload(struct fit_ctx *c, struct knob_alts *k)
 	add_alt(c, k, "offload", "optimizer", "cpu", "offload", "params", "cpu");
 }
 
-/* Degrees that keep tp x pp x cp dividing the cluster; tp within a node. */
-static void knob_degree(struct fit_ctx *c, const struct layout *l, bool tp, struct knob_alts *k)
+/* Degrees that keep tp x pp x cp dividing the cluster: tp within a node
+ * and up to 8, pp up to 16, cp up to 8 (each doubling). */
+static void knob_degree(struct fit_ctx *c, const struct layout *l, const char *which, struct knob_alts *k)
 {
-	uint64_t cur = tp ? l->tp : l->pp, other = tp ? l->pp * l->cp : l->tp * l->cp;
-	uint64_t limit = tp ? (l->per < 8 ? l->per : 8) : 16;
+	bool tp = strcmp(which, "tp") == 0, pp = strcmp(which, "pp") == 0;
+	uint64_t cur = tp ? l->tp : pp ? l->pp : l->cp, mp = l->tp * l->pp * l->cp;
+	uint64_t limit = tp ? (l->per < 8 ? l->per : 8) : pp ? 16 : 8;
 
-	for (uint64_t d = cur * 2; d <= limit && k->n < FIT_MAX_ALTS; d *= 2)
-		if (l->gpus % (d * other) == 0)
-			alt_u64(c, k, "parallel", tp ? "tp" : "pp", d);
+	for (uint64_t d = cur * 2; cur && d <= limit && k->n < FIT_MAX_ALTS; d *= 2)
+		if (l->gpus % (mp / cur * d) == 0)
+			alt_u64(c, k, "parallel", which, d);
 }
 
 /* LoRA and QLoRA only for a fine-tune: `finetune = full` written, or a
@@ -267,8 +269,9 @@ static void knobs(struct fit_ctx *c, struct knob_alts *k)
 	knob_sharding(c, &l, &k[K_SHARDING]);
 	knob_optimizer(c, &k[K_OPTIMIZER]);
 	knob_offload(c, &k[K_OFFLOAD]);
-	knob_degree(c, &l, true, &k[K_TP]);
-	knob_degree(c, &l, false, &k[K_PP]);
+	knob_degree(c, &l, "tp", &k[K_TP]);
+	knob_degree(c, &l, "pp", &k[K_PP]);
+	knob_degree(c, &l, "cp", &k[K_CP]);
 	knob_finetune(c, &k[K_FINETUNE]);
 	knob_gpu(c, &l, &k[K_GPU]);
 }

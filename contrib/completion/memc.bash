@@ -59,7 +59,7 @@ _memc()
 	local cmd=${COMP_WORDS[1]} i opts
 	COMPREPLY=()
 	if ((COMP_CWORD == 1)); then
-		COMPREPLY=($(compgen -W 'check report list import fmt lsp compare help --help --version --list-diagnostics' -- "$cur"))
+		COMPREPLY=($(compgen -W 'check report list import fmt fit lsp compare help --help --version --list-diagnostics' -- "$cur"))
 		return 0
 	fi
 	# After "--" every word is a file.
@@ -85,6 +85,8 @@ _memc()
 			opts='--name -o'
 		elif [[ $cmd == compare ]]; then
 			opts='--job --stage --device --format -I --stdlib -W -Werror -w --help --'
+		elif [[ $cmd == fit ]]; then
+			opts='--job --format -I --stdlib --help --'
 		else
 			opts='--format --explain -I --stdlib -W -Werror -w --max-errors= --color=
 				--dump-ast --help --'

@@ -7,6 +7,8 @@
  *   memc report FILE...   the same, plus the per-device report on stdout
  *   memc list [FILE...]   the declarations visible from FILEs (or the stdlib)
  *   memc fmt FILE...      print or rewrite FILEs in the canonical layout
+ *   memc fit FILE         what fits, and the smallest changes that make it fit
+ *   memc compare FILE SNAPSHOT  prediction against a PyTorch memory snapshot
  *   memc help [COMMAND]   the usage of memc or of one command
  *
  * Options may come before or after the files; "--" ends them and a lone
@@ -29,6 +31,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyzer/cmd/compare.h"
+#include "analyzer/cmd/fit_cmd.h"
 #include "analyzer/driver.h"
 #include "analyzer/fmt/fmt.h"
 #include "analyzer/import/import_cmd.h"
@@ -49,7 +53,13 @@ static const char usage_text[] =
 	"                      print .mem text from a config.json, DeepSpeed JSON,\n"
 	"                      Megatron args, torchtitan TOML or training YAML\n"
 	"  fmt FILE...         print FILEs in the canonical layout (--check, -w)\n"
+	"  fit [--job NAME] FILE\n"
+	"                      the largest micro_batch and seq_len, the fewest GPUs,\n"
+	"                      and the smallest changes that make a job fit\n"
 	"  lsp                 a Language Server Protocol server on stdin/stdout\n"
+	"  compare [--job NAME] FILE SNAPSHOT\n"
+	"                      predicted against measured memory, per phase and\n"
+	"                      category, from a torch.cuda.memory._snapshot() JSON\n"
 	"  help [COMMAND]      this text, or what COMMAND does (also COMMAND --help)\n"
 	"\n"
 	"options:\n"
@@ -119,6 +129,13 @@ static const struct cmd_help {
 		"Serve the Language Server Protocol (JSON-RPC over stdin and stdout) for an\n"
 		"editor: diagnostics as you type, hover, go-to-definition, completion\n"
 		"(docs/editors.md).\n", false },
+	{ "compare", "usage: memc compare [--job NAME] [--stage N] [--device N] [--format text|json]\n"
+		"                    [-I DIR] [--stdlib DIR] [-W...] [--] FILE SNAPSHOT\n\n"
+		"Analyse one train block of FILE (--job: which one; --stage: which pipeline\n"
+		"stage) and print, beside what a PyTorch memory snapshot measured (the JSON of\n"
+		"torch.cuda.memory._snapshot(); --device: which GPU's trace), the peak\n"
+		"allocated and reserved bytes per phase and the bytes per category at the\n"
+		"peak, the largest differences first (docs/compare.md).\n", false },
 };
 
 /* Print the usage of command @name; false for a command without its own. */
@@ -126,6 +143,8 @@ static bool print_command_help(const char *name)
 {
 	if (strcmp(name, "fmt") == 0)
 		return fputs(fmt_usage_text, stdout), true;
+	if (strcmp(name, "fit") == 0)
+		return fputs(fit_usage_text, stdout), true;
 	for (size_t i = 0; i < sizeof command_helps / sizeof command_helps[0]; i++)
 		if (strcmp(name, command_helps[i].name) == 0) {
 			fputs(command_helps[i].text, stdout);
@@ -159,7 +178,7 @@ static int help_main(int argc, char **argv)
 		return fputs(usage_text, stdout), MEMC_OK;
 	if (print_command_help(argv[2]))
 		return MEMC_OK;
-	return usage_error("unknown command '%s' (check, report, list, import, fmt)", argv[2]);
+	return usage_error("unknown command '%s' (check, report, list, import, fmt, fit, compare, lsp)", argv[2]);
 }
 
 /* What main.c needs beyond driver_opts: the single-valued options seen,
@@ -458,8 +477,12 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "import") == 0)
 		return wants_help(argc, argv) ? command_help(argv[1]) : import_main(argc, argv);
+	if (strcmp(argv[1], "fit") == 0)
+		return wants_help(argc, argv) ? command_help(argv[1]) : fit_main(argc, argv);
 	if (strcmp(argv[1], "lsp") == 0)
 		return wants_help(argc, argv) ? command_help(argv[1]) : lsp_main(argc, argv);
+	if (strcmp(argv[1], "compare") == 0)
+		return wants_help(argc, argv) ? command_help(argv[1]) : compare_main(argc, argv);
 	if (strcmp(argv[1], "check") == 0)
 		o.command = DRIVER_CHECK;
 	else if (strcmp(argv[1], "report") == 0)
@@ -467,7 +490,7 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "list") == 0)
 		o.command = DRIVER_LIST;
 	else
-		return usage_error("unknown command '%s' (check, report, list, import, fmt, help)", argv[1]);
+		return usage_error("unknown command '%s' (check, report, list, import, fmt, fit, compare, lsp, help)", argv[1]);
 	o.max_errors = 20;
 	o.argv0 = argv[0];
 

@@ -29,7 +29,7 @@ _memc_value()
 		fi ;;
 	--color) COMPREPLY=($(compgen -W 'auto always never' -- "$cur")) ;;
 	-I | --stdlib) COMPREPLY=($(compgen -d -- "$cur")) ;;
-	--max-errors | --name) COMPREPLY=() ;;
+	--max-errors | --name | --job | --stage | --device) COMPREPLY=() ;;
 	-o) COMPREPLY=($(compgen -f -- "$cur")) ;;
 	-Werror | -Wno-error)
 		names=$(_memc_warnings "${COMP_WORDS[0]}")
@@ -59,7 +59,7 @@ _memc()
 	local cmd=${COMP_WORDS[1]} i opts
 	COMPREPLY=()
 	if ((COMP_CWORD == 1)); then
-		COMPREPLY=($(compgen -W 'check report list import fmt lsp help --help --version --list-diagnostics' -- "$cur"))
+		COMPREPLY=($(compgen -W 'check report list import fmt fit lsp compare help --help --version --list-diagnostics' -- "$cur"))
 		return 0
 	fi
 	# After "--" every word is a file.
@@ -83,6 +83,10 @@ _memc()
 	-*)
 		if [[ $cmd == import ]]; then
 			opts='--name -o'
+		elif [[ $cmd == compare ]]; then
+			opts='--job --stage --device --format -I --stdlib -W -Werror -w --help --'
+		elif [[ $cmd == fit ]]; then
+			opts='--job --format -I --stdlib --help --'
 		else
 			opts='--format --explain -I --stdlib -W -Werror -w --max-errors= --color=
 				--dump-ast --help --'
@@ -94,11 +98,12 @@ _memc()
 	_memc_files "$cur" "$cmd"
 }
 
-# .mem files and folders (any file for import's CONFIGs); "-" is stdin.
+# .mem files and folders (any file for import's CONFIGs and compare's
+# SNAPSHOT); "-" is stdin.
 _memc_files()
 {
 	local cur=$1 cmd=$2
-	if [[ $cmd == import ]]; then
+	if [[ $cmd == import || $cmd == compare ]]; then
 		COMPREPLY=($(compgen -f -- "$cur"))
 	else
 		COMPREPLY=($(compgen -f -X '!*.mem' -- "$cur") $(compgen -d -- "$cur"))

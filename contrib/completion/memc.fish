@@ -27,14 +27,16 @@ function __memc_wflags
     end
 end
 
-set -l cmds check report list import fmt lsp help
+set -l cmds check report list import fmt fit lsp compare help
 complete -c memc -f
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a check -d 'type-check and analyse; print diagnostics only'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a report -d 'also print the per-device memory report'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a list -d 'list models, GPUs, layers, optimizers and precisions'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a import -d 'print .mem text from framework configs'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a fmt -d 'print files in the canonical layout'
+complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a fit -d 'what fits, and the smallest changes that make a job fit'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a lsp -d 'serve the Language Server Protocol'
+complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a compare -d 'predicted against a PyTorch memory snapshot'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a help -d 'print the usage of a command'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -l help -d 'print the usage'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -l version -d 'print the version'
@@ -58,3 +60,15 @@ complete -c memc -n $cmd -a '(__memc_mem_files)'
 complete -c memc -n '__fish_seen_subcommand_from import' -l name -x -d 'the model name'
 complete -c memc -n '__fish_seen_subcommand_from import' -s o -r -F -d 'write the text to FILE'
 complete -c memc -n '__fish_seen_subcommand_from import' -F
+
+complete -c memc -n '__fish_seen_subcommand_from compare' -l job -x -d 'the train block to compare'
+complete -c memc -n '__fish_seen_subcommand_from compare' -l stage -x -d 'the pipeline stage'
+complete -c memc -n '__fish_seen_subcommand_from compare' -l device -x -d 'the device of the snapshot'
+complete -c memc -n '__fish_seen_subcommand_from compare' -l format -x -a 'text json' -d 'output format'
+complete -c memc -n '__fish_seen_subcommand_from compare' -s I -x -a '(__fish_complete_directories)' -d 'add DIR to the import search path'
+complete -c memc -n '__fish_seen_subcommand_from compare' -F
+complete -c memc -n '__fish_seen_subcommand_from fit' -l job -x -d 'only the train block NAME'
+complete -c memc -n '__fish_seen_subcommand_from fit' -l format -x -a 'text json' -d 'output format'
+complete -c memc -n '__fish_seen_subcommand_from fit' -s I -x -a '(__fish_complete_directories)' -d 'add DIR to the import search path'
+complete -c memc -n '__fish_seen_subcommand_from fit' -l stdlib -x -a '(__fish_complete_directories)' -d 'use DIR as the standard library'
+complete -c memc -n '__fish_seen_subcommand_from fit' -a '(__memc_mem_files)'

@@ -61,8 +61,10 @@ expect() {
 	fi
 }
 
-expect 'check report list import fmt lsp help --help --version --list-diagnostics' ''
+expect 'check report list import fmt fit lsp compare help --help --version --list-diagnostics' ''
 expect 'report' re
+expect 'compare' comp
+expect '--job' compare --jo
 expect 'text json sarif github' check --format ''
 expect 'text json html' report --format ''
 expect 'text json' list --format ''
@@ -84,6 +86,8 @@ expect 'sub' check -I ''
 expect 'sub' check --stdlib s
 expect '--max-errors=' check --max
 expect '--name' import --n
+expect '--job' fit --j
+expect 'text json' fit --format ''
 expect 'a.mem b.mem notes.txt sub' import ''
 expect 'a.mem b.mem sub' check -- ''
 expect '' check -- -W

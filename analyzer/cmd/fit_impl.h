@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fit_impl.h - memc fit's search (fit_search.c) and its output
+ * (fit_cmd.c). A variant is the user's file with some keys of one train
+ * block rewritten as text, compiled and analysed from scratch like
+ * `memc check` would: what is verified is exactly what the user pastes.
+ */
+#ifndef MEMC_ANALYZER_CMD_FIT_IMPL_H
+#define MEMC_ANALYZER_CMD_FIT_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lang/arena.h"
+
+/* The largest micro_batch and seq_len searched (docs/fit.md). */
+enum { FIT_MB_LIMIT = 1 << 20, FIT_SEQ_LIMIT = 1 << 24 };
+
+struct driver_opts;
+struct check_job;
+struct check_result;
+struct decl;
+struct src_table;
+struct program;
+
+/* One key written as the user would: `top = value`, or with @sub set,
+ * `top { sub = value }` merged into the block's own record. */
+struct fit_set {
+	const char *top, *sub, *value;
+};
+
+struct fit_change {
+	struct fit_set *v;
+	size_t n;
+};
+
+struct fit_outcome {
+	bool ok;		/* checked and analysed without an error */
+	bool fits;		/* every rank class within the headroom, every phase on the GPU */
+	uint64_t total;		/* largest device total over the classes and phases */
+};
+
+struct fit_fix {
+	struct fit_change change;
+	char **lines;		/* the paste-able lines, one per top key */
+	size_t nlines;
+	uint64_t total;
+};
+
+/* The job as written, kept for the whole search. */
+struct fit_ctx {
+	struct arena arena;	/* the base compilation and every result */
+	const struct driver_opts *opts;
+	const char *path, *stdlib;
+	const char *text;
+	size_t len;
+	struct src_table *src;
+	struct program *prog;
+	struct check_result *cr;
+	const struct check_job *job;
+	const char *job_name;
+	double job_headroom;
+	unsigned base_warnings;	/* the checker's, which a variant must not add to */
+	bool have_base;
+	unsigned long builds, max_builds;
+	bool truncated;		/* max_builds reached */
+};
+
+struct fit_answer {
+	struct fit_outcome as_written;
+	uint64_t capacity;
+	double headroom;
+	const char *gpu;
+	uint64_t max_micro_batch, max_seq_len, min_gpus;	/* 0: none */
+	uint64_t mb_total, seq_total, gpus_total;
+	struct fit_fix *fixes;
+	size_t nfixes;
+	struct fit_fix closest;	/* nlines 0: none was analysed */
+};
+
+/* Evaluate the file with @ch applied to the job (@ch NULL: as written). */
+void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out);
+/* The lines @ch writes into the train block. */
+void fit_lines(struct fit_ctx *c, const struct fit_change *ch, char ***lines, size_t *n);
+/* The whole search for c->job. */
+void fit_search(struct fit_ctx *c, struct fit_answer *ans);
+
+#endif

@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fit_search.c - what fits (docs/fit.md). The largest micro_batch and
+ * seq_len and the fewest GPUs are searched by galloping then bisecting,
+ * each probe a variant (fit_variant.c). The fixes are combinations of
+ * knobs, fewest knobs first, then in the cost order of enum knob; each
+ * knob's alternatives go from the mildest to the strongest. A combination
+ * whose strongest alternatives do not fit is not searched further: more
+ * of every knob would not fit either.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/build.h"
+#include "analyzer/cmd/fit_impl.h"
+#include "lang/ast.h"
+#include "lang/check.h"
+#include "lang/import.h"
+#include "lang/num.h"
+#include "lang/source.h"
+
+/* The cost order of docs/fit.md: a cheaper knob changes less of the run. */
+enum knob { K_MICRO_BATCH, K_CHECKPOINT, K_SHARDING, K_OPTIMIZER, K_OFFLOAD, K_TP, K_PP, K_CP, K_FINETUNE,
+	    K_GPU, K__COUNT };
+
+enum { FIT_MAX_KNOBS = 3, FIT_MAX_FIXES = 6, FIT_MAX_ALTS = 24 };
+
+struct knob_alts {
+	struct fit_change alt[FIT_MAX_ALTS];	/* more are never generated: see add_alt */
+	size_t n;
+};
+
+static uint64_t key_u64(const struct fit_ctx *c, const char *key, uint64_t dflt)
+{
+	struct value v;
+	uint64_t u;
+
+	if (check_job_field(c->job, key, &v) && v.kind == VAL_NUM && num_to_u64(v.num, &u))
+		return u;
+	return dflt;
+}
+
+/* The value text a key was written with (its field is `key = value`), or
+ * NULL when it is not set. */
+static const char *key_text(struct fit_ctx *c, const char *key)
+{
+	struct value v;
+
+	if (!check_job_field(c->job, key, &v) || !v.origin.file)
+		return NULL;
+	const char *t = src_get(c->src, v.origin.file)->text, *p = t + v.origin.start, *end = t + v.origin.end;
+	const char *eq = memchr(p, '=', (size_t)(end - p));
+
+	for (p = eq ? eq + 1 : p; p < end && (*p == ' ' || *p == '\t'); p++)
+		;
+	return arena_strndup(&c->arena, p, (size_t)(end - p));
+}
+
+static bool key_is(struct fit_ctx *c, const char *key, const char *text)
+{
+	const char *t = key_text(c, key);
+
+	return t && strcmp(t, text) == 0;
+}
+
+/* One alternative of up to two keys; callers stay under FIT_MAX_ALTS. */
+static void add_alt(struct fit_ctx *c, struct knob_alts *k, const char *top, const char *sub,
+		    const char *value, const char *top2, const char *sub2, const char *value2)
+{
+	struct fit_change *ch = &k->alt[k->n++];
+
+	ch->v = ARENA_NEW_ARRAY(&c->arena, struct fit_set, 2);
+	ch->v[0] = (struct fit_set){ top, sub, arena_strdup(&c->arena, value) };
+	ch->n = 1;
+	if (top2)
+		ch->v[ch->n++] = (struct fit_set){ top2, sub2, arena_strdup(&c->arena, value2) };
+}
+
+static void alt_u64(struct fit_ctx *c, struct knob_alts *k, const char *top, const char *sub, uint64_t v)
+{
+	char b[24];
+
+	snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+	add_alt(c, k, top, sub, b, NULL, NULL, NULL);
+}
+
+struct layout {
+	uint64_t gpus, nodes, per, tp, pp, cp, capacity;
+	const struct decl *gpu;
+};
+
+static void read_layout(struct fit_ctx *c, struct layout *l)
+{
+	const struct value *cl = &c->job->cluster;
+
+	l->nodes = l->per = 1;
+	num_to_u64(cl->nodes, &l->nodes);
+	num_to_u64(cl->gpus, &l->per);
+	l->gpus = l->nodes * l->per;	/* the checker bounds it to BUILD_MAX_GPUS */
+	l->tp = key_u64(c, "parallel.tp", 1);
+	l->pp = key_u64(c, "parallel.pp", 1);
+	l->cp = key_u64(c, "parallel.cp", 1);
+	l->gpu = cl->decl;
+	l->capacity = 0;
+	if (l->gpu)
+		build_gpu_u64(c->cr->ev, l->gpu, "memory", &l->capacity);
+}
+
+/* micro_batch divided, grad_accum multiplied: the global batch stays. */
+static void alt_micro_batch(struct fit_ctx *c, struct knob_alts *k, uint64_t mb, uint64_t ga, uint64_t d)
+{
+	char m[24], g[24];
+
+	if (ga > UINT64_MAX / d)
+		return;
+	snprintf(m, sizeof m, "%llu", (unsigned long long)(mb / d));
+	snprintf(g, sizeof g, "%llu", (unsigned long long)(ga * d));
+	add_alt(c, k, "micro_batch", NULL, m, "grad_accum", NULL, g);
+}
+
+/* micro_batch divided, grad_accum multiplied: the global batch stays.
+ * The divisors up to 4096 (a huge prime must not cost a loop) while
+ * there is room, and always micro_batch = 1, the strongest. */
+static void knob_micro_batch(struct fit_ctx *c, struct knob_alts *k)
+{
+	uint64_t mb = key_u64(c, "micro_batch", 1), ga = key_u64(c, "grad_accum", 1);
+
+	for (uint64_t d = 2; d < mb && d <= 4096 && k->n < FIT_MAX_ALTS - 1; d++)
+		if (mb % d == 0)
+			alt_micro_batch(c, k, mb, ga, d);
+	if (mb > 1)
+		alt_micro_batch(c, k, mb, ga, mb);
+}
+
+static void knob_checkpoint(struct fit_ctx *c, struct knob_alts *k)
+{
+	const char *t = key_text(c, "checkpoint");
+
+	if (!t || strcmp(t, "none") == 0)
+		add_alt(c, k, "checkpoint", NULL, "selective", NULL, NULL, NULL);
+	if (!t || strcmp(t, "full") != 0)
+		add_alt(c, k, "checkpoint", NULL, "full", NULL, NULL, NULL);
+}
+
+/* Sharding the states needs data parallelism to shard over. */
+static void knob_sharding(struct fit_ctx *c, const struct layout *l, struct knob_alts *k)
+{
+	const char *fsdp = key_text(c, "fsdp");
+	uint64_t mp = l->tp * l->pp * l->cp;
+
+	if (!mp || l->gpus / mp < 2)
+		return;
+	if (fsdp && strcmp(fsdp, "none") != 0) {
+		if (strcmp(fsdp, "full_shard") != 0)
+			add_alt(c, k, "fsdp", NULL, "full_shard", NULL, NULL, NULL);
+		return;
+	}
+	for (uint64_t z = key_u64(c, "zero", 0) + 1; z <= 3; z++)
+		alt_u64(c, k, "zero", NULL, z);
+}
+
+/* By the optimizer's name: `adamw(impl = fused)` is an AdamW too (the
+ * 8-bit ones take none of its arguments). */
+static void knob_optimizer(struct fit_ctx *c, struct knob_alts *k)
+{
+	const char *t = key_text(c, "optimizer");
+	size_t n = t ? strcspn(t, "( \t") : 0;
+
+	if (n == 5 && strncmp(t, "adamw", n) == 0) {
+		add_alt(c, k, "optimizer", NULL, "adamw_8bit", NULL, NULL, NULL);
+		add_alt(c, k, "optimizer", NULL, "paged_adamw_8bit", NULL, NULL, NULL);
+	} else if (n == 4 && strncmp(t, "adam", n) == 0) {
+		add_alt(c, k, "optimizer", NULL, "adam_8bit", NULL, NULL, NULL);
+	}
+}
+
+static void knob_offload(struct fit_ctx *c, struct knob_alts *k)
+{
+	if (key_text(c, "offload.optimizer") || key_text(c, "offload.params"))
+		return;
+	add_alt(c, k, "offload", "optimizer", "cpu", NULL, NULL, NULL);
+	add_alt(c, k, "offload", "optimizer", "cpu", "offload", "params", "cpu");
+}
+
+/* Degrees that keep tp x pp x cp dividing the cluster: tp within a node
+ * and up to 8, pp up to 16, cp up to 8 (each doubling). */
+static void knob_degree(struct fit_ctx *c, const struct layout *l, const char *which, struct knob_alts *k)
+{
+	bool tp = strcmp(which, "tp") == 0, pp = strcmp(which, "pp") == 0;
+	uint64_t cur = tp ? l->tp : pp ? l->pp : l->cp, mp = l->tp * l->pp * l->cp;
+	uint64_t limit = tp ? (l->per < 8 ? l->per : 8) : pp ? 16 : 8;
+
+	for (uint64_t d = cur * 2; cur && d <= limit && k->n < FIT_MAX_ALTS; d *= 2)
+		if (l->gpus % (mp / cur * d) == 0)
+			alt_u64(c, k, "parallel", which, d);
+}
+
+/* LoRA and QLoRA only for a fine-tune: `finetune = full` written, or a
+ * model loaded from a checkpoint. */
+static void knob_finetune(struct fit_ctx *c, struct knob_alts *k)
+{
+	const char *ft = key_text(c, "finetune");
+
+	if (ft ? strcmp(ft, "full") != 0 : !key_is(c, "load", "from_pretrained"))
+		return;
+	add_alt(c, k, "finetune", NULL, "lora(r = 16, alpha = 32, targets = all_linear)", NULL, NULL, NULL);
+	add_alt(c, k, "finetune", NULL, "qlora(r = 16, alpha = 32, targets = all_linear)", NULL, NULL, NULL);
+}
+
+struct gpu_choice {
+	const struct decl *d;
+	uint64_t memory;
+};
+
+static int gpu_cmp(const void *a, const void *b)
+{
+	const struct gpu_choice *x = a, *y = b;
+
+	if (x->memory != y->memory)
+		return x->memory < y->memory ? -1 : 1;
+	return strcmp(x->d->name, y->d->name);
+}
+
+static void alt_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts *k, const struct decl *gpu)
+{
+	char *v = l->nodes > 1 ? arena_printf(&c->arena, "%llu x %llu x %s", (unsigned long long)l->nodes,
+					      (unsigned long long)l->per, gpu->name) :
+		  arena_printf(&c->arena, "%llu x %s", (unsigned long long)l->per, gpu->name);
+
+	add_alt(c, k, "cluster", NULL, v, NULL, NULL, NULL);
+}
+
+/* The same number of each larger GPU the file can name, smallest first,
+ * one per memory size. */
+static void knob_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts *k)
+{
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < c->prog->nfiles; i++)
+		for (const struct decl *d = c->prog->files[i]->decls; d; d = d->next)
+			cap += d->kind == DECL_GPU;
+	struct gpu_choice *g = ARENA_NEW_ARRAY(&c->arena, struct gpu_choice, cap ? cap : 1);
+
+	for (size_t i = 0; i < c->prog->nfiles; i++)
+		for (const struct decl *d = c->prog->files[i]->decls; d; d = d->next) {
+			uint64_t m = 0;
+
+			/* 5% more at least: a 24 GB card is no fix for a 23.99 GiB one */
+			if (d->kind == DECL_GPU && build_gpu_u64(c->cr->ev, d, "memory", &m) &&
+			    m / 21 > l->capacity / 20)
+				g[n++] = (struct gpu_choice){ d, m };
+		}
+	qsort(g, n, sizeof *g, gpu_cmp);
+	/* the largest is always the last alternative: the strongest */
+	for (size_t i = 0; i < n; i++)
+		if ((!i || g[i].memory != g[i - 1].memory) && (k->n < FIT_MAX_ALTS - 1 || i == n - 1 ||
+		    g[i].memory == g[n - 1].memory))
+			alt_gpu(c, l, k, g[i].d);
+}
+
+static void knobs(struct fit_ctx *c, struct knob_alts *k)
+{
+	struct layout l;
+
+	read_layout(c, &l);
+	knob_micro_batch(c, &k[K_MICRO_BATCH]);
+	knob_checkpoint(c, &k[K_CHECKPOINT]);
+	knob_sharding(c, &l, &k[K_SHARDING]);
+	knob_optimizer(c, &k[K_OPTIMIZER]);
+	knob_offload(c, &k[K_OFFLOAD]);
+	knob_degree(c, &l, "tp", &k[K_TP]);
+	knob_degree(c, &l, "pp", &k[K_PP]);
+	knob_degree(c, &l, "cp", &k[K_CP]);
+	knob_finetune(c, &k[K_FINETUNE]);
+	knob_gpu(c, &l, &k[K_GPU]);
+}
+
+/* ---- the search ---- */
+
+struct search {
+	struct fit_ctx *c;
+	struct knob_alts *k;
+	struct fit_answer *ans;
+	enum knob pick[FIT_MAX_KNOBS];
+	size_t npick;
+	uint64_t closest;	/* the smallest total of a variant that did not fit */
+	unsigned found[FIT_MAX_FIXES];	/* the knobs of each fix, as bits */
+};
+
+/* The alternatives @idx of the picked knobs as one change. */
+static struct fit_change combine(struct search *s, const size_t *idx)
+{
+	struct fit_change ch = { .n = 0 };
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->npick; i++)
+		n += s->k[s->pick[i]].alt[idx[i]].n;
+	ch.v = ARENA_NEW_ARRAY(&s->c->arena, struct fit_set, n);
+	for (size_t i = 0; i < s->npick; i++) {
+		const struct fit_change *a = &s->k[s->pick[i]].alt[idx[i]];
+
+		memcpy(ch.v + ch.n, a->v, a->n * sizeof *a->v);
+		ch.n += a->n;
+	}
+	return ch;
+}
+
+static void keep(struct fit_ctx *c, struct fit_fix *f, const struct fit_change *ch, uint64_t total)
+{
+	f->change = *ch;
+	f->total = total;
+	fit_lines(c, ch, &f->lines, &f->nlines);
+}
+
+static bool probe(struct search *s, const struct fit_change *ch, struct fit_outcome *o)
+{
+	if (s->c->builds >= s->c->max_builds) {
+		s->c->truncated = true;
+		return false;
+	}
+	fit_try(s->c, ch, o);
+	if (o->ok && !o->fits && (!s->ans->closest.nlines || o->total < s->closest)) {
+		keep(s->c, &s->ans->closest, ch, o->total);
+		s->closest = o->total;
+	}
+	return o->ok && o->fits;
+}
+
+/* The tuple of alternatives that fits with the smallest sum of indices
+ * (the mildest); false if none does. */
+static bool mildest(struct search *s, size_t *best, uint64_t *best_total)
+{
+	size_t idx[FIT_MAX_KNOBS] = { 0 }, best_sum = SIZE_MAX;
+
+	for (;;) {
+		size_t sum = 0, i;
+		struct fit_outcome o;
+
+		for (i = 0; i < s->npick; i++)
+			sum += idx[i];
+		if (sum < best_sum) {
+			struct fit_change ch = combine(s, idx);
+
+			if (probe(s, &ch, &o)) {
+				best_sum = sum;
+				*best_total = o.total;
+				memcpy(best, idx, sizeof idx);
+			}
+		}
+		for (i = 0; i < s->npick && ++idx[i] == s->k[s->pick[i]].n; i++)
+			idx[i] = 0;
+		if (i == s->npick)
+			return best_sum != SIZE_MAX;
+	}
+}
+
+static void try_combination(struct search *s)
+{
+	size_t strong[FIT_MAX_KNOBS], best[FIT_MAX_KNOBS];
+	struct fit_outcome o;
+	uint64_t total = 0;
+	unsigned mask = 0;
+
+	for (size_t i = 0; i < s->npick; i++) {
+		strong[i] = s->k[s->pick[i]].n - 1;
+		mask |= 1u << s->pick[i];
+	}
+	for (size_t i = 0; i < s->ans->nfixes; i++)
+		if ((s->found[i] & mask) == s->found[i])
+			return;		/* a fix with fewer knobs is inside this one */
+	struct fit_change ch = combine(s, strong);
+
+	if (!probe(s, &ch, &o) || !mildest(s, best, &total) || s->ans->nfixes == FIT_MAX_FIXES)
+		return;
+	ch = combine(s, best);
+	s->found[s->ans->nfixes] = mask;
+	keep(s->c, &s->ans->fixes[s->ans->nfixes++], &ch, total);
+}
+
+/* Every combination of @left more knobs from @from on, in cost order. */
+static void combinations(struct search *s, enum knob from, size_t left)
+{
+	if (!left) {
+		try_combination(s);
+		return;
+	}
+	for (int k = from; k < K__COUNT && s->ans->nfixes < FIT_MAX_FIXES && !s->c->truncated; k++)
+		if (s->k[k].n) {
+			s->pick[s->npick++] = (enum knob)k;
+			combinations(s, (enum knob)(k + 1), left - 1);
+			s->npick--;
+		}
+}
+
+static void find_fixes(struct fit_ctx *c, struct fit_answer *ans)
+{
+	struct knob_alts *k = ARENA_NEW_ARRAY(&c->arena, struct knob_alts, K__COUNT);
+	struct search s = { .c = c, .k = k, .ans = ans };
+
+	memset(k, 0, K__COUNT * sizeof *k);
+	knobs(c, k);
+	ans->fixes = ARENA_NEW_ARRAY(&c->arena, struct fit_fix, FIT_MAX_FIXES);
+	/* a level with fixes ends the search unless it found fewer than 3:
+	 * then larger combinations that hold none of them are offered too */
+	for (size_t n = 1; n <= FIT_MAX_KNOBS && ans->nfixes < 3 && !c->truncated; n++)
+		combinations(&s, K_MICRO_BATCH, n);
+}
+
+/* ---- the largest and the fewest ---- */
+
+/* @v as the value of the one key @top (@sub), or the cluster of @v GPUs. */
+static bool probe_one(struct fit_ctx *c, const char *top, const char *sub, uint64_t v, uint64_t *total)
+{
+	struct fit_set set = { top, sub, NULL };
+	struct fit_change ch = { &set, 1 };
+	struct fit_outcome o;
+	struct layout l;
+
+	if (c->builds >= c->max_builds) {
+		c->truncated = true;
+		return false;
+	}
+	if (strcmp(top, "cluster") == 0) {
+		read_layout(c, &l);
+		set.value = l.nodes > 1 ? arena_printf(&c->arena, "%llu x %llu x %s", (unsigned long long)(v / l.per),
+						       (unsigned long long)l.per, l.gpu->name) :
+			    arena_printf(&c->arena, "%llu x %s", (unsigned long long)v, l.gpu->name);
+	} else {
+		set.value = arena_printf(&c->arena, "%llu", (unsigned long long)v);
+	}
+	fit_try(c, &ch, &o);
+	*total = o.total;
+	return o.ok && o.fits;
+}
+
+/* The largest multiple of @step up to @limit for which @top fits (0 if
+ * none; totals grow with it): gallop up, then bisect. With @fewest, the
+ * smallest multiple that fits instead (totals shrink as it grows). */
+static uint64_t gallop(struct fit_ctx *c, const char *top, const char *sub, uint64_t step, uint64_t limit,
+		       bool fewest, uint64_t *total)
+{
+	uint64_t lo = 0, hi = 0, t;	/* in steps: lo fits (for fewest: does not), hi the other */
+
+	for (uint64_t i = 1; i <= limit / step; i = i > UINT64_MAX / 2 ? UINT64_MAX : i * 2) {
+		if (probe_one(c, top, sub, i * step, &t) == fewest) {
+			hi = i;
+			if (fewest)
+				*total = t;
+			break;
+		}
+		lo = i;
+		if (!fewest)
+			*total = t;
+	}
+	if (!hi && fewest)
+		return 0;
+	if (!hi)
+		hi = limit / step + 1;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (probe_one(c, top, sub, mid * step, &t) == fewest) {
+			hi = mid;
+			if (fewest)
+				*total = t;
+		} else {
+			lo = mid;
+			if (!fewest)
+				*total = t;
+		}
+	}
+	return fewest ? hi * step : lo * step;
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* The fewest GPUs of the job's type: a multiple of tp x pp x cp, and of
+ * the GPUs per node when the cluster is written with nodes. */
+static void fewest_gpus(struct fit_ctx *c, struct fit_answer *ans)
+{
+	struct layout l;
+
+	read_layout(c, &l);
+	uint64_t mp = l.tp * l.pp * l.cp, step = mp;
+
+	if (!l.gpu || !mp)
+		return;
+	if (l.nodes > 1)
+		step = mp / gcd(mp, l.per) * l.per;
+	ans->min_gpus = gallop(c, "cluster", NULL, step, BUILD_MAX_GPUS, true, &ans->gpus_total);
+}
+
+void fit_search(struct fit_ctx *c, struct fit_answer *ans)
+{
+	struct layout l;
+
+	memset(ans, 0, sizeof *ans);
+	read_layout(c, &l);
+	ans->capacity = l.capacity;
+	ans->gpu = l.gpu ? l.gpu->name : "?";
+	ans->headroom = c->job_headroom;
+	fit_try(c, NULL, &ans->as_written);
+	ans->max_micro_batch = gallop(c, "micro_batch", NULL, 1, FIT_MB_LIMIT, false, &ans->mb_total);
+	/* lengths in steps of 128 (or of the largest power of two dividing
+	 * seq_len as written, if smaller): the checker's divisibility by
+	 * sp and cp holds as it does for the job as written */
+	uint64_t seq = key_u64(c, "seq_len", 1), step = seq & (~seq + 1);
+
+	step = step > 128 || !step ? 128 : step;
+	ans->max_seq_len = gallop(c, "seq_len", NULL, step, FIT_SEQ_LIMIT, false, &ans->seq_total);
+	fewest_gpus(c, ans);
+	if (!ans->as_written.fits)
+		find_fixes(c, ans);
+}

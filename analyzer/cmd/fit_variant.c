@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fit_variant.c - one variant of the user's file: the change written into
+ * the train block's text, then the whole file compiled, checked, built
+ * and analysed as `memc check` would, in an arena of its own. A variant
+ * that the checker refuses (a layout that does not divide, a target the
+ * model lacks), or that adds a warning, never counts as a fix.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/build.h"
+#include "analyzer/cmd/fit_impl.h"
+#include "analyzer/driver.h"
+#include "analyzer/memory.h"
+#include "analyzer/phases.h"
+#include "lang/ast.h"
+#include "lang/check.h"
+#include "lang/diag.h"
+#include "lang/import.h"
+#include "lang/intern.h"
+#include "lang/source.h"
+#include "lang/strbuf.h"
+
+/* A field the train block writes itself (inherited keys are not its text). */
+static const struct field *own_field(const struct fit_ctx *c, const char *name)
+{
+	for (const struct field *f = c->job->decl->record.fields; f; f = f->next)
+		if (f->name && strcmp(f->name, name) == 0)
+			return f;
+	return NULL;
+}
+
+static bool own_sub(const struct field *f, const char *name)
+{
+	for (const struct field *s = f->sub; s; s = s->next)
+		if (s->name && strcmp(s->name, name) == 0)
+			return true;
+	return false;
+}
+
+static const struct fit_set *find_set(const struct fit_change *ch, const char *top, const char *sub)
+{
+	for (size_t i = 0; i < ch->n; i++)
+		if (strcmp(ch->v[i].top, top) == 0 && (!sub ? !ch->v[i].sub :
+		    ch->v[i].sub && strcmp(ch->v[i].sub, sub) == 0))
+			return &ch->v[i];
+	return NULL;
+}
+
+/* `top { ... }`: the block's own sub-keys, rewritten where @ch sets them,
+ * then the ones it adds; so the line replaces the whole record. */
+static void record_line(struct fit_ctx *c, const struct fit_change *ch, const char *top, struct strbuf *sb)
+{
+	const struct field *f = own_field(c, top);
+	bool first = true;
+
+	strbuf_addf(sb, "%s { ", top);
+	for (const struct field *s = f ? f->sub : NULL; s; s = s->next, first = false) {
+		const struct fit_set *set = find_set(ch, top, s->name);
+
+		if (set)
+			strbuf_addf(sb, "%s%s = %s", first ? "" : ", ", s->name, set->value);
+		else
+			strbuf_addf(sb, "%s%.*s", first ? "" : ", ", (int)(s->loc.end - s->loc.start),
+				    c->text + s->loc.start);
+	}
+	for (size_t i = 0; i < ch->n; i++)
+		if (strcmp(ch->v[i].top, top) == 0 && ch->v[i].sub && !(f && own_sub(f, ch->v[i].sub))) {
+			strbuf_addf(sb, "%s%s = %s", first ? "" : ", ", ch->v[i].sub, ch->v[i].value);
+			first = false;
+		}
+	strbuf_addstr(sb, " }");
+}
+
+/* Whether @top comes before index @i in @ch: one line per top key. */
+static bool seen_top(const struct fit_change *ch, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (strcmp(ch->v[k].top, ch->v[i].top) == 0)
+			return true;
+	return false;
+}
+
+void fit_lines(struct fit_ctx *c, const struct fit_change *ch, char ***lines, size_t *n)
+{
+	*lines = ARENA_NEW_ARRAY(&c->arena, char *, ch->n ? ch->n : 1);
+	*n = 0;
+	for (size_t i = 0; i < ch->n; i++) {
+		struct strbuf sb;
+
+		if (seen_top(ch, i))
+			continue;
+		strbuf_init(&sb);
+		if (ch->v[i].sub)
+			record_line(c, ch, ch->v[i].top, &sb);
+		else
+			strbuf_addf(&sb, "%s = %s", ch->v[i].top, ch->v[i].value);
+		(*lines)[(*n)++] = arena_strdup(&c->arena, sb.buf);
+		strbuf_release(&sb);
+	}
+}
+
+/* Where a key the block does not write goes: on a line of its own before
+ * the closing brace. */
+static uint32_t insert_point(const struct fit_ctx *c, bool *own_line)
+{
+	const struct decl *d = c->job->decl;
+	uint32_t at = d->loc.end;
+
+	while (at > d->loc.start && c->text[at - 1] != '}')
+		at--;
+	at = at > d->loc.start ? at - 1 : d->loc.end;
+	uint32_t bol = at;
+
+	while (bol > d->loc.start && (c->text[bol - 1] == ' ' || c->text[bol - 1] == '\t'))
+		bol--;
+	*own_line = bol > d->loc.start && c->text[bol - 1] == '\n';
+	return *own_line ? bol : at;
+}
+
+struct fit_edit {
+	uint32_t start, end;
+	const char *text;
+};
+
+static int edit_cmp(const void *a, const void *b)
+{
+	const struct fit_edit *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The file's text with @ch written into the train block (malloc'ed). */
+static char *apply(struct fit_ctx *c, const struct fit_change *ch, size_t *len)
+{
+	char **lines;
+	size_t n, k = 0;
+	bool own_line;
+	uint32_t ins = insert_point(c, &own_line);
+
+	fit_lines(c, ch, &lines, &n);
+	struct fit_edit *e = calloc(n ? n : 1, sizeof *e);
+
+	if (!e)
+		return NULL;
+	for (size_t i = 0; i < ch->n; i++) {
+		if (seen_top(ch, i))
+			continue;
+		const struct field *f = own_field(c, ch->v[i].top);
+
+		e[k].start = f ? f->loc.start : ins;
+		e[k].end = f ? f->loc.end : ins;
+		e[k].text = f ? lines[k] : arena_printf(&c->arena, own_line ? "  %s\n" : "\n  %s\n", lines[k]);
+		k++;
+	}
+	qsort(e, k, sizeof *e, edit_cmp);	/* inserts share one point: keep their order */
+	struct strbuf sb;
+	uint32_t at = 0;
+
+	strbuf_init(&sb);
+	for (size_t i = 0; i < k; i++) {
+		strbuf_add(&sb, c->text + at, e[i].start - at);
+		strbuf_addstr(&sb, e[i].text);
+		at = e[i].end > at ? e[i].end : at;
+	}
+	strbuf_add(&sb, c->text + at, c->len - at);
+	free(e);
+	return strbuf_detach(&sb, len);
+}
+
+/* Fold one analysed job into @out: the worst class and phase. */
+static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
+{
+	struct mem_result res;
+	struct phase_result run;
+
+	if (mem_analyze(&bd->job, &res) != MEM_OK)
+		return;
+	bool phases = phases_analyze(a, &bd->job, &res, &bd->run_in, &run);
+
+	out->ok = out->fits = true;
+	for (size_t i = 0; i < res.nclasses; i++) {
+		const struct mem_class *k = &res.classes[i];
+		uint64_t t = k->device_total;
+
+		out->fits &= k->fits_headroom;
+		if (phases && i < run.nclasses) {
+			t = run.classes[i].run_device > t ? run.classes[i].run_device : t;
+			out->fits &= run.classes[i].run_fits;
+		}
+		out->total = t > out->total ? t : out->total;
+	}
+	mem_result_free(&res);
+}
+
+/* The base compilation (c->base_warnings unset) records its warnings; a
+ * variant must add none, or -Werror would refuse the pasted fix. */
+static void analyse(struct fit_ctx *c, struct arena *a, struct diag_engine *de, struct check_result *cr,
+		    struct fit_outcome *out)
+{
+	struct build_override none = { .zero = -1 };
+	struct build *bd = ARENA_NEW(a, struct build);
+	const struct check_job *j = cr->jobs;
+
+	bool base = !c->have_base;
+
+	while (j && strcmp(j->decl->name, c->job_name) != 0)
+		j = j->next;
+	c->have_base = true;	/* even if the job as written is not built */
+	if (base)
+		c->base_warnings = diag_warning_count(de);
+	if (!j || !j->ok || cr->shared_errors || diag_error_count(de) ||
+	    !build_job(cr->ev, a, j, &none, false, bd))
+		return;
+	if (base)
+		c->base_warnings = diag_warning_count(de);
+	if (!diag_error_count(de) && diag_warning_count(de) <= c->base_warnings)
+		judge(a, bd, out);
+}
+
+void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+{
+	struct arena a = { 0 };
+	struct interner *in = interner_new(&a);
+	struct src_table *src = src_table_new(&a);
+	struct diag_engine *de = diag_new(&a, src, NULL);
+	struct import_opts io = { .dirs = c->opts->dirs, .ndirs = c->opts->ndirs, .stdlib_dir = c->stdlib };
+	size_t len = c->len;
+	char *text = ch ? apply(c, ch, &len) : NULL;
+
+	memset(out, 0, sizeof *out);
+	c->builds++;
+	if (ch && !text)
+		return;
+	src_set_overlay(src, c->path, text ? text : c->text, len);
+	struct program *p = import_load(&a, in, src, de, c->path, &io);
+
+	if (p->root && !diag_error_count(de))
+		analyse(c, &a, de, check_program(&a, in, de, src, p), out);
+	arena_free(&a);
+	free(text);
+}

@@ -69,12 +69,15 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.saves_bytes = saves, .input_bytes = f->input, .input_saved_bytes = f->input_saved,
 		.temp_fwd_bytes = tf, .temp_bwd_bytes = tb,
 		.loss_region = loss,
+		.op_mm = { b->op_mm[0], b->op_mm[1] }, .op_sdpa = b->op_sdpa,
+		.op_mm_count = b->op_mm_count,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
 	b->params = NULL;
 	b->nparams = b->capparams = 0;
 	b->saves = b->loss_saves = 0;
+	b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
 }
 
 /* A repeat in the model body: the first is the body of identical blocks
@@ -334,7 +337,8 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	const char *ck = bound_sym(b, "checkpoint", "none");
 
 	j->recompute = !strcmp(ck, "full") ? MEM_RECOMPUTE_FULL :
-		       !strcmp(ck, "selective") ? MEM_RECOMPUTE_SELECTIVE : MEM_RECOMPUTE_NONE;
+		       !strcmp(ck, "selective") ? MEM_RECOMPUTE_SELECTIVE :
+		       !strcmp(ck, "selective_op") ? MEM_RECOMPUTE_SELECTIVE_OP : MEM_RECOMPUTE_NONE;
 	b->out->rep.recompute = ck;
 	b->out->full_recompute = j->recompute == MEM_RECOMPUTE_FULL;
 	return true;

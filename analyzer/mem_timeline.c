@@ -225,7 +225,7 @@ static void eval_backward(struct walk *w, const struct pos *p, bool remat)
 {
 	struct mem_vec v = w->base;
 	struct mem_where wh = where_of(w, p, true, remat);
-	bool full = w->job->recompute == MEM_RECOMPUTE_FULL && p->c->body;
+	bool full = mem_recomputes_repeat(w->job->recompute) && p->c->body;
 
 	add_activations(w, p, &v, full);
 	put(w, &v, p->c->act, remat ? p->c->tfwd : p->c->tbwd);
@@ -322,7 +322,7 @@ static void walk_forward(struct walk *w)
 
 static void walk_backward(struct walk *w)
 {
-	bool full = w->job->recompute == MEM_RECOMPUTE_FULL;
+	bool full = mem_recomputes_repeat(w->job->recompute);
 
 	for (size_t s = w->st->nsegs; s-- > 0;) {
 		const struct mem_seg *seg = &w->st->segs[s];

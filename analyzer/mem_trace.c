@@ -305,7 +305,7 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 	bool unit = b->is_body && shards(r->job->sharding);
 	uint32_t g = unit ? put(r, r->cx->iter[seg->block].v[S_GATH], STREAM_COMM) : NO_ID;
 
-	for (size_t j = 0; b->is_body && r->job->recompute == MEM_RECOMPUTE_FULL &&
+	for (size_t j = 0; b->is_body && mem_recomputes_repeat(r->job->recompute) &&
 			   j < b->nlayers; j++) {
 		uint32_t tmp;
 

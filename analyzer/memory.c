@@ -357,11 +357,29 @@ static void cost_trainable(struct mem_ctx *cx, const struct mem_param *p, uint32
 	cost_step_temp(cx, p, n, c);
 }
 
+/* Op-level SAC (torchtitan distributed/activation_checkpoint.py
+ * _custom_policy): the outputs of sdpa and of every other mm stay stored,
+ * counting the block's mms from 1 and keeping the odd ones; the count starts
+ * again in every checkpointed block (context_fn builds a fresh `meta` per
+ * call). Everything else in the repeat is recomputed as under full. */
+static uint64_t sac_kept(const struct mem_job *job, const struct mem_block *b, size_t j)
+{
+	const struct mem_layer *l = &b->layers[j];
+	uint64_t before = 0;
+
+	if (job->recompute != MEM_RECOMPUTE_SELECTIVE_OP)
+		return 0;
+	for (size_t i = 0; i < j; i++)
+		before += b->layers[i].op_mm_count % 2;
+	/* the layer's first mm is the block's (before + 1)-th: kept when odd */
+	return l->op_sdpa + l->op_mm[before % 2];
+}
+
 static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, struct mem_cost *c)
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_layer *l = &b->layers[j];
-	bool full = job->recompute == MEM_RECOMPUTE_FULL && b->is_body;
+	bool full = mem_recomputes_repeat(job->recompute) && b->is_body;
 
 	memset(c, 0, sizeof(*c));
 	c->body = b->is_body;
@@ -397,12 +415,15 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		 * CheckpointFunction.backward, Megatron tensor_parallel/random.py), which
 		 * share the stored input's storage: a save that is the input itself
 		 * (a norm's x_in) is not allocated again when the repeat is re-run. */
-		uint64_t alias = j == 0 ? l->input_saved_bytes : 0;
+		uint64_t alias = j == 0 ? l->input_saved_bytes : 0, kept = sac_kept(job, b, j);
 
 		if (alias > l->saves_bytes)
 			alias = l->saves_bytes;
+		if (kept > l->saves_bytes - alias)
+			kept = l->saves_bytes - alias;
 		c->stored = j == 0 ? mem_round(job, l->input_bytes) : 0;
-		c->saves = mem_round(job, l->saves_bytes - alias);
+		c->stored = mem_add(&cx->ovf, c->stored, mem_round(job, kept));
+		c->saves = mem_round(job, l->saves_bytes - alias - kept);
 	}
 	c->tfwd = mem_round(job, l->temp_fwd_bytes);
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
@@ -756,7 +777,7 @@ static void explain_states(const struct mem_ctx *cx, const struct mem_stage *st,
 static void explain_rest(const struct mem_ctx *cx, const struct mem_stage *st,
 			 struct mem_class *k)
 {
-	static const char *const rc[] = { "none", "selective", "full" };
+	static const char *const rc[] = { "none", "selective", "full", "selective_op" };
 	const struct mem_job *job = cx->job;
 	const uint64_t *bp = k->buffers_at_peak;
 	char a[32], b[32], c[32], d[32], e[32], f[32];

@@ -56,7 +56,15 @@ enum mem_recompute {
 	MEM_RECOMPUTE_NONE,
 	MEM_RECOMPUTE_SELECTIVE,	/* caller already dropped core attention from saves */
 	MEM_RECOMPUTE_FULL,		/* body repeats keep only their input (§4.5) */
+	MEM_RECOMPUTE_SELECTIVE_OP,	/* torchtitan op-level SAC: full, but the outputs of
+					   saved ops (mem_layer.op_*) stay stored */
 };
+
+/* Body repeats re-run their forward in backward (full and op-level SAC). */
+static inline bool mem_recomputes_repeat(enum mem_recompute r)
+{
+	return r == MEM_RECOMPUTE_FULL || r == MEM_RECOMPUTE_SELECTIVE_OP;
+}
 
 enum mem_schedule { MEM_PP_1F1B, MEM_PP_INTERLEAVED, MEM_PP_GPIPE };
 
@@ -133,6 +141,11 @@ struct mem_layer {
 	uint64_t temp_fwd_bytes;	/* transients alive only while its forward runs */
 	uint64_t temp_bwd_bytes;	/* transients alive only while its backward runs */
 	bool loss_region;		/* saves/temps count as MEM_C_LOGITS */
+	/* saves tagged op(mm) / op(sdpa), for op-level SAC: op_mm[k] adds the
+	 * layer's (k+1)-th, (k+3)-th, ... mm output (the block's parity decides
+	 * which half torchtitan keeps), op_mm_count their number */
+	uint64_t op_mm[2], op_sdpa;
+	uint64_t op_mm_count;
 };
 
 /* A run of layers repeated `repeat` times.  Body blocks are the transformer

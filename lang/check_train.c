@@ -20,7 +20,7 @@
 #include "lang/strbuf.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", "expert", "hf", "adaptable", NULL };
+					    "grouped", "paged", "expert", "hf", "adaptable", "op", NULL };
 
 static bool is_word(const char *name)
 {
@@ -41,12 +41,32 @@ static void check_hf(struct eval *ev, const struct stmt *s, const struct attr *a
 			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "hf() takes module names such as q_proj");
 }
 
+/* op(mm) / op(sdpa): the aten op that produced a saved tensor, which an
+ * op-level checkpoint policy keeps (language.md). A save waiting on
+ * for_grad may vanish, an op output does not. */
+static void check_op(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	const struct arg *x = a->args;
+	bool named = x && !x->next && !x->name && x->value->kind == EXPR_NAME;
+
+	if (!named || (strcmp(x->value->name.name, "mm") && strcmp(x->value->name.name, "sdpa")))
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "op() takes one op name: mm or sdpa");
+	else if (s->tensor.kind != TENSOR_SAVES)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "op() marks a saves tensor");
+	for (const struct attr *o = s->tensor.attrs; o; o = o->next)
+		if (!strcmp(o->name, "for_grad"))
+			eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "an op() output is saved whatever trains: "
+				   "drop for_grad(...)");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 {
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
 		if (!strcmp(a->name, "hf"))
 			check_hf(ev, t->stmt, a);
+		if (!strcmp(a->name, "op"))
+			check_op(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -59,7 +79,7 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), forward, backward, loss, grouped, paged%s", s ? s : "");
+			  "for_grad(...), op(...), forward, backward, loss, grouped, paged%s", s ? s : "");
 	}
 }
 
@@ -107,7 +127,7 @@ void check_body_static(struct eval *ev, const struct decl *d)
 static const struct field_spec train_fields[] = {
 	{ "model", "model", true }, { "cluster", "cluster", true }, { "precision", "precision", true },
 	{ "optimizer", "optimizer", true }, { "micro_batch", "count", true }, { "seq_len", "count", true },
-	{ "grad_accum", "count", false }, { "checkpoint", "enum:none|selective|full", false },
+	{ "grad_accum", "count", false }, { "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
 	{ "loss", "enum:standard|chunked|chunked_kept", false }, { "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },

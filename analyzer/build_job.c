@@ -193,6 +193,27 @@ static bool key(const struct bld *b, const char *k, struct value *v)
 	return check_job_field(b->cj, k, v);
 }
 
+/* checkpoint_saves = [mm, sdpa]: a save list of one's own, every output of
+ * its ops kept; without it torchtitan's list and every-other-mm rule. */
+static void sac_policy(struct bld *b, struct mem_job *j)
+{
+	struct value v;
+
+	j->sac_ops = MEM_SAC_MM | MEM_SAC_SDPA;
+	j->sac_every_other_mm = true;
+	if (!key(b, "checkpoint_saves", &v) || v.kind != VAL_LIST)
+		return;
+	j->sac_ops = 0;
+	j->sac_every_other_mm = false;
+	for (unsigned i = 0; i < v.nitems; i++) {
+		const struct value *it = &v.items[i];
+
+		if (it->kind != VAL_SYMBOL && it->kind != VAL_STRING)
+			continue;
+		j->sac_ops |= !strcmp(it->str, "mm") ? MEM_SAC_MM : !strcmp(it->str, "sdpa") ? MEM_SAC_SDPA : 0;
+	}
+}
+
 static uint64_t key_u64(struct bld *b, const char *k, uint64_t dflt)
 {
 	struct value v;
@@ -341,6 +362,7 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 		       !strcmp(ck, "selective_op") ? MEM_RECOMPUTE_SELECTIVE_OP : MEM_RECOMPUTE_NONE;
 	b->out->rep.recompute = ck;
 	b->out->full_recompute = j->recompute == MEM_RECOMPUTE_FULL;
+	sac_policy(b, j);
 	return true;
 }
 

@@ -371,8 +371,14 @@ static uint64_t sac_kept(const struct mem_job *job, const struct mem_block *b, s
 		return 0;
 	for (size_t i = 0; i < j; i++)
 		before += b->layers[i].op_mm_count % 2;
+	uint64_t sdpa = job->sac_ops & MEM_SAC_SDPA ? l->op_sdpa : 0;
+
+	if (!(job->sac_ops & MEM_SAC_MM))
+		return sdpa;
+	if (!job->sac_every_other_mm)	/* a user's list: every output of its ops */
+		return sdpa + l->op_mm[0] + l->op_mm[1];
 	/* the layer's first mm is the block's (before + 1)-th: kept when odd */
-	return l->op_sdpa + l->op_mm[before % 2];
+	return sdpa + l->op_mm[before % 2];
 }
 
 static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, struct mem_cost *c)

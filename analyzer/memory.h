@@ -60,6 +60,8 @@ enum mem_recompute {
 					   saved ops (mem_layer.op_*) stay stored */
 };
 
+enum { MEM_SAC_MM = 1, MEM_SAC_SDPA = 2 };
+
 /* Body repeats re-run their forward in backward (full and op-level SAC). */
 static inline bool mem_recomputes_repeat(enum mem_recompute r)
 {
@@ -172,6 +174,8 @@ struct mem_job {
 	enum mem_schedule schedule;
 	uint64_t micro_batches;		/* per optimizer step per DP rank (>= 1) */
 	enum mem_recompute recompute;
+	unsigned sac_ops;		/* SELECTIVE_OP: MEM_SAC_* ops whose outputs stay stored */
+	bool sac_every_other_mm;	/* torchtitan's rule: of the mms, only the odd ones */
 	enum mem_sharding sharding;
 	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */
 	bool optimizer_in_backward;	/* torchtune optimizer_in_bwd: each parameter is stepped,

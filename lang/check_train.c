@@ -137,7 +137,7 @@ static const struct field_spec train_fields[] = {
 	{ "zero_grad", "enum:set_to_none|zeros", false }, { "optimizer_in_backward", "bool", false },
 	{ "load", "enum:meta|from_pretrained|rank0_cpu", false }, { "eval", "record", false },
 	{ "save", "enum:none|full_state_dict|full_state_dict_cpu", false },
-	{ "alloc", "record", false },
+	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
 	{ NULL, NULL, false },
 };
 
@@ -481,6 +481,32 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 	    !degree_above_1(j, "parallel.tp")) {
 		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'sequence_parallel' splits the sequence over "
 			   "the tp ranks: it needs tp > 1");
+		ok = false;
+	}
+	return ok;
+}
+
+/* checkpoint_saves lists ops (as op() tags name them) for the op-level
+ * policy; another checkpoint mode would ignore it. */
+static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v;
+	bool ok = true;
+
+	if (!check_job_field(j, "checkpoint_saves", &v) || v.kind != VAL_LIST)
+		return true;
+	for (unsigned i = 0; i < v.nitems; i++) {
+		const struct value *it = &v.items[i];
+		bool sym = it->kind == VAL_SYMBOL || it->kind == VAL_STRING;
+
+		if (it->kind != VAL_ERROR && (!sym || (strcmp(it->str, "mm") && strcmp(it->str, "sdpa")))) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, it->loc, "'checkpoint_saves' lists ops: mm, sdpa");
+			ok = false;
+		}
+	}
+	if (!sym_is(j, "checkpoint", "selective_op")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'checkpoint_saves' is the save list of "
+			   "'checkpoint = selective_op'; other modes ignore it");
 		ok = false;
 	}
 	return ok;
@@ -999,7 +1025,8 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	check_job_field(j, "optimizer", &j->optimizer);
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
-	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j);
+	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j) &
+		       checkpoint_ok(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {
 		j->bindings = job_bindings(ev, j);

@@ -204,7 +204,8 @@ static const struct map_row titan_rows[] = {
 	IGN("parallelism.enable_async_tensor_parallel"), IGN("parallelism.pipeline_parallel_split_points"),
 	IGN("parallelism.enable_compiled_autograd"), IGN("parallelism.disable_loss_parallel"),
 	IGN("parallelism.fsdp_reshard_after_forward"),
-	E("activation_checkpoint.mode", "checkpoint", "full=full|selective=selective|none=none"),
+	E("activation_checkpoint.mode", "checkpoint",
+	  "full=full|selective=selective|none=none|selective_op=selective_op"),
 	IGN("activation_checkpoint.selective_ac_option"),
 	E("optimizer.name", "optimizer", "AdamW=adamw|Adam=adam"),
 	IGN("optimizer.lr"), IGN("optimizer.eps"), IGN("optimizer.weight_decay"),
@@ -220,10 +221,31 @@ static const struct map_row titan_rows[] = {
 	{ NULL, NULL, MAP_IGNORE, NULL }
 };
 
+static struct cfg_item *titan_item(struct cfg *c, const char *path)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->items[i].path, path))
+			return &c->items[i];
+	return NULL;
+}
+
+/* mode = "selective" with selective_ac_option = "op" is the op-level
+ * policy (checkpoint = selective_op); a layer frequency keeps "selective". */
+static void titan_ac_option(struct cfg *c)
+{
+	struct cfg_item *mode = titan_item(c, "activation_checkpoint.mode");
+	struct cfg_item *opt = titan_item(c, "activation_checkpoint.selective_ac_option");
+
+	if (mode && opt && mode->text && opt->text && !strcmp(mode->text, "selective") &&
+	    !strcmp(opt->text, "op"))
+		cfg_set_scalar(mode, mode->kind, "selective_op");
+}
+
 /* torchtitan shards with FSDP2 whenever dp_shard is not 1; -1 means "the
  * GPUs left over", which is memc's default for dp_shard as well. */
 bool titan_import(struct cfg *c, struct imp_out *o)
 {
+	titan_ac_option(c);
 	for (size_t i = 0; i < c->n; i++) {
 		struct cfg_item *it = &c->items[i];
 

@@ -363,6 +363,11 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	b->out->rep.recompute = ck;
 	b->out->full_recompute = j->recompute == MEM_RECOMPUTE_FULL;
 	sac_policy(b, j);
+	struct value m;
+
+	j->recompute_every = key_u64(b, "checkpoint_every", 0);
+	if (key(b, "recompute_method", &m) && m.kind == VAL_SYMBOL && !strcmp(m.str, "block"))
+		j->recompute_first = key_u64(b, "recompute_num_layers", 0);
 	return true;
 }
 

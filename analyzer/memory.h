@@ -176,6 +176,11 @@ struct mem_job {
 	enum mem_recompute recompute;
 	unsigned sac_ops;		/* SELECTIVE_OP: MEM_SAC_* ops whose outputs stay stored */
 	bool sac_every_other_mm;	/* torchtitan's rule: of the mms, only the odd ones */
+	/* which body repeats the recompute mode applies to; the others run as
+	 * under none. every: torchtitan's layer SAC, the repeats whose 1-based
+	 * index is a multiple (0: all); first: Megatron --recompute-method block,
+	 * the first repeats of each pipeline chunk (0: all) */
+	uint64_t recompute_every, recompute_first;
 	enum mem_sharding sharding;
 	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */
 	bool optimizer_in_backward;	/* torchtune optimizer_in_bwd: each parameter is stepped,

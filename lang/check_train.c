@@ -138,6 +138,8 @@ static const struct field_spec train_fields[] = {
 	{ "load", "enum:meta|from_pretrained|rank0_cpu", false }, { "eval", "record", false },
 	{ "save", "enum:none|full_state_dict|full_state_dict_cpu", false },
 	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
+	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
+	{ "recompute_num_layers", "count", false },
 	{ NULL, NULL, false },
 };
 
@@ -486,6 +488,47 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
+static bool needs_full(struct eval *ev, const struct check_job *j, const char *key, const char *what)
+{
+	struct value v;
+
+	if (!check_job_field(j, key, &v) || v.kind == VAL_NONE || sym_is(j, "checkpoint", "full"))
+		return true;
+	eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'%s' %s; it needs 'checkpoint = full'", key, what);
+	return false;
+}
+
+/* Which layers full recompute covers: torchtitan's every N-th block, or
+ * Megatron's --recompute-method/--recompute-num-layers. Megatron's uniform
+ * method with more than one layer per unit checkpoints groups of layers,
+ * which memc does not model. */
+static bool layer_policy_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v, n;
+	bool ok = needs_full(ev, j, "checkpoint_every", "picks the checkpointed blocks") &
+		  needs_full(ev, j, "recompute_method", "picks the recomputed layers") &
+		  needs_full(ev, j, "recompute_num_layers", "picks the recomputed layers");
+	bool has_n = check_job_field(j, "recompute_num_layers", &n) && n.kind == VAL_NUM;
+	bool block = sym_is(j, "recompute_method", "block");
+
+	if (check_job_field(j, "checkpoint_every", &v) && (block || has_n)) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'checkpoint_every' (torchtitan) and "
+			   "'recompute_method'/'recompute_num_layers' (Megatron) both pick layers: use one");
+		ok = false;
+	}
+	if (block && !has_n) {
+		eval_error(ev, DIAG_MISSING_FIELD, key_loc(j, "recompute_method"),
+			   "'recompute_method = block' needs 'recompute_num_layers'");
+		ok = false;
+	}
+	if (has_n && !block && num_cmp(n.num, num_from_int(1)) > 0) {
+		eval_error(ev, DIAG_OUT_OF_RANGE, n.origin, "'recompute_method = uniform' with more than one "
+			   "layer per checkpoint is not modelled: memc recomputes layer by layer (1)");
+		ok = false;
+	}
+	return ok;
+}
+
 /* checkpoint_saves lists ops (as op() tags name them) for the op-level
  * policy; another checkpoint mode would ignore it. */
 static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
@@ -493,8 +536,9 @@ static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 	struct value v;
 	bool ok = true;
 
+	ok = layer_policy_ok(ev, j);
 	if (!check_job_field(j, "checkpoint_saves", &v) || v.kind != VAL_LIST)
-		return true;
+		return ok;
 	for (unsigned i = 0; i < v.nitems; i++) {
 		const struct value *it = &v.items[i];
 		bool sym = it->kind == VAL_SYMBOL || it->kind == VAL_STRING;

@@ -230,22 +230,30 @@ static struct cfg_item *titan_item(struct cfg *c, const char *path)
 }
 
 /* mode = "selective" with selective_ac_option = "op" is the op-level
- * policy (checkpoint = selective_op); a layer frequency keeps "selective". */
-static void titan_ac_option(struct cfg *c)
+ * policy (checkpoint = selective_op); with a layer frequency "N" it is full
+ * AC of every N-th block (checkpoint = full, checkpoint_every = N). */
+static void titan_ac_option(struct cfg *c, struct imp_out *o)
 {
 	struct cfg_item *mode = titan_item(c, "activation_checkpoint.mode");
 	struct cfg_item *opt = titan_item(c, "activation_checkpoint.selective_ac_option");
+	size_t n;
 
-	if (mode && opt && mode->text && opt->text && !strcmp(mode->text, "selective") &&
-	    !strcmp(opt->text, "op"))
+	if (!mode || !opt || !mode->text || !opt->text || strcmp(mode->text, "selective"))
+		return;
+	n = strspn(opt->text, "0123456789");
+	if (!strcmp(opt->text, "op")) {
 		cfg_set_scalar(mode, mode->kind, "selective_op");
+	} else if (n > 0 && !opt->text[n] && strspn(opt->text, "0") < n) {
+		cfg_set_scalar(mode, mode->kind, "full");
+		imp_set(o, "checkpoint_every", opt->text, opt->path, NULL);
+	}
 }
 
 /* torchtitan shards with FSDP2 whenever dp_shard is not 1; -1 means "the
  * GPUs left over", which is memc's default for dp_shard as well. */
 bool titan_import(struct cfg *c, struct imp_out *o)
 {
-	titan_ac_option(c);
+	titan_ac_option(c, o);
 	for (size_t i = 0; i < c->n; i++) {
 		struct cfg_item *it = &c->items[i];
 

@@ -60,10 +60,16 @@ ALL_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARNINGS) $(CFLAGS) $(SANFLA
 GEN_CFLAGS   = $(ALL_CFLAGS) -Wno-unused-function -Wno-sign-compare \
 	       -Wno-missing-prototypes
 ALL_LDFLAGS  = $(LDFLAGS) $(SANFLAGS)
+# libunistring from its archive when one is installed: mapping and
+# relocating the shared library is a tenth of a `memc report`
+# (docs/performance.md). UNISTRING_STATIC=0 links the shared one.
+UNISTRING_STATIC ?= 1
+UNISTRING_A  := $(if $(filter 1,$(UNISTRING_STATIC)),$(shell $(CC) -print-file-name=libunistring.a))
+
 # jansson and libyaml read the configs of `memc import` (docs/import.md).
 # Deferred (=) like CMOCKA: pkg-config runs after `make deps` installed them.
 IMPORT_LIBS  = $(shell $(PKG_CONFIG) --libs jansson yaml-0.1 2>/dev/null || echo -ljansson -lyaml)
-LIBS         = -lunistring -lm $(IMPORT_LIBS)
+LIBS         = $(if $(filter /%,$(UNISTRING_A)),$(UNISTRING_A),-lunistring) -lm $(IMPORT_LIBS)
 # Deferred (=): evaluated only when a test is linked, after `make deps`.
 CMOCKA       = $(shell $(PKG_CONFIG) --cflags --libs cmocka)
 
@@ -103,7 +109,7 @@ all: $(ALL_TARGETS)
 # Objects depend on the exact compiler command line, so changing PREFIX (or
 # CFLAGS) rebuilds them (git's GIT-CFLAGS trick).
 FLAGS_FILE := $(B)/.build-flags
-BUILD_CMD = $(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS)
+BUILD_CMD = $(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(LIBS)
 $(FLAGS_FILE): FORCE
 	@mkdir -p $(@D)
 	@echo '$(subst ','\'',$(BUILD_CMD))' | cmp -s - $@ || \
@@ -142,7 +148,7 @@ $(LIBLANG): $(LANG_OBJS) $(GEN_OBJS)
 
 # Objects before the archive: the linker resolves an archive's symbols only
 # for objects that appear to its left.
-$(MEMC): $(ANALYZER_OBJS) $(LIBLANG)
+$(MEMC): $(ANALYZER_OBJS) $(LIBLANG) $(FLAGS_FILE)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(ANALYZER_OBJS) $(LIBLANG) $(LIBS)
 
 $(B)/tests/test_%: tests/unit/test_%.c $(ANALYZER_LIB_OBJS) $(LIBLANG) $(FLAGS_FILE) | $(GEN_H)

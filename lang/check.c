@@ -12,6 +12,7 @@
 #include "lang/eval_impl.h"
 #include "lang/import.h"
 #include "lang/intern.h"
+#include "lang/reach.h"
 #include "lang/scope.h"
 #include "lang/units.h"
 
@@ -260,8 +261,13 @@ struct check_result *check_program_decls(struct arena *a, struct interner *in, s
 	r->ev->stdlib_dir = p->stdlib_dir;
 	if (diag_error_count(de))
 		return r;
+	/* what lazy loading left unreached is checked by make check-stdlib */
+	const struct reach *reach = p->reach;
+
 	for (size_t i = 0; i < p->nfiles; i++)
 		for (const struct decl *d = p->files[i]->decls; d; d = d->next) {
+			if (!reach_wants(reach, d))
+				continue;
 			if (r->ev->total_steps > EVAL_MAX_TOTAL_STEPS) {
 				eval_error(r->ev, DIAG_INSTANTIATION_LIMIT, d->loc,
 					   "the program's templates expand into more than %d statements; "

@@ -14,6 +14,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "lang/intern.h"
 #include "lang/units.h"
 
 enum dtype_id {
@@ -63,14 +64,15 @@ static const struct {
 
 static bool name_taken(const char *name, const struct dtype **out)
 {
+	/* the first byte first: most names asked about are not dtypes */
 	for (size_t i = 0; i < DT__COUNT; i++) {
-		if (strcmp(dtype_table[i].name, name) == 0) {
+		if (dtype_table[i].name[0] == name[0] && strcmp(dtype_table[i].name, name) == 0) {
 			*out = &dtype_table[i];
 			return true;
 		}
 	}
 	for (size_t i = 0; i < ALIAS_COUNT; i++) {
-		if (strcmp(alias_table[i].name, name) == 0) {
+		if (alias_table[i].name[0] == name[0] && strcmp(alias_table[i].name, name) == 0) {
 			*out = &dtype_table[alias_table[i].target];
 			return true;
 		}
@@ -83,6 +85,21 @@ const struct dtype *dtype_find(const char *name)
 	const struct dtype *dt;
 
 	return name_taken(name, &dt) ? dt : NULL;
+}
+
+/* The memo holds the dtype's row + 1 (an alias's target), or -1. */
+const struct dtype *dtype_find_in(const struct interner *in, const char *name)
+{
+	struct intern_memo *m = intern_memo(in, name);
+
+	if (!m)
+		return dtype_find(name);
+	if (m->dtype == 0) {
+		const struct dtype *dt = dtype_find(name);
+
+		m->dtype = dt ? (int)(dt - dtype_table) + 1 : -1;
+	}
+	return m->dtype > 0 ? &dtype_table[m->dtype - 1] : NULL;
 }
 
 const char *dtype_name(const struct dtype *dt)

@@ -26,6 +26,8 @@ enum dtype_kind { DTYPE_FLOAT, DTYPE_INT, DTYPE_UINT, DTYPE_BOOL };
 
 /* One row of dtypes.def (see its header for the byte formula). Only the
  * table creates these. */
+struct interner;
+
 struct dtype {
 	const char *name;
 	enum dtype_kind kind;
@@ -40,6 +42,9 @@ struct dtype {
 
 /* By exact name or alias; NULL if unknown. */
 const struct dtype *dtype_find(const char *name);
+/* dtype_find() of an interned name, searching once per name and
+ * compilation (struct intern_memo); any other string as dtype_find(). */
+const struct dtype *dtype_find_in(const struct interner *in, const char *name);
 const char *dtype_name(const struct dtype *dt);
 unsigned dtype_bits(const struct dtype *dt);
 bool dtype_is_block_scaled(const struct dtype *dt);

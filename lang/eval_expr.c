@@ -49,7 +49,7 @@ static struct value quantity(struct eval *ev, const struct expr *e)
 	v.loc = v.origin = e->loc;
 	if (v.kind == VAL_ERROR)
 		return v;
-	if (!unit_lookup(e->quantity.unit, &u)) {
+	if (!unit_lookup_in(ev->interner, e->quantity.unit, &u)) {
 		const char *s = unit_suggest(e->quantity.unit);
 		struct diag *d = eval_error(ev, DIAG_UNKNOWN_UNIT, e->quantity.unit_loc,
 					    "unknown unit '%s'", e->quantity.unit);

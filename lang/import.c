@@ -21,6 +21,7 @@
 #include "lang/confusable.h"
 #include "lang/diag.h"
 #include "lang/import.h"
+#include "lang/lazy.h"
 #include "lang/parse.h"
 #include "lang/source.h"
 
@@ -34,6 +35,16 @@ struct loader {
 	size_t nfiles, cap;
 	unsigned depth;
 	bool depth_reported;
+	bool lazy;			/* prescan stdlib imports (lang/lazy.h) */
+	struct real_dir *real_dirs;	/* folders already resolved by real_path() */
+	struct file_ast **prescanned;
+	size_t nprescanned, capprescanned;
+};
+
+/* A folder and its realpath(), for real_path(). */
+struct real_dir {
+	const char *dir, *real;		/* real NULL: realpath() failed */
+	struct real_dir *next;
 };
 
 /* What import.c keeps per loaded file, hung on src_file.user. */
@@ -70,6 +81,51 @@ static bool exists(const char *path)
 	struct stat st;
 
 	return stat(path, &st) == 0;
+}
+
+static const char *real_dir_of(struct loader *ld, const char *dir)
+{
+	struct real_dir *r;
+
+	for (r = ld->real_dirs; r; r = r->next)
+		if (strcmp(r->dir, dir) == 0)
+			return r->real;
+	char *rp = realpath(dir, NULL);
+
+	r = ARENA_NEW(ld->arena, struct real_dir);
+	r->dir = arena_strdup(ld->arena, dir);
+	r->real = rp ? arena_strdup(ld->arena, rp) : NULL;
+	r->next = ld->real_dirs;
+	ld->real_dirs = r;
+	free(rp);
+	return r->real;
+}
+
+/*
+ * realpath(@path), in the arena, or NULL. realpath() pays a readlink per
+ * component, twice per file with src_load's; a job's dozen imports share
+ * a few folders, so each folder is resolved once and the file itself
+ * only lstat()ed: a final component that is not a symlink, "." or ".."
+ * resolves to the real folder joined with it, as realpath() would.
+ */
+static const char *real_path(struct loader *ld, const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	struct stat st;
+
+	if (slash && *base && strcmp(base, ".") != 0 && strcmp(base, "..") != 0 &&
+	    lstat(path, &st) == 0 && !S_ISLNK(st.st_mode)) {
+		const char *dir = slash == path ? "/" : arena_strndup(ld->arena, path, (size_t)(slash - path));
+		const char *real = real_dir_of(ld, dir);
+
+		if (real)
+			return arena_printf(ld->arena, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
+	}
+	char *rp = realpath(path, NULL);
+	const char *res = rp ? arena_strdup(ld->arena, rp) : NULL;
+
+	free(rp);
+	return res;
 }
 
 static const char *with_extension(struct arena *a, const char *name)
@@ -131,7 +187,7 @@ static bool resolve(struct loader *ld, const struct file_info *from, const char 
 		if (try_dir(ld, ld->opts->dirs[i], ld->opts->dirs[i], name, path, display))
 			return true;
 	if (!local_only && ld->opts->stdlib_dir &&
-	    try_dir(ld, ld->opts->stdlib_dir, "<stdlib>", name, path, display))
+	    try_dir(ld, ld->opts->stdlib_dir, IMPORT_STDLIB_DISPLAY, name, path, display))
 		return true;
 	report_not_found(ld, from, raw, site, local_only);
 	return false;
@@ -179,21 +235,20 @@ static void load_imports(struct loader *ld, struct src_file *f, struct file_info
 /* A root named "-" is standard input, shown as <stdin>; it has no folder
  * of its own, so its imports are looked up from the current one. */
 static struct src_file *load_source(struct loader *ld, const char *path, const char *display,
-				    struct loc site)
+				    struct loc site, const char *real)
 {
 	if (site.file == 0 && strcmp(path, "-") == 0)
 		return src_load_fd(ld->src, ld->diag, 0, IMPORT_STDIN_NAME);
-	return src_load(ld->src, ld->diag, path, display, site);
+	return src_load_real(ld->src, ld->diag, path, display, site, real);
 }
 
 static struct file_ast *load_file(struct loader *ld, const char *path, const char *display,
 				  const char *display_dir, struct loc site)
 {
 	bool is_stdin = site.file == 0 && strcmp(path, "-") == 0;
-	char *rp = is_stdin ? NULL : realpath(path, NULL);
+	const char *rp = is_stdin ? NULL : real_path(ld, path);
 	struct src_file *f = rp ? src_find_real(ld->src, rp) : NULL;
 
-	free(rp);
 	if (f) {
 		if (f->state == SRC_ACTIVE)
 			report_cycle(ld, f, site);
@@ -206,7 +261,7 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 		ld->depth_reported = true;
 		return NULL;
 	}
-	f = load_source(ld, path, display, site);
+	f = load_source(ld, path, display, site, rp);
 	if (!f)
 		return NULL;
 
@@ -214,7 +269,14 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 
 	info->dir = dir_of(ld->arena, path);
 	info->display_dir = display_dir;
-	info->ast = parse_file(ld->arena, ld->interner, ld->diag, f);
+	info->ast = NULL;
+	if (ld->lazy && site.file != 0 && import_is_stdlib_name(display) &&
+	    (info->ast = lazy_prescan(ld->arena, ld->interner, f))) {
+		ARENA_GROW(ld->arena, ld->prescanned, ld->nprescanned, ld->capprescanned);
+		ld->prescanned[ld->nprescanned++] = info->ast;
+	}
+	if (!info->ast)
+		info->ast = parse_file(ld->arena, ld->interner, ld->diag, f);
 	f->user = info;
 	f->state = SRC_ACTIVE;
 	ld->depth++;
@@ -225,11 +287,12 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 	return info->ast;
 }
 
-struct program *import_load_many(struct arena *a, struct interner *in, struct src_table *src,
-				 struct diag_engine *de, const char *const *roots, size_t nroots,
-				 const struct import_opts *opts)
+static struct program *load_program(struct arena *a, struct interner *in, struct src_table *src,
+				    struct diag_engine *de, const char *const *roots, size_t nroots,
+				    const struct import_opts *opts, bool lazy)
 {
-	struct loader ld = { .arena = a, .interner = in, .src = src, .diag = de, .opts = opts };
+	struct loader ld = { .arena = a, .interner = in, .src = src, .diag = de, .opts = opts,
+			     .lazy = lazy };
 	struct program *p = ARENA_NEW(a, struct program);
 
 	for (size_t i = 0; i < nroots; i++) {
@@ -241,14 +304,31 @@ struct program *import_load_many(struct arena *a, struct interner *in, struct sr
 	p->files = ld.files;
 	p->nfiles = ld.nfiles;
 	p->stdlib_dir = opts ? opts->stdlib_dir : NULL;
+	if (ld.nprescanned && !diag_error_count(de))
+		lazy_parse_reached(a, in, de, src, p, ld.prescanned, ld.nprescanned);
 	/* Here, where the whole program is first seen, for every command. */
 	confusable_check(a, de, p);
 	return p;
+}
+
+/* memc list shows every declaration in scope, reached or not: no stubs. */
+struct program *import_load_many(struct arena *a, struct interner *in, struct src_table *src,
+				 struct diag_engine *de, const char *const *roots, size_t nroots,
+				 const struct import_opts *opts)
+{
+	return load_program(a, in, src, de, roots, nroots, opts, false);
 }
 
 struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,
 			    struct diag_engine *de, const char *root_path,
 			    const struct import_opts *opts)
 {
-	return import_load_many(a, in, src, de, &root_path, 1, opts);
+	return load_program(a, in, src, de, &root_path, 1, opts, true);
+}
+
+bool import_is_stdlib_name(const char *display_name)
+{
+	size_t n = strlen(IMPORT_STDLIB_DISPLAY);
+
+	return strncmp(display_name, IMPORT_STDLIB_DISPLAY, n) == 0 && display_name[n] == '/';
 }

@@ -20,6 +20,7 @@
 #ifndef MEMC_LANG_IMPORT_H
 #define MEMC_LANG_IMPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "lang/ast.h"
@@ -28,8 +29,12 @@ struct arena;
 struct interner;
 struct diag_engine;
 struct src_table;
+struct reach;
 
 enum { IMPORT_MAX_DEPTH = 64 };
+
+/* The folder files found in the stdlib are shown under. */
+#define IMPORT_STDLIB_DISPLAY "<stdlib>"
 
 /* A root path of "-" is read from standard input and shown as this. */
 #define IMPORT_STDIN_NAME "<stdin>"
@@ -46,6 +51,7 @@ struct program {
 	size_t nfiles;
 	struct file_ast *root;		/* NULL if the root could not be read */
 	const char *stdlib_dir;		/* for "add import" notes on undefined names; may be NULL */
+	const struct reach *reach;	/* lang/reach.h, once computed (lazy loading) */
 };
 
 struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,
@@ -57,5 +63,8 @@ struct program *import_load(struct arena *a, struct interner *in, struct src_tab
 struct program *import_load_many(struct arena *a, struct interner *in, struct src_table *src,
 				 struct diag_engine *de, const char *const *roots, size_t nroots,
 				 const struct import_opts *opts);
+
+/* A display name of a file found in the stdlib folder (or next to one). */
+bool import_is_stdlib_name(const char *display_name);
 
 #endif

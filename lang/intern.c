@@ -16,6 +16,7 @@ struct intern_entry {
 	struct intern_entry *next;	/* next entry in the same slot */
 	uint32_t hash;
 	size_t len;
+	struct intern_memo memo;
 	char str[];			/* NUL-terminated copy */
 };
 
@@ -92,6 +93,7 @@ const char *intern(struct interner *in, const char *s, size_t n)
 	e = arena_alloc(in->arena, sizeof(*e) + n + 1);
 	e->hash = h;
 	e->len = n;
+	e->memo = (struct intern_memo){ 0, 0 };
 	memcpy(e->str, s, n);
 	e->str[n] = '\0';
 	size_t j = h & (in->nslots - 1);
@@ -111,4 +113,12 @@ const char *intern_find(const struct interner *in, const char *s, size_t n)
 	struct intern_entry *e = lookup(in, s, n, fnv1a(s, n));
 
 	return e ? e->str : NULL;
+}
+
+struct intern_memo *intern_memo(const struct interner *in, const char *s)
+{
+	size_t n = strlen(s);
+	struct intern_entry *e = lookup(in, s, n, fnv1a(s, n));
+
+	return e && e->str == s ? &e->memo : NULL;
 }

@@ -38,4 +38,19 @@ const char *intern_cstr(struct interner *in, const char *s);
 /* The interned copy of @s, or NULL if it was never interned. */
 const char *intern_find(const struct interner *in, const char *s, size_t n);
 
+/*
+ * Per-name memo of table lookups, so that the evaluator's many lookups of
+ * the same non-local name (about 40 per variant) search the unit and
+ * dtype tables once per compilation, not once per use. 0 means "not
+ * looked up yet"; the tables (units.c, dtypes.c) give meaning to the
+ * rest. Only they write it.
+ */
+struct intern_memo {
+	int unit;
+	int dtype;
+};
+
+/* The memo of interned string @s, or NULL if @s was never interned. */
+struct intern_memo *intern_memo(const struct interner *in, const char *s);
+
 #endif

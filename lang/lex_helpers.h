@@ -21,6 +21,8 @@ void lex_error(struct lex_state *ls, enum diag_id id, struct loc loc, const char
 void lex_check_comment(struct lex_state *ls, struct loc loc, const char *text, size_t len);
 int lex_number(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len);
 bool lex_stray_bom(struct lex_state *ls, struct loc loc, const char *text, size_t len);
+/* Whether text[0, len) is one of the language's keywords. */
+bool lex_is_keyword(const char *text, size_t len);
 int lex_ident(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len);
 int lex_string(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len);
 int lex_open(struct lex_state *ls, struct loc loc, char c);

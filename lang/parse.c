@@ -9,6 +9,7 @@
  * bracket, a comma, `=`, `:` or a binary operator, and before a closing
  * bracket or `else`; runs of newlines fold into one.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,6 +110,12 @@ int parse_next_token(YYSTYPE *lval, struct loc *lloc, struct parse_ctx *pc)
 struct file_ast *parse_file(struct arena *a, struct interner *in, struct diag_engine *de,
 			    const struct src_file *f)
 {
+	return parse_file_range(a, in, de, f, 0, f->len);
+}
+
+struct file_ast *parse_file_range(struct arena *a, struct interner *in, struct diag_engine *de,
+				  const struct src_file *f, uint32_t start, uint32_t end)
+{
 	struct parse_ctx *pc = xcalloc(1, sizeof *pc);
 	struct file_ast *out = ARENA_NEW(a, struct file_ast);
 
@@ -118,11 +125,13 @@ struct file_ast *parse_file(struct arena *a, struct interner *in, struct diag_en
 	pc->decls_tail = &pc->decls;
 	pc->last_kind = YYEMPTY;
 	pc->pending.kind = YYEMPTY;
-	pc->lex = (struct lex_state){ .arena = a, .interner = in, .diag = de, .src = f };
+	pc->lex = (struct lex_state){ .arena = a, .interner = in, .diag = de, .src = f,
+				      .offset = start };
 	if (mlex_lex_init_extra(&pc->lex, &pc->scanner) != 0)
 		xdie_oom();
 
-	void *buf = mlex__scan_bytes(f->text, (int)f->len, pc->scanner);
+	assert(start <= end && end <= f->len);
+	void *buf = mlex__scan_bytes(f->text + start, (int)(end - start), pc->scanner);
 
 	yyparse(pc);
 	mlex__delete_buffer(buf, pc->scanner);

@@ -20,6 +20,8 @@
 #ifndef MEMC_LANG_PARSE_H
 #define MEMC_LANG_PARSE_H
 
+#include <stdint.h>
+
 #include "lang/ast.h"
 
 struct arena;
@@ -37,5 +39,9 @@ enum {
 
 struct file_ast *parse_file(struct arena *a, struct interner *in, struct diag_engine *de,
 			    const struct src_file *f);
+/* Parse only f->text[start, end) (lang/lazy.c: one reached declaration
+ * of a stdlib file); locations are still offsets into the whole file. */
+struct file_ast *parse_file_range(struct arena *a, struct interner *in, struct diag_engine *de,
+				  const struct src_file *f, uint32_t start, uint32_t end);
 
 #endif

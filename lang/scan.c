@@ -22,16 +22,41 @@
 #include "lang/parser.tab.h"
 #include "lang/source.h"
 
+/*
+ * Keywords by a perfect hash of (length, first byte, last byte): one
+ * memcmp per identifier instead of probing all 19, and identifiers are a
+ * third of the tokens of every stdlib file a job imports. A collision of
+ * two designators is a compile error (-Woverride-init, from -Wextra), so
+ * a new keyword that does not fit makes the build fail, not the lookup.
+ */
+#define KW_HASH(len, first, last) \
+	((((unsigned)(len)) * 29u + (unsigned char)(first) + (unsigned char)(last) * 8u) & 31u)
+#define KW(len, first, last, word, tok) [KW_HASH(len, first, last)] = { word, len, tok }
+
 static const struct keyword {
 	const char *word;
+	size_t len;
 	int token;
-} keywords[] = {
-	{ "import", IMPORT }, { "let", LET }, { "gpu", GPU }, { "precision", PRECISION },
-	{ "train", TRAIN }, { "layer", LAYER }, { "model", MODEL }, { "optimizer", OPTIMIZER },
-	{ "param", PARAM }, { "saves", SAVES }, { "temp", TEMP }, { "state", STATE },
-	{ "input", INPUT }, { "repeat", REPEAT }, { "if", IF }, { "else", ELSE }, { "warn", WARN },
-	{ "true", TRUE }, { "false", FALSE },
+} keywords[32] = {
+	KW(6, 'i', 't', "import", IMPORT), KW(3, 'l', 't', "let", LET),
+	KW(3, 'g', 'u', "gpu", GPU), KW(9, 'p', 'n', "precision", PRECISION),
+	KW(5, 't', 'n', "train", TRAIN), KW(5, 'l', 'r', "layer", LAYER),
+	KW(5, 'm', 'l', "model", MODEL), KW(9, 'o', 'r', "optimizer", OPTIMIZER),
+	KW(5, 'p', 'm', "param", PARAM), KW(5, 's', 's', "saves", SAVES),
+	KW(4, 't', 'p', "temp", TEMP), KW(5, 's', 'e', "state", STATE),
+	KW(5, 'i', 't', "input", INPUT), KW(6, 'r', 't', "repeat", REPEAT),
+	KW(2, 'i', 'f', "if", IF), KW(4, 'e', 'e', "else", ELSE),
+	KW(4, 'w', 'n', "warn", WARN), KW(4, 't', 'e', "true", TRUE),
+	KW(5, 'f', 'e', "false", FALSE),
 };
+
+/* The token of keyword text[0, len), or 0 for a plain name. */
+static int keyword_token(const char *text, size_t len)
+{
+	const struct keyword *k = &keywords[KW_HASH(len, text[0], text[len - 1])];
+
+	return k->len == len && memcmp(k->word, text, len) == 0 ? k->token : 0;
+}
 
 struct loc lex_head(struct loc l, uint32_t n)
 {
@@ -59,8 +84,13 @@ static bool check_bidi(struct lex_state *ls, struct loc loc, const char *text, s
 
 	while (p < end) {
 		ucs4_t c;
-		int n = u8_mbtouc(&c, p, (size_t)(end - p));
+		int n;
 
+		if (*p < 0x80) {	/* ASCII holds no bidi control: skip the decoder */
+			p += src_ascii_prefix((const char *)p, (size_t)(end - p));
+			continue;
+		}
+		n = u8_mbtouc(&c, p, (size_t)(end - p));
 		if (is_bidi_control(c)) {
 			struct loc at = { loc.file, loc.start + (uint32_t)(p - (const uint8_t *)text), 0 };
 
@@ -159,6 +189,22 @@ static bool valid_ident(struct lex_state *ls, struct loc loc, const char *text, 
 	return true;
 }
 
+bool lex_is_keyword(const char *text, size_t len)
+{
+	return len > 0 && keyword_token(text, len) != 0;
+}
+
+static bool is_ascii(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)text[i] >= 0x80)
+			return false;
+	return true;
+}
+
+/* The rule admits only [A-Za-z_][A-Za-z0-9_]* in ASCII, which is valid
+ * XID and already NFC, so only a name with a non-ASCII byte pays for the
+ * Unicode checks and the malloc'd normalisation. */
 int lex_ident(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const char *text, size_t len)
 {
 	if (len > PARSE_MAX_TOKEN) {
@@ -167,11 +213,12 @@ int lex_ident(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const c
 		lval->text = intern(ls->interner, text, PARSE_MAX_TOKEN);
 		return NAME;
 	}
-	for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
-		if (strlen(keywords[i].word) == len && memcmp(keywords[i].word, text, len) == 0) {
-			lval->text = intern_cstr(ls->interner, keywords[i].word);
-			return keywords[i].token;
-		}
+	int kw = keyword_token(text, len);
+
+	if (kw != 0 || is_ascii(text, len)) {
+		lval->text = intern(ls->interner, text, len);
+		return kw != 0 ? kw : NAME;
+	}
 	if (!valid_ident(ls, loc, text, len)) {
 		lval->text = intern(ls->interner, text, len);
 		return NAME;

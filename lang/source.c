@@ -87,9 +87,30 @@ static bool ends_line(const char *text, uint32_t len, uint32_t i)
 	return text[i] == '\n' || (text[i] == '\r' && (i + 1 == len || text[i + 1] != '\n'));
 }
 
+/* Line starts of a file without CR: memchr finds each LF at memory speed
+ * (every imported stdlib file is loaded on every run). */
+static void build_lf_table(struct arena *a, struct src_file *f)
+{
+	const char *p, *end = f->text + f->len;
+	uint32_t n = 1;
+
+	for (p = f->text; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+		n++;
+	f->line_starts = ARENA_NEW_ARRAY(a, uint32_t, n);
+	f->nlines = n;
+	n = 1;
+	for (p = f->text; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+		f->line_starts[n++] = (uint32_t)(p - f->text) + 1;
+}
+
 static void build_line_table(struct arena *a, struct src_file *f)
 {
 	uint32_t n = 1;
+
+	if (!memchr(f->text, '\r', f->len)) {
+		build_lf_table(a, f);
+		return;
+	}
 
 	for (uint32_t i = 0; i < f->len; i++)
 		n += ends_line(f->text, f->len, i);
@@ -106,11 +127,48 @@ static void build_line_table(struct arena *a, struct src_file *f)
  * offending byte, whichever kind comes first. The lexer can then assume
  * clean input.
  */
+size_t src_ascii_prefix(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, s + i, sizeof w);
+		if (w & 0x8080808080808080u)
+			break;
+	}
+	while (i < n && (unsigned char)s[i] < 0x80)
+		i++;
+	return i;
+}
+
+/* u8_check() by runs: ASCII is valid UTF-8, so only each non-ASCII
+ * character goes to libunistring, whose verdict on one character does
+ * not depend on its neighbours. Comments in the stdlib use "x" signs and
+ * dashes, so a file is rarely ASCII to its end. */
+static const uint8_t *first_bad_utf8(const char *text, size_t n)
+{
+	const uint8_t *s = (const uint8_t *)text;
+	size_t i = 0;
+
+	for (;;) {
+		i += src_ascii_prefix(text + i, n - i);
+		if (i == n)
+			return NULL;
+		const uint8_t *bad = u8_check(s + i, n - i < 4 ? n - i : 4);
+
+		if (bad == s + i)
+			return bad;
+		i += (size_t)u8_mblen(s + i, n - i);
+	}
+}
+
 static bool validate(struct diag_engine *de, struct src_file *f)
 {
 	const char *nul = memchr(f->text, '\0', f->len);
 	size_t checked = nul ? (size_t)(nul - f->text) : f->len;
-	const uint8_t *bad = u8_check((const uint8_t *)f->text, checked);
+	const uint8_t *bad = first_bad_utf8(f->text, checked);
 
 	if (bad) {
 		uint32_t off = (uint32_t)((const char *)bad - f->text);
@@ -283,6 +341,12 @@ static struct src_file *load_overlay(struct src_table *t, struct diag_engine *de
 struct src_file *src_load(struct src_table *t, struct diag_engine *de, const char *path,
 			  const char *display_name, struct loc site)
 {
+	return src_load_real(t, de, path, display_name, site, NULL);
+}
+
+struct src_file *src_load_real(struct src_table *t, struct diag_engine *de, const char *path,
+			       const char *display_name, struct loc site, const char *real_path)
+{
 	const char *name = display_name ? display_name : path;
 	size_t size = 0;
 
@@ -298,7 +362,7 @@ struct src_file *src_load(struct src_table *t, struct diag_engine *de, const cha
 		return NULL;
 
 	struct src_file *f = add_text(t, de, name, text, size);
-	f->real_path = real_path_of(t->arena, path);
+	f->real_path = real_path ? arena_strdup(t->arena, real_path) : real_path_of(t->arena, path);
 	f->included_from = site;
 	return f->valid ? f : NULL;
 }

@@ -115,6 +115,10 @@ struct src_table *src_table_new(struct arena *a);
  */
 struct src_file *src_load(struct src_table *t, struct diag_engine *de, const char *path,
 			  const char *display_name, struct loc site);
+/* src_load() for a caller that already knows realpath(@path) (the
+ * importer, which needs it first for include-once); NULL: compute it. */
+struct src_file *src_load_real(struct src_table *t, struct diag_engine *de, const char *path,
+			       const char *display_name, struct loc site, const char *real_path);
 
 /*
  * Read descriptor @fd (standard input for `memc check -`) to its end and
@@ -142,6 +146,8 @@ struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,
 
 /* The file with id @id; asserts that it exists. Id 0 is <builtin>. */
 struct src_file *src_get(const struct src_table *t, uint32_t id);
+/* Length of the pure-ASCII prefix of s[0, n), eight bytes at a time. */
+size_t src_ascii_prefix(const char *s, size_t n);
 /* The file loaded from @real_path, or NULL. */
 struct src_file *src_find_real(const struct src_table *t, const char *real_path);
 

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lang/intern.h"
+
 enum pfx_class {
 	PFX_NONE = 0,		/* the empty prefix; every unit accepts it */
 	PFX_SI = 1 << 0,	/* k M G T P E */
@@ -375,15 +377,45 @@ static bool spelling_ref(const struct spelling *s, struct unit_ref *out)
 	return true;
 }
 
-bool unit_lookup(const char *spelling, struct unit_ref *out)
+/* No spelling is longer (unit_table_check() holds the table to it). */
+enum { UNIT_MAX_SPELLING = 8 };
+
+/* The row of @spelling, or -1. Most names asked about are declarations'
+ * and miss: the length rejects the long ones at once, the first byte
+ * nearly all rows before a call to strcmp. */
+static int spelling_index(const char *spelling)
 {
+	if (strnlen(spelling, UNIT_MAX_SPELLING + 1) > UNIT_MAX_SPELLING)
+		return -1;
 	for (size_t i = 0; i < SPELLING_COUNT; i++) {
 		const struct spelling *s = &spelling_table[i];
 
-		if (spelling_ok(s) && strcmp(s->text, spelling) == 0)
-			return spelling_ref(s, out);
+		if (s->text[0] == spelling[0] && strcmp(s->text, spelling) == 0 && spelling_ok(s))
+			return (int)i;
 	}
-	return false;
+	return -1;
+}
+
+bool unit_lookup(const char *spelling, struct unit_ref *out)
+{
+	int i = spelling_index(spelling);
+
+	return i >= 0 && spelling_ref(&spelling_table[i], out);
+}
+
+/* The memo holds the row + 1, or -1 for "not a unit". */
+bool unit_lookup_in(const struct interner *in, const char *spelling, struct unit_ref *out)
+{
+	struct intern_memo *m = intern_memo(in, spelling);
+
+	if (!m)
+		return unit_lookup(spelling, out);
+	if (m->unit == 0) {
+		int i = spelling_index(spelling);
+
+		m->unit = i >= 0 ? i + 1 : -1;
+	}
+	return m->unit > 0 && spelling_ref(&spelling_table[m->unit - 1], out);
 }
 
 void unit_list(unit_visit_fn *fn, void *ctx)
@@ -544,7 +576,8 @@ int unit_table_check(void)
 		problems += !positive_fraction(prefix_table[i].factor);
 	for (size_t i = 0; i < SPELLING_COUNT; i++)
 		if (spelling_ok(&spelling_table[i]))
-			problems += !spelling_ref(&spelling_table[i], &ref);
+			problems += !spelling_ref(&spelling_table[i], &ref) ||
+				    strlen(spelling_table[i].text) > UNIT_MAX_SPELLING;
 	/* synonyms must lead to real spellings and must not shadow one */
 	for (size_t i = 0; i < sizeof unit_synonyms / sizeof unit_synonyms[0]; i++)
 		problems += !unit_lookup(unit_synonyms[i].spelling, &ref) ||

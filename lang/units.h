@@ -98,6 +98,8 @@ const char *dim_fix_hint(struct dim want, struct dim got, char *buf, size_t n);
 const char *dim_literal_hint(struct dim want, char *buf, size_t n);
 
 /* What a unit spelling means. All strings have static storage. */
+struct interner;
+
 struct unit_ref {
 	struct dim dim;
 	struct num factor;	/* one of this unit in base units: GiB -> 2^30 */
@@ -110,6 +112,10 @@ struct unit_ref {
 /* Look up an exact (case-sensitive) spelling: "GiB", "ms", "TFLOPS".
  * False for unknown spellings and for disallowed prefixes ("kmin"). */
 bool unit_lookup(const char *spelling, struct unit_ref *out);
+/* unit_lookup() of an interned spelling, searching the table once per
+ * name and compilation (struct intern_memo); any other string is looked
+ * up as by unit_lookup(). */
+bool unit_lookup_in(const struct interner *in, const char *spelling, struct unit_ref *out);
 /*
  * Did-you-mean for an unknown spelling: a case-insensitive exact match
  * first ("GIB" -> "GiB", "gb" -> "GB"), then a few common words ("sec" ->

@@ -139,11 +139,11 @@ struct value eval_name(struct eval *ev, struct env *env, const struct expr *e)
 	}
 	/* dtypes before declarations: `precision fp32` may share a dtype's
 	 * name, and a train block resolves it by kind (check_train.c). */
-	if ((dt = dtype_find(n)))
+	if ((dt = dtype_find_in(ev->interner, n)))
 		return (struct value){ .kind = VAL_DTYPE, .dtype = dt, .loc = e->loc, .origin = e->loc };
 	if ((d = scope_find_in(ev->scope, n, e->loc.file)))
 		return eval_decl_value(ev, d, e->loc);
-	if (unit_lookup(n, &u))
+	if (unit_lookup_in(ev->interner, n, &u))
 		return (struct value){ .kind = VAL_NUM, .num = u.factor, .dim = u.dim, .loc = e->loc,
 				       .origin = e->loc };
 	if (n == ev->none)

@@ -1,18 +1,23 @@
 # SPDX-License-Identifier: MIT
-# make bench: time memc on every example and a 10,000-variant sweep in one
-# process. Speed targets live here, never in `make check`.
+# make bench: whole-process `memc report` against a program that only
+# starts, a 10,000-train-block file, the in-process variant rate and peak
+# RSS for each, written to docs/performance.md (tests/bench/bench.sh).
+# Speed targets live here, never in `make check`.
 BENCH_VARIANTS ?= 10000
 
 $(B)/bench-sweep: tests/bench/sweep.c $(filter-out $(B)/analyzer/main.o,$(ANALYZER_OBJS)) $(B)/liblang.a
 	$(CC) $(ALL_CFLAGS) -I. -I$(B) -o $@ $^ $(LIBS)
 
-bench: all $(B)/bench-sweep
-	@for f in examples/*.mem; do \
-		s=$$(date +%s%N); for i in 1 2 3 4 5 6 7 8 9 10; do $(MEMC) report $$f >/dev/null 2>&1; done; \
-		e=$$(date +%s%N); echo "$$f: $$(( (e - s) / 10000 )) us per memc report (process start included)"; \
-	done
-	@$(B)/bench-sweep examples/llama2-13b-zero3.mem $(BENCH_VARIANTS)
-	@$(B)/bench-sweep examples/llama2-70b-3d.mem $(BENCH_VARIANTS)
+$(B)/bench-pairs: tests/bench/pairs.c
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+# Linked like memc (even a shared library it does not call is loaded),
+# so the loader's share is the same on both sides.
+$(B)/bench-empty: tests/bench/empty.c
+	$(CC) $(ALL_CFLAGS) -o $@ $< -Wl,--no-as-needed $(LIBS)
+
+bench: all $(B)/bench-sweep $(B)/bench-pairs $(B)/bench-empty $(B)/bench-rusage
+	@tests/bench/bench.sh $(MEMC) $(B)
 .PHONY: bench
 
 # make bench-limits: the worst inputs at each limit of docs/limits.md,

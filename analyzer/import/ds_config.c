@@ -4,13 +4,7 @@
  */
 #include "analyzer/import/import_impl.h"
 
-#define C(s, d)   { s, d, MAP_COUNT, NULL }
-#define B(s, d)   { s, d, MAP_BOOL, NULL }
-#define E(s, d, a) { s, d, MAP_ENUM, a }
-#define T(s, d, v) { s, d, MAP_IF_TRUE, v }
-#define MUST(s, v) { s, NULL, MAP_MUST, v }
-#define IGN(s)    { s, NULL, MAP_IGNORE, NULL }
-#define NOTE(s, w) { s, NULL, MAP_NOTE, w }
+#include "analyzer/import/map_rows.h"
 
 static const struct map_row ds_rows[] = {
 	C("train_micro_batch_size_per_gpu", "micro_batch"),

@@ -11,12 +11,7 @@
 #include "lang/arena.h"
 #include "lang/diag.h"
 
-#define C(s, d)   { s, d, MAP_COUNT, NULL }
-#define E(s, d, a) { s, d, MAP_ENUM, a }
-#define T(s, d, v) { s, d, MAP_IF_TRUE, v }
-#define MUST(s, v) { s, NULL, MAP_MUST, v }
-#define IGN(s)    { s, NULL, MAP_IGNORE, NULL }
-#define NOTE(s, w) { s, NULL, MAP_NOTE, w }
+#include "analyzer/import/map_rows.h"
 
 static const struct map_row megatron_rows[] = {
 	C("tensor-model-parallel-size", "parallel.tp"),

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analyzer/import/import_impl.h"
+#include "analyzer/import/map_rows.h"
 #include "lang/arena.h"
 #include "lang/diag.h"
 #include "lang/strbuf.h"
@@ -179,12 +180,6 @@ bool cfg_read_toml(struct cfg *c)
 	return ok;
 }
 
-#define C(s, d)   { s, d, MAP_COUNT, NULL }
-#define B(s, d)   { s, d, MAP_BOOL, NULL }
-#define E(s, d, a) { s, d, MAP_ENUM, a }
-#define MUST(s, v) { s, NULL, MAP_MUST, v }
-#define IGN(s)    { s, NULL, MAP_IGNORE, NULL }
-#define NOTE(s, w) { s, NULL, MAP_NOTE, w }
 
 static const struct map_row titan_rows[] = {
 	C("training.local_batch_size", "micro_batch"), C("training.batch_size", "micro_batch"),

@@ -11,6 +11,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "analyzer/build.h"
@@ -67,9 +68,13 @@ int main(int argc, char **argv)
 	}
 	double t2 = now();
 
-	printf("%s: load+check %.2f ms; %ld variants (%ld analysed) in %.1f ms, %.1f us each (checksum %llu)\n",
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	printf("%s: load+check %.2f ms; %ld variants (%ld analysed) in %.1f ms, %.1f us each, "
+	       "%.0f variants/s, peak RSS %.1f MiB (checksum %llu)\n",
 	       argv[1], (t1 - t0) * 1e3, n, ok, (t2 - t1) * 1e3, (t2 - t1) * 1e6 / (double)n,
-	       (unsigned long long)checksum);
+	       (double)n / (t2 - t1), (double)ru.ru_maxrss / 1024.0, (unsigned long long)checksum);
 	arena_free(&a);
 	return 0;
 }

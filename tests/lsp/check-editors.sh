@@ -25,7 +25,7 @@ check "package.json names the grammar file" \
 
 spec=$(sed -n '/^\* \*\*Keywords\*\*/,/^\* \*\*Numbers/p' docs/language.md | sed '$d' \
 	| sed 's/.*cannot name anything)://' | tr -d '`.\n' | words)
-scan=$(sed -n '/^} keywords\[\] = {/,/^};/p' lang/scan.c | grep -o '{ "[a-z]*"' | sed 's/{ "//; s/"//' \
+scan=$(sed -n '/^} keywords\[[0-9]*\] = {/,/^};/p' lang/scan.c | grep -o '"[a-z]*"' | tr -d '"' \
 	| tr '\n' ' ' | words)
 tm=$(jq -r '.repository.keywords.patterns[].match' $vs/syntaxes/mem.tmLanguage.json \
 	| sed 's/\\\\b//g; s/\\b//g; s/[()]//g' | tr '|\n' '  ' | words)

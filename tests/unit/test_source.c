@@ -342,6 +342,55 @@ static void loc_join_covers_both(void **state)
 	assert_false(loc_is_none(a));
 }
 
+/* The last diagnostic so far (they accumulate in one engine). */
+static const struct diag *last_diag(struct fixture *fx)
+{
+	const struct diag *d = diag_first(fx->de);
+
+	while (d && d->next)
+		d = d->next;
+	assert_non_null(d);
+	return d;
+}
+
+/* Validation skips ASCII eight bytes at a time and checks each other
+ * character alone: the first bad byte is found whatever its alignment,
+ * after a valid multi-byte character or at a truncated end. */
+static void bad_byte_found_at_every_alignment(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const bad[] = { "\xff", "\xed\xa0\x80", "\xc3", "\x80" };
+
+	/* 18 files: the engine stops recording errors after 20 */
+	for (unsigned k = 0; k < 18; k++) {
+		char text[64];
+		unsigned before = diag_error_count(fx->de);
+
+		snprintf(text, sizeof text, "%.*s\xc3\xa9%s", (int)k, "aaaaaaaaaaaaaaaaaa",
+			 bad[k % (sizeof bad / sizeof bad[0])]);
+		assert_null(add(fx, "bad.mem", text));
+		assert_int_equal(diag_error_count(fx->de), before + 1);
+		assert_int_equal(last_diag(fx)->loc.start, k + 2);
+	}
+	assert_non_null(add(fx, "ok.mem", "aaaaaaaaa\xc3\xa9\xe6\x97\xa5\xf0\x9f\x99\x82" "aaaaaaaaaaaa\xc3\xa9"));
+}
+
+/* A file without CR takes the memchr path: the same table as the byte loop. */
+static void lf_only_line_table(void **state)
+{
+	struct fixture *fx = *state;
+	const char *text = "a\n\nbb\nccc\n\xc3\xa9\n";
+	struct src_file *f = add(fx, "lf.mem", text);
+	static const uint32_t starts[] = { 0, 2, 3, 6, 10, 13 };
+
+	assert_non_null(f);
+	assert_int_equal(f->nlines, 6);
+	for (unsigned i = 0; i < 6; i++)
+		assert_int_equal(f->line_starts[i], starts[i]);
+	f = add(fx, "nolf.mem", "no line end");
+	assert_int_equal(f->nlines, 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup_printing, fx_teardown)
 
 int main(void)
@@ -357,6 +406,8 @@ int main(void)
 		T(truncated_utf8_is_located),
 		T(nul_byte_is_located),
 		T(first_problem_wins),
+		T(bad_byte_found_at_every_alignment),
+		T(lf_only_line_table),
 		T(missing_file_without_site),
 		T(missing_file_at_include_site),
 		T(directory_is_refused),

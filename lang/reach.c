@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reach.c - the stdlib declarations a program reaches by name (reach.h).
+ *
+ * A worklist over declaration source texts: scanning a declaration's
+ * bytes for words is independent of the AST's shape, so a new kind of
+ * expression or statement can never make a used declaration look unused.
+ * Words are found with intern_find(): a word the lexer never interned
+ * cannot be a declared name, and nothing new is interned.
+ */
+#include "lang/reach.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uninorm.h>
+
+#include "lang/arena.h"
+#include "lang/ast.h"
+#include "lang/import.h"
+#include "lang/intern.h"
+#include "lang/source.h"
+
+struct reach {
+	const struct decl **lazy;	/* every declaration of an imported stdlib file */
+	size_t *next_same_name;		/* chain through lazy[] by name; SIZE_MAX ends */
+	bool *wanted;
+	size_t nlazy;
+	size_t *by_name, *by_decl;	/* open addressing: index + 1, 0 is empty */
+	size_t mask;
+	const struct decl **work;	/* declarations whose text is still to scan */
+	size_t nwork;
+};
+
+static size_t hash_ptr(const void *p)
+{
+	uintptr_t h = (uintptr_t)p;
+
+	h ^= h >> 17;
+	h *= (uintptr_t)0x9E3779B97F4A7C15u;
+	return (size_t)(h ^ (h >> 29));
+}
+
+/* The first lazy index named @name (SIZE_MAX: none). */
+static size_t first_named(const struct reach *r, const char *name)
+{
+	for (size_t j = hash_ptr(name) & r->mask; r->by_name[j]; j = (j + 1) & r->mask)
+		if (r->lazy[r->by_name[j] - 1]->name == name)
+			return r->by_name[j] - 1;
+	return SIZE_MAX;
+}
+
+static void index_decl(struct reach *r, size_t i)
+{
+	const struct decl *d = r->lazy[i];
+	size_t j;
+
+	for (j = hash_ptr(d) & r->mask; r->by_decl[j]; j = (j + 1) & r->mask)
+		;
+	r->by_decl[j] = i + 1;
+	r->next_same_name[i] = SIZE_MAX;
+	if (!d->name)
+		return;
+	size_t first = first_named(r, d->name);
+
+	if (first != SIZE_MAX) {	/* same name, another kind or file: chain it */
+		r->next_same_name[i] = r->next_same_name[first];
+		r->next_same_name[first] = i;
+		return;
+	}
+	for (j = hash_ptr(d->name) & r->mask; r->by_name[j]; j = (j + 1) & r->mask)
+		;
+	r->by_name[j] = i + 1;
+}
+
+/* An imported (not root) file found in the stdlib folder. */
+static bool is_lazy_file(const struct src_table *src, const struct file_ast *f)
+{
+	const struct src_file *sf = src_get(src, f->file);
+
+	return sf->included_from.file != 0 && import_is_stdlib_name(sf->display_name);
+}
+
+static size_t count_lazy(const struct src_table *src, const struct program *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nfiles; i++)
+		if (is_lazy_file(src, p->files[i]))
+			for (const struct decl *d = p->files[i]->decls; d; d = d->next)
+				n++;
+	return n;
+}
+
+static struct reach *reach_new(struct arena *a, size_t n)
+{
+	struct reach *r = ARENA_NEW(a, struct reach);
+	size_t slots = 16;
+
+	while (slots < 2 * n)
+		slots *= 2;
+	r->lazy = ARENA_NEW_ARRAY(a, const struct decl *, n);
+	r->next_same_name = ARENA_NEW_ARRAY(a, size_t, n);
+	r->wanted = ARENA_NEW_ARRAY(a, bool, n);
+	r->work = ARENA_NEW_ARRAY(a, const struct decl *, n);
+	r->by_name = ARENA_NEW_ARRAY(a, size_t, slots);
+	r->by_decl = ARENA_NEW_ARRAY(a, size_t, slots);
+	r->mask = slots - 1;
+	return r;
+}
+
+/* Mark every lazy declaration named by the word text[0, len). */
+static void mark_word(struct reach *r, const struct interner *in, const char *text, size_t len,
+		      bool ascii)
+{
+	const char *name = NULL;
+
+	if (ascii) {
+		name = intern_find(in, text, len);
+	} else {	/* the lexer interned the NFC form */
+		size_t nlen = 0;
+		uint8_t *nfc = u8_normalize(UNINORM_NFC, (const uint8_t *)text, len, NULL, &nlen);
+
+		name = nfc ? intern_find(in, (const char *)nfc, nlen) : intern_find(in, text, len);
+		free(nfc);
+	}
+	for (size_t i = name ? first_named(r, name) : SIZE_MAX; i != SIZE_MAX; i = r->next_same_name[i])
+		if (!r->wanted[i]) {
+			r->wanted[i] = true;
+			r->work[r->nwork++] = r->lazy[i];
+		}
+}
+
+/* Byte classes of identifiers, as the lexer's rule: 1 can start a word
+ * (letters, '_', any byte of a UTF-8 sequence), 2 only continue one. */
+#define R4(c) [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1
+#define R16(c) R4(c), R4(c + 4), R4(c + 8), R4(c + 12)
+static const unsigned char word_class[256] = {
+	['0'] = 2, ['1'] = 2, ['2'] = 2, ['3'] = 2, ['4'] = 2,
+	['5'] = 2, ['6'] = 2, ['7'] = 2, ['8'] = 2, ['9'] = 2,
+	R16('A'), R4('A' + 16), R4('A' + 20), ['Y'] = 1, ['Z'] = 1, ['_'] = 1,
+	R16('a'), R4('a' + 16), R4('a' + 20), ['y'] = 1, ['z'] = 1,
+	R16(0x80), R16(0x90), R16(0xA0), R16(0xB0), R16(0xC0), R16(0xD0), R16(0xE0), R16(0xF0),
+};
+#undef R16
+#undef R4
+
+static void scan_decl(struct reach *r, const struct interner *in, const struct src_table *src,
+		      const struct decl *d)
+{
+	const struct src_file *f = src_get(src, d->loc.file);
+	const char *t = f->text;
+	uint32_t i = d->loc.start, end = d->loc.end < f->len ? d->loc.end : f->len;
+
+	while (i < end) {
+		while (i < end && word_class[(unsigned char)t[i]] != 1)
+			i++;	/* a digit run is a number or a word's tail: skipped with the rest */
+		if (i == end)
+			break;
+		uint32_t s = i;
+		unsigned char high = 0;
+
+		while (i < end && word_class[(unsigned char)t[i]])
+			high |= (unsigned char)t[i++];
+		mark_word(r, in, t + s, i - s, high < 0x80);
+	}
+}
+
+const struct reach *reach_compute(struct arena *a, const struct interner *in,
+				  const struct src_table *src, const struct program *p)
+{
+	size_t n = count_lazy(src, p);
+
+	if (n == 0)
+		return NULL;
+	struct reach *r = reach_new(a, n);
+
+	for (size_t i = 0; i < p->nfiles; i++)
+		if (is_lazy_file(src, p->files[i]))
+			for (const struct decl *d = p->files[i]->decls; d; d = d->next)
+				r->lazy[r->nlazy++] = d;
+	for (size_t i = 0; i < r->nlazy; i++) {
+		index_decl(r, i);
+		/* Precision policies are a handful of small records, and a job
+		 * that names a dtype where a policy goes is told every policy
+		 * that uses it (check_train.c): they are always reached. */
+		if (r->lazy[i]->kind == DECL_PRECISION && !r->wanted[i]) {
+			r->wanted[i] = true;
+			r->work[r->nwork++] = r->lazy[i];
+		}
+	}
+	for (size_t i = 0; i < p->nfiles; i++)
+		if (!is_lazy_file(src, p->files[i]))
+			for (const struct decl *d = p->files[i]->decls; d; d = d->next)
+				scan_decl(r, in, src, d);
+	while (r->nwork > 0)
+		scan_decl(r, in, src, r->work[--r->nwork]);
+	return r;
+}
+
+bool reach_wants(const struct reach *r, const struct decl *d)
+{
+	if (!r)
+		return true;
+	for (size_t j = hash_ptr(d) & r->mask; r->by_decl[j]; j = (j + 1) & r->mask)
+		if (r->lazy[r->by_decl[j] - 1] == d)
+			return r->wanted[r->by_decl[j] - 1];
+	return true;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reach.h - which declarations of imported stdlib files a program can
+ * reach by name, so that only those are parsed and checked
+ * (docs/architecture.md, "The stdlib, lazily").
+ *
+ * Every declaration of a file the user gave (a root, or a file found next
+ * to it, on -I or on MEMC_PATH) is checked in full, used or not. A
+ * declaration of a file that was imported from the stdlib folder is
+ * checked only when a checked declaration mentions its name: every
+ * stdlib file is checked in full on its own by `make check-stdlib`, so a
+ * job pays only for what it uses.
+ *
+ * "Mentions" is over-approximated on purpose: every identifier-shaped
+ * word in the declaration's source text counts (field names, parameter
+ * names, words in comments and strings), so a declaration is never
+ * skipped that the job could evaluate; at worst one more is checked.
+ */
+#ifndef MEMC_LANG_REACH_H
+#define MEMC_LANG_REACH_H
+
+#include <stdbool.h>
+
+struct arena;
+struct decl;
+struct interner;
+struct program;
+struct reach;
+struct src_table;
+
+/* NULL when nothing is lazy (no stdlib file was imported). Lazy loading
+ * (lang/lazy.c) keeps it in p->reach for the checker. */
+const struct reach *reach_compute(struct arena *a, const struct interner *in,
+				  const struct src_table *src, const struct program *p);
+/* Whether @d is to be checked: always for the user's own files. */
+bool reach_wants(const struct reach *r, const struct decl *d);
+
+#endif

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/bench/bench.sh - `make bench`: measure and write docs/performance.md.
+#
+#   tests/bench/bench.sh MEMC BUILD_DIR [OUT]
+#
+# BUILD_DIR holds bench-pairs, bench-empty, bench-rusage and bench-sweep;
+# OUT defaults to docs/performance.md. Timing never runs in `make check`:
+# figures depend on the machine and its load, only their ratios travel.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
+export LC_ALL=C
+memc=$1 b=$2 out=${3:-docs/performance.md}
+pairs=${BENCH_PAIRS:-101}
+tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+
+# 10,000 train blocks over one model: micro_batch, ZeRO stage and
+# checkpointing vary, so no two blocks are the same job.
+many=$tmp/many-trains.mem
+{
+	printf 'import "gpus/nvidia"\nimport "models/llama"\nimport "optimizers"\nimport "precision"\n'
+	for ((i = 0; i < 10000; i++)); do
+		printf 'train t%d {\n  model = llama2_7b\n  cluster = 8 x A100_80GB\n' "$i"
+		printf '  precision = bf16_mixed\n  optimizer = adamw\n  micro_batch = %d\n' $((1 + i % 16))
+		printf '  seq_len = 4096\n  checkpoint = %s\n  zero = %d\n}\n' \
+			"$( ((i / 16 % 2)) && echo full || echo none)" $((i / 32 % 4))
+	done
+} >"$many"
+
+row() { printf '| %s | %s | %s | %s | %s |\n' "$@"; }
+# Instructions a command executes, whole process (callgrind's "refs").
+instructions() {
+	valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+		awk '/refs:/ { gsub(",", "", $NF); print $NF }'
+}
+{
+	echo '# Performance'
+	echo
+	echo 'Written by `make bench` (tests/bench/bench.sh); do not edit by hand.'
+	echo "Measured $(date -u +%Y-%m-%d) on $(nproc) CPU(s) ($(uname -m)),"
+	echo "$(cc --version | head -1); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo '(wall-time ratios are only meaningful on a machine that is otherwise idle).'
+	echo
+	echo '## Whole process: `memc report` against a program that only starts'
+	echo
+	echo "Each row is $pairs paired runs: memc and the reference alternate, so"
+	echo 'load on a shared machine slows both alike; the ratio is the median over'
+	echo 'the pairs of memc'"'"'s wall time over the reference'"'"'s. `empty` is'
+	echo 'tests/bench/empty.c, `int main(void) { return 0; }` linked with'
+	echo 'the same libraries as memc; `/bin/true` is the acceptance reference of'
+	echo 'issue 14 (2x for llama2-13b-zero3, 2.5x for every example).'
+	echo 'Peak RSS is the largest over the runs (wait4).'
+	echo
+	row 'file' 'memc median' 'x `/bin/true`' 'x `empty`' 'peak RSS memc / true'
+	row '---' '---:' '---:' '---:' '---:'
+	for f in examples/*.mem; do
+		read -r ta tt rt ra rb < <("$b/bench-pairs" "$pairs" "$memc" report "$f" -- /bin/true)
+		read -r _ te re _ _ < <("$b/bench-pairs" "$pairs" "$memc" report "$f" -- "$b/bench-empty")
+		row "$f" "$ta us" "$rt (true: $tt us)" "$re (empty: $te us)" \
+			"$((ra / 1024)).$(((ra % 1024) * 10 / 1024)) / $((rb / 1024)).$(((rb % 1024) * 10 / 1024)) MiB"
+	done
+	echo
+	if command -v valgrind >/dev/null; then
+		echo '## Instructions (load-independent)'
+		echo
+		echo 'Wall time on a shared machine moves with its load; instruction counts'
+		echo 'do not, so they are the figures to compare between commits.'
+		echo '`valgrind --tool=callgrind`, user-space instructions of the whole'
+		echo 'process, the dynamic loader included. They are not a time ratio: most'
+		echo 'of what `/bin/true` costs is the kernel'"'"'s exec and page faults,'
+		echo 'which callgrind does not count.'
+		echo
+		echo '| file | memc report, instructions |'
+		echo '| --- | ---: |'
+		for f in examples/*.mem; do
+			printf '| %s | %s |\n' "$f" "$(instructions "$memc" report "$f")"
+		done
+		printf '| `/bin/true` | %s |\n' "$(instructions /bin/true)"
+		echo
+	fi
+	echo '## 10,000 train blocks in one file'
+	echo
+	echo 'A generated file: the four stdlib imports of the llama examples and'
+	echo '10,000 train blocks of Llama-2-7B on 8 x A100 80GB (micro_batch 1..16,'
+	echo 'checkpoint none/full, ZeRO 0..3). Wall time and peak RSS of one'
+	echo '`memc check` and one `memc report` (tests/bench/rusage.c).'
+	echo
+	row 'command' 'wall' 'peak RSS' 'exit status' 'per block'
+	row '---' '---:' '---:' '---:' '---:'
+	for cmd in check report; do
+		"$b/bench-rusage" "$tmp/ru" "$memc" "$cmd" "$many" >/dev/null 2>&1 || true
+		read -r wall rss rc <"$tmp/ru"
+		per=$(awk -v w="$wall" 'BEGIN { printf "%.1f us", w * 1e6 / 10000 }')
+		row "memc $cmd" "$wall s" "$rss MiB" "$rc" "$per"
+	done
+	echo
+	echo '## Variants in one process'
+	echo
+	echo 'tests/bench/sweep.c loads and checks a file once, then builds and'
+	echo 'analyses 10,000 variants of its first train block (micro_batch 1..16,'
+	echo 'checkpoint none/full, ZeRO 0..3) with `build_job` + `mem_analyze`, as'
+	echo 'the fix search and a sweep do. Peak RSS is the whole process'"'"'s.'
+	echo
+	echo '```'
+	"$b/bench-sweep" examples/llama2-13b-zero3.mem 10000
+	"$b/bench-sweep" examples/llama2-70b-3d.mem 10000
+	echo '```'
+	echo
+	echo '## How to read and rerun'
+	echo
+	echo '`make bench` rebuilds the helpers, reruns everything above and'
+	echo 'rewrites this file (`BENCH_PAIRS=N` changes the pair count). The'
+	echo 'instruction counts quoted in docs/architecture.md come from'
+	echo '`valgrind --tool=callgrind build/memc report examples/llama2-13b-zero3.mem`,'
+	echo 'which, unlike wall time, does not depend on the load of the machine.'
+} >"$tmp/perf.md"
+mv "$tmp/perf.md" "$out"
+echo "bench: wrote $out"

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_lazy.c - the prescan of lazily loaded stdlib files (lang/lazy.c):
+ * on text it vouches for, it splits declarations exactly as the parser
+ * does (kind, name, locations, import paths), whatever comments, strings,
+ * brackets and line ends hold; on anything else it gives up, so the file
+ * is parsed in full.
+ */
+#include "lang_fixture.h"
+
+#include "lang/lazy.h"
+
+static const struct src_file *add(struct fixture *fx, const char *text)
+{
+	const struct src_file *f = src_add_string(fx->t, fx->de, "lib.mem", text, strlen(text));
+
+	assert_non_null(f);
+	return f;
+}
+
+static void assert_same_loc(struct loc a, struct loc b)
+{
+	assert_int_equal(a.file, b.file);
+	assert_int_equal(a.start, b.start);
+	assert_int_equal(a.end, b.end);
+}
+
+/* The prescan of @text has the parser's declarations, field by field. */
+static void assert_splits_like_parser(struct fixture *fx, const char *text)
+{
+	const struct src_file *f = add(fx, text);
+	struct file_ast *pre = lazy_prescan(&fx->arena, fx->in, f);
+	struct file_ast *full = parse_file(&fx->arena, fx->in, fx->de, f);
+	const struct decl *p, *q;
+
+	fx_assert_no_diags(fx);
+	assert_non_null(pre);
+	for (p = pre->decls, q = full->decls; p && q; p = p->next, q = q->next) {
+		assert_int_equal(p->kind, q->kind);
+		assert_ptr_equal(p->name, q->name);	/* both interned */
+		assert_same_loc(p->loc, q->loc);
+		if (p->kind == DECL_IMPORT) {
+			assert_string_equal(p->import.path, q->import.path);
+			assert_same_loc(p->import.path_loc, q->import.path_loc);
+		} else {
+			assert_same_loc(p->name_loc, q->name_loc);
+		}
+	}
+	assert_null(p);
+	assert_null(q);
+}
+
+static void splits_like_the_parser(void **state)
+{
+	assert_splits_like_parser(*state,
+		"// let gpu model ( { \" in a comment\n"
+		"/* layer x(\n   \"unbalanced */ import \"gpus/nvidia\"\n"
+		"import \"layers/norm\" # path\n"
+		"let a = 1; let b = (2 +\n  3)   // continued in brackets\n"
+		"gpu g1 { memory = 80 GiB, family = \"}{ \\\" model\" }\n"
+		"gpu g2 : g1 { memory = 40 GiB }\n"
+		"layer l(h: count, kind: a | b = a) {\n"
+		"  param w : [h, h]\n"
+		"  if kind == a { saves x : [batch, h] } else { temp y : [h] }\n"
+		"}\n"
+		"model m(layers: count = 2) { repeat layers { l(h = 8, kind = b) } }\n"
+		"model m2 = m(layers = 4)\n"
+		"optimizer o(lr: number = 0.1) { state s : [1] }\n"
+		"precision p { weights = bf16, grads = bf16, compute = bf16 }\n"
+		"let last = 1e3");
+}
+
+static void cr_and_crlf_line_ends(void **state)
+{
+	assert_splits_like_parser(*state, "let a = 1\r\nlet b = 2\r// c\rlet c = 3\r\n");
+}
+
+static void gives_up_on_what_it_does_not_vouch_for(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const texts[] = {
+		"train t { model = m }\n",		/* a job: the checker's, not the stdlib's */
+		"let gr\xc3\xb6\xc3\x9f" "e = 1\n",	/* non-ASCII name: NFC is the lexer's */
+		"let s = \"open\n",			/* unterminated string */
+		"/* open comment\n",			/* unterminated comment */
+		"layer l(h: count) {\n",		/* unclosed bracket */
+		"let a = (1))\n",			/* extra closing bracket */
+		"1 + 2\nlet a = 1\n",			/* a token before any declaration */
+		"import \"a\" \"b\"\n",			/* a token after an import */
+		"import \"a\\\"b\"\n",			/* an escape in an import path */
+		"let model = 1\n",			/* a keyword as the name */
+		"let\n  a = 1\n",			/* the name on another line */
+	};
+
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+		if (lazy_prescan(&fx->arena, fx->in, add(fx, texts[i])) != NULL)
+			fail_msg("prescan accepted text %zu: %s", i, texts[i]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(splits_like_the_parser, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(cr_and_crlf_line_ends, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(gives_up_on_what_it_does_not_vouch_for, fx_setup,
+						fx_teardown),
+	};
+
+	return cmocka_run_group_tests_name("lazy", tests, NULL, NULL);
+}

@@ -468,7 +468,8 @@ static bool has_plain(const struct mem_job *job)
 
 static enum mem_status build_costs(struct mem_ctx *cx)
 {
-	enum mem_status s = cost_table(cx, mem_recomputes_repeat(cx->job->recompute), &cx->costs, &cx->iter);
+	bool remat = mem_recomputes_repeat(cx->job->recompute);
+	enum mem_status s = cost_table(cx, remat, &cx->costs, &cx->iter);
 
 	if (s != MEM_OK || !has_plain(cx->job)) {
 		cx->costs_plain = cx->costs;

@@ -264,11 +264,15 @@ MANDIR      ?= $(DATADIR)/man
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR  ?= $(DATADIR)/zsh/vendor-completions
 FISHCOMPDIR ?= $(DATADIR)/fish/vendor_completions.d
+# Debian's vim looks in vimfiles/ for syntax and ftdetect files of packages.
+VIMDIR      ?= $(DATADIR)/vim/vimfiles
 EXTRA_FILES := $(MANDIR)/man1/memc.1=docs/man/memc.1 $(MANDIR)/man5/memc.5=docs/man/memc.5 \
 	       $(BASHCOMPDIR)/memc=contrib/completion/memc.bash \
 	       $(ZSHCOMPDIR)/_memc=contrib/completion/_memc \
 	       $(FISHCOMPDIR)/memc.fish=contrib/completion/memc.fish \
-	       $(DATADIR)/memc/memc-problem-matcher.json=contrib/github/memc-problem-matcher.json
+	       $(DATADIR)/memc/memc-problem-matcher.json=contrib/github/memc-problem-matcher.json \
+	       $(VIMDIR)/syntax/mem.vim=contrib/vim/syntax/mem.vim \
+	       $(VIMDIR)/ftdetect/mem.vim=contrib/vim/ftdetect/mem.vim
 
 install: all
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(STDLIBDIR)

@@ -10,8 +10,10 @@
 #include <stddef.h>
 
 enum driver_command { DRIVER_CHECK, DRIVER_REPORT, DRIVER_LIST };
-/* sarif and github are for check only (main.c refuses them elsewhere). */
-enum driver_format { DRIVER_FORMAT_TEXT, DRIVER_FORMAT_JSON, DRIVER_FORMAT_SARIF, DRIVER_FORMAT_GITHUB };
+/* sarif and github are for check only, html for report only (main.c
+ * refuses them elsewhere). */
+enum driver_format { DRIVER_FORMAT_TEXT, DRIVER_FORMAT_JSON, DRIVER_FORMAT_SARIF, DRIVER_FORMAT_GITHUB,
+		     DRIVER_FORMAT_HTML };
 
 struct driver_opts {
 	enum driver_command command;

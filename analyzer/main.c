@@ -54,6 +54,7 @@ static const char usage_text[] =
 	"\n"
 	"options:\n"
 	"  --format text|json  report and list format (default text)\n"
+	"  --format html       report: one self-contained page with a chart per rank class\n"
 	"  --format json|sarif|github\n"
 	"                      check: the diagnostics as JSON, SARIF 2.1.0 or\n"
 	"                      GitHub workflow commands on stdout\n"
@@ -180,6 +181,8 @@ static bool parse_format(struct driver_opts *o, const char *v)
 		o->format = DRIVER_FORMAT_SARIF;
 	else if (strcmp(v, "github") == 0)
 		o->format = DRIVER_FORMAT_GITHUB;
+	else if (strcmp(v, "html") == 0)
+		o->format = DRIVER_FORMAT_HTML;
 	else
 		return false;
 	return true;
@@ -275,9 +278,9 @@ static int parse_valued(struct cli *c, int argc, char **argv, int *i)
 		o->dirs[o->ndirs++] = v;
 	} else if (option_value(argc, argv, i, "--format", false, &v)) {
 		if (!v)
-			return usage_error("option '--format' needs a value (text, json, sarif, github)");
+			return usage_error("option '--format' needs a value (text, json, html, sarif, github)");
 		if (!parse_format(o, v))
-			return usage_error("unknown format '%s' (text, json, sarif, github)", v);
+			return usage_error("unknown format '%s' (text, json, html, sarif, github)", v);
 		if (!once(&c->format, "--format", v))
 			return MEMC_USAGE;
 	} else if (option_value(argc, argv, i, "--stdlib", false, &v)) {
@@ -422,8 +425,11 @@ static int parse_args(struct driver_opts *o, int argc, char **argv)
 
 static int run_command(const char *cmd, struct driver_opts *o)
 {
-	if (o->format >= DRIVER_FORMAT_SARIF && o->command != DRIVER_CHECK)
+	if ((o->format == DRIVER_FORMAT_SARIF || o->format == DRIVER_FORMAT_GITHUB) &&
+	    o->command != DRIVER_CHECK)
 		return usage_error("--format sarif and github are for 'check' only");
+	if (o->format == DRIVER_FORMAT_HTML && o->command != DRIVER_REPORT)
+		return usage_error("--format html is for 'report' only");
 	if (strcmp(cmd, "list") == 0)
 		return driver_list(o);
 	if (o->nfiles == 0)

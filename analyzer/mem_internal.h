@@ -93,6 +93,7 @@ struct mem_walk_out {
 	struct mem_vec at;
 	struct mem_where where;
 	uint64_t phase_peak[MEM_PHASE__COUNT];
+	struct mem_phase_point series[2][MEM_PHASE__COUNT];	/* job->phase_series */
 };
 
 static inline const struct mem_cost *mem_seg_costs(const struct mem_ctx *cx, const struct mem_seg *s)

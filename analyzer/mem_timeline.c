@@ -25,6 +25,7 @@
 #include "analyzer/mem_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* A position in the walk: layer j of repeat r of segment seg. */
 struct pos {
@@ -71,6 +72,17 @@ static bool is_fsdp(enum mem_sharding m)
 	return shards_weights(m) && m != MEM_SHARD_ZERO3;
 }
 
+/* The series of the HTML chart: the highest instant of each phase. */
+static void keep_point(struct mem_phase_point *pt, uint64_t total, const struct mem_vec *v,
+		       const struct mem_where *where)
+{
+	if (total <= pt->allocated)
+		return;
+	pt->allocated = total;
+	memcpy(pt->c, v->c, sizeof pt->c);
+	pt->where = *where;
+}
+
 /* Record one instant; strict '>' keeps the earliest of equal peaks. */
 static void consider(struct walk *w, const struct mem_vec *v, const struct mem_where *where)
 {
@@ -80,6 +92,8 @@ static void consider(struct walk *w, const struct mem_vec *v, const struct mem_w
 		total = mem_add(&w->cx->ovf, total, v->c[c]);
 	if (total > w->out->phase_peak[where->phase])
 		w->out->phase_peak[where->phase] = total;
+	if (w->job->phase_series)
+		keep_point(&w->out->series[where->accumulating][where->phase], total, v, where);
 	if (w->out->any && total <= w->out->peak)
 		return;
 	w->out->any = true;

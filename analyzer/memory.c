@@ -769,6 +769,7 @@ static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem
 	memcpy(k->at_peak, w->at.c, sizeof(k->at_peak));
 	memcpy(k->buffers_at_peak, w->at.b, sizeof(k->buffers_at_peak));
 	memcpy(k->phase_peak, w->phase_peak, sizeof(k->phase_peak));
+	memcpy(k->series, w->series, sizeof(k->series));
 	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->peak_allocated;
 	k->peak = w->where;
 	k->capacity = job->capacity_bytes;
@@ -787,6 +788,12 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 	k->persistent[MEM_C_GRADIENTS] = st->total.v[S_GFIN];
 	k->persistent[MEM_C_OPTIMIZER] = st->total.v[S_S];
 	k->persistent[MEM_C_BUFFERS] = st->total.v[S_BUCKET];
+	k->stored_act = st->total.v[S_STORED_ACT];
+	k->stored_logits = st->total.v[S_STORED_LOG];
+	k->stored_act_in_flight = mem_add(&cx->ovf, k->stored_act, mem_extra_in_flight(&cx->ovf,
+					  k->stored_act, k->chunks_in_flight, chunks_per_stage(job)));
+	k->stored_logits_in_flight = mem_add(&cx->ovf, k->stored_logits, mem_extra_in_flight(&cx->ovf,
+					     k->stored_logits, k->chunks_in_flight, chunks_per_stage(job)));
 	if (job->sharding == MEM_SHARD_ZERO3)
 		k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
 						       mem_round(job, job->zero_reduce_bucket_bytes));

@@ -204,6 +204,7 @@ struct mem_job {
 	bool alloc_expandable;		/* expandable_segments:True */
 	uint64_t capacity_bytes;	/* usable device memory; 0 = unknown */
 	double headroom;		/* requested free fraction, e.g. 0.10 */
+	bool phase_series;		/* fill mem_class.series (the HTML chart); off: not paid */
 };
 
 /* One instant of the timeline. */
@@ -220,6 +221,14 @@ struct mem_where {
 	uint64_t unit;		/* 1-based body repeat across the model ("layer 40"); 0 outside */
 };
 
+/* The highest instant of one phase of one kind of micro-batch: what each
+ * component holds there (mem_job.phase_series). */
+struct mem_phase_point {
+	uint64_t allocated;		/* 0: the phase does not occur in this class */
+	uint64_t c[MEM_C__COUNT];	/* [OVERHEAD] stays 0: allocated bytes only */
+	struct mem_where where;
+};
+
 #define MEM_EXPLAIN_LEN 224
 
 /* One class of ranks: one pipeline stage, or several stages with identical figures. */
@@ -228,10 +237,18 @@ struct mem_class {
 	uint32_t nstages;		/* stages merged into this class */
 	uint64_t ranks;			/* nstages x dp x tp x cp */
 	uint64_t chunks_in_flight;	/* model-chunk micro-batches holding activations (§4.6) */
+	/* Activations kept from forward to backward by one micro-batch (all vp
+	 * chunks), and by all in flight at the end of the warm-up: they exist
+	 * even when the peak (at_peak) falls where they are freed. */
+	uint64_t stored_act, stored_logits;
+	uint64_t stored_act_in_flight, stored_logits_in_flight;
 	uint64_t persistent[MEM_C__COUNT]; /* resident across steps: states, DDP/ZeRO-3 buckets */
 	uint64_t at_peak[MEM_C__COUNT];	/* live at the peak; [OVERHEAD] = device - allocated */
 	uint64_t buffers_at_peak[MEM_B__COUNT];
 	uint64_t phase_peak[MEM_PHASE__COUNT]; /* highest allocated bytes per phase */
+	/* [accumulating][phase]: the first micro-batch (and the optimizer step),
+	 * then one with accumulated gradients; zero unless job->phase_series. */
+	struct mem_phase_point series[2][MEM_PHASE__COUNT];
 	uint64_t peak_allocated;	/* torch.cuda.max_memory_allocated */
 	uint64_t peak_reserved;		/* torch.cuda.max_memory_reserved */
 	uint64_t device_total;		/* nvidia-smi */

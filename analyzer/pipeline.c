@@ -26,12 +26,16 @@ void pipeline_begin(const struct driver_opts *o)
 	json_first_file = true;
 	if (o->command == DRIVER_REPORT && o->format == DRIVER_FORMAT_JSON)
 		report_json_begin(stdout);
+	if (o->command == DRIVER_REPORT && o->format == DRIVER_FORMAT_HTML)
+		report_html_begin(stdout);
 }
 
 void pipeline_end(const struct driver_opts *o)
 {
 	if (o->command == DRIVER_REPORT && o->format == DRIVER_FORMAT_JSON)
 		report_json_end(stdout);
+	if (o->command == DRIVER_REPORT && o->format == DRIVER_FORMAT_HTML)
+		report_html_end(stdout);
 }
 
 /* The memory model's totals overflowed; it knows no lines, so blame the
@@ -111,6 +115,7 @@ static void analyse(struct check_result *cr, const struct check_job *cj, struct 
 		header_only(bd, cj);
 		return;
 	}
+	bd->job.phase_series = p->opts->format == DRIVER_FORMAT_HTML;	/* the chart */
 	enum mem_status st = mem_analyze(&bd->job, res);
 
 	if (st != MEM_OK) {
@@ -174,6 +179,10 @@ static void print(struct pipeline *p, const struct build *bd, const struct check
 		return;
 	if (p->opts->format == DRIVER_FORMAT_JSON) {
 		report_json_job(jw, &bd->rep);
+		return;
+	}
+	if (p->opts->format == DRIVER_FORMAT_HTML) {
+		report_html_job(stdout, &bd->rep);
 		return;
 	}
 	if (i)

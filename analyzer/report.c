@@ -204,6 +204,16 @@ static void text_where(FILE *out, const struct mem_where *p)
 		fputs(", recomputing", out);
 }
 
+void report_where(FILE *out, const struct mem_where *p)
+{
+	text_where(out, p);
+}
+
+void report_capacity(FILE *out, const struct report_job *j, const struct mem_class *k)
+{
+	text_capacity(out, j, k);
+}
+
 static void text_figures(FILE *out, const struct report_job *j, const struct mem_class *k,
 			 bool explain)
 {
@@ -384,24 +394,39 @@ static void jw_fraction(struct report_jw *w, const char *key, double v)
 	fprintf(w->out, "%.4f", v);
 }
 
+/* A job that was not analysed has no layout: its degrees and batch are
+ * null, not 0 (which a tool would read as a value). */
+static void jw_known_u64(struct report_jw *w, const char *key, uint64_t v, bool known)
+{
+	if (known)
+		jw_u64(w, key, v);
+	else
+		jw_null(w, key);
+}
+
 static void json_layout(struct report_jw *w, const struct report_job *j)
 {
+	bool k = j->analysed && j->result;
+
 	jw_open(w, "layout", '{');
-	jw_u64(w, "dp", j->dp);
-	jw_u64(w, "tp", j->tp);
-	jw_u64(w, "pp", j->pp);
-	jw_u64(w, "cp", j->cp);
-	jw_u64(w, "ep", j->ep);
-	jw_u64(w, "vp", j->vp);
-	jw_bool(w, "sequence_parallel", j->sequence_parallel);
+	jw_known_u64(w, "dp", j->dp, k);
+	jw_known_u64(w, "tp", j->tp, k);
+	jw_known_u64(w, "pp", j->pp, k);
+	jw_known_u64(w, "cp", j->cp, k);
+	jw_known_u64(w, "ep", j->ep, k);
+	jw_known_u64(w, "vp", j->vp, k);
+	if (k)
+		jw_bool(w, "sequence_parallel", j->sequence_parallel);
+	else
+		jw_null(w, "sequence_parallel");
 	jw_str(w, "sharding", j->sharding);
 	jw_str(w, "recompute", j->recompute);
 	jw_str(w, "precision", j->precision);
 	jw_str(w, "optimizer", j->optimizer);
 	jw_str(w, "finetune", j->finetune);
-	jw_u64(w, "micro_batch", j->micro_batch);
-	jw_u64(w, "seq_len", j->seq_len);
-	jw_u64(w, "grad_accum", j->grad_accum);
+	jw_known_u64(w, "micro_batch", j->micro_batch, k);
+	jw_known_u64(w, "seq_len", j->seq_len, k);
+	jw_known_u64(w, "grad_accum", j->grad_accum, k);
 	jw_close(w, '}');
 }
 
@@ -434,6 +459,32 @@ static void json_components(struct report_jw *w, const struct mem_class *k)
 	jw_u64(w, "cublas", k->overhead_cublas);
 	jw_u64(w, "nccl", k->overhead_nccl);
 	jw_u64(w, "fragmentation", k->overhead_frag);
+	jw_close(w, '}');
+}
+
+/* Stable keys of enum mem_phase, for "phase_peaks" (JSON and HTML). */
+const char *const report_phase_keys[MEM_PHASE__COUNT] = { "forward", "loss", "backward", "optimizer" };
+
+/* The highest allocated bytes of each phase of the step; null for a phase
+ * this class never runs (the loss on a pipeline's first stage). */
+static void json_phase_peaks(struct report_jw *w, const struct mem_class *k)
+{
+	jw_open(w, "phase_peaks", '{');
+	for (int p = 0; p < MEM_PHASE__COUNT; p++)
+		jw_u64_or_null(w, report_phase_keys[p], k->phase_peak[p]);
+	jw_close(w, '}');
+}
+
+/* What forward keeps for backward, whatever the phase of the peak: at an
+ * optimizer-step peak "activations" is 0 although these existed. */
+static void json_stored(struct report_jw *w, const struct mem_class *k)
+{
+	jw_open(w, "stored_activations", '{');
+	jw_u64(w, "per_micro_batch_bytes", k->stored_act);
+	jw_u64(w, "logits_per_micro_batch_bytes", k->stored_logits);
+	jw_u64(w, "chunks_in_flight", k->chunks_in_flight);
+	jw_u64(w, "in_flight_bytes", k->stored_act_in_flight);
+	jw_u64(w, "logits_in_flight_bytes", k->stored_logits_in_flight);
 	jw_close(w, '}');
 }
 
@@ -477,6 +528,8 @@ static void json_class(struct report_jw *w, const struct report_job *j, const st
 	jw_u64(w, "peak_allocated_bytes", k->peak_allocated);
 	jw_u64(w, "peak_reserved_bytes", k->peak_reserved);
 	jw_u64(w, "device_total_bytes", k->device_total);
+	json_phase_peaks(w, k);
+	json_stored(w, k);
 	jw_str(w, "peak_phase", mem_phase_name(k->peak.phase));
 	jw_u64_or_null(w, "peak_layer", k->peak.unit);
 	jw_str(w, "peak_layer_name", k->peak.layer_name);
@@ -497,12 +550,12 @@ static void json_job(struct report_jw *w, const struct report_job *j)
 	jw_str(w, "name", j->name);
 	jw_u64_or_null(w, "line", j->line);
 	jw_str(w, "model", j->model);
-	jw_u64(w, "params_total", j->params_total);
-	jw_u64(w, "params_trainable", j->params_trainable);
+	jw_known_u64(w, "params_total", j->params_total, j->analysed && j->result);
+	jw_known_u64(w, "params_trainable", j->params_trainable, j->analysed && j->result);
 	jw_open(w, "cluster", '{');
 	jw_str(w, "gpu", j->gpu);
-	jw_u64(w, "gpus", j->gpus);
-	jw_u64(w, "nodes", j->nodes);
+	jw_u64_or_null(w, "gpus", j->gpus);	/* a cluster that could not be counted */
+	jw_u64_or_null(w, "nodes", j->nodes);
 	jw_close(w, '}');
 	json_layout(w, j);
 	jw_bool(w, "analysed", j->analysed && j->result);
@@ -523,7 +576,7 @@ static void json_diag(struct report_jw *w, const struct diag_engine *de, const s
 
 void report_json_begin(FILE *out)
 {
-	fputs("{\n  \"memc_report_version\": 1,\n  \"files\": [", out);
+	fputs("{\n  \"schema\": \"memc-report/1\",\n  \"memc_report_version\": 1,\n  \"files\": [", out);
 }
 
 void report_json_file_begin(struct report_jw *w, FILE *out, const char *file, bool first_file)

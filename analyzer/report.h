@@ -43,7 +43,7 @@ struct report_job {
 	bool analysed;			/* false: the job had errors; only the header is known */
 };
 
-enum report_format { REPORT_TEXT, REPORT_JSON };
+enum report_format { REPORT_TEXT, REPORT_JSON, REPORT_HTML };
 
 /* Text report of one job on @out (stdout). With @explain, each component's
  * formula and inputs follow its row. */
@@ -69,6 +69,24 @@ struct report_jw {
 void report_json_file_begin(struct report_jw *w, FILE *out, const char *file, bool first_file);
 void report_json_job(struct report_jw *w, const struct report_job *j);
 void report_json_file_end(struct report_jw *w, const struct diag_engine *de);
+
+/* Stable keys of enum mem_phase ("forward", "loss", "backward", "optimizer"),
+ * the members of "phase_peaks" in the JSON (docs/report.schema.json). */
+extern const char *const report_phase_keys[MEM_PHASE__COUNT];
+
+/* HTML (analyzer/out/report_html.c): one self-contained page per
+ * invocation, no script and nothing fetched: per rank class a stacked SVG
+ * of the step, the component table, the capacity line and the formulas in
+ * <details>. Deterministic like the other formats. */
+void report_html_begin(FILE *out);
+void report_html_job(FILE *out, const struct report_job *j);
+void report_html_end(FILE *out);
+
+/* The text report's wording, for the other formats: where the peak is
+ * ("backward, layer 40 (block)") and the capacity clause (" of 80.00 GiB:
+ * fits, 12% headroom", "; capacity unknown"). */
+void report_where(FILE *out, const struct mem_where *p);
+void report_capacity(FILE *out, const struct report_job *j, const struct mem_class *k);
 
 /* Bytes as "13.48 GiB" (IEC, two decimals), deterministic. */
 const char *report_bytes(uint64_t b, char *buf, size_t n);

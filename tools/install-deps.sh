@@ -11,8 +11,10 @@ set -euo pipefail
 # jq validates the machine-readable output against its schemas
 # (tests/output/check-schema.sh); libjansson-dev and libyaml-dev: `memc import`
 # reads JSON and YAML configs. groff-base and man-db render the man pages
-# (tests/cli-extra/check-man.sh).
-packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config clang libclang-rt-dev jq libjansson-dev libyaml-dev groff-base man-db)
+# (tests/cli-extra/check-man.sh). chromium renders the HTML report in
+# tests/html/check-html.sh, whose PNG reader links zlib (zlib1g-dev); where
+# chromium cannot start that suite skips its browser checks.
+packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config clang libclang-rt-dev jq libjansson-dev libyaml-dev groff-base man-db zlib1g-dev chromium)
 
 missing=()
 for p in "${packages[@]}"; do

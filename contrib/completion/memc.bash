@@ -22,6 +22,8 @@ _memc_value()
 	--format)
 		if [[ $cmd == check ]]; then
 			COMPREPLY=($(compgen -W 'text json sarif github' -- "$cur"))
+		elif [[ $cmd == report ]]; then
+			COMPREPLY=($(compgen -W 'text json html' -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W 'text json' -- "$cur"))
 		fi ;;

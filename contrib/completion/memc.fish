@@ -42,7 +42,8 @@ complete -c memc -n "not __fish_seen_subcommand_from $cmds" -l list-diagnostics 
 
 set -l cmd '__fish_seen_subcommand_from check report list'
 complete -c memc -n "__fish_seen_subcommand_from check" -l format -x -a 'text json sarif github' -d 'output format'
-complete -c memc -n "__fish_seen_subcommand_from report list" -l format -x -a 'text json' -d 'output format'
+complete -c memc -n "__fish_seen_subcommand_from report" -l format -x -a 'text json html' -d 'output format'
+complete -c memc -n "__fish_seen_subcommand_from list" -l format -x -a 'text json' -d 'output format'
 complete -c memc -n $cmd -l explain -d "show each component's formula and inputs"
 complete -c memc -n $cmd -s I -x -a '(__fish_complete_directories)' -d 'add DIR to the import search path'
 complete -c memc -n $cmd -l stdlib -x -a '(__fish_complete_directories)' -d 'use DIR as the standard library'

@@ -64,7 +64,8 @@ expect() {
 expect 'check report list import fmt lsp help --help --version --list-diagnostics' ''
 expect 'report' re
 expect 'text json sarif github' check --format ''
-expect 'text json' report --format ''
+expect 'text json html' report --format ''
+expect 'text json' list --format ''
 expect 'sarif' check --format = s
 expect 'auto always never' check --color = ''
 # Where COMP_WORDBREAKS has no "=", the option and its value are one word.

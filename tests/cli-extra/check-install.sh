@@ -47,6 +47,8 @@ usr/share/bash-completion/completions/memc=contrib/completion/memc.bash
 usr/share/zsh/vendor-completions/_memc=contrib/completion/_memc
 usr/share/fish/vendor_completions.d/memc.fish=contrib/completion/memc.fish
 usr/share/memc/memc-problem-matcher.json=contrib/github/memc-problem-matcher.json
+usr/share/vim/vimfiles/syntax/mem.vim=contrib/vim/syntax/mem.vim
+usr/share/vim/vimfiles/ftdetect/mem.vim=contrib/vim/ftdetect/mem.vim
 usr/share/memc/stdlib/gpus/nvidia.mem=stdlib/gpus/nvidia.mem"
 while IFS== read -r to from; do
 	expect_ok "$to" "$(cmp "$from" "$dest/$to" 2>&1)"

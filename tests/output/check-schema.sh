@@ -4,8 +4,9 @@
 # The machine formats' goldens are well-formed, not just unchanged
 # (make check-output-schema; docs/diagnostics.md, Machine formats):
 #   - tests/output/json-*.out validate against docs/diagnostics.schema.json;
-#   - the "diagnostics" of every report --format json golden (tests/*/*.out)
-#     validate against its #/$defs/diagnostic, the object both share;
+#   - every report --format json golden (tests/*/*.out) validates against
+#     docs/report.schema.json, and its "diagnostics" against
+#     diagnostics.schema.json#/$defs/diagnostic, the object both share;
 #   - tests/output/sarif-*.out validate against sarif-subset.schema.json,
 #     and every result's ruleIndex names the rule of its ruleId;
 #   - every line of tests/output/github-*.out is a workflow command whose
@@ -20,6 +21,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
 export LC_ALL=C.UTF-8
 
 schema=docs/diagnostics.schema.json
+report_schema=docs/report.schema.json
 sarif=tests/output/sarif-subset.schema.json
 validator=tests/output/validate.jq
 pass=0
@@ -83,6 +85,7 @@ for f in tests/output/json-*.out; do
 done
 for f in tests/*/*.out tests/*/*/expect.out; do
 	grep -q '"memc_report_version"' "$f" || continue
+	expect_ok "$f (report)" "$(violations "$report_schema" "$f")"
 	jq '[.files[].diagnostics[]]' "$f" >"$tmp/diags.json" 2>/dev/null || {
 		expect_ok "$f" "not JSON"; continue; }
 	expect_ok "$f (diagnostics)" "$(jq -c '.[]' "$tmp/diags.json" | while IFS= read -r d; do
@@ -104,6 +107,14 @@ for m in 'del(.schema)' '.schema = "memc-diagnostics/2"' '.files[0].extra = 1' \
 	 '.files[0].diagnostics[0].notes[1].fix.replacement = 1' '.errors = "1"'; do
 	jq "$m" "$base" >"$tmp/bad.json"
 	expect_rejected "json: $m" "$(violations "$schema" "$tmp/bad.json")"
+done
+base=tests/report/independent-jobs-json.out
+for m in 'del(.schema)' '.memc_report_version = 2' '.files[0].jobs[1].layout.dp = 0' \
+	 '.files[0].jobs[1].params_total = 0' '.files[0].jobs[0].rank_classes[0].phase_peaks.optimizer = 0' \
+	 'del(.files[0].jobs[0].rank_classes[0].stored_activations)' \
+	 '.files[0].jobs[0].rank_classes[0].peak_phase = "optimizer"' '.files[0].jobs[0].extra = 1'; do
+	jq "$m" "$base" >"$tmp/bad.json"
+	expect_rejected "report: $m" "$(violations "$report_schema" "$tmp/bad.json")"
 done
 base=tests/output/sarif-capacity.out
 for m in '.runs[0].results[0].locations[0].physicalLocation.region.startColumn = 0' \

@@ -3,7 +3,8 @@
  * test_report.c - the per-device report (analyzer/report.c): byte and count
  * formatting, the text table (fits, exceeds, not analysed, --explain, several
  * pipeline stages) and the JSON document (exact integers, escaping, nulls,
- * diagnostics with notes). Output goes to open_memstream buffers.
+ * diagnostics with notes) and the HTML page (escaping, the chart's series,
+ * a failed job). Output goes to open_memstream buffers.
  */
 /* cmocka 1.1.x needs these four headers before <cmocka.h>. */
 #include <stdarg.h>
@@ -249,7 +250,8 @@ static void json_job_fields(void **state)
 	t->rj.params_total = 13015864320u;
 	t->rj.params_trainable = 6553600u;
 	s = capture_json(&t->rj, 1, NULL);
-	assert_true(strncmp(s, "{\n  \"memc_report_version\": 1,\n  \"files\": [", 42) == 0);
+	assert_true(strncmp(s, "{\n  \"schema\": \"memc-report/1\",\n  \"memc_report_version\": 1,\n"
+			    "  \"files\": [", 71) == 0);
 	assert_contains(s, "\"name\": \"say \\\"hi\\\"\\\\\\tnow\\u0001\"");
 	assert_contains(s, "\"params_total\": 13015864320,");
 	assert_contains(s, "\"params_trainable\": 6553600,");
@@ -261,6 +263,12 @@ static void json_job_fields(void **state)
 	assert_contains(s, want);
 	snprintf(want, sizeof(want), "\"weights\": %llu,",
 		 (unsigned long long)k->at_peak[MEM_C_WEIGHTS]);
+	assert_contains(s, want);
+	snprintf(want, sizeof(want), "\"phase_peaks\": {\n                \"forward\": %llu,",
+		 (unsigned long long)k->phase_peak[MEM_PHASE_FORWARD]);
+	assert_contains(s, want);
+	snprintf(want, sizeof(want), "\"per_micro_batch_bytes\": %llu,",
+		 (unsigned long long)k->stored_act);
 	assert_contains(s, want);
 	assert_contains(s, "\"capacity_bytes\": 1073741824,");
 	assert_contains(s, "\"fits\": false,");
@@ -281,6 +289,11 @@ static void json_not_analysed_nulls(void **state)
 	s = capture_json(&j, 1, NULL);
 	assert_contains(s, "\"model\": null,");
 	assert_contains(s, "\"line\": null,");
+	/* no made-up 0 for what a failed job never had */
+	assert_contains(s, "\"params_total\": null,");
+	assert_contains(s, "\"dp\": null,");
+	assert_contains(s, "\"sequence_parallel\": null,");
+	assert_contains(s, "\"grad_accum\": null\n");
 	assert_contains(s, "\"analysed\": false,\n          \"rank_classes\": []");
 	free(s);
 }
@@ -324,6 +337,89 @@ static void json_diagnostics(void **state)
 	arena_free(&arena);
 }
 
+static char *capture_html(const struct report_job *j)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	report_html_begin(f);
+	report_html_job(f, j);
+	report_html_end(f);
+	fclose(f);
+	return buf;
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* The chart's series is filled only when asked, and then it is the
+ * per-phase peaks with their components. */
+static void html_series(void **state)
+{
+	struct tiny *t = tiny_new(GIB, 1);
+	const struct mem_class *k = &t->res.classes[0];
+	uint64_t sum = 0;
+
+	(void)state;
+	assert_int_equal(k->series[0][MEM_PHASE_FORWARD].allocated, 0);
+	mem_result_free(&t->res);
+	t->job.phase_series = true;
+	assert_int_equal(mem_analyze(&t->job, &t->res), MEM_OK);
+	t->rj.result = &t->res;
+	k = &t->res.classes[0];
+	for (int p = 0; p < MEM_PHASE__COUNT; p++)
+		assert_int_equal(k->series[0][p].allocated, k->phase_peak[p]);
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		sum += k->series[0][MEM_PHASE_BACKWARD].c[c];
+	assert_int_equal(sum, k->phase_peak[MEM_PHASE_BACKWARD]);
+	assert_int_equal(k->series[1][MEM_PHASE_FORWARD].allocated, 0);	/* one micro-batch */
+	tiny_free(t);
+}
+
+static void html_page(void **state)
+{
+	struct tiny *t = tiny_new(GIB, 1);
+	char *s;
+
+	(void)state;
+	mem_result_free(&t->res);
+	t->job.phase_series = true;
+	assert_int_equal(mem_analyze(&t->job, &t->res), MEM_OK);
+	t->rj.result = &t->res;
+	t->rj.name = "<b>&\"x'";
+	s = capture_html(&t->rj);
+	assert_true(strncmp(s, "<!DOCTYPE html>\n", 16) == 0);
+	assert_contains(s, "<h2>&lt;b&gt;&amp;&quot;x&#39;: ");
+	assert_int_equal(count_of(s, "<svg xmlns"), 1);
+	assert_int_equal(count_of(s, "data-peak=\"true\""), 1);
+	assert_int_equal(count_of(s, "<script"), 0);
+	assert_contains(s, "<details><summary>Formulas (--explain)</summary>");
+	assert_contains(s, "<line class=\"capacity\"");
+	assert_true(strcmp(s + strlen(s) - 8, "</html>\n") == 0);
+	free(s);
+	tiny_free(t);
+}
+
+static void html_not_analysed(void **state)
+{
+	struct report_job j = { .name = "broken", .file = "a.mem", .line = 3 };
+	char *s;
+
+	(void)state;
+	s = capture_html(&j);
+	assert_contains(s, "<p class=\"not-analysed\">");
+	assert_int_equal(count_of(s, "<svg"), 0);
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +431,9 @@ int main(void)
 		cmocka_unit_test(json_job_fields),
 		cmocka_unit_test(json_not_analysed_nulls),
 		cmocka_unit_test(json_diagnostics),
+		cmocka_unit_test(html_series),
+		cmocka_unit_test(html_page),
+		cmocka_unit_test(html_not_analysed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -69,12 +69,15 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.saves_bytes = saves, .input_bytes = f->input, .input_saved_bytes = f->input_saved,
 		.temp_fwd_bytes = tf, .temp_bwd_bytes = tb,
 		.loss_region = loss,
+		.op_mm = { b->op_mm[0], b->op_mm[1] }, .op_sdpa = b->op_sdpa,
+		.op_mm_count = b->op_mm_count,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
 	b->params = NULL;
 	b->nparams = b->capparams = 0;
 	b->saves = b->loss_saves = 0;
+	b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
 }
 
 /* A repeat in the model body: the first is the body of identical blocks
@@ -188,6 +191,27 @@ static const char *bound_sym(struct bld *b, const char *name, const char *dflt)
 static bool key(const struct bld *b, const char *k, struct value *v)
 {
 	return check_job_field(b->cj, k, v);
+}
+
+/* checkpoint_saves = [mm, sdpa]: a save list of one's own, every output of
+ * its ops kept; without it torchtitan's list and every-other-mm rule. */
+static void sac_policy(struct bld *b, struct mem_job *j)
+{
+	struct value v;
+
+	j->sac_ops = MEM_SAC_MM | MEM_SAC_SDPA;
+	j->sac_every_other_mm = true;
+	if (!key(b, "checkpoint_saves", &v) || v.kind != VAL_LIST)
+		return;
+	j->sac_ops = 0;
+	j->sac_every_other_mm = false;
+	for (unsigned i = 0; i < v.nitems; i++) {
+		const struct value *it = &v.items[i];
+
+		if (it->kind != VAL_SYMBOL && it->kind != VAL_STRING)
+			continue;
+		j->sac_ops |= !strcmp(it->str, "mm") ? MEM_SAC_MM : !strcmp(it->str, "sdpa") ? MEM_SAC_SDPA : 0;
+	}
 }
 
 static uint64_t key_u64(struct bld *b, const char *k, uint64_t dflt)
@@ -334,9 +358,16 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	const char *ck = bound_sym(b, "checkpoint", "none");
 
 	j->recompute = !strcmp(ck, "full") ? MEM_RECOMPUTE_FULL :
-		       !strcmp(ck, "selective") ? MEM_RECOMPUTE_SELECTIVE : MEM_RECOMPUTE_NONE;
+		       !strcmp(ck, "selective") ? MEM_RECOMPUTE_SELECTIVE :
+		       !strcmp(ck, "selective_op") ? MEM_RECOMPUTE_SELECTIVE_OP : MEM_RECOMPUTE_NONE;
 	b->out->rep.recompute = ck;
 	b->out->full_recompute = j->recompute == MEM_RECOMPUTE_FULL;
+	sac_policy(b, j);
+	struct value m;
+
+	j->recompute_every = key_u64(b, "checkpoint_every", 0);
+	if (key(b, "recompute_method", &m) && m.kind == VAL_SYMBOL && !strcmp(m.str, "block"))
+		j->recompute_first = key_u64(b, "recompute_num_layers", 0);
 	return true;
 }
 

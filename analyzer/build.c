@@ -153,7 +153,7 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged" };
+					     "grouped", "paged", "op" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -311,6 +311,24 @@ static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes
 
 /* ---- tensors ---- */
 
+/* op(mm) / op(sdpa): the aten op whose output this save is, for op-level
+ * SAC (memory.c sac_kept). The checker allows op() only without for_grad,
+ * so the bytes are part of the layer's saves whatever trains. */
+static void note_op(struct bld *b, const struct attr *op, uint64_t bytes)
+{
+	const char *name;
+
+	if (!op || !op->args || op->args->value->kind != EXPR_NAME)
+		return;
+	name = op->args->value->name.name;
+	if (!strcmp(name, "sdpa")) {
+		bld_add_act(b, &b->op_sdpa, bytes, "the saved activations of a layer");
+	} else if (!strcmp(name, "mm")) {
+		bld_add_act(b, &b->op_mm[b->op_mm_count % 2], bytes, "the saved activations of a layer");
+		b->op_mm_count++;
+	}
+}
+
 static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 {
 	const struct attr *fg = find_attr(t->stmt, "for_grad");
@@ -325,6 +343,7 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		add_pending(b->frame, fg->args, bytes, loss);
 	else
 		bld_add_saves(b, bytes, loss);
+	note_op(b, find_attr(t->stmt, "op"), bytes);
 	/* A save of the input's shape and dtype is the input itself (a norm's
 	 * x_in; HF RMSNorm's x.to(fp32) when x is already fp32): a checkpoint
 	 * storing the input shares its storage (memory.c, cost_layer). */

@@ -106,6 +106,7 @@ struct bld {
 	struct mem_param *params;	/* of the open top-level layer */
 	size_t nparams, capparams;
 	uint64_t saves, loss_saves;
+	uint64_t op_mm[2], op_sdpa, op_mm_count;	/* op(...)-tagged saves of the open layer */
 	struct mem_layer *layers;	/* of the open block */
 	size_t nlayers, caplayers;
 	struct mem_block *blocks;

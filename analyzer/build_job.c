@@ -69,12 +69,15 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.saves_bytes = saves, .input_bytes = f->input, .input_saved_bytes = f->input_saved,
 		.temp_fwd_bytes = tf, .temp_bwd_bytes = tb,
 		.loss_region = loss,
+		.op_mm = { b->op_mm[0], b->op_mm[1] }, .op_sdpa = b->op_sdpa,
+		.op_mm_count = b->op_mm_count,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
 	b->params = NULL;
 	b->nparams = b->capparams = 0;
 	b->saves = b->loss_saves = 0;
+	b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
 }
 
 /* A repeat in the model body: the first is the body of identical blocks
@@ -190,6 +193,27 @@ static bool key(const struct bld *b, const char *k, struct value *v)
 	return check_job_field(b->cj, k, v);
 }
 
+/* checkpoint_saves = [mm, sdpa]: a save list of one's own, every output of
+ * its ops kept; without it torchtitan's list and every-other-mm rule. */
+static void sac_policy(struct bld *b, struct mem_job *j)
+{
+	struct value v;
+
+	j->sac_ops = MEM_SAC_MM | MEM_SAC_SDPA;
+	j->sac_every_other_mm = true;
+	if (!key(b, "checkpoint_saves", &v) || v.kind != VAL_LIST)
+		return;
+	j->sac_ops = 0;
+	j->sac_every_other_mm = false;
+	for (unsigned i = 0; i < v.nitems; i++) {
+		const struct value *it = &v.items[i];
+
+		if (it->kind != VAL_SYMBOL && it->kind != VAL_STRING)
+			continue;
+		j->sac_ops |= !strcmp(it->str, "mm") ? MEM_SAC_MM : !strcmp(it->str, "sdpa") ? MEM_SAC_SDPA : 0;
+	}
+}
+
 static uint64_t key_u64(struct bld *b, const char *k, uint64_t dflt)
 {
 	struct value v;
@@ -278,13 +302,29 @@ static enum mem_schedule schedule(struct bld *b)
 	       !strcmp(s, "zb_h1") ? MEM_PP_ZB_H1 : !strcmp(s, "zb_h2") ? MEM_PP_ZB_H2 : MEM_PP_1F1B;
 }
 
-/* Megatron-Core's DDP: precision megatron_bf16, or the job says megatron { }. */
-static bool megatron_job(struct bld *b)
+/* Megatron-Core's DDP: the job sets a megatron { } key, or precision megatron_bf16
+ * where Megatron's DDP can be what wraps the model: not under torch FSDP or
+ * DeepSpeed ZeRO-2/3, whose engines own the gradients (a torchtitan job may
+ * borrow megatron_bf16 for FSDP2's bf16/fp32 dtypes). */
+static bool megatron_record(struct bld *b)
 {
+	static const char *const keys[] = { "megatron.distributed_optimizer", "megatron.grad_reduce_in_bf16",
+					    "megatron.overlap_grad_reduce", "megatron.overlap_param_gather",
+					    "megatron.bucket_size" };
 	struct value v;
 
-	return key(b, "megatron", &v) ||
-	       (b->cj->precision.kind == VAL_DECL && !strcmp(b->cj->precision.decl->name, "megatron_bf16"));
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (key(b, keys[i], &v))
+			return true;
+	return false;
+}
+
+static bool megatron_job(struct bld *b, int zero)
+{
+	if (megatron_record(b))
+		return true;
+	return b->cj->precision.kind == VAL_DECL && !strcmp(b->cj->precision.decl->name, "megatron_bf16") &&
+	       !strcmp(key_sym(b, "fsdp", "none"), "none") && zero <= 1;
 }
 
 /* megatron { }: the distributed optimizer is ZeRO-1 (zero = 1 unless the job
@@ -294,7 +334,7 @@ static int megatron_setup(struct bld *b, int zero)
 {
 	struct value v;
 
-	if (!megatron_job(b))
+	if (!megatron_record(b))
 		return zero;
 	if (key_bool(b, "megatron.grad_reduce_in_bf16", false))
 		b->grads = dtype_find("bf16");
@@ -358,7 +398,7 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	j->pp_account_loss = key_bool(b, "parallel.account_for_loss", false);
 	j->micro_batches = key_u64(b, "grad_accum", 1);
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
-	if (j->sharding == MEM_SHARD_ZERO1 && megatron_job(b))
+	if (j->sharding == MEM_SHARD_ZERO1 && megatron_job(b, zero))
 		shard_name = "distributed optimizer";
 	if (!dp_shard(b, j))
 		return false;
@@ -366,9 +406,16 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	const char *ck = bound_sym(b, "checkpoint", "none");
 
 	j->recompute = !strcmp(ck, "full") ? MEM_RECOMPUTE_FULL :
-		       !strcmp(ck, "selective") ? MEM_RECOMPUTE_SELECTIVE : MEM_RECOMPUTE_NONE;
+		       !strcmp(ck, "selective") ? MEM_RECOMPUTE_SELECTIVE :
+		       !strcmp(ck, "selective_op") ? MEM_RECOMPUTE_SELECTIVE_OP : MEM_RECOMPUTE_NONE;
 	b->out->rep.recompute = ck;
 	b->out->full_recompute = j->recompute == MEM_RECOMPUTE_FULL;
+	sac_policy(b, j);
+	struct value m;
+
+	j->recompute_every = key_u64(b, "checkpoint_every", 0);
+	if (key(b, "recompute_method", &m) && m.kind == VAL_SYMBOL && !strcmp(m.str, "block"))
+		j->recompute_first = key_u64(b, "recompute_num_layers", 0);
 	return true;
 }
 
@@ -389,7 +436,7 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	const char *off_opt = key_sym(b, "offload.optimizer", "none");
 	const char *off_par = key_sym(b, "offload.params", "none");
 
-	bool mcore = megatron_job(b);
+	bool mcore = megatron_job(b, zero);
 
 	/* Megatron-Core (param_and_grad_buffer.py _ParamAndGradBuffer): one
 	 * contiguous grad buffer (main_grad), allocated when DDP wraps the model

@@ -60,6 +60,8 @@ struct mem_seg {
 	uint64_t first, count;
 	uint64_t unit0;		/* global 0-based body ordinal of repeat `first` (body only) */
 	uint64_t units_before;	/* body repeats of this stage before this segment */
+	bool plain;		/* body repeats left out of a per-layer checkpoint policy
+				   (checkpoint_every, recompute_first): not recomputed */
 };
 
 struct mem_stage {
@@ -77,6 +79,9 @@ struct mem_ctx {
 	const struct mem_job *job;
 	struct mem_cost **costs;	/* [block][layer] */
 	struct mem_sums *iter;		/* [block]: sums of one repeat */
+	struct mem_cost **costs_plain;	/* the same without recompute, for plain segments
+					   (the same arrays when no segment is plain) */
+	struct mem_sums *iter_plain;
 	uint32_t shard_n;		/* default sharding group (mem_shard_group) */
 	uint32_t expert_n;		/* expert params' group (mem_expert_group) */
 	bool experts;			/* the job has expert params */
@@ -91,6 +96,22 @@ struct mem_walk_out {
 	uint64_t phase_peak[MEM_PHASE__COUNT];
 	struct mem_phase_point series[2][MEM_PHASE__COUNT];	/* job->phase_series */
 };
+
+static inline const struct mem_cost *mem_seg_costs(const struct mem_ctx *cx, const struct mem_seg *s)
+{
+	return s->plain ? cx->costs_plain[s->block] : cx->costs[s->block];
+}
+
+static inline const struct mem_sums *mem_seg_iter(const struct mem_ctx *cx, const struct mem_seg *s)
+{
+	return s->plain ? &cx->iter_plain[s->block] : &cx->iter[s->block];
+}
+
+/* Whether a segment's body repeats re-run their forward in backward. */
+static inline bool mem_seg_recomputes(const struct mem_ctx *cx, const struct mem_seg *s)
+{
+	return mem_recomputes_repeat(cx->job->recompute) && !s->plain;
+}
 
 uint64_t mem_add(bool *ovf, uint64_t a, uint64_t b);
 uint64_t mem_mul(bool *ovf, uint64_t a, uint64_t b);

@@ -239,7 +239,7 @@ static void eval_backward(struct walk *w, const struct pos *p, bool remat)
 {
 	struct mem_vec v = w->base;
 	struct mem_where wh = where_of(w, p, true, remat);
-	bool full = w->job->recompute == MEM_RECOMPUTE_FULL && p->c->body;
+	bool full = mem_seg_recomputes(w->cx, p->seg) && p->c->body;
 
 	add_activations(w, p, &v, full);
 	put(w, &v, p->c->act, remat ? p->c->tfwd : p->c->tbwd);
@@ -297,7 +297,7 @@ static void set_repeat(struct walk *w, struct pos *p, size_t s, uint64_t r)
 
 	p->seg = seg;
 	p->r = r;
-	p->it = &w->cx->iter[seg->block];
+	p->it = mem_seg_iter(w->cx, seg);
 	mem_sums_axpy(&w->cx->ovf, &p->U, &w->st->before[s], p->it, r);
 	p->P = p->U;
 	p->unit_idx = seg->units_before + (body ? r : 0);
@@ -306,7 +306,7 @@ static void set_repeat(struct walk *w, struct pos *p, size_t s, uint64_t r)
 /* Move p to layer j of its repeat (P = U + layers 0..j-1). */
 static void set_layer(struct walk *w, struct pos *p, size_t j)
 {
-	const struct mem_cost *costs = w->cx->costs[p->seg->block];
+	const struct mem_cost *costs = mem_seg_costs(w->cx, p->seg);
 
 	p->P = p->U;
 	for (size_t i = 0; i < j; i++)
@@ -336,8 +336,6 @@ static void walk_forward(struct walk *w)
 
 static void walk_backward(struct walk *w)
 {
-	bool full = w->job->recompute == MEM_RECOMPUTE_FULL;
-
 	for (size_t s = w->st->nsegs; s-- > 0;) {
 		const struct mem_seg *seg = &w->st->segs[s];
 		const struct mem_block *b = &w->job->blocks[seg->block];
@@ -348,7 +346,8 @@ static void walk_backward(struct walk *w)
 			struct pos p;
 
 			set_repeat(w, &p, s, rs[k]);
-			for (size_t j = 0; full && b->is_body && j < b->nlayers; j++) {
+			for (size_t j = 0; mem_seg_recomputes(w->cx, seg) && b->is_body && j < b->nlayers;
+			     j++) {
 				set_layer(w, &p, j);
 				eval_backward(w, &p, true);
 			}

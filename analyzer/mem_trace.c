@@ -152,7 +152,7 @@ static void states(struct tr *r)
 	r->t->what = "optimizer states";
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
-		const struct mem_cost *c = r->cx->costs[seg->block];
+		const struct mem_cost *c = mem_seg_costs(r->cx, seg);
 		const struct mem_layer *l = r->job->blocks[seg->block].layers;
 		uint64_t mid = seg->count - kept(seg->count);
 
@@ -160,7 +160,7 @@ static void states(struct tr *r)
 			for (size_t j = 0; j < r->job->blocks[seg->block].nlayers; j++)
 				put_params(r, &l[j], c[j].s, K_S);
 		if (mid)
-			put(r, mem_mul(o, r->cx->iter[seg->block].v[S_S], mid), STREAM_COMPUTE);
+			put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_S], mid), STREAM_COMPUTE);
 	}
 	r->states = true;
 }
@@ -172,8 +172,8 @@ static void setup(struct tr *r)
 	r->t->what = "weights";
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
-		const struct mem_cost *c = r->cx->costs[seg->block];
-		const struct mem_sums *it = &r->cx->iter[seg->block];
+		const struct mem_cost *c = mem_seg_costs(r->cx, seg);
+		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
 		uint64_t mid = seg->count - kept(seg->count);
 
 		const struct mem_layer *l = r->job->blocks[seg->block].layers;
@@ -216,12 +216,12 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 {
 	const struct mem_seg *seg = &r->st->segs[s];
 	const struct mem_block *b = &r->job->blocks[seg->block];
-	const struct mem_cost *c = r->cx->costs[seg->block];
+	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
 	bool z3 = r->job->sharding == MEM_SHARD_ZERO3;
 	uint32_t g = NO_ID;
 
 	if (b->is_body && shards(r->job->sharding))
-		g = put(r, r->cx->iter[seg->block].v[S_GATH], STREAM_COMM);
+		g = put(r, mem_seg_iter(r->cx, seg)->v[S_GATH], STREAM_COMM);
 	for (size_t j = 0; j < b->nlayers; j++) {
 		/* ZeRO-3 gathers a non-body module around its own forward */
 		uint32_t ng = !b->is_body && z3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
@@ -243,7 +243,7 @@ static void forward(struct tr *r, uint32_t *root)
 		*root = put(r, r->st->total.v[S_GATH_NB], STREAM_COMM);
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
-		const struct mem_sums *it = &r->cx->iter[seg->block];
+		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
 		uint64_t n = kept(seg->count), mid = seg->count - n;
 
 		for (uint64_t k = 0; k < n; k++) {
@@ -301,11 +301,11 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 {
 	const struct mem_seg *seg = &r->st->segs[s];
 	const struct mem_block *b = &r->job->blocks[seg->block];
-	const struct mem_cost *c = r->cx->costs[seg->block];
+	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
 	bool unit = b->is_body && shards(r->job->sharding);
-	uint32_t g = unit ? put(r, r->cx->iter[seg->block].v[S_GATH], STREAM_COMM) : NO_ID;
+	uint32_t g = unit ? put(r, mem_seg_iter(r->cx, seg)->v[S_GATH], STREAM_COMM) : NO_ID;
 
-	for (size_t j = 0; b->is_body && r->job->recompute == MEM_RECOMPUTE_FULL &&
+	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
 			   j < b->nlayers; j++) {
 		uint32_t tmp;
 
@@ -324,7 +324,7 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 	for (size_t j = 0; j < b->nlayers; j++)
 		drop(r, &inst_of(r, s, k, j)->unsh);
 	if (produces(r) && !r->job->optimizer_in_backward)
-		keep_grad(r, put(r, r->cx->iter[seg->block].v[S_GFIN], STREAM_COMPUTE));
+		keep_grad(r, put(r, mem_seg_iter(r->cx, seg)->v[S_GFIN], STREAM_COMPUTE));
 }
 
 static void backward(struct tr *r, uint32_t *root)
@@ -342,7 +342,7 @@ static void backward(struct tr *r, uint32_t *root)
 			drop(r, &r->agg_act[s]);
 			r->t->what = "folded repeats";
 			if (produces(r) && !r->job->optimizer_in_backward)
-				keep_grad(r, put(r, mem_mul(o, r->cx->iter[seg->block].v[S_GFIN], mid),
+				keep_grad(r, put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_GFIN], mid),
 						 STREAM_COMPUTE));
 		}
 	}

@@ -340,11 +340,36 @@ static void cost_trainable(struct mem_ctx *cx, const struct mem_param *p, uint32
 	cost_step_temp(cx, p, n, c);
 }
 
-static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, struct mem_cost *c)
+/* Op-level SAC (torchtitan distributed/activation_checkpoint.py
+ * _custom_policy): the outputs of sdpa and of every other mm stay stored,
+ * counting the block's mms from 1 and keeping the odd ones; the count starts
+ * again in every checkpointed block (context_fn builds a fresh `meta` per
+ * call). Everything else in the repeat is recomputed as under full. */
+static uint64_t sac_kept(const struct mem_job *job, const struct mem_block *b, size_t j)
+{
+	const struct mem_layer *l = &b->layers[j];
+	uint64_t before = 0;
+
+	if (job->recompute != MEM_RECOMPUTE_SELECTIVE_OP)
+		return 0;
+	for (size_t i = 0; i < j; i++)
+		before += b->layers[i].op_mm_count % 2;
+	uint64_t sdpa = job->sac_ops & MEM_SAC_SDPA ? l->op_sdpa : 0;
+
+	if (!(job->sac_ops & MEM_SAC_MM))
+		return sdpa;
+	if (!job->sac_every_other_mm)	/* a user's list: every output of its ops */
+		return sdpa + l->op_mm[0] + l->op_mm[1];
+	/* the layer's first mm is the block's (before + 1)-th: kept when odd */
+	return sdpa + l->op_mm[before % 2];
+}
+
+static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, bool remat,
+		       struct mem_cost *c)
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_layer *l = &b->layers[j];
-	bool full = job->recompute == MEM_RECOMPUTE_FULL && b->is_body;
+	bool full = remat && b->is_body;
 
 	memset(c, 0, sizeof(*c));
 	c->body = b->is_body;
@@ -380,37 +405,61 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		 * CheckpointFunction.backward, Megatron tensor_parallel/random.py), which
 		 * share the stored input's storage: a save that is the input itself
 		 * (a norm's x_in) is not allocated again when the repeat is re-run. */
-		uint64_t alias = j == 0 ? l->input_saved_bytes : 0;
+		uint64_t alias = j == 0 ? l->input_saved_bytes : 0, kept = sac_kept(job, b, j);
 
 		if (alias > l->saves_bytes)
 			alias = l->saves_bytes;
+		if (kept > l->saves_bytes - alias)
+			kept = l->saves_bytes - alias;
 		c->stored = j == 0 ? mem_round(job, l->input_bytes) : 0;
-		c->saves = mem_round(job, l->saves_bytes - alias);
+		c->stored = mem_add(&cx->ovf, c->stored, mem_round(job, kept));
+		c->saves = mem_round(job, l->saves_bytes - alias - kept);
 	}
 	c->tfwd = mem_round(job, l->temp_fwd_bytes);
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
 }
 
-static enum mem_status build_costs(struct mem_ctx *cx)
+static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cost ***costs,
+				  struct mem_sums **iter)
 {
 	const struct mem_job *job = cx->job;
 
-	cx->costs = calloc(job->nblocks ? job->nblocks : 1, sizeof(*cx->costs));
-	cx->iter = calloc(job->nblocks ? job->nblocks : 1, sizeof(*cx->iter));
-	if (!cx->costs || !cx->iter)
+	*costs = calloc(job->nblocks ? job->nblocks : 1, sizeof(**costs));
+	*iter = calloc(job->nblocks ? job->nblocks : 1, sizeof(**iter));
+	if (!*costs || !*iter)
 		return MEM_E_NOMEM;
 	for (size_t b = 0; b < job->nblocks; b++) {
 		const struct mem_block *blk = &job->blocks[b];
 
-		cx->costs[b] = calloc(blk->nlayers ? blk->nlayers : 1, sizeof(struct mem_cost));
-		if (!cx->costs[b])
+		(*costs)[b] = calloc(blk->nlayers ? blk->nlayers : 1, sizeof(struct mem_cost));
+		if (!(*costs)[b])
 			return MEM_E_NOMEM;
 		for (size_t j = 0; j < blk->nlayers; j++) {
-			cost_layer(cx, blk, j, &cx->costs[b][j]);
-			mem_sums_add_cost(&cx->ovf, &cx->iter[b], &cx->costs[b][j]);
+			cost_layer(cx, blk, j, remat, &(*costs)[b][j]);
+			mem_sums_add_cost(&cx->ovf, &(*iter)[b], &(*costs)[b][j]);
 		}
 	}
 	return MEM_OK;
+}
+
+/* Whether some body repeats escape the recompute mode (plain segments). */
+static bool has_plain(const struct mem_job *job)
+{
+	return mem_recomputes_repeat(job->recompute) &&
+	       (job->recompute_every > 1 || job->recompute_first > 0);
+}
+
+static enum mem_status build_costs(struct mem_ctx *cx)
+{
+	bool remat = mem_recomputes_repeat(cx->job->recompute);
+	enum mem_status s = cost_table(cx, remat, &cx->costs, &cx->iter);
+
+	if (s != MEM_OK || !has_plain(cx->job)) {
+		cx->costs_plain = cx->costs;
+		cx->iter_plain = cx->iter;
+		return s;
+	}
+	return cost_table(cx, false, &cx->costs_plain, &cx->iter_plain);
 }
 
 /* Whether any layer has expert params: only then must the expert group be
@@ -425,12 +474,19 @@ static bool has_experts(const struct mem_job *job)
 	return false;
 }
 
+static void free_table(const struct mem_job *job, struct mem_cost **costs, struct mem_sums *iter)
+{
+	for (size_t b = 0; costs && b < job->nblocks; b++)
+		free(costs[b]);
+	free(costs);
+	free(iter);
+}
+
 static void free_ctx(struct mem_ctx *cx)
 {
-	for (size_t b = 0; cx->costs && b < cx->job->nblocks; b++)
-		free(cx->costs[b]);
-	free(cx->costs);
-	free(cx->iter);
+	if (cx->costs_plain != cx->costs)
+		free_table(cx->job, cx->costs_plain, cx->iter_plain);
+	free_table(cx->job, cx->costs, cx->iter);
 }
 
 /* ---- 3. pipeline placement (§4.6) ---------------------------------------- */
@@ -452,6 +508,27 @@ static enum mem_status seg_push(struct mem_stage *st, struct mem_seg s)
 	return MEM_OK;
 }
 
+/* The end of the run of body repeats from x (global, 0-based; chunk c0
+ * starts at c0) that share x's plain flag, at most `end`. */
+static uint64_t policy_run(const struct mem_job *job, uint64_t x, uint64_t c0, uint64_t end,
+			   bool *plain)
+{
+	uint64_t n = job->recompute_every, k = job->recompute_first, stop = end;
+
+	*plain = false;
+	if (!has_plain(job))
+		return end;
+	if (n > 1) {
+		/* torchtitan: checkpointed when the 1-based index is a multiple of n */
+		*plain = (x + 1) % n != 0;
+		stop = *plain ? x + (n - 1 - x % n) : x + 1;
+	} else if (k > 0) {
+		*plain = x - c0 >= k;
+		stop = *plain ? end : c0 + k;
+	}
+	return stop < end ? stop : end;
+}
+
 /* Which model chunk holds body repeat x: advance past chunks that end at or
  * before it (chunks may be empty: an accounted embedding or loss). */
 struct chunk_at {
@@ -467,14 +544,17 @@ static void chunk_seek(const struct mem_job *job, struct chunk_at *at, uint64_t 
 }
 
 /* Body repeats [start, end) of block b: cut at chunk boundaries; chunk c
- * lives on stage c mod pp (plain 1F1B/GPipe: vp = 1). */
+ * lives on stage c mod pp (plain 1F1B/GPipe: vp = 1); and where a per-layer
+ * checkpoint policy switches on or off. */
 static enum mem_status place_body(const struct mem_job *job, struct mem_stage *stages,
 				  struct chunk_at *at, size_t b, uint64_t start, uint64_t end)
 {
 	for (uint64_t x = start; x < end;) {
 		chunk_seek(job, at, x);
-		uint64_t send = at->end < end ? at->end : end;
-		struct mem_seg s = { b, x - start, send - x, x, 0 };
+		uint64_t c0 = at->end - mem_pp_chunk_layers(job, at->chunk);
+		bool plain;
+		uint64_t send = policy_run(job, x, c0, at->end < end ? at->end : end, &plain);
+		struct mem_seg s = { b, x - start, send - x, x, 0, plain };
 		enum mem_status st = seg_push(&stages[at->chunk % job->pp], s);
 
 		if (st != MEM_OK)
@@ -500,7 +580,7 @@ static enum mem_status place(const struct mem_job *job, struct mem_stage *stages
 			/* pre/post blocks go with the body repeat before them; after
 			 * the last one, with the last chunk (where the loss is) */
 			uint64_t chunk = u == 0 || r == 0 ? 0 : u == r ? at.n - 1 : at.chunk;
-			struct mem_seg s = { b, 0, blk->repeat, u, 0 };
+			struct mem_seg s = { b, 0, blk->repeat, u, 0, false };
 
 			st = seg_push(&stages[chunk % job->pp], s);
 		}
@@ -523,15 +603,15 @@ static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
 
 		st->before[s] = acc;
 		seg->units_before = st->body_units;
-		mem_sums_axpy(&cx->ovf, &acc, &acc, &cx->iter[seg->block], seg->count);
+		mem_sums_axpy(&cx->ovf, &acc, &acc, mem_seg_iter(cx, seg), seg->count);
 		if (blk->is_body) {
 			st->body_units += seg->count;
-			if (cx->iter[seg->block].v[S_GATH] > st->max_unit_gath)
-				st->max_unit_gath = cx->iter[seg->block].v[S_GATH];
+			if (mem_seg_iter(cx, seg)->v[S_GATH] > st->max_unit_gath)
+				st->max_unit_gath = mem_seg_iter(cx, seg)->v[S_GATH];
 		}
 		for (size_t j = 0; j < blk->nlayers; j++)
-			if (cx->costs[seg->block][j].step_max > st->step_max)
-				st->step_max = cx->costs[seg->block][j].step_max;
+			if (mem_seg_costs(cx, seg)[j].step_max > st->step_max)
+				st->step_max = mem_seg_costs(cx, seg)[j].step_max;
 	}
 	st->total = acc;
 	return MEM_OK;
@@ -782,7 +862,7 @@ static void explain_states(const struct mem_ctx *cx, const struct mem_stage *st,
 static void explain_rest(const struct mem_ctx *cx, const struct mem_stage *st,
 			 struct mem_class *k)
 {
-	static const char *const rc[] = { "none", "selective", "full" };
+	static const char *const rc[] = { "none", "selective", "full", "selective_op" };
 	const struct mem_job *job = cx->job;
 	const uint64_t *bp = k->buffers_at_peak;
 	char a[32], b[32], c[32], d[32], e[32], f[32];

@@ -56,7 +56,17 @@ enum mem_recompute {
 	MEM_RECOMPUTE_NONE,
 	MEM_RECOMPUTE_SELECTIVE,	/* caller already dropped core attention from saves */
 	MEM_RECOMPUTE_FULL,		/* body repeats keep only their input (§4.5) */
+	MEM_RECOMPUTE_SELECTIVE_OP,	/* torchtitan op-level SAC: full, but the outputs of
+					   saved ops (mem_layer.op_*) stay stored */
 };
+
+enum { MEM_SAC_MM = 1, MEM_SAC_SDPA = 2 };
+
+/* Body repeats re-run their forward in backward (full and op-level SAC). */
+static inline bool mem_recomputes_repeat(enum mem_recompute r)
+{
+	return r == MEM_RECOMPUTE_FULL || r == MEM_RECOMPUTE_SELECTIVE_OP;
+}
 
 /* ZB_H1/ZB_H2: zero-bubble schedules (Qi et al., ICLR 2024), B split from W */
 enum mem_schedule { MEM_PP_1F1B, MEM_PP_INTERLEAVED, MEM_PP_GPIPE, MEM_PP_ZB_H1, MEM_PP_ZB_H2 };
@@ -135,6 +145,11 @@ struct mem_layer {
 	uint64_t temp_fwd_bytes;	/* transients alive only while its forward runs */
 	uint64_t temp_bwd_bytes;	/* transients alive only while its backward runs */
 	bool loss_region;		/* saves/temps count as MEM_C_LOGITS */
+	/* saves tagged op(mm) / op(sdpa), for op-level SAC: op_mm[k] adds the
+	 * layer's (k+1)-th, (k+3)-th, ... mm output (the block's parity decides
+	 * which half torchtitan keeps), op_mm_count their number */
+	uint64_t op_mm[2], op_sdpa;
+	uint64_t op_mm_count;
 };
 
 /* A run of layers repeated `repeat` times.  Body blocks are the transformer
@@ -166,6 +181,13 @@ struct mem_job {
 	bool pp_account_embedding, pp_account_loss;
 	uint64_t micro_batches;		/* per optimizer step per DP rank (>= 1) */
 	enum mem_recompute recompute;
+	unsigned sac_ops;		/* SELECTIVE_OP: MEM_SAC_* ops whose outputs stay stored */
+	bool sac_every_other_mm;	/* torchtitan's rule: of the mms, only the odd ones */
+	/* which body repeats the recompute mode applies to; the others run as
+	 * under none. every: torchtitan's layer SAC, the repeats whose 1-based
+	 * index is a multiple (0: all); first: Megatron --recompute-method block,
+	 * the first repeats of each pipeline chunk (0: all) */
+	uint64_t recompute_every, recompute_first;
 	enum mem_sharding sharding;
 	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */
 	bool optimizer_in_backward;	/* torchtune optimizer_in_bwd: each parameter is stepped,

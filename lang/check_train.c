@@ -20,7 +20,7 @@
 #include "lang/strbuf.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", "expert", "hf", "adaptable", NULL };
+					    "grouped", "paged", "expert", "hf", "adaptable", "op", NULL };
 
 static bool is_word(const char *name)
 {
@@ -41,12 +41,32 @@ static void check_hf(struct eval *ev, const struct stmt *s, const struct attr *a
 			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "hf() takes module names such as q_proj");
 }
 
+/* op(mm) / op(sdpa): the aten op that produced a saved tensor, which an
+ * op-level checkpoint policy keeps (language.md). A save waiting on
+ * for_grad may vanish, an op output does not. */
+static void check_op(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	const struct arg *x = a->args;
+	bool named = x && !x->next && !x->name && x->value->kind == EXPR_NAME;
+
+	if (!named || (strcmp(x->value->name.name, "mm") && strcmp(x->value->name.name, "sdpa")))
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "op() takes one op name: mm or sdpa");
+	else if (s->tensor.kind != TENSOR_SAVES)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "op() marks a saves tensor");
+	for (const struct attr *o = s->tensor.attrs; o; o = o->next)
+		if (!strcmp(o->name, "for_grad"))
+			eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "an op() output is saved whatever trains: "
+				   "drop for_grad(...)");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 {
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
 		if (!strcmp(a->name, "hf"))
 			check_hf(ev, t->stmt, a);
+		if (!strcmp(a->name, "op"))
+			check_op(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -59,7 +79,7 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), forward, backward, loss, grouped, paged%s", s ? s : "");
+			  "for_grad(...), op(...), forward, backward, loss, grouped, paged%s", s ? s : "");
 	}
 }
 
@@ -107,7 +127,7 @@ void check_body_static(struct eval *ev, const struct decl *d)
 static const struct field_spec train_fields[] = {
 	{ "model", "model", true }, { "cluster", "cluster", true }, { "precision", "precision", true },
 	{ "optimizer", "optimizer", true }, { "micro_batch", "count", true }, { "seq_len", "count", true },
-	{ "grad_accum", "count", false }, { "checkpoint", "enum:none|selective|full", false },
+	{ "grad_accum", "count", false }, { "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
 	{ "loss", "enum:standard|chunked|chunked_kept", false }, { "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
@@ -117,7 +137,9 @@ static const struct field_spec train_fields[] = {
 	{ "zero_grad", "enum:set_to_none|zeros", false }, { "optimizer_in_backward", "bool", false },
 	{ "load", "enum:meta|from_pretrained|rank0_cpu", false }, { "eval", "record", false },
 	{ "save", "enum:none|full_state_dict|full_state_dict_cpu", false },
-	{ "alloc", "record", false }, { "megatron", "record", false },
+	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
+	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
+	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -516,6 +538,74 @@ static bool offload_ok(struct eval *ev, const struct check_job *j, uint64_t zero
 		return false;
 	}
 	return true;
+}
+
+static bool needs_full(struct eval *ev, const struct check_job *j, const char *key, const char *what)
+{
+	struct value v;
+
+	if (!check_job_field(j, key, &v) || v.kind == VAL_NONE || sym_is(j, "checkpoint", "full"))
+		return true;
+	eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'%s' %s; it needs 'checkpoint = full'", key, what);
+	return false;
+}
+
+/* Which layers full recompute covers: torchtitan's every N-th block, or
+ * Megatron's --recompute-method/--recompute-num-layers. Megatron's uniform
+ * method with more than one layer per unit checkpoints groups of layers,
+ * which memc does not model. */
+static bool layer_policy_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v, n;
+	bool ok = needs_full(ev, j, "checkpoint_every", "picks the checkpointed blocks") &
+		  needs_full(ev, j, "recompute_method", "picks the recomputed layers") &
+		  needs_full(ev, j, "recompute_num_layers", "picks the recomputed layers");
+	bool has_n = check_job_field(j, "recompute_num_layers", &n) && n.kind == VAL_NUM;
+	bool block = sym_is(j, "recompute_method", "block");
+
+	if (check_job_field(j, "checkpoint_every", &v) && (block || has_n)) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'checkpoint_every' (torchtitan) and "
+			   "'recompute_method'/'recompute_num_layers' (Megatron) both pick layers: use one");
+		ok = false;
+	}
+	if (block && !has_n) {
+		eval_error(ev, DIAG_MISSING_FIELD, key_loc(j, "recompute_method"),
+			   "'recompute_method = block' needs 'recompute_num_layers'");
+		ok = false;
+	}
+	if (has_n && !block && num_cmp(n.num, num_from_int(1)) > 0) {
+		eval_error(ev, DIAG_OUT_OF_RANGE, n.origin, "'recompute_method = uniform' with more than one "
+			   "layer per checkpoint is not modelled: memc recomputes layer by layer (1)");
+		ok = false;
+	}
+	return ok;
+}
+
+/* checkpoint_saves lists ops (as op() tags name them) for the op-level
+ * policy; another checkpoint mode would ignore it. */
+static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v;
+	bool ok = true;
+
+	ok = layer_policy_ok(ev, j);
+	if (!check_job_field(j, "checkpoint_saves", &v) || v.kind != VAL_LIST)
+		return ok;
+	for (unsigned i = 0; i < v.nitems; i++) {
+		const struct value *it = &v.items[i];
+		bool sym = it->kind == VAL_SYMBOL || it->kind == VAL_STRING;
+
+		if (it->kind != VAL_ERROR && (!sym || (strcmp(it->str, "mm") && strcmp(it->str, "sdpa")))) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, it->loc, "'checkpoint_saves' lists ops: mm, sdpa");
+			ok = false;
+		}
+	}
+	if (!sym_is(j, "checkpoint", "selective_op")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'checkpoint_saves' is the save list of "
+			   "'checkpoint = selective_op'; other modes ignore it");
+		ok = false;
+	}
+	return ok;
 }
 
 /* Settings that another setting makes meaningless: each is an error at
@@ -1101,7 +1191,8 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	check_job_field(j, "optimizer", &j->optimizer);
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
-	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j);
+	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j) &
+		       checkpoint_ok(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {
 		check_capabilities(ev, j);

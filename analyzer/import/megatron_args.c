@@ -63,7 +63,8 @@ static const struct map_row megatron_rows[] = {
 	IGN("no-masked-softmax-fusion"), IGN("no-bias-gelu-fusion"), IGN("no-bias-dropout-fusion"),
 	IGN("attention-softmax-in-fp32"), IGN("rotary-base"), IGN("norm-epsilon"),
 	IGN("use-mcore-models"), IGN("log-throughput"), IGN("timing-log-level"),
-	MUST("recompute-method", "uniform|block"), IGN("recompute-num-layers"),
+	E("recompute-method", "recompute_method", "uniform=uniform|block=block"),
+	C("recompute-num-layers", "recompute_num_layers"),
 	{ NULL, NULL, MAP_IGNORE, NULL }
 };
 

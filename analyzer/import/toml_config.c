@@ -199,7 +199,8 @@ static const struct map_row titan_rows[] = {
 	IGN("parallelism.enable_async_tensor_parallel"), IGN("parallelism.pipeline_parallel_split_points"),
 	IGN("parallelism.enable_compiled_autograd"), IGN("parallelism.disable_loss_parallel"),
 	IGN("parallelism.fsdp_reshard_after_forward"),
-	E("activation_checkpoint.mode", "checkpoint", "full=full|selective=selective|none=none"),
+	E("activation_checkpoint.mode", "checkpoint",
+	  "full=full|selective=selective|none=none|selective_op=selective_op"),
 	IGN("activation_checkpoint.selective_ac_option"),
 	E("optimizer.name", "optimizer", "AdamW=adamw|Adam=adam"),
 	IGN("optimizer.lr"), IGN("optimizer.eps"), IGN("optimizer.weight_decay"),
@@ -215,10 +216,39 @@ static const struct map_row titan_rows[] = {
 	{ NULL, NULL, MAP_IGNORE, NULL }
 };
 
+static struct cfg_item *titan_item(struct cfg *c, const char *path)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->items[i].path, path))
+			return &c->items[i];
+	return NULL;
+}
+
+/* mode = "selective" with selective_ac_option = "op" is the op-level
+ * policy (checkpoint = selective_op); with a layer frequency "N" it is full
+ * AC of every N-th block (checkpoint = full, checkpoint_every = N). */
+static void titan_ac_option(struct cfg *c, struct imp_out *o)
+{
+	struct cfg_item *mode = titan_item(c, "activation_checkpoint.mode");
+	struct cfg_item *opt = titan_item(c, "activation_checkpoint.selective_ac_option");
+	size_t n;
+
+	if (!mode || !opt || !mode->text || !opt->text || strcmp(mode->text, "selective"))
+		return;
+	n = strspn(opt->text, "0123456789");
+	if (!strcmp(opt->text, "op")) {
+		cfg_set_scalar(mode, mode->kind, "selective_op");
+	} else if (n > 0 && !opt->text[n] && strspn(opt->text, "0") < n) {
+		cfg_set_scalar(mode, mode->kind, "full");
+		imp_set(o, "checkpoint_every", opt->text, opt->path, NULL);
+	}
+}
+
 /* torchtitan shards with FSDP2 whenever dp_shard is not 1; -1 means "the
  * GPUs left over", which is memc's default for dp_shard as well. */
 bool titan_import(struct cfg *c, struct imp_out *o)
 {
+	titan_ac_option(c, o);
 	for (size_t i = 0; i < c->n; i++) {
 		struct cfg_item *it = &c->items[i];
 

@@ -8,7 +8,8 @@
  *   zero       a higher ZeRO stage never raises per-device model states
  *   zero3-dp   doubling dp under ZeRO-3 halves the sharded states
  *   tp         raising tp (on twice the GPUs) never raises per-device states
- *   recompute  full <= selective <= none (peak and every phase peak)
+ *   recompute  full <= selective <= none and full <= selective_op <= none
+ *              (peak and every phase peak)
  *   lora       LoRA and QLoRA never use more than full fine-tuning
  *   fp32       fp32 weights are never smaller than bf16 weights
  *   sums       the components add up to the totals (model and JSON)
@@ -291,6 +292,33 @@ static bool p_tp(struct prop_ctx *pc, const struct pjob *base, const struct side
 	return true;
 }
 
+/* Op-level SAC (selective_op) keeps a superset of what full keeps and
+ * re-materialises the rest of the running repeat as full does: full <=
+ * selective_op. Against none it keeps fewer tensors, except the stored input
+ * (as full) and the mm outputs only it declares (one repeat's extra saves). */
+static bool p_recompute_op(struct prop_ctx *pc, const struct pjob *base, const struct side s[3])
+{
+	struct side op;
+
+	if (!run(pc, edit(pc, base, "checkpoint", "selective_op"), &op))
+		return false;
+	uint64_t extra = op.r.repeat_saves > s[0].r.repeat_saves ?
+			 op.r.repeat_saves - s[0].r.repeat_saves : 0;
+	uint64_t slack = op.r.ckpt_extra + extra;
+
+	for (int t = F_DEVICE; t <= F_ALLOC; t++) {
+		le_fig(pc, "recompute (full <= selective_op)", &s[2], &op, 0, t,
+		       t == F_ALLOC ? 0 : ALLOC_ROUND_LARGE);
+		le_fig(pc, "recompute (selective_op <= none)", &op, &s[0], 0, t,
+		       t == F_ALLOC ? slack : slack + ALLOC_ROUND_LARGE + slack / 5);
+	}
+	for (int p = 0; p < MEM_PHASE__COUNT; p++) {
+		le_fig(pc, "recompute (full <= selective_op)", &s[2], &op, 2, p, 0);
+		le_fig(pc, "recompute (selective_op <= none)", &op, &s[0], 2, p, slack);
+	}
+	return true;
+}
+
 static bool p_recompute(struct prop_ctx *pc, const struct pjob *base)
 {
 	static const char *const modes[3] = { "none", "selective", "full" };
@@ -321,7 +349,7 @@ static bool p_recompute(struct prop_ctx *pc, const struct pjob *base)
 				le_fig(pc, name, &s[lo], &s[hi], 2, p, slack);
 		}
 	}
-	return true;
+	return p_recompute_op(pc, base, s);
 }
 
 static bool p_lora(struct prop_ctx *pc, const struct pjob *base)

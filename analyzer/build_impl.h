@@ -51,7 +51,7 @@ struct bld_rep {
 struct opt_memo {
 	uint64_t numel, rows, cols, rank;
 	const struct dtype *dtype;
-	uint64_t state, temp;
+	uint64_t state, paged, temp;	/* paged: in unified memory */
 	bool grouped;
 };
 

@@ -121,6 +121,7 @@ static bool params_equal(const struct mem_param *x, const struct mem_param *y)
 	return !strcmp(x->name, y->name) && x->origin == y->origin && x->numel == y->numel &&
 	       x->weight_bytes == y->weight_bytes && x->grad_bytes == y->grad_bytes &&
 	       x->master_bytes == y->master_bytes && x->state_bytes == y->state_bytes &&
+	       x->paged_state_bytes == y->paged_state_bytes &&
 	       x->step_temp_bytes == y->step_temp_bytes && x->step_temp_grouped == y->step_temp_grouped &&
 	       x->gather_bytes == y->gather_bytes && x->gather_grad_bytes == y->gather_grad_bytes &&
 	       x->cast_bytes == y->cast_bytes && x->cast_saved == y->cast_saved &&

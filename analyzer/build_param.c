@@ -40,7 +40,7 @@ static bool in_list(const struct value *list, const struct stmt *s, const char *
 struct opt_walk {
 	struct bld *b;
 	const struct dtype *dflt;
-	uint64_t state, temp;
+	uint64_t state, paged, temp;
 	bool grouped;
 };
 
@@ -71,9 +71,11 @@ static void opt_tensor(void *ctx, const struct walk_tensor *t)
 				dt = v.dtype;
 		}
 	}
-	/* paged state lives in CUDA unified memory, outside the allocator */
-	if (t->stmt->tensor.kind == TENSOR_STATE && !paged)
-		bld_add(w->b, &w->state, bld_bytes(w->b, dt, n), "the optimizer state of a tensor");
+	/* paged state lives in CUDA unified memory, outside the allocator:
+	 * counted apart, in the device total only (memory-model.md §2.2) */
+	if (t->stmt->tensor.kind == TENSOR_STATE)
+		bld_add(w->b, paged ? &w->paged : &w->state, bld_bytes(w->b, dt, n),
+			"the optimizer state of a tensor");
 	if (t->stmt->tensor.kind == TENSOR_TEMP) {
 		bld_add(w->b, &w->temp, bld_bytes(w->b, dt, n), "the optimizer state of a tensor");
 		w->grouped |= grouped;
@@ -115,7 +117,7 @@ static struct opt_memo *opt_eval(struct bld *b, uint64_t numel, uint64_t rows, u
 			xdie_oom();
 	}
 	m = &b->memo[b->nmemo++];
-	*m = (struct opt_memo){ numel, rows, cols, rank, dt, w.state, w.temp, w.grouped };
+	*m = (struct opt_memo){ numel, rows, cols, rank, dt, w.state, w.paged, w.temp, w.grouped };
 	return m;
 }
 
@@ -140,6 +142,7 @@ static void train_bytes(struct bld *b, struct mem_param *p, uint64_t base, uint6
 	if (b->master && b->master != dt)
 		p->master_bytes = bld_bytes_x(b, b->master, base, mult);
 	bld_mul(b, m->state, mult, &p->state_bytes, "the optimizer state of a tensor");
+	bld_mul(b, m->paged, mult, &p->paged_state_bytes, "the optimizer state of a tensor");
 	bld_mul(b, m->temp, mult, &p->step_temp_bytes, "the optimizer state of a tensor");
 	p->step_temp_grouped = m->grouped;
 }

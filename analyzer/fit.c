@@ -225,8 +225,12 @@ static void capacity(struct eval *ev, const struct check_job *cj, const struct b
 		return;		/* dropped (--max-errors): nothing to note on */
 	if (bd->job.pp > 1)
 		diag_note(d, NO_LOC, "on pipeline stage %u", (unsigned)k->stage);
-	diag_note(d, NO_LOC, "the largest part is %s (%s)", mem_component_name(c),
-		  report_bytes(k->at_peak[c], part, sizeof part));
+	if (k->paged_bytes > k->at_peak[c])	/* unified memory, not a component */
+		diag_note(d, NO_LOC, "the largest part is paged optimizer state in unified "
+			  "memory (%s)", report_bytes(k->paged_bytes, part, sizeof part));
+	else
+		diag_note(d, NO_LOC, "the largest part is %s (%s)", mem_component_name(c),
+			  report_bytes(k->at_peak[c], part, sizeof part));
 	if (k->alloc_oom)	/* §5.4: where the replay, like PyTorch, runs out */
 		diag_note(d, NO_LOC, "the caching allocator cannot satisfy a request of %s (%s) even "
 			  "after freeing its cache; PyTorch raises OutOfMemoryError there",

@@ -33,6 +33,7 @@ struct mem_cost {
 	uint64_t saves;		/* full saves (what recompute re-materialises) */
 	uint64_t tfwd, tbwd;
 	uint64_t raw_w, raw_g, raw_s, numel, numel_trainable; /* unsharded, for explain */
+	uint64_t paged;		/* paged optimizer states (unified memory, §2.2) */
 	uint64_t host, nvme;	/* offloaded to host RAM / NVMe, this rank's share (§7) */
 	enum mem_component act;	/* MEM_C_ACTIVATIONS or MEM_C_LOGITS */
 	bool body;
@@ -41,7 +42,7 @@ struct mem_cost {
 enum mem_sum_field {
 	S_W, S_S, S_GFIN, S_GFIN_NB, S_GUNSH, S_GUNSH_NB, S_BUCKET, S_GATH, S_GATH_NB,
 	S_CAST_KEEP, S_CAST_FWD, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
-	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S__COUNT
+	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED, S__COUNT
 };
 
 struct mem_sums {

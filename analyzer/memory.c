@@ -90,6 +90,7 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_NUMEL_TRAIN] = mem_add(ovf, v[S_NUMEL_TRAIN], c->numel_trainable);
 	v[S_HOST] = mem_add(ovf, v[S_HOST], c->host);
 	v[S_NVME] = mem_add(ovf, v[S_NVME], c->nvme);
+	v[S_PAGED] = mem_add(ovf, v[S_PAGED], c->paged);
 }
 
 void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
@@ -266,6 +267,7 @@ static void offload_states(struct mem_ctx *cx, const struct mem_param *p, uint32
 
 	offload_to(cx, c, nvme, sh ? shard(p->master_bytes, n) : p->master_bytes);
 	offload_to(cx, c, nvme, sh ? shard(p->state_bytes, n) : p->state_bytes);
+	offload_to(cx, c, nvme, sh ? shard(p->paged_state_bytes, n) : p->paged_state_bytes);
 	offload_to(cx, c, nvme, sh ? shard(g, n) : g);
 }
 
@@ -334,6 +336,9 @@ static void cost_trainable(struct mem_ctx *cx, const struct mem_param *p, uint32
 		uint64_t ss = sh_s ? shard(p->state_bytes, n) : p->state_bytes;
 
 		c->s = mem_add(o, c->s, mem_add(o, mem_round(job, ms), mem_round(job, ss)));
+		/* cudaMallocManaged rounds to pages, not to the allocator's 512 B */
+		c->paged = mem_add(o, c->paged, sh_s ? shard(p->paged_state_bytes, n) :
+						       p->paged_state_bytes);
 	} else {
 		offload_states(cx, p, n, c);
 	}
@@ -765,11 +770,13 @@ static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem
 	k->overhead_frag = k->peak_reserved - k->peak_allocated;
 	k->device_total = mem_add(o, mem_add(o, k->peak_reserved, k->overhead_context),
 				  mem_add(o, k->overhead_cublas, k->overhead_nccl));
+	k->device_total = mem_add(o, k->device_total, k->paged_bytes);
 	memcpy(k->at_peak, w->at.c, sizeof(k->at_peak));
 	memcpy(k->buffers_at_peak, w->at.b, sizeof(k->buffers_at_peak));
 	memcpy(k->phase_peak, w->phase_peak, sizeof(k->phase_peak));
 	memcpy(k->series, w->series, sizeof(k->series));
-	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->peak_allocated;
+	/* paged states are their own figure, not overhead */
+	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->paged_bytes - k->peak_allocated;
 	k->peak = w->where;
 	k->capacity = job->capacity_bytes;
 	k->fits = !k->capacity || k->device_total <= k->capacity;
@@ -931,9 +938,12 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	k->nstages = 1;
 	k->ranks = mem_mul(&cx->ovf, mem_mul(&cx->ovf, job->dp, job->tp), job->cp);
 	k->chunks_in_flight = a;
+	k->paged_bytes = st->total.v[S_PAGED];
 	if (job->alloc_replay) {
 		k->peak_allocated = w.peak;
-		s = replay_reserved(cx, st, a, b, outside_bytes(cx), k);
+		uint64_t outside = mem_add(&cx->ovf, outside_bytes(cx), k->paged_bytes);
+
+		s = replay_reserved(cx, st, a, b, outside, k);
 		if (s != MEM_OK)
 			return s;
 	}
@@ -954,7 +964,8 @@ static bool same_class(const struct mem_class *x, const struct mem_class *y)
 	       x->peak.phase == y->peak.phase && x->chunks_in_flight == y->chunks_in_flight &&
 	       !memcmp(x->at_peak, y->at_peak, sizeof(x->at_peak)) &&
 	       !memcmp(x->persistent, y->persistent, sizeof(x->persistent)) &&
-	       x->host_bytes == y->host_bytes && x->nvme_bytes == y->nvme_bytes;
+	       x->host_bytes == y->host_bytes && x->nvme_bytes == y->nvme_bytes &&
+	       x->paged_bytes == y->paged_bytes;
 }
 
 static void add_class(struct mem_result *res, const struct mem_class *k, bool *ovf)

@@ -117,6 +117,8 @@ struct mem_param {
 	uint64_t grad_bytes;		/* resident gradient (accumulation dtype) */
 	uint64_t master_bytes;		/* fp32 master copy kept by the optimizer; 0 if none */
 	uint64_t state_bytes;		/* all optimizer state tensors of this param together */
+	uint64_t paged_state_bytes;	/* bitsandbytes paged states (cudaMallocManaged): outside
+					   the allocator, not in state_bytes */
 	uint64_t step_temp_bytes;	/* optimizer-step temporaries (foreach sqrt copy, fp32 grad copy) */
 	bool step_temp_grouped;		/* true: temps of all tensors live together (foreach) */
 	uint64_t gather_bytes;		/* ZeRO-3/FSDP unsharded copy (param dtype); 0 = weight_bytes */
@@ -261,7 +263,9 @@ struct mem_class {
 	struct mem_phase_point series[2][MEM_PHASE__COUNT];
 	uint64_t peak_allocated;	/* torch.cuda.max_memory_allocated */
 	uint64_t peak_reserved;		/* torch.cuda.max_memory_reserved */
-	uint64_t device_total;		/* nvidia-smi */
+	uint64_t device_total;		/* nvidia-smi: reserved + overheads + paged_bytes */
+	uint64_t paged_bytes;		/* paged optimizer states in unified memory, resident on
+					   the device; outside peak allocated/reserved */
 	uint64_t overhead_context, overhead_cublas, overhead_nccl, overhead_frag;
 	uint32_t ncomms;		/* communicators counted for NCCL */
 	bool replayed;			/* peak_reserved comes from the allocator replay */

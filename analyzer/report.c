@@ -222,6 +222,10 @@ static void text_figures(FILE *out, const struct report_job *j, const struct mem
 	fputs("   (torch.cuda.max_memory_allocated)\n", out);
 	text_row(out, "peak reserved", NULL, k->peak_reserved);
 	fputs("   (torch.cuda.max_memory_reserved)\n", out);
+	if (k->paged_bytes) {	/* only then, so other reports stay as they were */
+		text_row(out, "paged (unified)", NULL, k->paged_bytes);
+		fputs("   (paged optimizer states, outside the allocator)\n", out);
+	}
 	text_row(out, "device total", NULL, k->device_total);
 	fputs("   (nvidia-smi)", out);
 	text_capacity(out, j, k);
@@ -575,6 +579,8 @@ static void json_class(struct report_jw *w, const struct report_job *j, const st
 	json_components(w, k);
 	jw_u64(w, "peak_allocated_bytes", k->peak_allocated);
 	jw_u64(w, "peak_reserved_bytes", k->peak_reserved);
+	if (k->paged_bytes)
+		jw_u64(w, "paged_unified_bytes", k->paged_bytes);
 	jw_u64(w, "device_total_bytes", k->device_total);
 	json_phase_peaks(w, k);
 	json_stored(w, k);

@@ -434,10 +434,13 @@ static void sums_class(struct prop_ctx *pc, const struct side *b, const struct m
 		bufs += k->buffers_at_peak[i];
 	for (int p = 0; p < MEM_PHASE__COUNT; p++)
 		top = k->phase_peak[p] > top ? k->phase_peak[p] : top;
-	if (alloc != k->peak_allocated || alloc + k->at_peak[MEM_C_OVERHEAD] != k->device_total)
+	/* paged optimizer states are outside the allocator, inside the device total */
+	if (alloc != k->peak_allocated ||
+	    alloc + k->at_peak[MEM_C_OVERHEAD] + k->paged_bytes != k->device_total)
 		prop_fail(pc, "sums", b->text, NULL, "components %" PRIu64 " + overhead %" PRIu64
-			  " vs allocated %" PRIu64 ", device %" PRIu64, alloc,
-			  k->at_peak[MEM_C_OVERHEAD], k->peak_allocated, k->device_total);
+			  " + paged %" PRIu64 " vs allocated %" PRIu64 ", device %" PRIu64, alloc,
+			  k->at_peak[MEM_C_OVERHEAD], k->paged_bytes, k->peak_allocated,
+			  k->device_total);
 	if (bufs != k->at_peak[MEM_C_BUFFERS])
 		prop_fail(pc, "sums", b->text, NULL, "buffer parts %" PRIu64 " vs buffers %" PRIu64,
 			  bufs, k->at_peak[MEM_C_BUFFERS]);

@@ -810,7 +810,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 /* The neutral job of `memc list`: every degree 1, one token. */
 static struct env *neutral_bindings(struct bld *b)
 {
-	static const char *const ones[] = { "batch", "seq", "tp", "sp", "cp", "ep", "etp", "pp", "dp", "vp" };
+	static const char *const ones[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp", "vp" };
 	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
 					       { "kernels", "hf" }, { "loss", "standard" } };
 	struct env *e = env_new(b->ev, NULL);

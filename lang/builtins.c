@@ -8,7 +8,7 @@
 
 static const char *const reserved[] = {
 	/* bound by the train block (docs/language.md §4.2) */
-	"batch", "seq", "tp", "sp", "cp", "ep", "pp", "dp", "vp", "act", "autocast",
+	"batch", "seq", "tgt", "tp", "sp", "cp", "ep", "pp", "dp", "vp", "act", "autocast",
 	/* bound per tensor inside optimizer bodies (§3.6) */
 	"numel", "rows", "cols", "rank",
 	/* values and functions */

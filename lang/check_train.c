@@ -91,7 +91,7 @@ static void static_tensor(void *ctx, const struct walk_tensor *t)
 /* Unknown bindings for a template that no job instantiates. */
 static struct env *unknown_job(struct eval *ev)
 {
-	static const char *const counts[] = { "batch", "seq", "tp", "sp", "cp", "ep", "etp", "pp", "dp",
+	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp",
 					      "vp", "numel", "rows", "cols", "rank" };
 	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss" };
 	struct env *e = env_new(ev, NULL);
@@ -127,7 +127,8 @@ void check_body_static(struct eval *ev, const struct decl *d)
 static const struct field_spec train_fields[] = {
 	{ "model", "model", true }, { "cluster", "cluster", true }, { "precision", "precision", true },
 	{ "optimizer", "optimizer", true }, { "micro_batch", "count", true }, { "seq_len", "count", true },
-	{ "grad_accum", "count", false }, { "checkpoint", "enum:none|selective|full|selective_op", false },
+	{ "target_len", "count", false }, { "grad_accum", "count", false },
+	{ "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
 	{ "loss", "enum:standard|chunked|chunked_kept", false }, { "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
@@ -412,7 +413,7 @@ static uint64_t count_key(struct eval *ev, const struct check_job *j, const char
  * say so at the line, not deep inside a stdlib shape. */
 static bool positive_keys(struct eval *ev, struct check_job *j)
 {
-	static const char *const keys[] = { "micro_batch", "seq_len", "grad_accum", "parallel.tp",
+	static const char *const keys[] = { "micro_batch", "seq_len", "target_len", "grad_accum", "parallel.tp",
 					    "parallel.pp", "parallel.cp", "parallel.ep", "parallel.vp" };
 	bool ok = true;
 
@@ -1000,12 +1001,16 @@ static void check_capabilities(struct eval *ev, const struct check_job *j)
 static struct env *job_bindings(struct eval *ev, struct check_job *j)
 {
 	struct env *e = env_new(ev, NULL);
-	struct value mb, sl;
+	struct value mb, sl, tl;
 
 	count_key(ev, j, "micro_batch", 1, &mb);
 	count_key(ev, j, "seq_len", 1, &sl);
+	/* the decoder (target) length of encoder-decoder models: seq_len unless set */
+	if (!check_job_field(j, "target_len", &tl))
+		tl = sl;
 	bind(ev, e, "batch", mb);
 	bind(ev, e, "seq", sl);
+	bind(ev, e, "tgt", tl);
 	layout(ev, j, e);
 	bind(ev, e, "act", compute_dtype(ev, j));
 	bind(ev, e, "attention", sym_key(ev, j, "attention", "flash"));

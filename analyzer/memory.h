@@ -16,7 +16,7 @@
  * It does not know about the .mem language, source locations or GPUs: the
  * caller maps results back through the opaque `origin` pointers it set on
  * layers and parameters.  docs/memory-model.md describes every rule with the
- * section of /work/shared/design/memory-model.md it comes from.
+ * section of ../shared/design/memory-model.md it comes from.
  *
  * Invariants and ownership:
  *  - All byte counts are exact uint64_t; every sum and product is overflow

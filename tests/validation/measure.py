@@ -5,7 +5,7 @@
 Not run in CI (it needs a CUDA GPU). It builds Llama-style models from a
 config with random weights (transformers LlamaConfig + LlamaForCausalLM; no
 download), trains a few steps in the settings tests/validation/ covers and
-prints rows in the format of /work/shared/validation/measured.csv, three per
+prints rows in the format of ../shared/validation/measured.csv, three per
 configuration: torch.cuda.max_memory_allocated (metric `allocated`),
 torch.cuda.max_memory_reserved (`reserved`) and the memory NVML reports for
 this process (`device`, the nvidia-smi figure). Every configuration runs in

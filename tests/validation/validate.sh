@@ -253,7 +253,7 @@ if [ $write -eq 1 ]; then
 			echo
 			echo "memc's predictions against published per-GPU measurements"
 			echo "(\`tests/validation/\`, one \`.mem\` file per row of"
-			echo "\`/work/shared/validation/measured.csv\`). Regenerate with \`make validate\`."
+			echo "\`../shared/validation/measured.csv\`). Regenerate with \`make validate\`."
 			echo
 			cat "$tmp/generated"
 			echo

@@ -62,7 +62,7 @@ static int scan(struct parse_ctx *pc, YYSTYPE *lval, struct loc *lloc)
 	 * at the cursor, where "unexpected end of file" belongs. */
 	lloc->file = pc->src->id;
 	lloc->start = lloc->end = pc->lex.offset;
-	if (diag_too_many(pc->diag) || pc->lex.too_deep)
+	if (diag_too_many(pc->diag) || pc->lex.stopped)
 		return YYEOF;
 	int k = mlex_lex(lval, lloc, pc->scanner);
 
@@ -72,7 +72,7 @@ static int scan(struct parse_ctx *pc, YYSTYPE *lval, struct loc *lloc)
 		diag_error(pc->diag, DIAG_FILE_TOO_LARGE, *lloc,
 			   "file has more than %d tokens; the limit is %d (split it into files that import each other)",
 			   PARSE_MAX_TOKENS, PARSE_MAX_TOKENS);
-		pc->lex.too_deep = true;
+		pc->lex.stopped = true;
 		return YYEOF;
 	}
 	return k;

@@ -26,7 +26,7 @@ struct lex_state {
 	uint32_t offset;		/* byte offset of the next unread byte */
 	unsigned depth;			/* open ( [ { */
 	struct loc open[PARSE_MAX_DEPTH];	/* where each open bracket is */
-	bool too_deep;			/* nesting-depth reported: stop */
+	bool stopped;			/* nesting-depth or the token limit reported: read no further */
 };
 
 /* A token the yylex wrapper read ahead while deciding about a newline. */

@@ -311,12 +311,12 @@ int lex_string(struct lex_state *ls, union YYSTYPE *lval, struct loc loc, const 
 
 int lex_open(struct lex_state *ls, struct loc loc, char c)
 {
-	if (ls->too_deep)
+	if (ls->stopped)
 		return 0;
 	if (ls->depth == PARSE_MAX_DEPTH) {
 		diag_error(ls->diag, DIAG_NESTING_DEPTH, loc,
 			   "brackets nested more than %d deep", PARSE_MAX_DEPTH);
-		ls->too_deep = true;
+		ls->stopped = true;
 		return 0;	/* end of input: nothing after this can be trusted */
 	}
 	ls->open[ls->depth++] = loc;

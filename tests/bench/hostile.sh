@@ -17,7 +17,7 @@ out="${3:-build/hostile}"
 mkdir -p "$out"
 over=0
 
-head_job() { # the imports and a train block on MODEL with extra lines
+head_job() { # the stdlib imports every generated job needs
 	printf 'import "gpus/nvidia"\nimport "models/llama"\nimport "optimizers"\nimport "precision"\n'
 }
 

@@ -949,9 +949,11 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	}
 	figures(cx, &w, k);
 	persistent(cx, st, k);
-	explain_states(cx, st, k);
-	explain_rest(cx, st, k);
-	explain_peak(k);
+	if (job->explain) {	/* formatting them was a tenth of a hidden job's cost */
+		explain_states(cx, st, k);
+		explain_rest(cx, st, k);
+		explain_peak(k);
+	}
 	return MEM_OK;
 }
 

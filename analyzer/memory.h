@@ -217,6 +217,7 @@ struct mem_job {
 	uint64_t capacity_bytes;	/* usable device memory; 0 = unknown */
 	double headroom;		/* requested free fraction, e.g. 0.10 */
 	bool phase_series;		/* fill mem_class.series (the HTML chart); off: not paid */
+	bool explain;			/* fill mem_class.explain*: --explain, HTML; off: not paid */
 };
 
 /* One instant of the timeline. */

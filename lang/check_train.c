@@ -141,6 +141,7 @@ static const struct field_spec train_fields[] = {
 	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
 	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
+	{ "nccl", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -186,6 +187,14 @@ static const struct field_spec megatron_fields[] = {
 	{ "bucket_size", "count", false },
 	{ NULL, NULL, false },
 };
+/* NCCL's environment variables without NCCL_ (analyzer/mem_comm.h). */
+static const struct field_spec nccl_fields[] = {
+	{ "buffsize", "bytes", false }, { "ll_buffsize", "bytes", false },
+	{ "ll128_buffsize", "bytes", false }, { "nchannels", "count", false },
+	{ "nchannels_per_net_peer", "count", false }, { "nvls_enable", "bool", false },
+	{ "nvls_nchannels", "count", false }, { "nvls_chunksize", "bytes", false },
+	{ NULL, NULL, false },
+};
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
 static const struct field_spec alloc_fields[] = {
 	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
@@ -203,7 +212,10 @@ static const struct range_spec train_ranges[] = {
 	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
 	{ "alloc.roundup_power2_divisions", RANGE_AT_LEAST_1 },
 	{ "alloc.garbage_collection_threshold", RANGE_FRACTION },
-	{ "megatron.bucket_size", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
+	{ "megatron.bucket_size", RANGE_AT_LEAST_1 }, { "nccl.buffsize", RANGE_POSITIVE_BYTES },
+	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },
+	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_AT_LEAST_1 },
+	{ "nccl.nchannels_per_net_peer", RANGE_AT_LEAST_1 }, { "nccl.nvls_nchannels", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
 	{ NULL, RANGE_ANY },
 };
 
@@ -212,7 +224,8 @@ static const struct field_spec *sub_specs(const char *name)
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
-	       !strcmp(name, "megatron") ? megatron_fields : overhead_fields;
+	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "nccl") ? nccl_fields :
+	       overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a

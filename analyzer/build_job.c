@@ -843,7 +843,8 @@ static struct env *neutral_bindings(struct bld *b)
 {
 	static const char *const ones[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp", "vp" };
 	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
-					       { "kernels", "hf" }, { "loss", "standard" } };
+					       { "kernels", "hf" }, { "loss", "standard" },
+					       { "cp_comm", "allgather" } };
 	struct env *e = env_new(b->ev, NULL);
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)

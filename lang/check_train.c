@@ -93,7 +93,7 @@ static struct env *unknown_job(struct eval *ev)
 {
 	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp",
 					      "vp", "numel", "rows", "cols", "rank" };
-	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss" };
+	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss", "cp_comm" };
 	struct env *e = env_new(ev, NULL);
 
 	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
@@ -130,7 +130,7 @@ static const struct field_spec train_fields[] = {
 	{ "target_len", "count", false }, { "grad_accum", "count", false },
 	{ "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked|chunked_kept", false }, { "zero", "count", false },
+	{ "loss", "enum:standard|chunked|chunked_kept|upcast", false }, { "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
 	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
@@ -159,6 +159,7 @@ static const struct field_spec parallel_fields[] = {
 	{ "etp", "count", false }, { "dp_shard", "count", false }, { "dp_replicate", "count", false },
 	{ "first_stage_layers", "count", false }, { "last_stage_layers", "count", false },
 	{ "account_for_embedding", "bool", false }, { "account_for_loss", "bool", false },
+	{ "cp_comm_type", "enum:allgather|p2p|a2a", false },
 	{ NULL, NULL, false },
 };
 static const struct field_spec offload_fields[] = {
@@ -1030,6 +1031,7 @@ static struct env *job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "checkpoint", sym_key(ev, j, "checkpoint", "none"));
 	bind(ev, e, "kernels", sym_key(ev, j, "kernels", "hf"));
 	bind(ev, e, "loss", sym_key(ev, j, "loss", "standard"));
+	bind(ev, e, "cp_comm", sym_key(ev, j, "parallel.cp_comm_type", "allgather"));
 	bind(ev, e, "autocast", (struct value){ .kind = VAL_BOOL, .b = autocast_policy(ev, j),
 						.loc = j->decl->name_loc, .origin = j->decl->name_loc });
 	return e;

@@ -519,6 +519,8 @@ static void nccl_conf(struct bld *b, struct mem_job *j)
 	j->nccl.nvls_nchannels = key_u32(b, "nccl.nvls_nchannels");
 	j->nccl.nvls_chunksize = key_u64(b, "nccl.nvls_chunksize", 0);
 	j->nccl.local_ranks = j->gpus_per_node;
+	j->sequence_parallel = bound_u64(b, "sp", 1) > 1;
+	j->async_tp = key_bool(b, "parallel.async_tp", false);
 }
 
 static void overheads(struct bld *b, struct mem_job *j)

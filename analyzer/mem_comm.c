@@ -110,3 +110,45 @@ uint64_t mem_comm_total(const struct mem_job *job, const struct mem_comm_group *
 				    mem_comm_nccl_bytes(&job->nccl, g[i].kind, g[i].ranks, ovf));
 	return t;
 }
+
+/* The largest layer input of the body blocks: under sequence parallelism
+ * the [s / tp, b, h] shard a column-parallel linear gathers. */
+static uint64_t max_body_input(const struct mem_job *job)
+{
+	uint64_t m = 0;
+
+	for (size_t b = 0; b < job->nblocks; b++)
+		for (size_t j = 0; job->blocks[b].is_body && j < job->blocks[b].nlayers; j++)
+			if (job->blocks[b].layers[j].input_bytes > m)
+				m = job->blocks[b].layers[j].input_bytes;
+	return m;
+}
+
+/* Megatron-Core tensor_parallel/layers.py
+ * LinearWithGradAccumulationAndAsyncCommunication: forward all-gathers the
+ * input into get_global_memory_buffer().get_tensor(dim_size, dtype, "mpu")
+ * and saves the un-gathered input; backward gathers it again into the same
+ * buffer. GlobalMemoryBuffer (utils.py) keeps the largest tensor asked for
+ * per (name, dtype): one buffer of the largest gathered input, allocated
+ * through the caching allocator and never freed. TE's linears and
+ * DTensor's SequenceParallel gather into a fresh tensor per call instead:
+ * the same bytes, live whenever a layer runs, so one buffer held
+ * throughout stands for them too. */
+uint64_t mem_comm_sp_buffer(const struct mem_job *job, bool *ovf)
+{
+	if (!job->sequence_parallel || job->tp < 2)
+		return 0;
+	return mem_round(job, mem_mul(ovf, max_body_input(job), job->tp));
+}
+
+/* torch/distributed/_symmetric_memory/__init__.py get_symm_mem_workspace:
+ * one workspace per group, grown to the largest min_size asked for.
+ * _pipelined_all_gather_and_consume (fused all-gather + matmul) asks for
+ * the local shard's bytes, _pipelined_produce_and_all2all (fused matmul +
+ * reduce-scatter) for two output chunks: 2 x [s / tp, b, h]. */
+uint64_t mem_comm_symm_workspace(const struct mem_job *job, bool *ovf)
+{
+	if (!job->async_tp || job->tp < 2)
+		return 0;
+	return mem_mul(ovf, max_body_input(job), 2);
+}

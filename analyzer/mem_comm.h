@@ -65,4 +65,16 @@ unsigned mem_comm_groups(const struct mem_job *job, uint64_t replicas, uint64_t 
 uint64_t mem_comm_total(const struct mem_job *job, const struct mem_comm_group *g, unsigned n,
 			bool *ovf);
 
+/* Megatron-Core's sequence-parallel gather buffer: the all-gathered input
+ * of a column-parallel linear, [s, b, h], in the global memory buffer that
+ * lives from the first forward on: the largest body layer input x tp (0
+ * without sequence parallelism). */
+uint64_t mem_comm_sp_buffer(const struct mem_job *job, bool *ovf);
+
+/* AsyncTP's symmetric-memory workspace of the tp group (outside the
+ * caching allocator): the larger of the all-gather shard and two
+ * reduce-scatter output chunks, both [s / tp, b, h] of the body (0 without
+ * async_tp or with tp = 1). */
+uint64_t mem_comm_symm_workspace(const struct mem_job *job, bool *ovf);
+
 #endif /* MEMC_ANALYZER_MEM_COMM_H */

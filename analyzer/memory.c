@@ -699,7 +699,9 @@ static uint64_t nccl_bytes(struct mem_ctx *cx, uint32_t *ncomms)
 
 	if (ncomms)
 		*ncomms = n;
-	return mem_comm_total(cx->job, g, n, &cx->ovf);
+	/* the symmetric-memory workspace is cuMem as well: outside the allocator */
+	return mem_add(&cx->ovf, mem_comm_total(cx->job, g, n, &cx->ovf),
+		       mem_comm_symm_workspace(cx->job, &cx->ovf));
 }
 
 /* Device memory the caching allocator does not own (§5.3.2-5.3.3). */
@@ -828,6 +830,8 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 	if (job->sharding == MEM_SHARD_ZERO3)
 		k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
 						       mem_round(job, job->zero_reduce_bucket_bytes));
+	k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
+					       mem_comm_sp_buffer(job, &cx->ovf));
 }
 
 /* The group is named by size where it is not plain dp (cp inside it,

@@ -88,12 +88,47 @@ static void job_groups(void **state)
 	assert_false(ovf);
 }
 
+/* A body block of one layer whose input is the SP shard [s / tp, b, h]
+ * = 8 MiB, and a non-body layer with a larger input (token ids of the
+ * embedding) that no column-parallel linear gathers. */
+static void sp_and_symm_workspace(void **state)
+{
+	struct mem_layer body = { .name = "attn", .input_bytes = 8ull << 20 };
+	struct mem_layer emb = { .name = "emb", .input_bytes = 64ull << 20 };
+	struct mem_block blocks[2] = {
+		{ .layers = &emb, .nlayers = 1, .repeat = 1, .is_body = false },
+		{ .layers = &body, .nlayers = 1, .repeat = 32, .is_body = true },
+	};
+	struct mem_job j;
+	bool ovf = false;
+
+	(void)state;
+	memset(&j, 0, sizeof(j));
+	j.blocks = blocks;
+	j.nblocks = 2;
+	j.dp = j.tp = j.pp = j.cp = j.ep = 1;
+	j.tp = 4;
+	assert_int_equal(mem_comm_sp_buffer(&j, &ovf), 0);
+	assert_int_equal(mem_comm_symm_workspace(&j, &ovf), 0);
+	/* Megatron's global buffer: the gathered input, 8 MiB x tp 4 */
+	j.sequence_parallel = true;
+	assert_int_equal(mem_comm_sp_buffer(&j, &ovf), 32ull << 20);
+	/* AsyncTP: two reduce-scatter output chunks of 8 MiB */
+	j.async_tp = true;
+	assert_int_equal(mem_comm_symm_workspace(&j, &ovf), 16ull << 20);
+	j.tp = 1;
+	assert_int_equal(mem_comm_sp_buffer(&j, &ovf), 0);
+	assert_int_equal(mem_comm_symm_workspace(&j, &ovf), 0);
+	assert_false(ovf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults_per_kind),
 		cmocka_unit_test(keys_change_the_sizes),
 		cmocka_unit_test(job_groups),
+		cmocka_unit_test(sp_and_symm_workspace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -76,6 +76,8 @@ struct value eval_name(struct eval *ev, struct env *env, const struct expr *e);
 struct value eval_call(struct eval *ev, struct env *env, const struct expr *e);
 
 struct value undefined_name(struct eval *ev, const struct value *v);
+/* The same, suggesting only declarations of @kind (DECL__COUNT: any). */
+struct value undefined_name_of(struct eval *ev, const struct value *v, enum decl_kind kind);
 /* scope_suggest(), computed once per distinct (name, kind) in a
  * compilation: a layer used 2^14 times under a fan-out asks 2^14 times. */
 const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind);

@@ -204,6 +204,16 @@ static bool matches(const struct value *v, const char *type)
 	return (v->kind == VAL_DECL || v->kind == VAL_INSTANCE) && !strcmp(ast_decl_keyword[v->decl->kind], type);
 }
 
+/* The declaration kind a type name stands for ("model"), else DECL__COUNT:
+ * where a key wants a model, only models are worth suggesting. */
+static enum decl_kind kind_of_type(const char *type)
+{
+	for (int k = 0; k < DECL__COUNT; k++)
+		if (!strcmp(ast_decl_keyword[k], type))
+			return (enum decl_kind)k;
+	return DECL__COUNT;
+}
+
 bool eval_is_type(struct eval *ev, struct value v, const char *type, const char *what, struct loc at)
 {
 	char b[64], h[128];
@@ -211,7 +221,7 @@ bool eval_is_type(struct eval *ev, struct value v, const char *type, const char 
 	if (matches(&v, type))
 		return true;
 	if (v.kind == VAL_SYMBOL) {
-		undefined_name(ev, &v);
+		undefined_name_of(ev, &v, kind_of_type(type));
 		return false;
 	}
 	struct dim want;
@@ -339,13 +349,19 @@ bool eval_note_undefined(struct eval *ev, struct diag *d, const char *name, enum
 	return m->std_name != NULL;
 }
 
-struct value undefined_name(struct eval *ev, const struct value *v)
+struct value undefined_name_of(struct eval *ev, const struct value *v, enum decl_kind kind)
 {
 	struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, v->loc, "'%s' is not defined", v->str);
 
-	eval_note_undefined(ev, d, v->str, DECL__COUNT);
+	eval_note_undefined(ev, d, v->str, kind);
 	return val_error(v->loc);
 }
+
+struct value undefined_name(struct eval *ev, const struct value *v)
+{
+	return undefined_name_of(ev, v, DECL__COUNT);
+}
+
 
 const struct field *eval_record_field(const struct scope *scope, const struct decl *d, const char *name)
 {

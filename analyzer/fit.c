@@ -25,8 +25,9 @@
 #include "lang/strbuf.h"
 
 /* A -Wcapacity search stops here and says so: a note must not cost what
- * `memc fit` may (docs/fit.md). */
-enum { FIT_NOTE_MAX_BUILDS = 1000, FIT_NOTE_FIXES = 3 };
+ * `memc fit` may (docs/fit.md); nor a file of many distinct blocks that do
+ * not fit more than FIT_FILE_MAX_BUILDS variants in all (a few seconds). */
+enum { FIT_NOTE_MAX_BUILDS = 1000, FIT_NOTE_FIXES = 3, FIT_FILE_MAX_BUILDS = 2000 };
 
 /* One fix as noted: the keys it sets (the same as memc fit's lines). */
 struct fit_note_fix {
@@ -43,6 +44,7 @@ struct fit_memo_entry {
 	struct fit_note_fix *fixes, closest;	/* closest.nlines 0: none */
 	size_t nfixes;
 	bool truncated;
+	bool unsearched;	/* the file's variants were spent before it */
 	unsigned long builds;
 };
 
@@ -60,6 +62,7 @@ struct fit_memo {
 	bool gpus_tried;
 	struct fit_memo_entry **tab;
 	size_t n, cap;
+	unsigned long builds;	/* variants compiled for this file's notes */
 };
 
 struct fit_memo *fit_memo_new(struct arena *a, const struct driver_opts *o, const struct src_table *src,
@@ -253,11 +256,17 @@ static void keep_fix(struct arena *a, const struct fit_fix *f, struct fit_note_f
 static void run_search(struct fit_memo *m, const struct check_job *cj, const struct decl *const *chain,
 		       size_t nchain, struct fit_memo_entry *e)
 {
-	struct fit_ctx c = { .arena = { 0 }, .max_builds = FIT_NOTE_MAX_BUILDS, .max_fixes = FIT_NOTE_FIXES };
+	unsigned long left = m->builds < FIT_FILE_MAX_BUILDS ? FIT_FILE_MAX_BUILDS - m->builds : 0;
+	struct fit_ctx c = { .arena = { 0 }, .max_fixes = FIT_NOTE_FIXES,
+			     .max_builds = left < FIT_NOTE_MAX_BUILDS ? left : FIT_NOTE_MAX_BUILDS };
 	const struct src_file *f = src_get(m->src, m->prog->root->file);
 	struct fit_answer ans;
 	struct value hv;
 
+	if (!left) {
+		e->unsearched = true;
+		return;
+	}
 	if (!m->gpus_tried)
 		load_gpus(m);
 	c.opts = m->opts;
@@ -283,6 +292,7 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 		e->closest.n = 0;
 	e->truncated = c.truncated;
 	e->builds = c.builds;
+	m->builds += c.builds;
 	fit_ctx_release(&c);
 	arena_free(&c.arena);
 }
@@ -410,6 +420,12 @@ static void note_fixes(struct fit_memo *m, const struct check_job *cj, struct di
 {
 	const struct fit_memo_entry *e = fixes_for(m, cj);
 
+	if (e->unsearched) {
+		diag_note(d, NO_LOC, "no fix searched: this file's -Wcapacity searches used their %u variants; "
+			  "`memc fit --job %s %s` searches this one", (unsigned)FIT_FILE_MAX_BUILDS,
+			  cj->decl->name, m->path);
+		return;
+	}
 	for (size_t i = 0; i < e->nfixes; i++)
 		note_fix(d, cj, &e->fixes[i]);
 	if (e->nfixes)

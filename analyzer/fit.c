@@ -41,7 +41,7 @@ struct fit_note_fix {
 struct fit_memo_entry {
 	const char *key;
 	size_t keylen;
-	struct fit_note_fix *fixes, closest;	/* closest.nlines 0: none */
+	struct fit_note_fix *fixes, closest;	/* closest.n 0: none */
 	size_t nfixes;
 	bool truncated;
 	bool unsearched;	/* the file's variants were spent before it */

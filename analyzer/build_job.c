@@ -301,7 +301,7 @@ static bool fsdp2_record(struct bld *b)
 {
 	static const char *const keys[] = { "fsdp2.reshard_after_forward", "fsdp2.reshard_after_forward_policy",
 					    "fsdp2.param_dtype", "fsdp2.reduce_dtype",
-					    "fsdp2.requires_gradient_sync" };
+					    "fsdp2.requires_gradient_sync", "fsdp2.root_unit" };
 	struct value v;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -365,6 +365,7 @@ static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
 	 * runs with set_requires_gradient_sync(False) and
 	 * set_reshard_after_backward(False); post_backward runs after the last */
 	j->fsdp_keep_after_backward = j->pp > 1;
+	j->fsdp_split_root = !strcmp(key_sym(b, "fsdp2.root_unit", "model"), "split");
 	j->fsdp_no_sync = j->pp > 1 || (!key_bool(b, "fsdp2.requires_gradient_sync", true) &&
 					j->micro_batches > 1);
 	*name = arena_printf(b->arena, "FSDP2%s%s%s", j->sharding == MEM_SHARD_FSDP_HYBRID ? " (HSDP)" : "",

@@ -23,7 +23,56 @@ static uint64_t ceil_div(uint64_t bytes, uint32_t n)
 
 bool mem_fsdp_gathers(const struct mem_job *job)
 {
-	return job->fsdp_reshard_to || job->fsdp_keep_after_backward;
+	return job->fsdp_reshard_to || job->fsdp_keep_after_backward || job->fsdp_split_root;
+}
+
+/* Field f of the stage's non-body layers after its first body repeat: with
+ * a split root, the [norm, output] unit (the rest, before the body, is the
+ * tok_embeddings unit); 0 otherwise. */
+static uint64_t post_root(struct mem_ctx *cx, const struct mem_stage *st, enum mem_sum_field f)
+{
+	uint64_t sum = 0;
+	bool body = false;
+
+	if (!cx->job->fsdp_split_root)
+		return 0;
+	for (size_t i = 0; i < st->nsegs; i++) {
+		const struct mem_seg *seg = &st->segs[i];
+
+		if (cx->job->blocks[seg->block].is_body)
+			body = true;
+		else if (body)
+			sum = mem_add(&cx->ovf, sum, mem_mul(&cx->ovf, mem_seg_iter(cx, seg)->v[f], seg->count));
+	}
+	return sum;
+}
+
+/* What a non-body unit keeps between its forward and its backward: the
+ * body's rule on the unit's total (per-tensor rounding left out). */
+static uint64_t unit_held(const struct mem_job *job, uint64_t gath)
+{
+	if (job->fsdp_reshard_to == 1)
+		return gath;
+	return job->fsdp_reshard_to ? mem_round(job, ceil_div(gath, job->fsdp_reshard_to)) : 0;
+}
+
+/* The gathered bytes of the non-body layers.  One root (9dec370's
+ * fully_shard(model)): gathered through forward and backward.  Split
+ * (torchtitan's apply_fsdp_to_decoder: tok_embeddings, [norm, lm_head]):
+ * each is whole while it runs, the embedding keeps its post-forward copy,
+ * [norm, lm_head] is resharded after its backward unless nothing is. */
+static uint64_t root_gathered(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_cost *c,
+			      bool post, bool bwd, bool accumulating)
+{
+	const struct mem_job *job = cx->job;
+	uint64_t all = st->total.v[S_GATH_NB], tail = post_root(cx, st, S_GATH), head = mem_sub(all, tail);
+	bool kept = job->fsdp_keep_after_backward && (bwd || accumulating);
+
+	if (!job->fsdp_split_root)
+		return all;
+	if (!c->body && !post)
+		return head;
+	return mem_add(&cx->ovf, unit_held(job, head), post || kept ? tail : 0);
 }
 
 /* Per-parameter bytes: the post-forward copy (FSDPParam's
@@ -64,12 +113,13 @@ void mem_fsdp_add_sums(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
  * the previous backward left them gathered.  B: the sums before the current
  * repeat (body) or layer (root); it: one repeat; cur: the current unit. */
 uint64_t mem_fsdp_gathered(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_sums *B,
-			   uint64_t cur, bool more, bool bwd, bool accumulating)
+			   const struct mem_cost *c, bool post, uint64_t cur, bool more, bool bwd,
+			   bool accumulating)
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_sums *T = &st->total;
 	bool *o = &cx->ovf;
-	uint64_t root = T->v[S_GATH_NB];
+	uint64_t root = root_gathered(cx, st, c, post, bwd, accumulating);
 	uint64_t body_before = mem_sub(B->v[S_GATH], B->v[S_GATH_NB]);
 	uint64_t live = mem_add(o, root, B->v[S_HELD]);
 	uint64_t pre = 0;
@@ -95,7 +145,8 @@ uint64_t mem_fsdp_gathered(struct mem_ctx *cx, const struct mem_stage *st, const
  * repeat (body) or layer (root); in_unit, in_acc: the running unit's
  * gradients from the current layer to its end (gather_grad, accumulated). */
 uint64_t mem_fsdp_unsharded(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_sums *B,
-			    const struct mem_sums *unit, uint64_t in_unit, uint64_t in_acc, bool accumulating)
+			    const struct mem_sums *unit, bool post, uint64_t in_unit, uint64_t in_acc,
+			    bool accumulating)
 {
 	const struct mem_sums *T = &st->total;
 	bool *o = &cx->ovf;
@@ -111,7 +162,23 @@ uint64_t mem_fsdp_unsharded(struct mem_ctx *cx, const struct mem_stage *st, cons
 									      unit->v[S_GACC_NB]) : 0));
 	if (!unit)
 		in_unit = 0;	/* a root layer's own gradient is in the root's share */
-	return mem_add(o, mem_add(o, body_done, mem_sub(T->v[S_GUNSH_NB], B->v[S_GUNSH_NB])), in_unit);
+	uint64_t root_done = mem_sub(T->v[S_GUNSH_NB], B->v[S_GUNSH_NB]);
+
+	if (!post)	/* a split [norm, lm_head] unit has had its post_backward */
+		root_done = mem_add(o, mem_sub(root_done, post_root(cx, st, S_GUNSH)), post_root(cx, st, S_GACC));
+	return mem_add(o, mem_add(o, body_done, root_done), in_unit);
+}
+
+/* With gradient sync and a split root, the [norm, lm_head] unit
+ * reduce-scatters after its own backward: once the walk is past it (in the
+ * body or the embedding), its gradients are sharded. */
+void mem_fsdp_split_grads(struct mem_ctx *cx, const struct mem_stage *st, bool post, uint64_t *after,
+			  uint64_t *unsh)
+{
+	if (post || !cx->job->fsdp_split_root)
+		return;
+	*unsh = mem_sub(*unsh, post_root(cx, st, S_GUNSH));
+	*after = mem_add(&cx->ovf, *after, post_root(cx, st, S_GFIN));
 }
 
 /* After the last micro-batch's backward each unit's post_backward reshards

@@ -150,10 +150,16 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 bool mem_fsdp_gathers(const struct mem_job *job);
 void mem_fsdp_cost_param(struct mem_ctx *cx, const struct mem_param *p, struct mem_cost *c);
 void mem_fsdp_add_sums(bool *ovf, struct mem_sums *s, const struct mem_cost *c);
+/* B: the sums before the current repeat (body) or layer; post: the current
+ * layer is a non-body layer after the stage's body */
 uint64_t mem_fsdp_gathered(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_sums *B,
-			   uint64_t cur, bool more, bool bwd, bool accumulating);
+			   const struct mem_cost *c, bool post, uint64_t cur, bool more, bool bwd,
+			   bool accumulating);
 uint64_t mem_fsdp_unsharded(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_sums *B,
-			    const struct mem_sums *unit, uint64_t in_unit, uint64_t in_acc, bool accumulating);
+			    const struct mem_sums *unit, bool post, uint64_t in_unit, uint64_t in_acc,
+			    bool accumulating);
+void mem_fsdp_split_grads(struct mem_ctx *cx, const struct mem_stage *st, bool post, uint64_t *after,
+			  uint64_t *unsh);
 uint64_t mem_fsdp_reduce_extra(const struct mem_stage *st);
 
 /* mem_pipeline.c: the body's repeats, and model chunks per stage (vp under

@@ -151,8 +151,8 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 	if (!shards_weights(m))
 		return 0;
 	if (is_fsdp(m) && mem_fsdp_gathers(w->job))
-		return mem_fsdp_gathered(w->cx, st, p->c->body ? &p->U : &p->P, cur, more, bwd,
-					 w->accumulating);
+		return mem_fsdp_gathered(w->cx, st, p->c->body ? &p->U : &p->P, p->c,
+					 !p->c->body && p->unit_idx > 0, cur, more, bwd, w->accumulating);
 	if (m == MEM_SHARD_ZERO3) {
 		if (w->job->zero_prefetch_bytes < pre)
 			pre = w->job->zero_prefetch_bytes;
@@ -208,6 +208,7 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 		after = mem_sub(after, mem_sub(T->v[S_GFIN_NB], nb_before));
 		unsh = (p->c->body && !remat) ? in_unit : 0;
 		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], p->P.v[S_GUNSH_NB]));
+		mem_fsdp_split_grads(w->cx, w->st, !p->c->body && p->unit_idx > 0, &after, &unsh);
 	}
 	if (is_fsdp(m) && w->job->fsdp_no_sync) {
 		/* nothing reduce-scattered before the last micro-batch (mem_fsdp.c) */
@@ -218,8 +219,8 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 			in_unit = p->c->gunsh, in_acc = p->c->gacc;
 		else if (remat)
 			in_unit = in_acc = 0;
-		unsh = mem_fsdp_unsharded(w->cx, w->st, p->c->body ? &p->U : &p->P,
-					  p->c->body ? p->it : NULL, in_unit, in_acc, w->accumulating);
+		unsh = mem_fsdp_unsharded(w->cx, w->st, p->c->body ? &p->U : &p->P, p->c->body ? p->it : NULL,
+					  !p->c->body && p->unit_idx > 0, in_unit, in_acc, w->accumulating);
 	}
 	if (w->job->optimizer_in_backward) {
 		/* stepped as produced: only this layer's gradients, and one

@@ -13,7 +13,7 @@
 
 static const char *const fsdp2_keys[] = { "fsdp2.reshard_after_forward", "fsdp2.reshard_after_forward_policy",
 					  "fsdp2.param_dtype", "fsdp2.reduce_dtype",
-					  "fsdp2.requires_gradient_sync" };
+					  "fsdp2.requires_gradient_sync", "fsdp2.root_unit" };
 
 bool check_fsdp2_present(const struct check_job *j)
 {
@@ -51,6 +51,14 @@ static bool reshard_ok(struct eval *ev, const struct check_job *j)
 static bool policy_ok(struct eval *ev, const struct check_job *j)
 {
 	struct value v;
+
+	if (check_job_field(j, "fsdp2.root_unit", &v) && v.kind == VAL_STRING && strcmp(v.str, "model") &&
+	    strcmp(v.str, "split")) {
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'root_unit' must be \"model\" (fully_shard(model) "
+			   "holds the embeddings, norm and output) or \"split\" (tok_embeddings and [norm, "
+			   "output] are units of their own)");
+		return false;
+	}
 
 	if (!check_job_field(j, "fsdp2.reshard_after_forward_policy", &v) || v.kind != VAL_STRING ||
 	    !strcmp(v.str, "default") || !strcmp(v.str, "always") || !strcmp(v.str, "never"))

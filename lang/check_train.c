@@ -191,7 +191,7 @@ static const struct field_spec megatron_fields[] = {
 static const struct field_spec fsdp2_fields[] = {
 	{ "reshard_after_forward", "any", false }, { "reshard_after_forward_policy", "string", false },
 	{ "param_dtype", "dtype", false }, { "reduce_dtype", "dtype", false },
-	{ "requires_gradient_sync", "bool", false },
+	{ "requires_gradient_sync", "bool", false }, { "root_unit", "string", false },
 	{ NULL, NULL, false },
 };
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */

@@ -103,15 +103,15 @@ void mem_fsdp_add_sums(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 		s->v[S_GACC_NB] = mem_add(ovf, s->v[S_GACC_NB], c->gacc);
 }
 
-/* Gathered parameters at an instant.  The root unit (the stage's non-body
- * layers) stays gathered through forward and backward (_fsdp_state.py
- * _lazy_init: the root is not resharded after forward).  A body unit before
- * the current one keeps its post-forward copy; the current one is whole;
- * the next is prefetched (in backward only what its post-forward copy
- * lacks).  Without reshard after backward every unit from the current one
- * on is whole in backward, and in a later micro-batch's forward too, since
- * the previous backward left them gathered.  B: the sums before the current
- * repeat (body) or layer (root); it: one repeat; cur: the current unit. */
+/* Gathered parameters at an instant: the non-body layers as root_gathered
+ * says (the root is not resharded after forward: _fsdp_state.py
+ * _lazy_init).  A body unit before the current one keeps its post-forward
+ * copy; the current one is whole; the next is prefetched (in backward only
+ * what its post-forward copy lacks).  Without reshard after backward every
+ * unit from the current one on is whole in backward, and in a later
+ * micro-batch's forward too, since the previous backward left them
+ * gathered.  cur: the current body unit's gathered bytes (0 at a root
+ * layer); more: another body unit follows in this pass. */
 uint64_t mem_fsdp_gathered(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_sums *B,
 			   const struct mem_cost *c, bool post, uint64_t cur, bool more, bool bwd,
 			   bool accumulating)

@@ -68,8 +68,36 @@ static bool policy_ok(struct eval *ev, const struct check_job *j)
 	return false;
 }
 
-/* The record is FSDP2: not DeepSpeed, not FSDP1's other strategies; under
- * pp > 1 torch.distributed.pipelining turns gradient sync off itself. */
+static bool above_1(const struct check_job *j, const char *key)
+{
+	struct value v;
+
+	return check_job_field(j, key, &v) && v.kind == VAL_NUM && num_cmp(v.num, num_from_int(1)) > 0;
+}
+
+/* requires_gradient_sync: under pp > 1 torch.distributed.pipelining turns
+ * gradient sync off itself; with one micro-batch there is nothing to hold. */
+static bool sync_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v;
+
+	if (!check_job_field(j, "fsdp2.requires_gradient_sync", &v) || v.kind != VAL_BOOL)
+		return true;
+	if (v.b && above_1(j, "parallel.pp")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "with pp > 1 torch.distributed.pipelining "
+			   "syncs FSDP2 gradients only after the last micro-batch "
+			   "(set_requires_gradient_sync(False)): remove 'requires_gradient_sync'");
+		return false;
+	}
+	if (!v.b && !above_1(j, "grad_accum") && !above_1(j, "parallel.pp")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'requires_gradient_sync = false' holds gradients "
+			   "until the last micro-batch, but with grad_accum = 1 every micro-batch is the last");
+		return false;
+	}
+	return true;
+}
+
+/* The record is FSDP2: not DeepSpeed, not FSDP1's other strategies. */
 bool check_fsdp2(struct eval *ev, const struct check_job *j)
 {
 	struct value fs, v;
@@ -79,6 +107,7 @@ bool check_fsdp2(struct eval *ev, const struct check_job *j)
 		return true;
 	ok &= reshard_ok(ev, j);
 	ok &= policy_ok(ev, j);
+	ok &= sync_ok(ev, j);
 	if (check_job_field(j, "fsdp", &fs) && (fs.kind == VAL_NONE || (fs.kind == VAL_SYMBOL &&
 	    !strcmp(fs.str, "none")))) {
 		eval_error(ev, DIAG_IGNORED_SETTING, fs.origin, "'fsdp = none' turns FSDP off, but 'fsdp2 { }' "
@@ -95,14 +124,6 @@ bool check_fsdp2(struct eval *ev, const struct check_job *j)
 	if (check_job_field(j, "zero", &v) && v.kind == VAL_NUM && num_sign(v.num) > 0) {
 		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'zero' shards with DeepSpeed, but 'fsdp2 { }' "
 			   "shards with FSDP2: use one");
-		ok = false;
-	}
-	if (check_job_field(j, "fsdp2.requires_gradient_sync", &v) && v.kind == VAL_BOOL && v.b &&
-	    check_job_field(j, "parallel.pp", &fs) && fs.kind == VAL_NUM &&
-	    num_cmp(fs.num, num_from_int(1)) > 0) {
-		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "with pp > 1 torch.distributed.pipelining "
-			   "syncs FSDP2 gradients only after the last micro-batch "
-			   "(set_requires_gradient_sync(False)): remove 'requires_gradient_sync'");
 		ok = false;
 	}
 	return ok;

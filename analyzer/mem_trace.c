@@ -34,7 +34,8 @@
 #include <string.h>
 
 #define STREAM_COMPUTE 0u
-#define STREAM_COMM 1u
+#define STREAM_COMM 1u		/* FSDP's all-gather stream */
+#define STREAM_RS 2u		/* FSDP's reduce-scatter stream */
 #define NO_ID UINT32_MAX
 
 /* A growable list of trace ids. */
@@ -605,6 +606,34 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 		drop(r, &x->unsh);
 }
 
+/* The unit's unsharded gradients become its shard.  FSDP2 (foreach_reduce
+ * in torch/distributed/_composable/fsdp/_fsdp_collectives.py) copies them
+ * into a reduce-scatter input and allocates the output on the
+ * reduce-scatter stream, and the sharded gradients are views of that
+ * output (accumulated into the existing ones, then freed, from the second
+ * micro-batch on); ZeRO-3 reduces into its resident buckets. */
+static void reduce_scatter(struct tr *r, size_t s, uint64_t k)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+	const struct mem_sums *it = mem_seg_iter(r->cx, seg);
+	size_t nl = r->job->blocks[seg->block].nlayers;
+	bool fsdp = r->job->sharding != MEM_SHARD_ZERO3;
+	uint32_t in = fsdp ? put(r, it->v[S_GUNSH], STREAM_RS) : NO_ID, out;
+
+	for (size_t j = 0; j < nl; j++)
+		drop(r, &inst_of(r, s, k, j)->unsh);
+	if (r->job->optimizer_in_backward) {
+		drop(r, &in);
+		return;
+	}
+	out = produces(r) || fsdp ? put(r, it->v[S_GFIN], fsdp ? STREAM_RS : STREAM_COMPUTE) : NO_ID;
+	drop(r, &in);
+	if (produces(r))
+		idl_push(r, &r->grads, out);
+	else
+		drop(r, &out);
+}
+
 static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 {
 	const struct mem_seg *seg = &r->st->segs[s];
@@ -628,13 +657,8 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit);
 	}
 	drop(r, &g);
-	if (!unit)
-		return;
-	/* reduce-scatter: the unit's unsharded gradients become its shard */
-	for (size_t j = 0; j < b->nlayers; j++)
-		drop(r, &inst_of(r, s, k, j)->unsh);
-	if (produces(r) && !r->job->optimizer_in_backward)
-		idl_push(r, &r->grads, put(r, mem_seg_iter(r->cx, seg)->v[S_GFIN], STREAM_COMPUTE));
+	if (unit)
+		reduce_scatter(r, s, k);
 }
 
 static void backward(struct tr *r, uint32_t *root)

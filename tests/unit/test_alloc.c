@@ -433,6 +433,41 @@ static void replayed_job_loading(void **state)
 	assert_int_equal(analyze(&j).peak_reserved, 16 * MiB);
 }
 
+/* FSDP over 2 ranks, three units of one trainable 32 MiB weight (16 MiB
+ * shards), nothing else.  By hand: the shards take three 16 MiB segments;
+ * the all-gather stream one 32 MiB segment, reused by every gather;
+ * backward makes each unit's 32 MiB unsharded gradient on the compute
+ * stream (one segment, reused), then foreach_reduce's 32 MiB input and
+ * 16 MiB output on the reduce-scatter stream, whose outputs stay as the
+ * sharded gradients to the optimizer step: that stream holds 32 + 3 x 16.
+ * Reserved 48 + 32 + 32 + 80 = 192 MiB at a trace peak of 144 MiB (the
+ * shards, one unsharded gradient, the input and two outputs); the cache
+ * over the timeline's peak is 192 - 144 = 48 MiB.  On the compute stream
+ * the outputs would split freed gradient blocks instead: 32 MiB. */
+static void replayed_job_fsdp_streams(void **state)
+{
+	struct mem_param p;
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	p.name = "w";
+	p.numel = 16 * MiB;
+	p.weight_bytes = p.grad_bytes = 32 * MiB;
+	p.trainable = true;
+	l.params = &p;
+	l.nparams = 1;
+	l.saves_bytes = l.temp_fwd_bytes = 0;
+	b.repeat = 3;
+	j.dp = 2;
+	j.sharding = MEM_SHARD_FSDP_FULL;
+	k = analyze(&j);
+	assert_int_equal(k.overhead_frag, 48 * MiB);
+}
+
 /* Steps are marked; the replay stops at a mark once the step before it
  * left peak reserved unchanged (from the third mark on). */
 static void trace_stops_when_steady(void **state)
@@ -539,6 +574,7 @@ int main(void)
 		cmocka_unit_test(replayed_job_save_parts),
 		cmocka_unit_test(replayed_job_loading),
 		cmocka_unit_test(trace_stops_when_steady),
+		cmocka_unit_test(replayed_job_fsdp_streams),
 		cmocka_unit_test(replayed_job_expandable),
 		cmocka_unit_test(replayed_job_at_capacity),
 	};

@@ -724,11 +724,14 @@ void alloc_trace_mark(struct alloc_trace *t)
 }
 
 /* At mark k >= 2: did step k - 1 leave peak reserved unchanged? */
-static bool steady(const struct alloc_trace *t, size_t i, size_t *k, uint64_t *at, uint64_t peak)
+static bool steady(const struct alloc_trace *t, size_t i, size_t *k, uint64_t *at, uint64_t peak,
+		   struct alloc_replay *out)
 {
 	bool stop = false;
 
 	while (*k < t->nmarks && t->marks[*k] == i) {
+		if (*k == 0)
+			out->setup_reserved = peak;
 		stop |= *k >= 2 && peak == *at;
 		*at = peak;
 		++*k;
@@ -773,7 +776,7 @@ enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_c
 	}
 	alloc_sim_init_cfg(&sim, cfg);
 	for (size_t i = 0; i < t->n && st == ALLOC_OK; i++) {
-		if (steady(t, i, &k, &at, sim.peak_reserved)) {
+		if (steady(t, i, &k, &at, sim.peak_reserved, out)) {
 			k--;	/* the step at this mark is not replayed */
 			break;
 		}

@@ -138,6 +138,7 @@ void alloc_trace_mark(struct alloc_trace *t);
 struct alloc_replay {
 	uint64_t peak_allocated, peak_reserved;
 	size_t steps;		/* steps (marks) replayed before it stopped */
+	uint64_t setup_reserved;	/* peak reserved before the first mark (loading, setup) */
 	uint64_t retries;
 	bool oom;
 	uint64_t oom_request;	/* bytes of the request that could not be satisfied */

@@ -748,6 +748,7 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 	if (k->peak_reserved < k->peak_allocated)
 		k->peak_reserved = k->peak_allocated;
 	k->alloc_retries = r.retries;
+	k->replay_setup_reserved = r.setup_reserved;
 	k->replayed = true;
 	return MEM_OK;
 }

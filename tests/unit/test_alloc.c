@@ -312,6 +312,37 @@ static void per_stream_pools(void **state)
 	alloc_sim_free(&sim);
 }
 
+/* Best fit over the sorted free blocks: three freed segments of 12, 16 and
+ * 14 MiB; 13 MiB takes the 14 (its 1 MiB rest is not split), 12 the 12,
+ * 11 splits the 16 (5 MiB rest); freeing the 11 merges it back, so a
+ * 16 MiB request needs no new segment.  Reserved stays 42 MiB. */
+static void best_fit_order(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b, c;
+
+	(void)state;
+	alloc_sim_init(&sim);
+	assert_true(alloc_sim_malloc(&sim, 12 * MiB, &a));
+	assert_true(alloc_sim_malloc(&sim, 16 * MiB, &b));
+	assert_true(alloc_sim_malloc(&sim, 14 * MiB, &c));
+	alloc_sim_release(&sim, a);
+	alloc_sim_release(&sim, b);
+	alloc_sim_release(&sim, c);
+	assert_true(alloc_sim_malloc(&sim, 13 * MiB, &a));
+	assert_int_equal(sim.allocated, 14 * MiB);
+	assert_true(alloc_sim_malloc(&sim, 12 * MiB, &b));
+	assert_int_equal(sim.allocated, 26 * MiB);
+	assert_true(alloc_sim_malloc(&sim, 11 * MiB, &c));
+	assert_int_equal(sim.allocated, 37 * MiB);
+	alloc_sim_release(&sim, c);
+	assert_true(alloc_sim_malloc(&sim, 16 * MiB, &c));
+	assert_int_equal(sim.allocated, 42 * MiB);
+	assert_int_equal(sim.reserved, 42 * MiB);
+	assert_int_equal(sim.peak_reserved, 42 * MiB);
+	alloc_sim_free(&sim);
+}
+
 /* A trace replays to the same figures, and names the request that fails. */
 static void trace_replay(void **state)
 {
@@ -569,6 +600,7 @@ int main(void)
 		cmocka_unit_test(roundup_power2),
 		cmocka_unit_test(garbage_collection),
 		cmocka_unit_test(per_stream_pools),
+		cmocka_unit_test(best_fit_order),
 		cmocka_unit_test(trace_replay),
 		cmocka_unit_test(replayed_job_fragments),
 		cmocka_unit_test(replayed_job_save_parts),

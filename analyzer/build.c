@@ -276,7 +276,8 @@ void bld_parts_push(struct bld_parts *p, uint64_t bytes)
 }
 
 /* *to = a child's own tensors followed by its largest child's */
-static void parts_take(struct bld_parts *to, const struct bld_parts *own, const struct bld_parts *child)
+static void parts_take(struct bld_parts *to, const struct bld_parts *own,
+		       const struct bld_parts *child)
 {
 	to->n = 0;
 	for (size_t i = 0; i < own->n; i++)

@@ -116,11 +116,11 @@ static void idl_drop_from(struct tr *r, struct idl *l, size_t from)
 	}
 }
 
-enum kind { K_W, K_G, K_S, K_M, K_LOAD };
+enum kind { K_W, K_G, K_S, K_M };
 
 static uint64_t raw_of(const struct mem_param *p, enum kind k)
 {
-	if (k == K_W || k == K_LOAD)
+	if (k == K_W)
 		return p->weight_bytes;
 	if (!p->trainable)
 		return 0;
@@ -275,7 +275,7 @@ static void load_originals(struct tr *r, struct inst *x, const struct mem_layer 
 	bool sh = shards(r->job->sharding);
 
 	x->load0 = r->loads.n;
-	if (shares(r, l, sh ? c->gath : c->w, K_LOAD))
+	if (shares(r, l, sh ? c->gath : c->w, K_W))
 		for (size_t i = 0; i < l->nparams; i++) {
 			uint32_t src = put(r, mem_round(r->job, l->params[i].load_bytes), STREAM_COMPUTE);
 
@@ -291,9 +291,9 @@ static void load_originals(struct tr *r, struct inst *x, const struct mem_layer 
  * tensor a shard is cut from (torchtitan/torchtune distribute_tensor). */
 static void load_in_place(struct tr *r, const struct mem_layer *l, const struct mem_cost *c)
 {
-	uint64_t *w, *u;
+	uint64_t *w, *u, unsharded = shards(r->job->sharding) ? c->gath : c->w;
 
-	if (r->job->load == MEM_LOAD_NONE || !shares(r, l, shards(r->job->sharding) ? c->gath : c->w, K_LOAD)) {
+	if (r->job->load == MEM_LOAD_NONE || !shares(r, l, unsharded, K_W)) {
 		put_params(r, l, c->w, K_W, NULL);
 		return;
 	}

@@ -41,6 +41,10 @@ void bld_add_saves(struct bld *b, uint64_t bytes, bool loss)
 {
 	bld_frame(b);
 	bld_add_act(b, loss ? &b->loss_saves : &b->saves, bytes, "the saved activations of a layer");
+	if (!bytes)
+		return;
+	ARENA_GROW(b->arena, b->save_parts, b->nsave_parts, b->capsave_parts);
+	b->save_parts[b->nsave_parts++] = bytes;
 }
 
 static void open_block(struct bld *b, uint64_t repeat, bool body)
@@ -49,6 +53,24 @@ static void open_block(struct bld *b, uint64_t repeat, bool body)
 	b->blocks[b->nblocks++] = (struct mem_block){ .repeat = repeat, .is_body = body };
 	b->layers = NULL;
 	b->nlayers = b->caplayers = 0;
+}
+
+/* A layer's temporaries as single tensors, in the arena: its own, then
+ * those of its largest nested layer. */
+static const uint64_t *layer_parts(struct bld *b, const struct bld_parts *own,
+				   const struct bld_parts *child, size_t *n)
+{
+	uint64_t *v;
+
+	*n = own->n + child->n;
+	if (!*n)
+		return NULL;
+	v = ARENA_NEW_ARRAY(b->arena, uint64_t, *n);
+	for (size_t i = 0; i < own->n; i++)
+		v[i] = own->v[i];
+	for (size_t i = 0; i < child->n; i++)
+		v[own->n + i] = child->v[i];
+	return v;
 }
 
 void bld_layer_close(struct bld *b, struct frame *f)
@@ -63,6 +85,10 @@ void bld_layer_close(struct bld *b, struct frame *f)
 	bld_add_act(b, &tf, f->child_fwd, "the transient bytes of a layer");
 	bld_add_act(b, &tb, f->child_bwd, "the transient bytes of a layer");
 
+	size_t ntf, ntb;
+	const uint64_t *tfp = layer_parts(b, &f->tf, &f->ctf, &ntf);
+	const uint64_t *tbp = layer_parts(b, &f->tb, &f->ctb, &ntb);
+
 	b->layers[b->nlayers++] = (struct mem_layer){
 		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
 		.params = b->params, .nparams = b->nparams,
@@ -71,12 +97,17 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.loss_region = loss,
 		.op_mm = { b->op_mm[0], b->op_mm[1] }, .op_sdpa = b->op_sdpa,
 		.op_mm_count = b->op_mm_count,
+		.save_parts = b->save_parts, .nsave_parts = b->nsave_parts,
+		.temp_fwd_parts = tfp, .ntemp_fwd_parts = ntf,
+		.temp_bwd_parts = tbp, .ntemp_bwd_parts = ntb,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
 	b->params = NULL;
 	b->nparams = b->capparams = 0;
 	b->saves = b->loss_saves = 0;
+	b->save_parts = NULL;
+	b->nsave_parts = b->capsave_parts = 0;
 	b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
 }
 
@@ -126,7 +157,8 @@ static bool params_equal(const struct mem_param *x, const struct mem_param *y)
 	       x->gather_bytes == y->gather_bytes && x->gather_grad_bytes == y->gather_grad_bytes &&
 	       x->cast_bytes == y->cast_bytes && x->cast_saved == y->cast_saved &&
 	       x->trainable == y->trainable && x->replicated_dp == y->replicated_dp &&
-	       x->expert == y->expert && x->shard_group == y->shard_group;
+	       x->expert == y->expert && x->shard_group == y->shard_group &&
+	       x->load_bytes == y->load_bytes;
 }
 
 static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
@@ -134,8 +166,19 @@ static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 	if (strcmp(x->name, y->name) || x->origin != y->origin || x->nparams != y->nparams ||
 	    x->saves_bytes != y->saves_bytes || x->input_bytes != y->input_bytes ||
 	    x->temp_fwd_bytes != y->temp_fwd_bytes || x->temp_bwd_bytes != y->temp_bwd_bytes ||
-	    x->loss_region != y->loss_region)
+	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts)
 		return false;
+	for (size_t i = 0; i < x->nsave_parts; i++)
+		if (x->save_parts[i] != y->save_parts[i])
+			return false;
+	if (x->ntemp_fwd_parts != y->ntemp_fwd_parts || x->ntemp_bwd_parts != y->ntemp_bwd_parts)
+		return false;
+	for (size_t i = 0; i < x->ntemp_fwd_parts; i++)
+		if (x->temp_fwd_parts[i] != y->temp_fwd_parts[i])
+			return false;
+	for (size_t i = 0; i < x->ntemp_bwd_parts; i++)
+		if (x->temp_bwd_parts[i] != y->temp_bwd_parts[i])
+			return false;
 	for (size_t i = 0; i < x->nparams; i++)
 		if (!params_equal(&x->params[i], &y->params[i]))
 			return false;

@@ -239,6 +239,7 @@ static void add_dora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 	t = bld_bytes(b, b->act, t);
 	if (t > f->dora_temp) {
 		bld_add_act(b, &f->temp_fwd, t - f->dora_temp, "the transient bytes of a layer");
+		bld_parts_push(&f->tf, t - f->dora_temp);
 		f->dora_temp = t;
 	}
 }
@@ -384,6 +385,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
 	b->experts |= p->expert;
 	all = param_weight(b, p, base, mult, quantised ? b->quant : dt, saved);
+	if (quantised)		/* loaded in 16 bits, quantised on the GPU (§5.4 loading) */
+		p->load_bytes = bld_bytes_x(b, dt, base, mult);
 	if (!frozen) {
 		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);
 		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
@@ -517,6 +520,9 @@ void bld_fill_phases(struct bld *b, struct build *out)
 
 	in->load = !strcmp(load, "from_pretrained") ? PHASE_LOAD_FROM_PRETRAINED :
 		   !strcmp(load, "rank0_cpu") ? PHASE_LOAD_RANK0_CPU : PHASE_LOAD_META;
+	/* the allocator replay plays the loading before the step (§5.4) */
+	out->job.load = in->load == PHASE_LOAD_FROM_PRETRAINED ? MEM_LOAD_FROM_PRETRAINED :
+			in->load == PHASE_LOAD_RANK0_CPU ? MEM_LOAD_RANK0_CPU : MEM_LOAD_META;
 	in->save = !strcmp(save, "full_state_dict") ? PHASE_SAVE_FULL :
 		   !strcmp(save, "full_state_dict_cpu") ? PHASE_SAVE_FULL_CPU : PHASE_SAVE_NONE;
 	/* `eval { }` is a block of the train record */

@@ -136,14 +136,22 @@ uint64_t mem_extra_in_flight(bool *ovf, uint64_t stored, uint64_t chunks, uint32
 void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumulating,
 		    uint64_t chunks, struct mem_walk_out *out);
 
-/* Allocation trace of one stage for the allocator replay (mem_trace.c,
- * §5.4): setup and two optimizer steps of the first (`first` chunks in
- * flight) and, with accumulation, a later micro-batch (`later`).  Segments
- * of more repeats than MEM_TRACE_REPEATS fold their middle repeats. */
+/* The allocator replay of one stage (mem_trace.c, §5.4): the trace of its
+ * loading and setup, then optimizer steps of the first (`first` chunks in
+ * flight) and, with accumulation, a later micro-batch (`later`), replayed
+ * with `cfg`.  Two steps, then one more while the last one still grew the
+ * pool, up to MEM_TRACE_MAX_STEPS.  Segments of more repeats than
+ * MEM_TRACE_REPEATS fold their middle repeats. */
 #define MEM_TRACE_REPEATS 128
+#define MEM_TRACE_MAX_STEPS 4
 struct alloc_trace;
+struct alloc_config;
+struct alloc_replay;
 bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
-		     uint64_t later, struct alloc_trace *out);
+		     uint64_t later, int steps, struct alloc_trace *out);
+/* ALLOC_NOMEM if the host ran out of memory. */
+int mem_replay_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
+		     uint64_t later, const struct alloc_config *cfg, struct alloc_replay *out);
 
 /* mem_fsdp.c: FSDP2's reshard_after_forward, and what is kept without
  * gradient sync or reshard after backward (docs/memory-model.md "FSDP2"). */

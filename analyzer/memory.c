@@ -737,23 +737,20 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 				       struct mem_class *k)
 {
 	const struct mem_job *job = cx->job;
-	struct alloc_trace t = { 0 };
 	struct alloc_config cfg;
 	struct alloc_replay r;
 	uint64_t cap = job->capacity_bytes, res;
-	enum alloc_status as = ALLOC_NOMEM;
+	int as;
 
 	replay_config(job, cap > outside ? cap - outside : 0, &cfg);
-	if (mem_trace_stage(cx, st, first, later, &t))
-		as = alloc_replay(&t, &cfg, &r);
+	as = mem_replay_stage(cx, st, first, later, &cfg, &r);
 	if (as == ALLOC_OK && r.oom) {
 		k->alloc_oom = true;
 		k->alloc_oom_request = r.oom_request;
 		k->alloc_oom_what = r.oom_what;
 		cfg.limit = 0;	/* the figures of the job as written */
-		as = alloc_replay(&t, &cfg, &r);
+		as = mem_replay_stage(cx, st, first, later, &cfg, &r);
 	}
-	alloc_trace_free(&t);
 	if (as != ALLOC_OK)
 		return MEM_E_NOMEM;
 	res = mem_add(&cx->ovf, r.peak_reserved, mem_sub(k->peak_allocated, r.peak_allocated));
@@ -762,6 +759,7 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 	if (k->peak_reserved < k->peak_allocated)
 		k->peak_reserved = k->peak_allocated;
 	k->alloc_retries = r.retries;
+	k->replay_setup_reserved = r.setup_reserved;
 	k->replayed = true;
 	return MEM_OK;
 }

@@ -33,7 +33,7 @@
 
 #include "analyzer/cmd/compare.h"
 #include "analyzer/cmd/fit_cmd.h"
-#include "analyzer/driver.h"
+#include "analyzer/cmd/driver.h"
 #include "analyzer/fmt/fmt.h"
 #include "analyzer/import/import_cmd.h"
 #include "analyzer/lsp/lsp.h"

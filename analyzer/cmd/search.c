@@ -16,6 +16,7 @@
 #include "analyzer/cmd/search_impl.h"
 #include "analyzer/cmd/search_pick.h"
 #include "analyzer/memory.h"
+#include "lang/ast.h"
 #include "lang/check.h"
 #include "lang/dtypes.h"
 #include "lang/eval.h"
@@ -215,13 +216,25 @@ static bool splits(const struct search_ctx *c, uint32_t pp, uint32_t vp)
 	return mem_pp_split(&j, &layers) == MEM_SPLIT_OK;
 }
 
+static bool has_key(const struct search_ctx *c, const char *name)
+{
+	for (const struct field *f = c->job->block; f; f = f->next)
+		if (f->name && !strcmp(f->name, name))
+			return true;
+	return false;
+}
+
 /* The knobs set on the built job: zero, recompute, offload. */
 static void knobs(struct search_ctx *c, struct list *ls, struct search_layout *l)
 {
 	struct value v;
 	bool fsdp = check_job_field(c->job, "fsdp", &v) && v.kind == VAL_SYMBOL && strcmp(v.str, "none");
+	/* a ddp { } record is refused under ZeRO, a deepspeed { } one without
+	 * it (check_train.c): the stages the job's own records allow */
+	bool ddp = has_key(c, "ddp"), ds = has_key(c, "deepspeed");
+	int lo = fsdp ? -1 : ds ? 1 : 0, hi = fsdp ? -1 : ddp ? 0 : 3;
 
-	for (int z = fsdp ? -1 : 0; z <= (fsdp ? -1 : 3); z++)
+	for (int z = lo; z <= hi; z++)
 		for (int k = 0; k < SEARCH_CKPT__COUNT; k++)
 			for (int off = 0; off <= (z >= 1); off++) {
 				l->zero = z;
@@ -359,6 +372,46 @@ static void pick(struct search_ctx *c, const struct search_opts *o, struct list 
 		fprintf(stderr, "\r\033[K");
 }
 
+static const char *bound_symbol(const struct search_ctx *c, const char *name)
+{
+	struct value v;
+
+	return env_lookup(c->job->bindings, intern_cstr(eval_interner(c->cr->ev), name), &v) &&
+	       v.kind == VAL_SYMBOL ? v.str : "";
+}
+
+/* The job's own layout through the same step-time model, for comparison
+ * (selective_op counts as selective: it recomputes a part of the forward). */
+static void as_written(struct search_ctx *c, uint32_t gpus)
+{
+	struct search_layout *l = &c->written;
+	uint64_t u[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	static const char *const names[] = { "dp", "tp", "pp", "vp", "cp", "ep", "batch" };
+	struct value v;
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		bound(c, names[i], &u[i]);
+	if (check_job_field(c->job, "grad_accum", &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &u[7]);
+	*l = (struct search_layout){ .gpus = gpus, .per_node = c->per_node, .dp = (uint32_t)u[0],
+				     .tp = (uint32_t)u[1], .pp = (uint32_t)u[2], .vp = (uint32_t)u[3],
+				     .cp = (uint32_t)u[4], .ep = (uint32_t)u[5], .micro_batch = u[6],
+				     .grad_accum = u[7] };
+	const char *ck = bound_symbol(c, "checkpoint");
+
+	l->ckpt = !strcmp(ck, "full") ? SEARCH_CKPT_FULL : !strcmp(ck, "none") || !*ck ? SEARCH_CKPT_NONE :
+		  SEARCH_CKPT_SELECTIVE;
+	uint64_t zero = 0;
+
+	if (check_job_field(c->job, "zero", &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &zero);
+	l->zero = check_job_field(c->job, "fsdp", &v) && v.kind == VAL_SYMBOL && strcmp(v.str, "none") ? -1 :
+		  (int)zero;
+	l->offload = check_job_field(c->job, "offload.optimizer", &v) && v.kind == VAL_SYMBOL &&
+		     strcmp(v.str, "none");
+	search_time(&c->facts, l);
+}
+
 bool search_job(struct search_ctx *c, const struct search_opts *o)
 {
 	double t0 = now_s();
@@ -374,6 +427,12 @@ bool search_job(struct search_ctx *c, const struct search_opts *o)
 		return false;
 	num_to_u64(c->job->cluster.nodes, &nodes);
 	gpus = nodes * c->per_node;
+	as_written(c, (uint32_t)gpus);
+	for (size_t i = 0; i < o->ngpus; i++)
+		if (o->gpus[i] > c->per_node && o->gpus[i] % c->per_node)
+			return c->why = arena_printf(c->arena, "--gpus %u is more than one node of %u GPUs and "
+						     "not whole nodes", (unsigned)o->gpus[i],
+						     (unsigned)c->per_node), false;
 	if (o->ngpus)
 		for (size_t i = 0; i < o->ngpus; i++)
 			layouts_of(c, &ls, o->gpus[i]);

@@ -103,6 +103,7 @@ static bool parse_gpus(struct search_args *a, const char *v)
 	for (const char *p = v; *p; p++)
 		n += *p == ',';
 	a->gpus = realloc(a->gpus, n * sizeof *a->gpus);
+	a->so.gpus = a->gpus;
 	a->so.ngpus = 0;
 	bool ok = a->gpus != NULL;
 
@@ -234,6 +235,8 @@ static void print_header(const struct search_ctx *c)
 	       (unsigned long long)f->seq_len, f->mfu * 100, thousands(f->peak_flops / 1e12, b, sizeof b));
 	printf("  %s layouts divide; %s analysed for memory; %s verified\n", thousands((double)c->layouts, a, sizeof a),
 	       thousands((double)c->analysed, b, sizeof b), thousands((double)c->verified, d, sizeof d));
+	printf("  as written: %s tokens/s/GPU, step %.2f s, MFU %.1f%%\n",
+	       thousands(c->written.tokens_per_s, a, sizeof a), c->written.step_s, c->written.mfu * 100);
 	if (f->assumed_links)
 		printf("  (%s gives no node_bandwidth, network_bandwidth or host_bandwidth: assumed 32 GB/s in a node "
 		       "and to the host, 12.5 GB/s between nodes)\n", c->job->cluster.decl->name);
@@ -299,6 +302,11 @@ static void print_json(struct jsonw *w, struct search_ctx *c)
 	jsonw_fixed(w, "mfu_assumed", f->mfu, 4);
 	jsonw_fixed(w, "peak_flops", f->peak_flops, 0);
 	jsonw_bool(w, "links_assumed", f->assumed_links);
+	jsonw_open(w, "as_written", '{');
+	jsonw_fixed(w, "tokens_per_s_per_gpu", c->written.tokens_per_s, 1);
+	jsonw_fixed(w, "step_time_s", c->written.step_s, 4);
+	jsonw_fixed(w, "mfu", c->written.mfu, 4);
+	jsonw_close(w, '}');
 	jsonw_u64(w, "layouts", c->layouts);
 	jsonw_u64(w, "analysed", c->analysed);
 	jsonw_u64(w, "verified", c->verified);

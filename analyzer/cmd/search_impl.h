@@ -117,6 +117,7 @@ struct search_ctx {
 	double headroom;
 	struct search_shape **shapes;
 	size_t nshapes, capshapes;
+	struct search_layout written;	/* the job's own layout, timed alike */
 	struct search_pick *picks;
 	size_t npicks;
 	uint64_t layouts, analysed, verified;

@@ -12,6 +12,7 @@
 #include "analyzer/cmd/driver.h"
 #include "analyzer/cmd/search_impl.h"
 #include "analyzer/cmd/search_pick.h"
+#include "analyzer/fmt/fmt_impl.h"
 #include "analyzer/memory.h"
 #include "analyzer/phases.h"
 #include "lang/ast.h"
@@ -132,11 +133,13 @@ char *search_render(const struct search_ctx *c, const struct search_layout *l, c
 			managed_key(c, managed[k], NULL, l, &sb);
 	strbuf_addstr(&sb, "}\n");
 
+	/* in memc fmt's canonical layout: what `memc fmt --check` accepts */
 	size_t len;
-	char *s = strbuf_detach(&sb, &len);
+	char *s = fmt_layout(sb.buf, sb.len, &len);
 	char *out = arena_strdup(c->arena, s);
 
 	free(s);
+	strbuf_release(&sb);
 	return out;
 }
 

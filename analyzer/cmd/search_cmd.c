@@ -406,6 +406,7 @@ static int search_run(struct search_args *a)
 	jsonw_init(&w, stdout, 0, false, true);
 	if (a->format == SEARCH_JSON) {
 		jsonw_open(&w, NULL, '{');
+		jsonw_str(&w, "schema", "memc-search/1");	/* docs/search.schema.json */
 		jsonw_str(&w, "file", a->file);
 		jsonw_open(&w, "jobs", '[');
 	} else if (a->format == SEARCH_CSV) {

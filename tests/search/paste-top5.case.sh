@@ -1,7 +1,8 @@
 # The acceptance test of issue 15: each of the five train blocks that
 # `memc search --top 5` prints for examples/llama2-70b-3d.mem checks clean
 # under -Werror when pasted after the example's imports, and all five
-# pasted together do too (their names differ).
+# pasted together do too (their names differ). Each is in memc fmt's
+# canonical layout.
 ex=examples/llama2-70b-3d.mem
 $MEMC search --top 5 "$ex" > "$SCRATCH/out" || { echo "search failed"; exit 1; }
 grep '^import ' "$ex" > "$SCRATCH/imports"
@@ -11,6 +12,7 @@ for b in "$SCRATCH"/block*; do
 	n=$((n + 1))
 	cat "$SCRATCH/imports" "$b" > "$SCRATCH/pasted.mem"
 	$MEMC check -Werror "$SCRATCH/pasted.mem" || echo "block $n: memc check -Werror failed"
+	$MEMC fmt --check "$SCRATCH/pasted.mem" >/dev/null || echo "block $n: not in the canonical layout"
 done
 echo "$n blocks checked"
 cat "$SCRATCH/imports" "$SCRATCH"/block* > "$SCRATCH/all.mem"

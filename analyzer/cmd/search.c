@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 
 #include "analyzer/cmd/search_impl.h"
@@ -25,7 +26,7 @@
 #include "lang/value.h"
 
 /* The largest micro-batch and cp degree searched (docs/search.md). */
-enum { SEARCH_MB_LIMIT = 64, SEARCH_CP_LIMIT = 16 };
+enum { SEARCH_MB_LIMIT = 64, SEARCH_CP_LIMIT = 16, SEARCH_VP_LIMIT = 128 };
 
 static double now_s(void)
 {
@@ -128,7 +129,9 @@ static bool gather_facts(struct search_ctx *c, const struct search_opts *o)
 	num_to_u64(c->job->cluster.gpus, &per);
 	c->per_node = (uint32_t)per;
 	f->seq_len = seq;
-	f->global_batch = mb * ga * dp;
+	if (__builtin_mul_overflow(mb, ga, &f->global_batch) ||
+	    __builtin_mul_overflow(f->global_batch, dp, &f->global_batch))
+		return c->why = "its global batch (micro_batch x grad_accum x dp) overflows 64 bits", false;
 	f->mfu = o->mfu;
 	const struct search_shape *ref = shape(c, 1, 1, 0, mb, -2, SEARCH_CKPT_NONE);
 
@@ -234,6 +237,11 @@ static void knobs(struct search_ctx *c, struct list *ls, struct search_layout *l
 	bool ddp = has_key(c, "ddp"), ds = has_key(c, "deepspeed");
 	int lo = fsdp ? -1 : ds ? 1 : 0, hi = fsdp ? -1 : ddp ? 0 : 3;
 
+	/* DeepSpeed's PipelineEngine asserts zero_optimization_stage() <
+	 * ZeroStageEnum.gradients (deepspeed/runtime/pipe/engine.py) */
+	if (l->pp > 1 && hi > 1)
+		hi = 1;
+
 	for (int z = lo; z <= hi; z++)
 		for (int k = 0; k < SEARCH_CKPT__COUNT; k++)
 			for (int off = 0; off <= (z >= 1); off++) {
@@ -255,7 +263,7 @@ static void micro_batches(struct search_ctx *c, struct list *ls, struct search_l
 			continue;
 		l->micro_batch = mb;
 		l->grad_accum = per_dp / mb;
-		for (uint32_t vp = 1; vp <= c->facts.layers; vp++) {
+		for (uint32_t vp = 1; vp <= SEARCH_VP_LIMIT && vp <= c->facts.layers / l->pp; vp++) {
 			/* interleaving: pp > 1, micro-batches a multiple of pp
 			 * (Megatron's schedules.py asserts it) */
 			if (vp > 1 && (l->pp == 1 || l->grad_accum % l->pp))
@@ -271,11 +279,12 @@ static void micro_batches(struct search_ctx *c, struct list *ls, struct search_l
 static void experts(struct search_ctx *c, struct list *ls, struct search_layout *l)
 {
 	double n = model_arg(c, "experts");
-	uint32_t most = c->facts.expert_params > 0 && n > 1 ? (uint32_t)n : 1;
+	uint64_t ranks = (uint64_t)l->dp * l->cp;	/* both at most 2^20 */
+	uint64_t most = c->facts.expert_params > 0 && n > 1 ? (n < (double)ranks ? (uint64_t)n : ranks) : 1;
 
 	for (uint32_t ep = 1; ep <= most; ep++) {
 		/* ep divides the experts and the dp x cp ranks (check_train.c) */
-		if ((most % ep) || ((uint64_t)l->dp * l->cp) % ep)
+		if (fmod(n, ep) != 0 || ranks % ep)
 			continue;
 		l->ep = ep;
 		micro_batches(c, ls, l);

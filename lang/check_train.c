@@ -333,7 +333,7 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 		if (v.kind == VAL_DECL && v.decl->kind == DECL_PRECISION)
 			return true;
 		if (v.kind == VAL_SYMBOL)
-			return undefined_name(ev, &v), false;
+			return undefined_name_of(ev, &v, DECL_PRECISION), false;
 		if (v.kind == VAL_DTYPE)
 			return precision_is_dtype(ev, v, what), false;
 	}

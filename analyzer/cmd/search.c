@@ -100,6 +100,20 @@ static void count_params(const struct mem_job *j, uint32_t ep, struct search_fac
 static struct search_shape *shape(struct search_ctx *c, uint32_t tp, uint32_t cp, uint32_t ep, uint64_t mb,
 				  int zero, enum search_ckpt ck);
 
+/* What the template's arguments say: the width, the key width, and the
+ * experts a token runs through (all of them when top_k is not an argument). */
+static void model_facts(const struct search_ctx *c, struct search_facts *f)
+{
+	double experts = model_arg(c, "experts"), top_k = model_arg(c, "top_k");
+	double heads = model_arg(c, "heads"), kv = model_arg(c, "kv_heads");
+
+	f->top_k = f->expert_params > 0 ? (top_k ? top_k : 1) : 0;
+	f->active = f->params - f->expert_params +
+		    (experts && top_k ? f->expert_params * top_k / experts : f->expert_params);
+	f->hidden = model_arg(c, "hidden");
+	f->kv_dim = heads && f->hidden ? (kv ? kv : heads) * f->hidden / heads : f->hidden;
+}
+
 static bool link_facts(struct search_ctx *c, struct search_facts *f)
 {
 	f->node_bw = gpu_field(c, "node_bandwidth");
@@ -138,15 +152,7 @@ static bool gather_facts(struct search_ctx *c, const struct search_opts *o)
 	if (!ref->ok)
 		return c->why = "its model does not build with tp = cp = 1", false;
 	count_params(&ref->bd.job, (uint32_t)ep, f);
-	double experts = model_arg(c, "experts"), top_k = model_arg(c, "top_k");
-
-	f->top_k = f->expert_params > 0 ? (top_k ? top_k : 1) : 0;
-	f->active = f->params - f->expert_params +
-		    (experts && top_k ? f->expert_params * top_k / experts : f->expert_params);
-	f->hidden = model_arg(c, "hidden");
-	double heads = model_arg(c, "heads"), kv = model_arg(c, "kv_heads");
-
-	f->kv_dim = heads && f->hidden ? (kv ? kv : heads) * f->hidden / heads : f->hidden;
+	model_facts(c, f);
 	f->act_bytes = dtype_bytes_of(ref->bd.rep.act_dtype);
 	f->grad_bytes = dtype_bytes_of(ref->bd.rep.grads_dtype);
 	f->weight_bytes = dtype_bytes_of(ref->bd.rep.weights_dtype);

@@ -76,9 +76,25 @@ static double dtype_bytes_of(const char *name)
 }
 
 /* Parameters of the reference build (tp = cp = 1): dense and expert. */
+static double layer_numel(const struct mem_layer *ly, bool expert)
+{
+	double n = 0;
+
+	for (size_t p = 0; p < ly->nparams; p++)
+		if (ly->params[p].expert == expert)
+			n += (double)ly->params[p].numel;
+	return n;
+}
+
+/* Parameters of the reference build (tp = cp = 1): dense and expert, and
+ * those that are looked up, not multiplied: torchtitan's
+ * get_dense_model_nparams_and_flops() leaves the embeddings out of 6 N,
+ * unless the output head is tied to the token embedding (the stdlib's
+ * lm_head then has no weight of its own). */
 static void count_params(const struct mem_job *j, uint32_t ep, struct search_facts *f)
 {
-	double dense = 0, expert = 0;
+	double dense = 0, expert = 0, tokens = 0, positions = 0;
+	bool head = false;
 
 	f->layers = 0;
 	for (size_t b = 0; b < j->nblocks; b++) {
@@ -86,15 +102,20 @@ static void count_params(const struct mem_job *j, uint32_t ep, struct search_fac
 
 		if (bk->is_body)
 			f->layers += (double)bk->repeat;
-		for (size_t l = 0; l < bk->nlayers; l++)
-			for (size_t p = 0; p < bk->layers[l].nparams; p++) {
-				const struct mem_param *mp = &bk->layers[l].params[p];
+		for (size_t l = 0; l < bk->nlayers; l++) {
+			const struct mem_layer *ly = &bk->layers[l];
+			double n = layer_numel(ly, false) * (double)bk->repeat;
 
-				*(mp->expert ? &expert : &dense) += (double)mp->numel * (double)bk->repeat;
-			}
+			dense += n;
+			expert += layer_numel(ly, true) * (double)bk->repeat;
+			tokens += !bk->is_body && ly->name && !strcmp(ly->name, "embedding") ? n : 0;
+			positions += !bk->is_body && ly->name && !strcmp(ly->name, "position_embedding") ? n : 0;
+			head |= !bk->is_body && ly->name && !strcmp(ly->name, "lm_head") && n > 0;
+		}
 	}
 	f->expert_params = expert * ep;
 	f->params = dense + f->expert_params;
+	f->lookup_params = positions + (head ? tokens : 0);
 }
 
 static struct search_shape *shape(struct search_ctx *c, uint32_t tp, uint32_t cp, uint32_t ep, uint64_t mb,
@@ -108,7 +129,7 @@ static void model_facts(const struct search_ctx *c, struct search_facts *f)
 	double heads = model_arg(c, "heads"), kv = model_arg(c, "kv_heads");
 
 	f->top_k = f->expert_params > 0 ? (top_k ? top_k : 1) : 0;
-	f->active = f->params - f->expert_params +
+	f->active = f->params - f->lookup_params - f->expert_params +
 		    (experts && top_k ? f->expert_params * top_k / experts : f->expert_params);
 	f->hidden = model_arg(c, "hidden");
 	f->kv_dim = heads && f->hidden ? (kv ? kv : heads) * f->hidden / heads : f->hidden;

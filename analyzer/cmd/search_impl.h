@@ -60,6 +60,7 @@ struct search_facts {
 	double params;			/* all parameters, tp = ep = 1 */
 	double active;			/* those one token runs through (MoE: top_k of experts) */
 	double expert_params;		/* expert weights, all experts */
+	double lookup_params;		/* embeddings looked up, not multiplied */
 	double layers, hidden, kv_dim;	/* body repeats; hidden width; K (or V) width */
 	double top_k;			/* experts per token; 0: dense */
 	uint64_t seq_len, global_batch;	/* sequences per optimizer step */

@@ -671,6 +671,43 @@ static void overheads(struct bld *b, struct mem_job *j)
 
 /* ---- the walk ---- */
 
+/* tp (with sp and etp following it), cp, ep of a what-if build, and the dp
+ * they leave of the cluster as written (unless the caller lays it out). */
+static void override_degrees(struct bld *b, struct env *e, struct env *base, const struct build_override *ov)
+{
+	struct value spv;
+	uint64_t gpus = b->out->gpus, pp = bound_u64(b, "pp", 1);
+	uint64_t tp = ov->tp ? ov->tp : bound_u64(b, "tp", 1), cp = ov->cp ? ov->cp : bound_u64(b, "cp", 1);
+	uint64_t ep = ov->ep ? ov->ep : bound_u64(b, "ep", 1), mp = 0;
+	bool sp = ov->sp ? ov->sp == 2 && tp > 1 :
+		  env_lookup(base, bld_intern(b, "sp"), &spv) && spv.kind == VAL_NUM && !num_eq(spv.num, num_from_int(1));
+	struct value tpv = val_count(tp, NO_LOC), cpv = val_count(cp, NO_LOC), epv = val_count(ep, NO_LOC);
+
+	tpv.label = "tp";
+	cpv.label = "cp";
+	epv.label = "ep";
+	env_bind(e, bld_intern(b, "tp"), tpv);
+	env_bind(e, bld_intern(b, "cp"), cpv);
+	env_bind(e, bld_intern(b, "ep"), epv);
+	if (!key(b, "parallel.etp", &(struct value){ 0 })) {	/* etp follows tp unless set */
+		struct value etpv = tpv;
+
+		etpv.label = "etp";
+		env_bind(e, bld_intern(b, "etp"), etpv);
+	}
+	env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
+	if (ov->layout_free) {
+		env_bind(e, bld_intern(b, "dp"), val_count(1, NO_LOC));
+		return;
+	}
+	/* the checker's rules for the edited file (check_train.c layout()):
+	 * tp x pp x cp divides the cluster, ep divides dp x tp */
+	if (__builtin_mul_overflow(tp, pp, &mp) || __builtin_mul_overflow(mp, cp, &mp) || !mp ||
+	    gpus % mp || (gpus / mp * tp) % ep)
+		b->failed = true;
+	env_bind(e, bld_intern(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
+}
+
 static struct env *override_env(struct bld *b, struct env *base, const struct build_override *ov)
 {
 	struct env *e = env_new(b->ev, base);
@@ -685,29 +722,8 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 	}
 	if (ov && ov->checkpoint)
 		env_bind(e, bld_intern(b, "checkpoint"), val_symbol(b->ev, ov->checkpoint, NO_LOC));
-	if (ov && ov->tp) {
-		struct value spv, tpv = val_count(ov->tp, NO_LOC);
-		uint64_t gpus = b->out->gpus, pp = bound_u64(b, "pp", 1), cp = bound_u64(b, "cp", 1);
-		bool sp = env_lookup(base, bld_intern(b, "sp"), &spv) && spv.kind == VAL_NUM && !num_eq(spv.num, num_from_int(1));
-
-		tpv.label = "tp";
-		env_bind(e, bld_intern(b, "tp"), tpv);
-		if (!key(b, "parallel.etp", &(struct value){ 0 })) {	/* etp follows tp unless set */
-			struct value etpv = tpv;
-
-			etpv.label = "etp";
-			env_bind(e, bld_intern(b, "etp"), etpv);
-		}
-		env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
-		uint64_t mp = 0, ep = bound_u64(b, "ep", 1);
-
-		/* the checker's rules for the edited file (check_train.c layout()):
-		 * tp x pp x cp divides the cluster, ep divides dp x tp */
-		if (__builtin_mul_overflow(ov->tp, pp, &mp) || __builtin_mul_overflow(mp, cp, &mp) || !mp ||
-		    gpus % mp || (gpus / mp * ov->tp) % ep)
-			b->failed = true;
-		env_bind(e, bld_intern(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
-	}
+	if (ov && (ov->tp || ov->cp || ov->ep || ov->sp))
+		override_degrees(b, e, base, ov);
 	return e;
 }
 

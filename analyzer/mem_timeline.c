@@ -23,6 +23,7 @@
  * order so that a tie keeps the earliest instant.
  */
 #include "analyzer/mem_internal.h"
+#include "analyzer/mem_fsdp1.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,9 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 
 	if (!shards_weights(m))
 		return 0;
+	if (mem_fsdp1_all_gathered(w->job, w->accumulating))
+		return st->total.v[S_GATH];
+	pre = mem_fsdp1_prefetch(w->job, bwd, pre);
 	if (m == MEM_SHARD_ZERO3) {
 		if (w->job->zero_prefetch_bytes < pre)
 			pre = w->job->zero_prefetch_bytes;
@@ -206,6 +210,8 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 		unsh = (p->c->body && !remat) ? in_unit : 0;
 		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], p->P.v[S_GUNSH_NB]));
 	}
+	if (mem_fsdp1_accumulates_unsharded(w->job, w->accumulating))
+		unsh = 0;	/* resident since the first micro-batch (make_base) */
 	if (w->job->optimizer_in_backward) {
 		/* stepped as produced: only this layer's gradients, and one
 		 * tensor's step temporaries, ever exist (no optimizer phase) */
@@ -376,7 +382,9 @@ static void make_base(struct walk *w, uint64_t chunks)
 				 job->overlap_comm ? 2 : 1);
 	put(w, &w->base, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, &w->base, MEM_C_OPTIMIZER, T->v[S_S]);
-	if (w->resident)
+	if (mem_fsdp1_accumulates_unsharded(job, w->accumulating))
+		put(w, &w->base, MEM_C_GRADIENTS, T->v[S_GUNSH]);
+	else if (w->resident)
 		put(w, &w->base, MEM_C_GRADIENTS, T->v[S_GFIN]);
 	put_buf(w, &w->base, MEM_B_BUCKETS, T->v[S_BUCKET]);
 	if (m == MEM_SHARD_ZERO3)

@@ -18,6 +18,7 @@
  *      explain strings, and merge stages whose figures are identical.
  */
 #include "analyzer/mem_internal.h"
+#include "analyzer/mem_fsdp1.h"
 #include "analyzer/alloc.h"
 
 #include <math.h>
@@ -374,7 +375,7 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_layer *l = &b->layers[j];
-	bool full = remat && b->is_body;
+	bool full = remat && b->is_body, flat = mem_fsdp1_flat_grad(job, b);
 
 	memset(c, 0, sizeof(*c));
 	c->body = b->is_body;
@@ -387,6 +388,8 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		cost_weights(cx, p, n, c);
 		if (p->trainable)
 			cost_trainable(cx, p, n, c);
+		else if (flat)
+			mem_fsdp1_frozen_grad(cx, p, n, c);
 		/* AMP casts are saved for backward unless the layer is recomputed (§2.1).
 		 * In a recomputed layer autocast's weight-cast cache still holds them
 		 * until the autocast region exits at the end of the forward pass

@@ -141,6 +141,7 @@ static const struct field_spec train_fields[] = {
 	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
 	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
+	{ "fsdp1", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -186,6 +187,14 @@ static const struct field_spec megatron_fields[] = {
 	{ "bucket_size", "count", false },
 	{ NULL, NULL, false },
 };
+/* torch FSDP1's FullyShardedDataParallel arguments, its names (and no_sync()). */
+static const struct field_spec fsdp1_fields[] = {
+	{ "use_orig_params", "bool", false }, { "no_sync", "bool", false },
+	{ "limit_all_gathers", "bool", false }, { "forward_prefetch", "bool", false },
+	{ "backward_prefetch", "enum:backward_pre|backward_post|none", false },
+	{ "cpu_offload", "bool", false }, { "sync_module_states", "bool", false },
+	{ NULL, NULL, false },
+};
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
 static const struct field_spec alloc_fields[] = {
 	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
@@ -212,7 +221,8 @@ static const struct field_spec *sub_specs(const char *name)
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
-	       !strcmp(name, "megatron") ? megatron_fields : overhead_fields;
+	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
+	       overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a
@@ -630,6 +640,12 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "ddp"), "'ddp { }' sets DistributedDataParallel's "
 			   "buckets, but %s does the reduction: remove it (DeepSpeed's buckets are "
 			   "'deepspeed { reduce_bucket_size }')", zero > 0 ? "DeepSpeed ZeRO" : "FSDP");
+		ok = false;
+	}
+	if (key_loc(j, "fsdp1").file && !fsdp) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "fsdp1"),
+			   "'fsdp1 { }' sets FullyShardedDataParallel's arguments, but 'fsdp' is none: "
+			   "add 'fsdp = full_shard' (or another strategy) or remove it");
 		ok = false;
 	}
 	if (key_loc(j, "deepspeed").file && zero == 0) {

@@ -77,7 +77,7 @@ static const struct map_row torchtune_rows[] = {
 	B("optimizer_in_bwd", "optimizer_in_backward"),
 	T("fsdp_cpu_offload", "offload.params", "cpu"),
 	C("tokenizer.max_seq_len", "seq_len"), IGN("tokenizer.*"),
-	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_kept|"
+	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_output|"
 	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked"),
 	NOTE("model._component_", "the model: import its config.json"),
 	NOTE("model.*", "a model (or LoRA: finetune = lora(r, alpha, ...)) setting"),

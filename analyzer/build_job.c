@@ -492,6 +492,7 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 		j->offload_optimizer_nvme = j->offload_params_nvme;
 	}
 	j->offload_params_nvme = !strcmp(off_par, "nvme");
+	j->offload_activations = !strcmp(key_sym(b, "offload.activations", "none"), "cpu");
 }
 
 /* train.alloc (memory-model.md §5.4).  PyTorch refuses max_split_size_mb
@@ -692,6 +693,8 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_offload = key_loc(b, "offload.optimizer");
 	if (!out->loc_offload.file)
 		out->loc_offload = key_loc(b, "offload.params");
+	if (!out->loc_offload.file)
+		out->loc_offload = key_loc(b, "offload.activations");
 }
 
 __attribute__((format(printf, 4, 5)))

@@ -127,7 +127,9 @@ static struct mem_where where_of(const struct walk *w, const struct pos *p, bool
  * saves of this repeat up to and including the current layer (§4.5). */
 static void add_activations(struct walk *w, const struct pos *p, struct mem_vec *v, bool remat)
 {
-	put(w, v, MEM_C_ACTIVATIONS, p->P.v[S_STORED_ACT]);
+	/* offloaded: the earlier repeats' stored activations are on the host,
+	 * the running repeat's on the GPU (being copied out, or brought back) */
+	put(w, v, MEM_C_ACTIVATIONS, mem_sub(p->P.v[S_STORED_ACT], p->U.v[S_STORED_OFF]));
 	put(w, v, MEM_C_LOGITS, p->P.v[S_STORED_LOG]);
 	put(w, v, p->c->act, p->c->stored);
 	if (!remat)
@@ -391,7 +393,8 @@ static void make_base(struct walk *w, uint64_t chunks)
 		put_buf(w, &w->base, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
 	if (w->accumulating)
 		put_buf(w, &w->base, MEM_B_BUCKETS, w->ipg);
-	put(w, &w->base, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp));
+	put(w, &w->base, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, mem_sub(T->v[S_STORED_ACT],
+										       T->v[S_STORED_OFF]), chunks, vp));
 	put(w, &w->base, MEM_C_LOGITS, mem_extra_logits_in_flight(o, job, T->v[S_STORED_LOG], chunks));
 }
 

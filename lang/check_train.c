@@ -163,7 +163,7 @@ static const struct field_spec parallel_fields[] = {
 };
 static const struct field_spec offload_fields[] = {
 	{ "optimizer", "enum:none|cpu|nvme", false }, { "params", "enum:none|cpu|nvme", false },
-	{ NULL, NULL, false },
+	{ "activations", "enum:none|cpu", false }, { NULL, NULL, false },
 };
 static const struct field_spec ddp_fields[] = {
 	{ "bucket_cap", "bytes", false }, { "gradient_as_bucket_view", "bool", false }, { NULL, NULL, false },

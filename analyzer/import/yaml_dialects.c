@@ -68,7 +68,7 @@ static const struct map_row accelerate_rows[] = {
 static const struct map_row torchtune_rows[] = {
 	C("batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
 	T("enable_activation_checkpointing", "checkpoint", "full"),
-	MUST("enable_activation_offloading", "false"),
+	T("enable_activation_offloading", "offload.activations", "cpu"),
 	E("dtype", "precision", "bf16=bf16_true|fp32=fp32"),
 	E("optimizer._component_", "optimizer", "torch.optim.AdamW=adamw|torch.optim.Adam=adam|"
 	  "bitsandbytes.optim.PagedAdamW8bit=paged_adamw_8bit|bitsandbytes.optim.PagedAdamW=paged_adamw|"

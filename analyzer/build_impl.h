@@ -82,6 +82,9 @@ struct bld {
 	bool prepare_kbit;		/* prepare_model_for_kbit_training: 16-bit params to fp32 */
 	uint64_t adapters;		/* loaded adapters; one trains */
 	const struct dtype *quant_compute;	/* bnb_4bit_compute_dtype; NULL: the compute dtype */
+	/* fsdp2 { }: MixedPrecisionPolicy(param_dtype, reduce_dtype); NULL: None */
+	bool fsdp2;
+	const struct dtype *fsdp_param, *fsdp_reduce;
 	/* the run's phases (phases.h): this walk's facts of the model */
 	uint64_t largest_quantised;	/* numel of the largest quantised weight */
 	uint64_t largest_cast;		/* bytes of the largest prepare_kbit fp32 cast source */

@@ -147,6 +147,31 @@ static void train_bytes(struct bld *b, struct mem_param *p, uint64_t base, uint6
 	p->step_temp_grouped = m->grouped;
 }
 
+/* FSDP2 MixedPrecisionPolicy (_fsdp_param.py FSDPParam.init_dtype_attrs):
+ * the sharded parameter keeps its dtype @dt, the all-gathered copy and its
+ * gradient are param_dtype, foreach_reduce casts the gradient to
+ * reduce_dtype for the reduce-scatter, and without gradient sync
+ * to_accumulated_grad_if_needed keeps it in reduce_dtype.  Quantised
+ * weights (not floating) are gathered as stored. */
+static void fsdp2_bytes(struct bld *b, struct mem_param *p, const struct dtype *dt, uint64_t base,
+			uint64_t mult)
+{
+	const struct dtype *pd = b->fsdp_param ? b->fsdp_param : dt, *rd = b->fsdp_reduce;
+	uint64_t g, r = 0;
+
+	if (!b->fsdp2 || !dt || dt->kind != DTYPE_FLOAT)
+		return;
+	p->gather_bytes = bld_bytes_x(b, pd, base, mult);
+	if (!p->trainable)
+		return;
+	g = bld_bytes_x(b, pd, base, mult);
+	if (rd && rd != pd)
+		r = bld_bytes_x(b, rd, base, mult);
+	p->gather_grad_bytes = g;
+	bld_add(b, &p->gather_grad_bytes, r, "the size of this tensor");
+	p->acc_grad_bytes = r ? r : g;
+}
+
 static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t cols, uint64_t mult,
 		    uint64_t rank)
 {
@@ -160,6 +185,7 @@ static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t col
 	p->weight_bytes = bld_bytes_x(b, dt, numel, mult);
 	train_bytes(b, p, numel, mult, dt, rows, cols, rank);
 	p->master_bytes = 0;	/* adapters are kept in their own dtype */
+	fsdp2_bytes(b, p, dt, numel, mult);
 	bld_mul(b, p->numel, b->block_repeat, &all, "the trainable parameter count");
 	bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 }
@@ -363,6 +389,11 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 	}
 	param_cast(b, p, quantised, linear, base, mult);
+	uint64_t copies = mult;
+
+	if (saved)
+		bld_mul(b, mult, 2, &copies, "the size of this tensor");
+	fsdp2_bytes(b, p, quantised ? NULL : dt, base, copies);
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
 	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));

@@ -23,6 +23,9 @@ struct mem_cost {
 	uint64_t gunsh;		/* unsharded gradient until its unit's reduce-scatter */
 	uint64_t bucket;	/* DDP reducer bucket share (persistent) */
 	uint64_t gath;		/* ZeRO-3/FSDP gathered parameter copy */
+	uint64_t held;		/* FSDP2: of gath, what a body unit keeps from its forward to
+				   its backward (reshard_after_forward, mem_fsdp.c) */
+	uint64_t gacc;		/* FSDP2 without gradient sync: unsharded accumulated gradient */
 	uint64_t cast_keep;	/* casts held from forward to this layer's backward */
 	uint64_t cast_tmp;	/* casts alive only while the layer runs */
 	uint64_t cast_fwd;	/* autocast-cached casts of a recomputed layer: held from its
@@ -45,6 +48,7 @@ enum mem_sum_field {
 	S_W, S_S, S_GFIN, S_GFIN_NB, S_GUNSH, S_GUNSH_NB, S_BUCKET, S_GATH, S_GATH_NB,
 	S_CAST_KEEP, S_CAST_FWD, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
 	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED, S_STORED_OFF,
+	S_HELD, S_GACC, S_GACC_NB,	/* FSDP2 (mem_fsdp.c) */
 	S__COUNT
 };
 
@@ -75,6 +79,7 @@ struct mem_stage {
 	struct mem_sums total;
 	uint64_t body_units;		/* body repeats on this stage */
 	uint64_t max_unit_gath;		/* largest gathered body repeat */
+	uint64_t max_unit_held;		/* its part kept from forward to backward (FSDP2) */
 	uint64_t step_max;		/* largest one-at-a-time step temporary */
 };
 
@@ -141,6 +146,23 @@ void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumul
 struct alloc_trace;
 bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
 		     uint64_t later, struct alloc_trace *out);
+
+/* mem_fsdp.c: FSDP2's reshard_after_forward, and what is kept without
+ * gradient sync or reshard after backward (docs/memory-model.md "FSDP2"). */
+bool mem_fsdp_gathers(const struct mem_job *job);
+void mem_fsdp_cost_param(struct mem_ctx *cx, const struct mem_param *p, struct mem_cost *c);
+void mem_fsdp_add_sums(bool *ovf, struct mem_sums *s, const struct mem_cost *c);
+/* B: the sums before the current repeat (body) or layer; post: the current
+ * layer is a non-body layer after the stage's body */
+uint64_t mem_fsdp_gathered(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_sums *B,
+			   const struct mem_cost *c, bool post, uint64_t cur, bool more, bool bwd,
+			   bool accumulating);
+uint64_t mem_fsdp_unsharded(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_sums *B,
+			    const struct mem_sums *unit, bool post, uint64_t in_unit, uint64_t in_acc,
+			    bool accumulating);
+void mem_fsdp_split_grads(struct mem_ctx *cx, const struct mem_stage *st, bool post, uint64_t *after,
+			  uint64_t *unsh);
+uint64_t mem_fsdp_reduce_extra(const struct mem_stage *st);
 
 /* mem_pipeline.c: the body's repeats, and model chunks per stage (vp under
  * the interleaved schedule with pp > 1, else 1). */

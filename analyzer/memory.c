@@ -93,6 +93,7 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_NVME] = mem_add(ovf, v[S_NVME], c->nvme);
 	v[S_PAGED] = mem_add(ovf, v[S_PAGED], c->paged);
 	v[S_STORED_OFF] = mem_add(ovf, v[S_STORED_OFF], c->stored_off);
+	mem_fsdp_add_sums(ovf, s, c);
 }
 
 void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
@@ -391,6 +392,7 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 			cost_trainable(cx, p, n, c);
 		else if (flat)
 			mem_fsdp1_frozen_grad(cx, p, n, c);
+		mem_fsdp_cost_param(cx, p, c);
 		/* AMP casts are saved for backward unless the layer is recomputed (§2.1).
 		 * In a recomputed layer autocast's weight-cast cache still holds them
 		 * until the autocast region exits at the end of the forward pass
@@ -619,8 +621,10 @@ static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
 		mem_sums_axpy(&cx->ovf, &acc, &acc, mem_seg_iter(cx, seg), seg->count);
 		if (blk->is_body) {
 			st->body_units += seg->count;
-			if (mem_seg_iter(cx, seg)->v[S_GATH] > st->max_unit_gath)
+			if (mem_seg_iter(cx, seg)->v[S_GATH] > st->max_unit_gath) {
 				st->max_unit_gath = mem_seg_iter(cx, seg)->v[S_GATH];
+				st->max_unit_held = mem_seg_iter(cx, seg)->v[S_HELD];
+			}
 		}
 		for (size_t j = 0; j < blk->nlayers; j++)
 			if (mem_seg_costs(cx, seg)[j].step_max > st->step_max)

@@ -134,6 +134,9 @@ struct mem_param {
 					   group, not the dense one (mem_expert_group) */
 	uint32_t shard_group;		/* sharding group size; 0 = the job's (mem_shard_group, or
 					   mem_expert_group for expert params) */
+	uint64_t acc_grad_bytes;	/* FSDP2 without gradient sync: the unsharded gradient kept
+					   to the last micro-batch (unsharded_accumulated_grad in
+					   reduce_dtype); 0 = gather_grad_bytes */
 };
 
 /* One layer instance; activation bytes are for ONE micro-batch on one device. */
@@ -193,6 +196,16 @@ struct mem_job {
 	 * the first repeats of each pipeline chunk (0: all) */
 	uint64_t recompute_every, recompute_first;
 	enum mem_sharding sharding;
+	/* FSDP2 (fully_shard, mem_fsdp.c): reshard_after_forward as the ranks a
+	 * unit keeps its parameters over between its forward and backward: 0 =
+	 * the sharding mode's own, 1 = False (kept gathered), N = an int (1/N of
+	 * the gathered copy kept); no_sync: set_requires_gradient_sync(False)
+	 * until the last micro-batch (unsharded gradients accumulate); keep:
+	 * set_reshard_after_backward(False), as torch.distributed.pipelining does */
+	uint32_t fsdp_reshard_to;
+	bool fsdp_no_sync, fsdp_keep_after_backward;
+	bool fsdp_split_root;		/* the non-body layers before the body and those after it
+					   are two units of their own, not the root's */
 	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */
 	bool optimizer_in_backward;	/* torchtune optimizer_in_bwd: each parameter is stepped,
 					   and its gradient freed, as soon as the gradient exists */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/cmd/driver.h"
 #include "analyzer/cmd/fit_impl.h"
-#include "analyzer/driver.h"
 #include "analyzer/fit.h"
 #include "analyzer/memory.h"
 #include "lang/arena.h"

@@ -18,6 +18,7 @@
  *      explain strings, and merge stages whose figures are identical.
  */
 #include "analyzer/mem_internal.h"
+#include "analyzer/mem_fsdp1.h"
 #include "analyzer/alloc.h"
 
 #include <math.h>
@@ -91,6 +92,8 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_HOST] = mem_add(ovf, v[S_HOST], c->host);
 	v[S_NVME] = mem_add(ovf, v[S_NVME], c->nvme);
 	v[S_PAGED] = mem_add(ovf, v[S_PAGED], c->paged);
+	v[S_STORED_OFF] = mem_add(ovf, v[S_STORED_OFF], c->stored_off);
+	mem_fsdp_add_sums(ovf, s, c);
 }
 
 void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
@@ -374,7 +377,7 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_layer *l = &b->layers[j];
-	bool full = remat && b->is_body;
+	bool full = remat && b->is_body, flat = mem_fsdp1_flat_grad(job, b);
 
 	memset(c, 0, sizeof(*c));
 	c->body = b->is_body;
@@ -387,6 +390,9 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		cost_weights(cx, p, n, c);
 		if (p->trainable)
 			cost_trainable(cx, p, n, c);
+		else if (flat)
+			mem_fsdp1_frozen_grad(cx, p, n, c);
+		mem_fsdp_cost_param(cx, p, c);
 		/* AMP casts are saved for backward unless the layer is recomputed (§2.1).
 		 * In a recomputed layer autocast's weight-cast cache still holds them
 		 * until the autocast region exits at the end of the forward pass
@@ -422,6 +428,10 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 	}
 	c->tfwd = mem_round(job, l->temp_fwd_bytes);
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
+	/* torchtune keeps the head and the loss out of OffloadActivations
+	 * (NoOpManager on the output); Unsloth offloads decoder-layer inputs */
+	if (job->offload_activations && b->is_body && !l->loss_region)
+		c->stored_off = c->stored;
 }
 
 static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cost ***costs,
@@ -611,8 +621,10 @@ static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
 		mem_sums_axpy(&cx->ovf, &acc, &acc, mem_seg_iter(cx, seg), seg->count);
 		if (blk->is_body) {
 			st->body_units += seg->count;
-			if (mem_seg_iter(cx, seg)->v[S_GATH] > st->max_unit_gath)
+			if (mem_seg_iter(cx, seg)->v[S_GATH] > st->max_unit_gath) {
 				st->max_unit_gath = mem_seg_iter(cx, seg)->v[S_GATH];
+				st->max_unit_held = mem_seg_iter(cx, seg)->v[S_HELD];
+			}
 		}
 		for (size_t j = 0; j < blk->nlayers; j++)
 			if (mem_seg_costs(cx, seg)[j].step_max > st->step_max)
@@ -733,23 +745,20 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 				       struct mem_class *k)
 {
 	const struct mem_job *job = cx->job;
-	struct alloc_trace t = { 0 };
 	struct alloc_config cfg;
 	struct alloc_replay r;
 	uint64_t cap = job->capacity_bytes, res;
-	enum alloc_status as = ALLOC_NOMEM;
+	int as;
 
 	replay_config(job, cap > outside ? cap - outside : 0, &cfg);
-	if (mem_trace_stage(cx, st, first, later, &t))
-		as = alloc_replay(&t, &cfg, &r);
+	as = mem_replay_stage(cx, st, first, later, &cfg, &r);
 	if (as == ALLOC_OK && r.oom) {
 		k->alloc_oom = true;
 		k->alloc_oom_request = r.oom_request;
 		k->alloc_oom_what = r.oom_what;
 		cfg.limit = 0;	/* the figures of the job as written */
-		as = alloc_replay(&t, &cfg, &r);
+		as = mem_replay_stage(cx, st, first, later, &cfg, &r);
 	}
-	alloc_trace_free(&t);
 	if (as != ALLOC_OK)
 		return MEM_E_NOMEM;
 	res = mem_add(&cx->ovf, r.peak_reserved, mem_sub(k->peak_allocated, r.peak_allocated));
@@ -758,6 +767,7 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 	if (k->peak_reserved < k->peak_allocated)
 		k->peak_reserved = k->peak_allocated;
 	k->alloc_retries = r.retries;
+	k->replay_setup_reserved = r.setup_reserved;
 	k->replayed = true;
 	return MEM_OK;
 }
@@ -820,6 +830,10 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 	k->persistent[MEM_C_BUFFERS] = st->total.v[S_BUCKET];
 	k->nvme_bytes = st->total.v[S_NVME];
 	k->host_bytes = mem_add(&cx->ovf, st->total.v[S_HOST], nvme_staging(cx, st));
+	/* offloaded activations of every micro-batch in flight, pinned host RAM */
+	k->host_bytes = mem_add(&cx->ovf, k->host_bytes, mem_add(&cx->ovf, st->total.v[S_STORED_OFF],
+				mem_extra_in_flight(&cx->ovf, st->total.v[S_STORED_OFF],
+						    k->chunks_in_flight, mem_chunks_per_stage(job))));
 	k->stored_act = st->total.v[S_STORED_ACT];
 	k->stored_logits = st->total.v[S_STORED_LOG];
 	k->stored_act_in_flight = mem_add(&cx->ovf, k->stored_act, mem_extra_in_flight(&cx->ovf,

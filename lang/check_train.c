@@ -130,7 +130,8 @@ static const struct field_spec train_fields[] = {
 	{ "target_len", "count", false }, { "grad_accum", "count", false },
 	{ "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked|chunked_kept|upcast", false }, { "zero", "count", false },
+	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast", false },
+	{ "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
 	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
@@ -141,7 +142,8 @@ static const struct field_spec train_fields[] = {
 	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
 	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
-	{ "nccl", "record", false },
+	{ "fsdp1", "record", false }, { "nccl", "record", false },
+	{ "fsdp2", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -164,7 +166,7 @@ static const struct field_spec parallel_fields[] = {
 };
 static const struct field_spec offload_fields[] = {
 	{ "optimizer", "enum:none|cpu|nvme", false }, { "params", "enum:none|cpu|nvme", false },
-	{ NULL, NULL, false },
+	{ "activations", "enum:none|cpu", false }, { NULL, NULL, false },
 };
 static const struct field_spec ddp_fields[] = {
 	{ "bucket_cap", "bytes", false }, { "gradient_as_bucket_view", "bool", false }, { NULL, NULL, false },
@@ -188,12 +190,27 @@ static const struct field_spec megatron_fields[] = {
 	{ "bucket_size", "count", false },
 	{ NULL, NULL, false },
 };
+/* torch FSDP1's FullyShardedDataParallel arguments, its names (and no_sync()). */
+static const struct field_spec fsdp1_fields[] = {
+	{ "use_orig_params", "bool", false }, { "no_sync", "bool", false },
+	{ "limit_all_gathers", "bool", false }, { "forward_prefetch", "bool", false },
+	{ "backward_prefetch", "enum:backward_pre|backward_post|none", false },
+	{ "cpu_offload", "bool", false }, { "sync_module_states", "bool", false },
+	{ NULL, NULL, false },
+};
 /* NCCL's environment variables without NCCL_ (analyzer/mem_comm.h). */
 static const struct field_spec nccl_fields[] = {
 	{ "buffsize", "bytes", false }, { "ll_buffsize", "bytes", false },
 	{ "ll128_buffsize", "bytes", false }, { "nchannels", "count", false },
 	{ "nchannels_per_net_peer", "count", false }, { "nvls_enable", "bool", false },
 	{ "nvls_nchannels", "count", false }, { "nvls_chunksize", "bytes", false },
+	{ NULL, NULL, false },
+};
+/* FSDP2's fully_shard and MixedPrecisionPolicy, torchtitan's policy (check_fsdp2.c). */
+static const struct field_spec fsdp2_fields[] = {
+	{ "reshard_after_forward", "any", false }, { "reshard_after_forward_policy", "string", false },
+	{ "param_dtype", "dtype", false }, { "reduce_dtype", "dtype", false },
+	{ "requires_gradient_sync", "bool", false }, { "root_unit", "string", false },
 	{ NULL, NULL, false },
 };
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
@@ -225,7 +242,8 @@ static const struct field_spec *sub_specs(const char *name)
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
-	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "nccl") ? nccl_fields :
+	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
+	       !strcmp(name, "nccl") ? nccl_fields : !strcmp(name, "fsdp2") ? fsdp2_fields :
 	       overhead_fields;
 }
 
@@ -629,12 +647,13 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 {
 	struct value z, fs, v;
 	uint64_t zero = 0;
-	bool fsdp = check_job_field(j, "fsdp", &fs) && fs.kind != VAL_NONE && !sym_is(j, "fsdp", "none");
-	bool ok = true;
+	bool fsdp1 = check_job_field(j, "fsdp", &fs) && fs.kind != VAL_NONE && !sym_is(j, "fsdp", "none");
+	bool fsdp = fsdp1 || check_fsdp2_present(j);	/* fsdp2 { } alone is full_shard */
+	bool ok = check_fsdp2(ev, j);
 
 	if (check_job_field(j, "zero", &z))
 		num_to_u64(z.num, &zero);
-	if (zero > 0 && fsdp) {
+	if (zero > 0 && fsdp1) {
 		diag_note(eval_error(ev, DIAG_IGNORED_SETTING, fs.origin, "'fsdp' and 'zero = %llu' both shard the "
 				     "model (PyTorch FSDP or DeepSpeed ZeRO): use one", (unsigned long long)zero),
 			  z.origin, "'zero' is set here");
@@ -644,6 +663,18 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "ddp"), "'ddp { }' sets DistributedDataParallel's "
 			   "buckets, but %s does the reduction: remove it (DeepSpeed's buckets are "
 			   "'deepspeed { reduce_bucket_size }')", zero > 0 ? "DeepSpeed ZeRO" : "FSDP");
+		ok = false;
+	}
+	if (key_loc(j, "fsdp1").file && !fsdp) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "fsdp1"),
+			   "'fsdp1 { }' sets FullyShardedDataParallel's arguments, but 'fsdp' is none: "
+			   "add 'fsdp = full_shard' (or another strategy) or remove it");
+		ok = false;
+	}
+	if (key_loc(j, "fsdp1").file && check_fsdp2_present(j)) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "fsdp1"),
+			   "'fsdp1 { }' describes FullyShardedDataParallel and 'fsdp2 { }' fully_shard: "
+			   "a model is wrapped by one of them, remove the other");
 		ok = false;
 	}
 	if (key_loc(j, "deepspeed").file && zero == 0) {

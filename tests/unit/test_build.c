@@ -8,7 +8,7 @@
  * once it is written into the file.
  */
 #include "analyzer/build.h"
-#include "analyzer/driver.h"
+#include "analyzer/cmd/driver.h"
 #include "analyzer/fit.h"
 #include "analyzer/memory.h"
 #include "lang/check.h"

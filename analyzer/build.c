@@ -153,7 +153,7 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged", "op" };
+					     "grouped", "paged", "op", "recompute" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -329,6 +329,31 @@ static void note_op(struct bld *b, const struct attr *op, uint64_t bytes)
 	}
 }
 
+/* recompute(core_attn, ...): Megatron re-runs the module in its backward
+ * (tensor_parallel.checkpoint, CheckpointWithoutOutput), so under
+ * `checkpoint = selective` with a listed module the save is a backward
+ * transient of the layer; the default list is core_attn alone. */
+static bool recomputed(const struct bld *b, const struct attr *rc)
+{
+	if (!rc || !b->recompute_selective)
+		return false;
+	for (const struct arg *a = rc->args; a; a = a->next) {
+		const char *m = a->value->kind == EXPR_NAME ? a->value->name.name : "";
+
+		if (b->recompute_modules.kind != VAL_LIST && !strcmp(m, "core_attn"))
+			return true;
+		for (unsigned i = 0; b->recompute_modules.kind == VAL_LIST && i < b->recompute_modules.nitems; i++) {
+			const struct value *it = &b->recompute_modules.items[i];
+			const char *w = it->kind == VAL_SYMBOL || it->kind == VAL_STRING ? it->str :
+					it->kind == VAL_DECL || it->kind == VAL_INSTANCE ? it->decl->name : "";
+
+			if (!strcmp(w, m))
+				return true;
+		}
+	}
+	return false;
+}
+
 static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 {
 	const struct attr *fg = find_attr(t->stmt, "for_grad");
@@ -339,6 +364,10 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		dt = fg && b->linear_input ? b->linear_input : b->act;
 	uint64_t bytes = bld_bytes(b, dt, numel);
 
+	if (recomputed(b, find_attr(t->stmt, "recompute"))) {
+		bld_add_act(b, &bld_frame(b)->temp_bwd, bytes, "the transient bytes of a layer");
+		return;
+	}
 	if (fg && b->frame)
 		add_pending(b->frame, fg->args, bytes, loss);
 	else

@@ -69,6 +69,10 @@ struct bld {
 	/* precision */
 	const struct dtype *weights, *grads, *master, *act, *cast_cache, *linear_input, *copy_dtype;
 	uint64_t weight_copies;
+	/* Megatron selective recomputation: the modules whose saves become
+	 * backward transients (recompute(...) tags), a list of words */
+	bool recompute_selective;
+	struct value recompute_modules;
 	/* fine-tuning */
 	bool lora, qlora;
 	bool quant_saves_input;		/* bitsandbytes < 0.42 MatMul4Bit keeps its input */

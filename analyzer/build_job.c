@@ -311,7 +311,7 @@ static bool megatron_record(struct bld *b)
 {
 	static const char *const keys[] = { "megatron.distributed_optimizer", "megatron.grad_reduce_in_bf16",
 					    "megatron.overlap_grad_reduce", "megatron.overlap_param_gather",
-					    "megatron.bucket_size" };
+					    "megatron.bucket_size", "megatron.recompute_modules" };
 	struct value v;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -730,6 +730,8 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 	b->bindings = override_env(b, b->cj->bindings, ov);
 	if (b->failed)
 		return false;
+	/* a what-if checkpoint mode (fit) decides too, hence the bindings */
+	b->recompute_selective = !strcmp(bound_sym(b, "checkpoint", "none"), "selective");
 	b->tokens_in_play = true;
 	bld_mul(b, bound_u64(b, "batch", 1), bound_u64(b, "seq", 1), &tokens, "micro_batch x seq_len");
 	b->tokens_in_play = false;
@@ -770,6 +772,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	out->zero = key(&b, "zero", &(struct value){ 0 }) || (ov && ov->zero >= 0) ||
 		    zero > 0 ? zero : -1;
 	b.optimizer = cj->optimizer;
+	key(&b, "megatron.recompute_modules", &b.recompute_modules);
 	bld_setup_finetune(&b, cj->finetune);
 	key(&b, "freeze", &b.freeze);
 	/* The real build reports what only it evaluates (an optimizer state's

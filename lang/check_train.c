@@ -20,7 +20,8 @@
 #include "lang/strbuf.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", "expert", "hf", "adaptable", "op", NULL };
+					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
+					    NULL };
 
 static bool is_word(const char *name)
 {
@@ -59,6 +60,30 @@ static void check_op(struct eval *ev, const struct stmt *s, const struct attr *a
 				   "drop for_grad(...)");
 }
 
+/* Megatron-Core's --recompute-modules that memc models (language.md). */
+static const char *const recompute_modules[] = { "core_attn", "mlp", "moe", "moe_act", "layernorm",
+						 "mla_up_proj", "shared_experts", NULL };
+
+static bool is_recompute_module(const char *name)
+{
+	for (const char *const *m = recompute_modules; *m; m++)
+		if (!strcmp(*m, name))
+			return true;
+	return false;
+}
+
+/* recompute(mlp, ...): the Megatron modules whose selective recomputation
+ * drops this save (it exists again during the layer's backward). */
+static void check_recompute(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_SAVES || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "recompute(module, ...) marks a saves tensor");
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME || !is_recompute_module(x->value->name.name))
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "recompute() takes Megatron modules: "
+				   "core_attn, mlp, moe, moe_act, layernorm, mla_up_proj, shared_experts");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -67,6 +92,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_hf(ev, t->stmt, a);
 		if (!strcmp(a->name, "op"))
 			check_op(ev, t->stmt, a);
+		if (!strcmp(a->name, "recompute"))
+			check_recompute(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -79,7 +106,7 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), forward, backward, loss, grouped, paged%s", s ? s : "");
+			  "for_grad(...), op(...), recompute(...), forward, backward, loss, grouped, paged%s", s ? s : "");
 	}
 }
 
@@ -183,7 +210,7 @@ static const struct field_spec overhead_fields[] = {
 static const struct field_spec megatron_fields[] = {
 	{ "distributed_optimizer", "bool", false }, { "grad_reduce_in_bf16", "bool", false },
 	{ "overlap_grad_reduce", "bool", false }, { "overlap_param_gather", "bool", false },
-	{ "bucket_size", "count", false },
+	{ "bucket_size", "count", false }, { "recompute_modules", "list", false },
 	{ NULL, NULL, false },
 };
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
@@ -582,6 +609,42 @@ static bool layer_policy_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
+/* A word of a list: `mlp` may also name a stdlib layer, so a declaration
+ * counts by its name. */
+static const char *list_word(const struct value *v)
+{
+	if (v->kind == VAL_SYMBOL || v->kind == VAL_STRING)
+		return v->str;
+	return v->kind == VAL_DECL || v->kind == VAL_INSTANCE ? v->decl->name : NULL;
+}
+
+/* megatron { recompute_modules }: Megatron's module names, under
+ * --recompute-granularity selective only. */
+static bool recompute_modules_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v;
+	bool ok = true;
+
+	if (!check_job_field(j, "megatron.recompute_modules", &v) || v.kind != VAL_LIST)
+		return true;
+	for (unsigned i = 0; i < v.nitems; i++) {
+		const struct value *it = &v.items[i];
+		const char *w = list_word(it);
+
+		if (it->kind != VAL_ERROR && (!w || !is_recompute_module(w))) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, it->loc, "'recompute_modules' lists Megatron modules: "
+				   "core_attn, mlp, moe, moe_act, layernorm, mla_up_proj, shared_experts");
+			ok = false;
+		}
+	}
+	if (!sym_is(j, "checkpoint", "selective")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'recompute_modules' is Megatron's "
+			   "'--recompute-granularity selective' (checkpoint = selective); other modes ignore it");
+		ok = false;
+	}
+	return ok;
+}
+
 /* checkpoint_saves lists ops (as op() tags name them) for the op-level
  * policy; another checkpoint mode would ignore it. */
 static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
@@ -590,6 +653,7 @@ static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 	bool ok = true;
 
 	ok = layer_policy_ok(ev, j);
+	ok = recompute_modules_ok(ev, j) && ok;
 	if (!check_job_field(j, "checkpoint_saves", &v) || v.kind != VAL_LIST)
 		return ok;
 	for (unsigned i = 0; i < v.nitems; i++) {

@@ -824,6 +824,8 @@ static struct env *neutral_bindings(struct bld *b)
 		env_bind(e, bld_intern(b, syms[i][0]), val_symbol(b->ev, syms[i][1], NO_LOC));
 	env_bind(e, bld_intern(b, "act"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") });
 	env_bind(e, bld_intern(b, "autocast"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "compile"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "compile_loss"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }
 

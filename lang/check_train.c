@@ -135,6 +135,8 @@ static struct env *unknown_job(struct eval *ev)
 	struct value ac = { .kind = VAL_BOOL, .unknown = true };
 
 	env_bind(e, intern_cstr(ev->interner, "autocast"), ac);
+	env_bind(e, intern_cstr(ev->interner, "compile"), ac);
+	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);
 	return e;
@@ -168,6 +170,7 @@ static const struct field_spec train_fields[] = {
 	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
 	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
+	{ "compile", "bool", false }, { "compile_components", "list", false },
 	{ NULL, NULL, false },
 };
 
@@ -645,6 +648,32 @@ static bool recompute_modules_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
+/* compile_components: torchtitan's compile.components, under compile = true. */
+static bool compile_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v, c;
+	bool ok = true;
+
+	if (!check_job_field(j, "compile_components", &v) || v.kind != VAL_LIST)
+		return true;
+	for (unsigned i = 0; i < v.nitems; i++) {
+		const struct value *it = &v.items[i];
+		const char *w = list_word(it);
+
+		if (it->kind != VAL_ERROR && (!w || (strcmp(w, "model") && strcmp(w, "loss")))) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, it->loc, "'compile_components' lists what "
+				   "torch.compile wraps: model (each transformer block), loss");
+			ok = false;
+		}
+	}
+	if (!check_job_field(j, "compile", &c) || c.kind != VAL_BOOL || !c.b) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'compile_components' names what "
+			   "'compile = true' compiles; without it nothing is compiled");
+		ok = false;
+	}
+	return ok;
+}
+
 /* checkpoint_saves lists ops (as op() tags name them) for the op-level
  * policy; another checkpoint mode would ignore it. */
 static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
@@ -654,6 +683,7 @@ static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 
 	ok = layer_policy_ok(ev, j);
 	ok = recompute_modules_ok(ev, j) && ok;
+	ok = compile_ok(ev, j) && ok;
 	if (!check_job_field(j, "checkpoint_saves", &v) || v.kind != VAL_LIST)
 		return ok;
 	for (unsigned i = 0; i < v.nitems; i++) {
@@ -1002,6 +1032,32 @@ static bool autocast_policy(struct eval *ev, const struct check_job *j)
 	return f && eval_expr(ev, NULL, f->value).kind == VAL_DTYPE;
 }
 
+/* torch.compile of one component (torchtitan compile.components: "model",
+ * the transformer blocks; "loss"): compile = true, and the component in
+ * compile_components, whose default is both. */
+static bool compiled(const struct check_job *j, const char *component)
+{
+	struct value c, l;
+
+	if (!check_job_field(j, "compile", &c) || c.kind != VAL_BOOL || !c.b)
+		return false;
+	if (!check_job_field(j, "compile_components", &l) || l.kind != VAL_LIST)
+		return true;
+	for (unsigned i = 0; i < l.nitems; i++) {
+		const char *w = list_word(&l.items[i]);
+
+		if (w && !strcmp(w, component))
+			return true;
+	}
+	return false;
+}
+
+static struct value compile_value(const struct check_job *j, const char *component)
+{
+	return (struct value){ .kind = VAL_BOOL, .b = compiled(j, component), .loc = j->decl->name_loc,
+			       .origin = j->decl->name_loc };
+}
+
 /* ---- hardware capabilities (issue 17) ---- */
 
 /* The GPU's compute_capability (8.0 for sm80); 0 when the record has none,
@@ -1081,6 +1137,8 @@ static struct env *job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "checkpoint", sym_key(ev, j, "checkpoint", "none"));
 	bind(ev, e, "kernels", sym_key(ev, j, "kernels", "hf"));
 	bind(ev, e, "loss", sym_key(ev, j, "loss", "standard"));
+	bind(ev, e, "compile", compile_value(j, "model"));
+	bind(ev, e, "compile_loss", compile_value(j, "loss"));
 	bind(ev, e, "autocast", (struct value){ .kind = VAL_BOOL, .b = autocast_policy(ev, j),
 						.loc = j->decl->name_loc, .origin = j->decl->name_loc });
 	return e;

@@ -260,6 +260,7 @@ static void resolve_pending(struct bld *b, struct frame *f)
 	free(f->pending);
 	free(f->names);
 	free(f->trains);
+	free(f->linear);
 }
 
 void bld_frame_pop(struct bld *b)
@@ -285,17 +286,31 @@ void bld_frame_pop(struct bld *b)
 	free(f);
 }
 
-void bld_frame_param(struct frame *f, const char *name, bool trains)
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool linear)
 {
 	if (f->nnames == f->capnames) {
 		f->capnames = f->capnames ? f->capnames * 2 : 8;
 		f->names = realloc(f->names, f->capnames * sizeof *f->names);
 		f->trains = realloc(f->trains, f->capnames * sizeof *f->trains);
-		if (!f->names || !f->trains)
+		f->linear = realloc(f->linear, f->capnames * sizeof *f->linear);
+		if (!f->names || !f->trains || !f->linear)
 			xdie_oom();
 	}
 	f->names[f->nnames] = name;
+	f->linear[f->nnames] = linear;
 	f->trains[f->nnames++] = trains;
+}
+
+/* An FP8 Linear quantises its input (precision linear_input, fp8 { }):
+ * a save for the weight gradient of a `linear` param, not of a norm's
+ * weight or the LM head, which stay in high precision. */
+static bool for_linear(const struct frame *f, const struct attr *fg)
+{
+	for (const struct arg *a = fg ? fg->args : NULL; f && a; a = a->next)
+		for (size_t i = 0; a->value->kind == EXPR_NAME && i < f->nnames; i++)
+			if (f->names[i] == a->value->name.name && f->linear[i])
+				return true;
+	return false;
 }
 
 static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes, bool loss)
@@ -361,7 +376,7 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 	bool loss = find_attr(t->stmt, "loss") != NULL;
 
 	if (!dt)
-		dt = fg && b->linear_input ? b->linear_input : b->act;
+		dt = b->linear_input && for_linear(b->frame, fg) ? b->linear_input : b->act;
 	uint64_t bytes = bld_bytes(b, dt, numel);
 
 	if (recomputed(b, find_attr(t->stmt, "recompute"))) {

@@ -732,6 +732,7 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 		return false;
 	/* a what-if checkpoint mode (fit) decides too, hence the bindings */
 	b->recompute_selective = !strcmp(bound_sym(b, "checkpoint", "none"), "selective");
+	b->recompute_full = !strcmp(bound_sym(b, "checkpoint", "none"), "full");
 	b->tokens_in_play = true;
 	bld_mul(b, bound_u64(b, "batch", 1), bound_u64(b, "seq", 1), &tokens, "micro_batch x seq_len");
 	b->tokens_in_play = false;
@@ -768,6 +769,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	    cj->optimizer.kind != VAL_INSTANCE || !bld_setup_precision(&b, cj->precision))
 		return unreported(&b);
 	zero = megatron_setup(&b, zero);
+	bld_setup_fp8(&b, megatron_job(&b, zero));
 	zero = ov && ov->zero >= 0 ? ov->zero : zero;
 	out->zero = key(&b, "zero", &(struct value){ 0 }) || (ov && ov->zero >= 0) ||
 		    zero > 0 ? zero : -1;

@@ -171,6 +171,7 @@ static const struct field_spec train_fields[] = {
 	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
 	{ "compile", "bool", false }, { "compile_components", "list", false },
+	{ "fp8", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -216,6 +217,14 @@ static const struct field_spec megatron_fields[] = {
 	{ "bucket_size", "count", false }, { "recompute_modules", "list", false },
 	{ NULL, NULL, false },
 };
+/* FP8 training: Transformer Engine / Megatron-Core / torchao names (check_fp8.c). */
+static const struct field_spec fp8_fields[] = {
+	{ "library", "string", false }, { "recipe", "string", false }, { "amax_history_len", "count", false },
+	{ "fp8_model_init", "bool", false }, { "fp8_param_gather", "bool", false },
+	{ "weight_cache", "bool", false }, { "enable_fsdp_float8_all_gather", "bool", false },
+	{ "precompute_float8_dynamic_scale_for_fsdp", "bool", false }, { "save_float8_casts", "bool", false },
+	{ "force_recompute_fp8_weight_in_bwd", "bool", false }, { NULL, NULL, false },
+};
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
 static const struct field_spec alloc_fields[] = {
 	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
@@ -233,6 +242,7 @@ static const struct range_spec train_ranges[] = {
 	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
 	{ "alloc.roundup_power2_divisions", RANGE_AT_LEAST_1 },
 	{ "alloc.garbage_collection_threshold", RANGE_FRACTION },
+	{ "fp8.amax_history_len", RANGE_AT_LEAST_1 },
 	{ "megatron.bucket_size", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
 	{ NULL, RANGE_ANY },
 };
@@ -242,7 +252,7 @@ static const struct field_spec *sub_specs(const char *name)
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
-	       !strcmp(name, "megatron") ? megatron_fields : overhead_fields;
+	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fp8") ? fp8_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a
@@ -1115,6 +1125,7 @@ static void check_capabilities(struct eval *ev, const struct check_job *j)
 		return;
 	dtype_capability(ev, j, cc, "compute");
 	dtype_capability(ev, j, cc, "linear_input");
+	check_fp8_capability(ev, j, cc);
 	kernel_capability(ev, j, cc);
 }
 
@@ -1319,7 +1330,7 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
 	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j) &
-		       checkpoint_ok(ev, j);
+		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {
 		check_capabilities(ev, j);

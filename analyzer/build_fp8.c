@@ -80,13 +80,14 @@ void bld_fp8_param(struct bld *b, struct mem_param *p, bool linear, bool quantis
 	p->cast_saved = false;
 	if (!b->fp8_te) {
 		/* Float8Linear: the sharded param stays high precision; with the
-		 * float8 all-gather the gathered weight is the FP8 operand */
-		if (b->fp8_fsdp_gather)
+		 * float8 all-gather the gathered weight is the FP8 operand, cast
+		 * already, its transpose a view (cast_weight_to_float8_t) */
+		if (b->fp8_fsdp_gather) {
 			p->gather_bytes = one;
-		if (b->fp8_ao_saves) {
+		} else if (b->fp8_ao_saves) {
 			p->cast_bytes = one;	/* weight_fp8_t, saved unless recomputed */
 			p->cast_saved = !b->recompute_full && !b->fp8_ao_recompute_w;
-		} else if (!b->fp8_fsdp_gather) {
+		} else {
 			p->cast_bytes = one;
 		}
 		return;

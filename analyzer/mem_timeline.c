@@ -150,6 +150,9 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 
 	if (!shards_weights(m))
 		return 0;
+	if (is_fsdp(m) && mem_fsdp_gathers(w->job))
+		return mem_fsdp_gathered(w->cx, st, p->c->body ? &p->U : &p->P, p->c,
+					 !p->c->body && p->unit_idx > 0, cur, more, bwd, w->accumulating);
 	if (m == MEM_SHARD_ZERO3) {
 		if (w->job->zero_prefetch_bytes < pre)
 			pre = w->job->zero_prefetch_bytes;
@@ -205,6 +208,19 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 		after = mem_sub(after, mem_sub(T->v[S_GFIN_NB], nb_before));
 		unsh = (p->c->body && !remat) ? in_unit : 0;
 		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], p->P.v[S_GUNSH_NB]));
+		mem_fsdp_split_grads(w->cx, w->st, !p->c->body && p->unit_idx > 0, &after, &unsh);
+	}
+	if (is_fsdp(m) && w->job->fsdp_no_sync) {
+		/* nothing reduce-scattered before the last micro-batch (mem_fsdp.c) */
+		uint64_t in_acc = mem_sub(p->it->v[S_GACC], mem_sub(p->P.v[S_GACC], p->U.v[S_GACC]));
+
+		after = 0;
+		if (!p->c->body)
+			in_unit = p->c->gunsh, in_acc = p->c->gacc;
+		else if (remat)
+			in_unit = in_acc = 0;
+		unsh = mem_fsdp_unsharded(w->cx, w->st, p->c->body ? &p->U : &p->P, p->c->body ? p->it : NULL,
+					  !p->c->body && p->unit_idx > 0, in_unit, in_acc, w->accumulating);
 	}
 	if (w->job->optimizer_in_backward) {
 		/* stepped as produced: only this layer's gradients, and one
@@ -273,6 +289,32 @@ static void eval_optimizer(struct walk *w)
 	wh.block = SIZE_MAX;
 	wh.layer = SIZE_MAX;
 	wh.layer_name = "optimizer step";
+	consider(w, &v, &wh);
+}
+
+/* FSDP2 under torch.distributed.pipelining: after the last micro-batch's
+ * backward the held gradients are reduce-scattered unit by unit
+ * (mem_fsdp.c), every unit still gathered; the first unit's reduce is the
+ * highest instant. (With gradient sync turned on for the last micro-batch
+ * alone, each unit reduces in that backward instead.) */
+static void eval_final_reduce(struct walk *w)
+{
+	const struct mem_sums *T = &w->st->total;
+	struct mem_vec v = { { 0 }, { 0 } };
+	struct mem_where wh = { 0 };
+	bool *o = &w->cx->ovf;
+
+	put(w, &v, MEM_C_WEIGHTS, T->v[S_W]);
+	put(w, &v, MEM_C_OPTIMIZER, T->v[S_S]);
+	put_buf(w, &v, MEM_B_BUCKETS, w->base.b[MEM_B_BUCKETS]);
+	put_buf(w, &v, MEM_B_GATHERED, T->v[S_GATH]);
+	put_buf(w, &v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));
+	wh.phase = MEM_PHASE_BACKWARD;
+	wh.backward_pass = true;
+	wh.accumulating = w->accumulating;
+	wh.block = SIZE_MAX;
+	wh.layer = SIZE_MAX;
+	wh.layer_name = "gradient reduce-scatter";
 	consider(w, &v, &wh);
 }
 
@@ -376,7 +418,7 @@ static void make_base(struct walk *w, uint64_t chunks)
 				 job->overlap_comm ? 2 : 1);
 	put(w, &w->base, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, &w->base, MEM_C_OPTIMIZER, T->v[S_S]);
-	if (w->resident)
+	if (w->resident && !(is_fsdp(m) && job->fsdp_no_sync))
 		put(w, &w->base, MEM_C_GRADIENTS, T->v[S_GFIN]);
 	put_buf(w, &w->base, MEM_B_BUCKETS, T->v[S_BUCKET]);
 	put_buf(w, &w->base, MEM_B_BUCKETS, mem_comm_sp_buffer(job, o));
@@ -401,6 +443,9 @@ void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumul
 	make_base(&w, chunks);
 	walk_forward(&w);
 	walk_backward(&w);
+	if (is_fsdp(cx->job->sharding) && cx->job->fsdp_no_sync && cx->job->fsdp_keep_after_backward &&
+	    (accumulating || cx->job->micro_batches < 2))
+		eval_final_reduce(&w);
 	if (!accumulating && !cx->job->optimizer_in_backward)
 		eval_optimizer(&w);
 }

@@ -26,15 +26,22 @@ static bool true_key(const struct check_job *j, const char *key, struct value *v
 
 /* Records are flattened into dotted keys; an empty `fp8 { }` has none,
  * so the block's own field counts too. */
-bool check_fp8_on(const struct check_job *j)
+static bool has_record(const struct check_job *j, const char *name)
 {
+	size_t n = strlen(name);
+
 	for (unsigned i = 0; i < j->nfields; i++)
-		if (!strncmp(j->names[i], "fp8.", 4))
+		if (!strncmp(j->names[i], name, n) && j->names[i][n] == '.')
 			return true;
 	for (const struct field *f = j->block; f; f = f->next)
-		if (!strcmp(f->name, "fp8"))
+		if (!strcmp(f->name, name))
 			return true;
 	return false;
+}
+
+bool check_fp8_on(const struct check_job *j)
+{
+	return has_record(j, "fp8");
 }
 
 /* The library: "transformer_engine" unless given, torchao for rowwise. */
@@ -124,7 +131,9 @@ bool check_fp8_ok(struct eval *ev, const struct check_job *j)
 	if (!true_key(j, "fp8.save_float8_casts", &v))
 		ok &= ignored(ev, j, "fp8.force_recompute_fp8_weight_in_bwd", "recomputes the saved float8 "
 			      "weight, which only 'save_float8_casts = true' saves");
-	bool fsdp = check_job_field(j, "fsdp", &fs) && fs.kind == VAL_SYMBOL && strcmp(fs.str, "none");
+	/* an fsdp2 { } record is fully_shard too (language.md §3.7) */
+	bool fsdp = (check_job_field(j, "fsdp", &fs) && fs.kind == VAL_SYMBOL && strcmp(fs.str, "none")) ||
+		    has_record(j, "fsdp2");
 
 	if (!fsdp && true_key(j, "fp8.enable_fsdp_float8_all_gather", &v)) {
 		eval_error(ev, DIAG_IGNORED_SETTING, v.loc, "'enable_fsdp_float8_all_gather' casts FSDP's "

@@ -50,6 +50,9 @@ void check_body_static(struct eval *ev, const struct decl *d);
 bool check_fp8_ok(struct eval *ev, const struct check_job *j);
 void check_fp8_capability(struct eval *ev, const struct check_job *j, double cc);
 struct check_job *check_train(struct eval *ev, const struct decl *d);
+/* check_fsdp2.c: whether the job has an fsdp2 { } key, and its rules. */
+bool check_fsdp2_present(const struct check_job *j);
+bool check_fsdp2(struct eval *ev, const struct check_job *j);
 
 /* What the checker's walk of one job saw of its model (check_model.c). */
 struct check_param {

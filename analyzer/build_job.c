@@ -555,11 +555,39 @@ static uint64_t key_bytes(struct bld *b, const char *k, uint64_t dflt, uint64_t 
 	return n;
 }
 
+/* fsdp1 { }: FullyShardedDataParallel's arguments with torch's defaults
+ * (use_orig_params=False, forward_prefetch=False, BACKWARD_PRE) and
+ * no_sync() for accumulation; cpu_offload is CPUOffload(offload_params=True),
+ * `offload { params = cpu }` (memory-model.md "FSDP1"). */
+static void fsdp1_setup(struct bld *b, struct mem_job *j)
+{
+	static const char *const keys[] = { "fsdp1.use_orig_params", "fsdp1.no_sync",
+					    "fsdp1.limit_all_gathers", "fsdp1.forward_prefetch",
+					    "fsdp1.backward_prefetch", "fsdp1.cpu_offload",
+					    "fsdp1.sync_module_states" };
+	struct value v;
+
+	for (const struct field *f = b->cj->decl->record.fields; f; f = f->next)
+		j->fsdp1 |= !strcmp(f->name, "fsdp1");
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		j->fsdp1 |= key(b, keys[i], &v);
+	j->fsdp1_orig_params = key_bool(b, "fsdp1.use_orig_params", false);
+	j->fsdp1_no_sync = key_bool(b, "fsdp1.no_sync", false);
+	j->fsdp1_forward_prefetch = key_bool(b, "fsdp1.forward_prefetch", false);
+	j->fsdp1_backward_pre = !strcmp(key_sym(b, "fsdp1.backward_prefetch", "backward_pre"), "backward_pre");
+	if (!j->fsdp1)
+		j->fsdp1_backward_pre = false;
+}
+
 static void buffers(struct bld *b, struct mem_job *j, int zero)
 {
 	uint64_t gsz = bld_bytes(b, b->grads, 1), wsz = bld_bytes(b, b->weights, 1);
 	const char *off_opt = key_sym(b, "offload.optimizer", "none");
 	const char *off_par = key_sym(b, "offload.params", "none");
+
+	fsdp1_setup(b, j);
+	if (key_bool(b, "fsdp1.cpu_offload", false) && !strcmp(off_par, "none"))
+		off_par = "cpu";
 
 	bool mcore = megatron_job(b, zero);
 
@@ -588,6 +616,7 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 		j->offload_optimizer_nvme = j->offload_params_nvme;
 	}
 	j->offload_params_nvme = !strcmp(off_par, "nvme");
+	j->offload_activations = !strcmp(key_sym(b, "offload.activations", "none"), "cpu");
 }
 
 /* train.alloc (memory-model.md §5.4).  PyTorch refuses max_split_size_mb
@@ -671,6 +700,43 @@ static void overheads(struct bld *b, struct mem_job *j)
 
 /* ---- the walk ---- */
 
+/* tp (with sp and etp following it), cp, ep of a what-if build, and the dp
+ * they leave of the cluster as written (unless the caller lays it out). */
+static void override_degrees(struct bld *b, struct env *e, struct env *base, const struct build_override *ov)
+{
+	struct value spv;
+	uint64_t gpus = b->out->gpus, pp = bound_u64(b, "pp", 1);
+	uint64_t tp = ov->tp ? ov->tp : bound_u64(b, "tp", 1), cp = ov->cp ? ov->cp : bound_u64(b, "cp", 1);
+	uint64_t ep = ov->ep ? ov->ep : bound_u64(b, "ep", 1), mp = 0;
+	bool sp = ov->sp ? ov->sp == 2 && tp > 1 :
+		  env_lookup(base, bld_intern(b, "sp"), &spv) && spv.kind == VAL_NUM && !num_eq(spv.num, num_from_int(1));
+	struct value tpv = val_count(tp, NO_LOC), cpv = val_count(cp, NO_LOC), epv = val_count(ep, NO_LOC);
+
+	tpv.label = "tp";
+	cpv.label = "cp";
+	epv.label = "ep";
+	env_bind(e, bld_intern(b, "tp"), tpv);
+	env_bind(e, bld_intern(b, "cp"), cpv);
+	env_bind(e, bld_intern(b, "ep"), epv);
+	if (!key(b, "parallel.etp", &(struct value){ 0 })) {	/* etp follows tp unless set */
+		struct value etpv = tpv;
+
+		etpv.label = "etp";
+		env_bind(e, bld_intern(b, "etp"), etpv);
+	}
+	env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
+	if (ov->layout_free) {
+		env_bind(e, bld_intern(b, "dp"), val_count(1, NO_LOC));
+		return;
+	}
+	/* the checker's rules for the edited file (check_train.c layout()):
+	 * tp x pp x cp divides the cluster, ep divides dp x tp */
+	if (__builtin_mul_overflow(tp, pp, &mp) || __builtin_mul_overflow(mp, cp, &mp) || !mp ||
+	    gpus % mp || (gpus / mp * tp) % ep)
+		b->failed = true;
+	env_bind(e, bld_intern(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
+}
+
 static struct env *override_env(struct bld *b, struct env *base, const struct build_override *ov)
 {
 	struct env *e = env_new(b->ev, base);
@@ -685,29 +751,8 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 	}
 	if (ov && ov->checkpoint)
 		env_bind(e, bld_intern(b, "checkpoint"), val_symbol(b->ev, ov->checkpoint, NO_LOC));
-	if (ov && ov->tp) {
-		struct value spv, tpv = val_count(ov->tp, NO_LOC);
-		uint64_t gpus = b->out->gpus, pp = bound_u64(b, "pp", 1), cp = bound_u64(b, "cp", 1);
-		bool sp = env_lookup(base, bld_intern(b, "sp"), &spv) && spv.kind == VAL_NUM && !num_eq(spv.num, num_from_int(1));
-
-		tpv.label = "tp";
-		env_bind(e, bld_intern(b, "tp"), tpv);
-		if (!key(b, "parallel.etp", &(struct value){ 0 })) {	/* etp follows tp unless set */
-			struct value etpv = tpv;
-
-			etpv.label = "etp";
-			env_bind(e, bld_intern(b, "etp"), etpv);
-		}
-		env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
-		uint64_t mp = 0, ep = bound_u64(b, "ep", 1);
-
-		/* the checker's rules for the edited file (check_train.c layout()):
-		 * tp x pp x cp divides the cluster, ep divides dp x tp */
-		if (__builtin_mul_overflow(ov->tp, pp, &mp) || __builtin_mul_overflow(mp, cp, &mp) || !mp ||
-		    gpus % mp || (gpus / mp * ov->tp) % ep)
-			b->failed = true;
-		env_bind(e, bld_intern(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
-	}
+	if (ov && (ov->tp || ov->cp || ov->ep || ov->sp))
+		override_degrees(b, e, base, ov);
 	return e;
 }
 
@@ -821,6 +866,8 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_offload = key_loc(b, "offload.optimizer");
 	if (!out->loc_offload.file)
 		out->loc_offload = key_loc(b, "offload.params");
+	if (!out->loc_offload.file)
+		out->loc_offload = key_loc(b, "offload.activations");
 }
 
 __attribute__((format(printf, 4, 5)))

@@ -23,6 +23,7 @@
  * order so that a tie keeps the earliest instant.
  */
 #include "analyzer/mem_internal.h"
+#include "analyzer/mem_fsdp1.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,9 @@ static struct mem_where where_of(const struct walk *w, const struct pos *p, bool
  * saves of this repeat up to and including the current layer (§4.5). */
 static void add_activations(struct walk *w, const struct pos *p, struct mem_vec *v, bool remat)
 {
-	put(w, v, MEM_C_ACTIVATIONS, p->P.v[S_STORED_ACT]);
+	/* offloaded: the earlier repeats' stored activations are on the host,
+	 * the running repeat's on the GPU (being copied out, or brought back) */
+	put(w, v, MEM_C_ACTIVATIONS, mem_sub(p->P.v[S_STORED_ACT], p->U.v[S_STORED_OFF]));
 	put(w, v, MEM_C_LOGITS, p->P.v[S_STORED_LOG]);
 	put(w, v, p->c->act, p->c->stored);
 	if (!remat)
@@ -150,6 +153,9 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 
 	if (!shards_weights(m))
 		return 0;
+	if (mem_fsdp1_all_gathered(w->job, w->accumulating))
+		return st->total.v[S_GATH];
+	pre = mem_fsdp1_prefetch(w->job, bwd, pre);
 	if (is_fsdp(m) && mem_fsdp_gathers(w->job))
 		return mem_fsdp_gathered(w->cx, st, p->c->body ? &p->U : &p->P, p->c,
 					 !p->c->body && p->unit_idx > 0, cur, more, bwd, w->accumulating);
@@ -222,6 +228,8 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 		unsh = mem_fsdp_unsharded(w->cx, w->st, p->c->body ? &p->U : &p->P, p->c->body ? p->it : NULL,
 					  !p->c->body && p->unit_idx > 0, in_unit, in_acc, w->accumulating);
 	}
+	if (mem_fsdp1_accumulates_unsharded(w->job, w->accumulating))
+		unsh = 0;	/* resident since the first micro-batch (make_base) */
 	if (w->job->optimizer_in_backward) {
 		/* stepped as produced: only this layer's gradients, and one
 		 * tensor's step temporaries, ever exist (no optimizer phase) */
@@ -418,7 +426,9 @@ static void make_base(struct walk *w, uint64_t chunks)
 				 job->overlap_comm ? 2 : 1);
 	put(w, &w->base, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, &w->base, MEM_C_OPTIMIZER, T->v[S_S]);
-	if (w->resident && !(is_fsdp(m) && job->fsdp_no_sync))
+	if (mem_fsdp1_accumulates_unsharded(job, w->accumulating))
+		put(w, &w->base, MEM_C_GRADIENTS, T->v[S_GUNSH]);
+	else if (w->resident && !(is_fsdp(m) && job->fsdp_no_sync))
 		put(w, &w->base, MEM_C_GRADIENTS, T->v[S_GFIN]);
 	put_buf(w, &w->base, MEM_B_BUCKETS, T->v[S_BUCKET]);
 	put_buf(w, &w->base, MEM_B_BUCKETS, mem_comm_sp_buffer(job, o));
@@ -426,7 +436,8 @@ static void make_base(struct walk *w, uint64_t chunks)
 		put_buf(w, &w->base, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
 	if (w->accumulating)
 		put_buf(w, &w->base, MEM_B_BUCKETS, w->ipg);
-	put(w, &w->base, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp));
+	put(w, &w->base, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, mem_sub(T->v[S_STORED_ACT],
+										       T->v[S_STORED_OFF]), chunks, vp));
 	put(w, &w->base, MEM_C_LOGITS, mem_extra_logits_in_flight(o, job, T->v[S_STORED_LOG], chunks));
 }
 

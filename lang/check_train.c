@@ -159,7 +159,8 @@ static const struct field_spec train_fields[] = {
 	{ "target_len", "count", false }, { "grad_accum", "count", false },
 	{ "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked|chunked_kept|upcast", false }, { "zero", "count", false },
+	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast", false },
+	{ "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
 	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
@@ -172,7 +173,7 @@ static const struct field_spec train_fields[] = {
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
 	{ "compile", "bool", false }, { "compile_components", "list", false },
 	{ "fp8", "record", false },
-	{ "nccl", "record", false },
+	{ "fsdp1", "record", false }, { "nccl", "record", false },
 	{ "fsdp2", "record", false },
 	{ NULL, NULL, false },
 };
@@ -196,7 +197,7 @@ static const struct field_spec parallel_fields[] = {
 };
 static const struct field_spec offload_fields[] = {
 	{ "optimizer", "enum:none|cpu|nvme", false }, { "params", "enum:none|cpu|nvme", false },
-	{ NULL, NULL, false },
+	{ "activations", "enum:none|cpu", false }, { NULL, NULL, false },
 };
 static const struct field_spec ddp_fields[] = {
 	{ "bucket_cap", "bytes", false }, { "gradient_as_bucket_view", "bool", false }, { NULL, NULL, false },
@@ -227,6 +228,14 @@ static const struct field_spec fp8_fields[] = {
 	{ "weight_cache", "bool", false }, { "enable_fsdp_float8_all_gather", "bool", false },
 	{ "precompute_float8_dynamic_scale_for_fsdp", "bool", false }, { "save_float8_casts", "bool", false },
 	{ "force_recompute_fp8_weight_in_bwd", "bool", false }, { NULL, NULL, false },
+};
+/* torch FSDP1's FullyShardedDataParallel arguments, its names (and no_sync()). */
+static const struct field_spec fsdp1_fields[] = {
+	{ "use_orig_params", "bool", false }, { "no_sync", "bool", false },
+	{ "limit_all_gathers", "bool", false }, { "forward_prefetch", "bool", false },
+	{ "backward_prefetch", "enum:backward_pre|backward_post|none", false },
+	{ "cpu_offload", "bool", false }, { "sync_module_states", "bool", false },
+	{ NULL, NULL, false },
 };
 /* NCCL's environment variables without NCCL_ (analyzer/mem_comm.h). */
 static const struct field_spec nccl_fields[] = {
@@ -273,9 +282,9 @@ static const struct field_spec *sub_specs(const char *name)
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
-	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "nccl") ? nccl_fields :
-	       !strcmp(name, "fsdp2") ? fsdp2_fields : !strcmp(name, "fp8") ? fp8_fields :
-	       overhead_fields;
+	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
+	       !strcmp(name, "nccl") ? nccl_fields : !strcmp(name, "fsdp2") ? fsdp2_fields :
+	       !strcmp(name, "fp8") ? fp8_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a
@@ -758,6 +767,18 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "ddp"), "'ddp { }' sets DistributedDataParallel's "
 			   "buckets, but %s does the reduction: remove it (DeepSpeed's buckets are "
 			   "'deepspeed { reduce_bucket_size }')", zero > 0 ? "DeepSpeed ZeRO" : "FSDP");
+		ok = false;
+	}
+	if (key_loc(j, "fsdp1").file && !fsdp) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "fsdp1"),
+			   "'fsdp1 { }' sets FullyShardedDataParallel's arguments, but 'fsdp' is none: "
+			   "add 'fsdp = full_shard' (or another strategy) or remove it");
+		ok = false;
+	}
+	if (key_loc(j, "fsdp1").file && check_fsdp2_present(j)) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "fsdp1"),
+			   "'fsdp1 { }' describes FullyShardedDataParallel and 'fsdp2 { }' fully_shard: "
+			   "a model is wrapped by one of them, remove the other");
 		ok = false;
 	}
 	if (key_loc(j, "deepspeed").file && zero == 0) {

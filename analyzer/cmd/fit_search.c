@@ -29,6 +29,7 @@ enum { FIT_MAX_KNOBS = 3, FIT_MAX_FIXES = 6, FIT_MAX_ALTS = 24 };
 struct knob_alts {
 	struct fit_change alt[FIT_MAX_ALTS];	/* more are never generated: see add_alt */
 	size_t n;
+	size_t strong;		/* the strongest the checker takes alone (set when it is tried) */
 };
 
 static uint64_t key_u64(const struct fit_ctx *c, const char *key, uint64_t dflt)
@@ -360,25 +361,44 @@ static bool mildest(struct search *s, size_t *best, uint64_t *best_total)
 	}
 }
 
+/* The strongest tuple, analysed: false if it does not fit, so no milder
+ * one would. Alone, a knob's strongest alternative may be one the checker
+ * refuses (tp = 8 that the experts do not divide) while a milder one is
+ * taken: that is no answer about the milder ones, so the next strongest is
+ * tried, and the one found stands for the knob in larger combinations. */
+static bool strongest_fits(struct search *s, size_t *strong)
+{
+	struct fit_outcome o;
+	struct knob_alts *k = &s->k[s->pick[0]];
+
+	for (size_t i = 0; i < s->npick; i++)
+		strong[i] = s->k[s->pick[i]].strong;
+	for (;;) {
+		struct fit_change ch = combine(s, strong);
+
+		if (probe(s, &ch, &o))
+			return true;
+		if (o.ok || s->npick > 1 || !strong[0] || s->c->truncated)
+			return false;
+		k->strong = --strong[0];
+	}
+}
+
 static void try_combination(struct search *s)
 {
 	size_t strong[FIT_MAX_KNOBS], best[FIT_MAX_KNOBS];
-	struct fit_outcome o;
 	uint64_t total = 0;
 	unsigned mask = 0;
 
-	for (size_t i = 0; i < s->npick; i++) {
-		strong[i] = s->k[s->pick[i]].n - 1;
+	for (size_t i = 0; i < s->npick; i++)
 		mask |= 1u << s->pick[i];
-	}
 	for (size_t i = 0; i < s->ans->nfixes; i++)
 		if ((s->found[i] & mask) == s->found[i])
 			return;		/* a fix with fewer knobs is inside this one */
-	struct fit_change ch = combine(s, strong);
-
-	if (!probe(s, &ch, &o) || !mildest(s, best, &total) || s->ans->nfixes == most_fixes(s->c))
+	if (!strongest_fits(s, strong) || !mildest(s, best, &total) || s->ans->nfixes == most_fixes(s->c))
 		return;
-	ch = combine(s, best);
+	struct fit_change ch = combine(s, best);
+
 	s->found[s->ans->nfixes] = mask;
 	keep(s->c, &s->ans->fixes[s->ans->nfixes++], &ch, total);
 }
@@ -405,6 +425,8 @@ static void find_fixes(struct fit_ctx *c, struct fit_answer *ans)
 
 	memset(k, 0, K__COUNT * sizeof *k);
 	knobs(c, k);
+	for (int i = 0; i < K__COUNT; i++)
+		k[i].strong = k[i].n ? k[i].n - 1 : 0;
 	ans->fixes = ARENA_NEW_ARRAY(&c->arena, struct fit_fix, FIT_MAX_FIXES);
 	/* a level with fixes ends the search unless it found fewer than 3:
 	 * then larger combinations that hold none of them are offered too */

@@ -232,13 +232,15 @@ static const struct map_row titan_rows[] = {
 	IGN("lr_scheduler.*"), IGN("checkpoint.*"), IGN("comm.*"), IGN("validation.*"),
 	IGN("training.steps"), IGN("training.max_norm"), IGN("training.dataset"),
 	IGN("training.dataset_path"), IGN("training.warmup_steps"),
-	T("training.compile", "kernels", "fused"), IGN("training.dataloader.*"),
+	IGN("training.compile"), IGN("training.dataloader.*"),
 	IGN("training.seed"), IGN("training.deterministic"), IGN("training.gc_freq"),
 	IGN("training.gc_debug"), IGN("debug.*"), IGN("memory_estimation.*"),
-	IGN("compile.*"), MUST("float8.enable_fsdp_float8_all_gather", "false"),
-	MUST("quantize.linear.float8.enable_fsdp_float8_all_gather", "false"),
+	IGN("compile.enable"), IGN("compile.components"), IGN("compile.backend"),
+	MUST("float8.enable_fsdp_float8_all_gather", "false"),
+	IGN("quantize.linear.float8.enable_fsdp_float8_all_gather"),
 	IGN("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp"),
-	IGN("quantize.linear.float8.filter_fqns"),
+	IGN("quantize.linear.float8.recipe_name"), IGN("quantize.linear.float8.filter_fqns"),
+	MUST("quantize.linear.float8.emulate", "false"),
 	{ NULL, NULL, MAP_IGNORE, NULL }
 };
 
@@ -379,32 +381,79 @@ static void titan_tp(struct cfg *c, struct imp_out *o)
 			"torchtitan's TP plan shards the norms' sequence");
 }
 
-static bool titan_has(struct cfg *c, const char *list_path, const char *dflt, const char *want)
+/* "a,b" -> ["a", "b"], a .mem list of strings. */
+static const char *titan_str_list(struct arena *a, const char *list)
 {
-	const char *list = titan_text(c, list_path, dflt);
+	struct strbuf sb;
 
-	for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (strcspn(p, ",") == strlen(want) && !strncmp(p, want, strlen(want)))
-			return true;
-	return false;
+	strbuf_init(&sb);
+	strbuf_addch(&sb, '[');
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		strbuf_addf(&sb, "%s\"%.*s\"", sb.len > 1 ? ", " : "", (int)strcspn(p, ","), p);
+	strbuf_addch(&sb, ']');
+	const char *t = arena_strdup(a, sb.buf);
+
+	strbuf_release(&sb);
+	return t;
 }
 
-/* components/loss.py cross_entropy_loss: F.cross_entropy(pred.flatten(0,
- * 1).float(), ...) outside the model, and torch.compile per block with
- * compile.enable. A compiled loss is counted as the eager one. */
+/* distributed/compile.py: compile.enable compiles each block and, with
+ * "loss" in compile.components (its default), the loss; the older
+ * training.compile compiled the blocks only. components/loss.py
+ * cross_entropy_loss is F.cross_entropy(pred.flatten(0, 1).float(), ...)
+ * outside the model: loss = upcast, compiled or not. */
 static bool titan_loss_compile(struct cfg *c, struct imp_out *o)
 {
-	const struct cfg_item *en = titan_item(c, "compile.enable");
-	bool on = en && en->kind == CFG_BOOL && en->i;
+	const struct cfg_item *en = titan_item(c, "compile.enable"), *old = titan_item(c, "training.compile");
+	const struct cfg_item *comp = titan_item(c, "compile.components");
+	bool ok = true;
 
-	if (en && en->kind != CFG_BOOL)
-		return map_item(c, en, &(const struct map_row){ en->path, "kernels", MAP_IF_TRUE, "fused" }, o);
-	if (on && titan_has(c, "compile.components", "model,loss", "model"))
-		imp_set(o, "kernels", "fused", "compile.enable", "torch.compile of each block");
-	imp_set(o, "loss", "upcast", "torchtitan's cross_entropy_loss (pred.float())",
-		on && titan_has(c, "compile.components", "model,loss", "loss") ?
-		"compiled, counted as the eager loss" : NULL);
-	return true;
+	if (en)
+		ok = map_item(c, en, &(const struct map_row){ en->path, "compile", MAP_IF_TRUE, "true" }, o);
+	if (en && en->kind == CFG_BOOL && en->i && comp)
+		imp_set(o, "compile_components", titan_str_list(c->arena, comp->text), comp->path, NULL);
+	if (!en && old)
+		ok = map_item(c, old, &(const struct map_row){ old->path, "compile", MAP_IF_TRUE, "true" }, o);
+	if (!en && old && old->kind == CFG_BOOL && old->i)
+		imp_set(o, "compile_components", "[\"model\"]", old->path, "the blocks only");
+	imp_set(o, "loss", "upcast", "torchtitan's cross_entropy_loss (pred.float())", NULL);
+	return ok;
+}
+
+/* components/quantization/float8.py: the "quantize.linear.float8"
+ * converter ("float8" before) swaps nn.Linear for torchao's Float8Linear;
+ * its [quantize.linear.float8] keys only act with it. */
+static bool titan_float8(struct cfg *c, struct imp_out *o)
+{
+	static const char *const keys[] = { "enable_fsdp_float8_all_gather",
+					    "precompute_float8_dynamic_scale_for_fsdp" };
+	const struct cfg_item *conv = titan_item(c, "model.converters");
+	bool on = false, ok = true;
+
+	for (const char *p = conv ? conv->text : NULL; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		size_t n = strcspn(p, ",");
+
+		if ((n == 22 && !strncmp(p, "quantize.linear.float8", n)) || (n == 6 && !strncmp(p, "float8", n)))
+			on = true;
+		else
+			ok = diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, conv->loc, "'model.converters' has "
+				       "'%.*s', which memc import cannot express (it knows quantize.linear.float8)",
+				       (int)n, p);
+	}
+	if (!on)
+		return ok;
+	imp_set(o, "fp8.library", "\"torchao\"", conv->path, "Float8Linear");
+	ok &= titan_enum(c, o, "quantize.linear.float8.recipe_name", "fp8.recipe",
+			 "tensorwise=\"tensorwise\"|rowwise=\"rowwise\"", NULL);
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const char *path = arena_printf(c->arena, "quantize.linear.float8.%s", keys[i]);
+		const struct cfg_item *it = titan_item(c, path);
+
+		if (it)
+			ok &= map_item(c, it, &(const struct map_row){ path, arena_printf(c->arena, "fp8.%s",
+				       keys[i]), MAP_BOOL, NULL }, o);
+	}
+	return ok;
 }
 
 /* optimizer.name with optimizer.implementation, whose default is fused. */
@@ -452,5 +501,5 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 	}
 	ok &= titan_optimizer(c, o) & map_apply(c, titan_rows, o);
 	titan_tp(c, o);
-	return ok & titan_pipeline(c, o) & titan_loss_compile(c, o);
+	return ok & titan_pipeline(c, o) & titan_loss_compile(c, o) & titan_float8(c, o);
 }

@@ -104,7 +104,7 @@ static const struct map_row torchtune_rows[] = {
 	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked"),
 	NOTE("model._component_", "the model: import its config.json"),
 	NOTE("model.*", "a model (or LoRA: finetune = lora(r, alpha, ...)) setting"),
-	IGN("compile"), IGN("seed"), IGN("shuffle"), IGN("epochs"), IGN("max_steps_per_epoch"),
+	T("compile", "compile", "true"), IGN("seed"), IGN("shuffle"), IGN("epochs"), IGN("max_steps_per_epoch"),
 	IGN("output_dir"), IGN("checkpointer.*"), IGN("dataset.*"), IGN("metric_logger.*"),
 	IGN("log_every_n_steps"), IGN("log_peak_memory_stats"), IGN("device"), IGN("profiler.*"),
 	IGN("lr_scheduler.*"), IGN("clip_grad_norm"), IGN("resume_from_checkpoint"),
@@ -175,27 +175,11 @@ static bool accelerate_import(struct cfg *c, struct imp_out *o)
 	return true;
 }
 
-/* torchtune compiles the loss with the model (compile: True), which keeps
- * CEWithChunkedOutputLoss's chunks in bf16. */
-static bool torchtune_import(struct cfg *c, struct imp_out *o)
-{
-	const struct cfg_item *comp = cfg_find(c, "compile");
-	bool ok = map_apply(c, torchtune_rows, o);
-
-	for (size_t i = 0; comp && comp->kind == CFG_BOOL && comp->i && i < o->n; i++)
-		if (o->set[i].dst && o->set[i].value && !strcmp(o->set[i].dst, "loss") &&
-		    !strcmp(o->set[i].value, "chunked_output")) {
-			o->set[i].value = "chunked_output_compiled";
-			o->set[i].note = "with compile: True";
-		}
-	return ok;
-}
-
 bool yaml_import(struct cfg *c, struct imp_out *o)
 {
 	if (cfg_find(c, "distributed_type") || cfg_find(c, "compute_environment"))
 		return accelerate_import(c, o);
 	if (any_component(c))
-		return torchtune_import(c, o);
+		return map_apply(c, torchtune_rows, o);
 	return map_apply(c, hf_args_rows, o);
 }

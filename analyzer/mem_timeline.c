@@ -34,10 +34,20 @@ struct pos {
 	size_t j;
 	const struct mem_cost *c;
 	struct mem_sums U;		/* everything before the current repeat */
-	struct mem_sums P;		/* everything before the current layer */
+	const struct mem_sums *pre;	/* layers 0..j-1 of the repeat: U + pre is everything
+					   before the current layer (read through pv()) */
+	bool *ovf;
 	const struct mem_sums *it;	/* one repeat of the block */
 	uint64_t unit_idx;		/* body repeats of the stage before this one */
 };
+
+/* Field f summed over everything before the current layer; only the
+ * fields an instant reads are added (a sum over the stage's total, which
+ * finish_stage checked, cannot overflow unnoticed). */
+static inline uint64_t pv(const struct pos *p, enum mem_sum_field f)
+{
+	return mem_add(p->ovf, p->U.v[f], p->pre->v[f]);
+}
 
 struct walk {
 	struct mem_ctx *cx;
@@ -83,25 +93,6 @@ static void keep_point(struct mem_phase_point *pt, uint64_t total, const struct 
 	pt->where = *where;
 }
 
-/* Record one instant; strict '>' keeps the earliest of equal peaks. */
-static void consider(struct walk *w, const struct mem_vec *v, const struct mem_where *where)
-{
-	uint64_t total = 0;
-
-	for (int c = 0; c < MEM_C__COUNT; c++)
-		total = mem_add(&w->cx->ovf, total, v->c[c]);
-	if (total > w->out->phase_peak[where->phase])
-		w->out->phase_peak[where->phase] = total;
-	if (w->job->phase_series)
-		keep_point(&w->out->series[where->accumulating][where->phase], total, v, where);
-	if (w->out->any && total <= w->out->peak)
-		return;
-	w->out->any = true;
-	w->out->peak = total;
-	w->out->at = *v;
-	w->out->where = *where;
-}
-
 static struct mem_where where_of(const struct walk *w, const struct pos *p, bool bwd, bool rec)
 {
 	const struct mem_block *b = &w->job->blocks[p->seg->block];
@@ -121,18 +112,56 @@ static struct mem_where where_of(const struct walk *w, const struct pos *p, bool
 	return wh;
 }
 
+/* Record one instant; strict '>' keeps the earliest of equal peaks. */
+static void consider(struct walk *w, const struct mem_vec *v, const struct mem_where *where)
+{
+	uint64_t total = 0;
+
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		total = mem_add(&w->cx->ovf, total, v->c[c]);
+	if (total > w->out->phase_peak[where->phase])
+		w->out->phase_peak[where->phase] = total;
+	if (w->job->phase_series)
+		keep_point(&w->out->series[where->accumulating][where->phase], total, v, where);
+	if (w->out->any && total <= w->out->peak)
+		return;
+	w->out->any = true;
+	w->out->peak = total;
+	w->out->at = *v;
+	w->out->where = *where;
+}
+
+/* consider() at a layer of the walk: the mem_where is made only for an
+ * instant that is kept (a new peak, or the chart's series), not for each. */
+static void consider_at(struct walk *w, const struct mem_vec *v, const struct pos *p, bool bwd,
+			bool rec)
+{
+	uint64_t total = 0;
+	bool loss = w->job->blocks[p->seg->block].layers[p->j].loss_region;
+	enum mem_phase ph = loss ? MEM_PHASE_LOSS : bwd ? MEM_PHASE_BACKWARD : MEM_PHASE_FORWARD;
+
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		total = mem_add(&w->cx->ovf, total, v->c[c]);
+	if (!w->job->phase_series && total <= w->out->phase_peak[ph] && w->out->any &&
+	    total <= w->out->peak)
+		return;
+	struct mem_where wh = where_of(w, p, bwd, rec);
+
+	consider(w, v, &wh);
+}
+
 /* Stored activations before the current layer plus the current layer's
  * stored part; with full recompute in backward also the re-materialised
  * saves of this repeat up to and including the current layer (§4.5). */
 static void add_activations(struct walk *w, const struct pos *p, struct mem_vec *v, bool remat)
 {
-	put(w, v, MEM_C_ACTIVATIONS, p->P.v[S_STORED_ACT]);
-	put(w, v, MEM_C_LOGITS, p->P.v[S_STORED_LOG]);
+	put(w, v, MEM_C_ACTIVATIONS, pv(p, S_STORED_ACT));
+	put(w, v, MEM_C_LOGITS, pv(p, S_STORED_LOG));
 	put(w, v, p->c->act, p->c->stored);
 	if (!remat)
 		return;
-	put(w, v, MEM_C_ACTIVATIONS, mem_sub(p->P.v[S_SAVES_ACT], p->U.v[S_SAVES_ACT]));
-	put(w, v, MEM_C_LOGITS, mem_sub(p->P.v[S_SAVES_LOG], p->U.v[S_SAVES_LOG]));
+	put(w, v, MEM_C_ACTIVATIONS, mem_sub(pv(p, S_SAVES_ACT), p->U.v[S_SAVES_ACT]));
+	put(w, v, MEM_C_LOGITS, mem_sub(pv(p, S_SAVES_LOG), p->U.v[S_SAVES_LOG]));
 	put(w, v, p->c->act, p->c->saves);
 }
 
@@ -160,7 +189,7 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 		uint64_t held = mem_sub(p->U.v[S_GATH], p->U.v[S_GATH_NB]);
 
 		if (!p->c->body)
-			held = mem_sub(p->P.v[S_GATH], p->P.v[S_GATH_NB]);
+			held = mem_sub(pv(p, S_GATH), pv(p, S_GATH_NB));
 		held = mem_add(o, held, st->total.v[S_GATH_NB]);
 		return mem_add(o, mem_add(o, held, cur), bwd ? 0 : pre);
 	}
@@ -182,29 +211,29 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 	bool unit = p->c->body && shards_weights(m);
 	uint64_t after, unsh = 0;
 	/* unsharded grads of this repeat from the current layer to its end */
-	uint64_t in_unit = mem_sub(p->it->v[S_GUNSH], mem_sub(p->P.v[S_GUNSH], p->U.v[S_GUNSH]));
+	uint64_t in_unit = mem_sub(p->it->v[S_GUNSH], mem_sub(pv(p, S_GUNSH), p->U.v[S_GUNSH]));
 
 	if (remat || (p->c->body && unit))
 		after = mem_sub(T->v[S_GFIN], mem_add(o, p->U.v[S_GFIN], p->it->v[S_GFIN]));
 	else if (p->c->gunsh)
-		after = mem_sub(T->v[S_GFIN], mem_add(o, p->P.v[S_GFIN], p->c->gfin));
+		after = mem_sub(T->v[S_GFIN], mem_add(o, pv(p, S_GFIN), p->c->gfin));
 	else
-		after = mem_sub(T->v[S_GFIN], p->P.v[S_GFIN]);
+		after = mem_sub(T->v[S_GFIN], pv(p, S_GFIN));
 	if (unit && !remat)
 		unsh = in_unit;
 	else if (!p->c->body || !remat)
 		unsh = p->c->gunsh;
 	if (is_fsdp(m)) {
 		/* root (non-body) grads stay unsharded until the whole backward ends */
-		uint64_t nb_before = p->P.v[S_GFIN_NB];
+		uint64_t nb_before = pv(p, S_GFIN_NB);
 
 		if (p->c->body)
 			after = mem_sub(T->v[S_GFIN], mem_add(o, p->U.v[S_GFIN], p->it->v[S_GFIN]));
 		else
-			after = mem_sub(T->v[S_GFIN], p->P.v[S_GFIN]);
+			after = mem_sub(T->v[S_GFIN], pv(p, S_GFIN));
 		after = mem_sub(after, mem_sub(T->v[S_GFIN_NB], nb_before));
 		unsh = (p->c->body && !remat) ? in_unit : 0;
-		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], p->P.v[S_GUNSH_NB]));
+		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], pv(p, S_GUNSH_NB)));
 	}
 	if (w->job->optimizer_in_backward) {
 		/* stepped as produced: only this layer's gradients, and one
@@ -220,40 +249,38 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 static void eval_forward(struct walk *w, const struct pos *p)
 {
 	struct mem_vec v = w->base;
-	struct mem_where wh = where_of(w, p, false, false);
 
 	add_activations(w, p, &v, false);
 	put(w, &v, p->c->act, p->c->tfwd);
 	/* casts saved for backward, the autocast-cached casts of earlier
 	 * recomputed layers (held until the forward pass ends, §2.1), and this
 	 * layer's own */
-	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, mem_add(&w->cx->ovf, p->P.v[S_CAST_KEEP],
-								p->P.v[S_CAST_FWD]),
+	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, mem_add(&w->cx->ovf, pv(p, S_CAST_KEEP),
+								pv(p, S_CAST_FWD)),
 					    mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
 	put_buf(w, &v, MEM_B_GATHERED, gathered(w, p, false));
-	consider(w, &v, &wh);
+	consider_at(w, &v, p, false, false);
 }
 
 /* Backward of the current layer, or (remat) the re-run of its forward. */
 static void eval_backward(struct walk *w, const struct pos *p, bool remat)
 {
 	struct mem_vec v = w->base;
-	struct mem_where wh = where_of(w, p, true, remat);
 	bool full = mem_seg_recomputes(w->cx, p->seg) && p->c->body;
 
 	add_activations(w, p, &v, full);
 	put(w, &v, p->c->act, remat ? p->c->tfwd : p->c->tbwd);
-	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, p->P.v[S_CAST_KEEP],
+	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, pv(p, S_CAST_KEEP),
 					    mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
 	/* the re-run forward of a recomputed repeat saves its casts for
 	 * backward, as a none-mode forward does: earlier layers' casts live */
 	if (full)
-		put_buf(w, &v, MEM_B_CASTS, mem_sub(p->P.v[S_CAST_FWD], p->U.v[S_CAST_FWD]));
+		put_buf(w, &v, MEM_B_CASTS, mem_sub(pv(p, S_CAST_FWD), p->U.v[S_CAST_FWD]));
 	put_buf(w, &v, MEM_B_GATHERED, gathered(w, p, true));
 	add_grads(w, p, &v, remat);
 	if (!w->accumulating)
 		put_buf(w, &v, MEM_B_BUCKETS, w->ipg);
-	consider(w, &v, &wh);
+	consider_at(w, &v, p, true, remat);
 }
 
 /* Optimizer step: all gradients exist, activations are gone (§5.1, §5.2). */
@@ -299,20 +326,17 @@ static void set_repeat(struct walk *w, struct pos *p, size_t s, uint64_t r)
 	p->r = r;
 	p->it = mem_seg_iter(w->cx, seg);
 	mem_sums_axpy(&w->cx->ovf, &p->U, &w->st->before[s], p->it, r);
-	p->P = p->U;
+	p->pre = mem_seg_prefix(w->cx, seg);
+	p->ovf = &w->cx->ovf;
 	p->unit_idx = seg->units_before + (body ? r : 0);
 }
 
-/* Move p to layer j of its repeat (P = U + layers 0..j-1). */
+/* Move p to layer j of its repeat: a prefix sum of the block, O(1) in j. */
 static void set_layer(struct walk *w, struct pos *p, size_t j)
 {
-	const struct mem_cost *costs = mem_seg_costs(w->cx, p->seg);
-
-	p->P = p->U;
-	for (size_t i = 0; i < j; i++)
-		mem_sums_add_cost(&w->cx->ovf, &p->P, &costs[i]);
+	p->pre = &mem_seg_prefix(w->cx, p->seg)[j];
 	p->j = j;
-	p->c = &costs[j];
+	p->c = &mem_seg_costs(w->cx, p->seg)[j];
 }
 
 static void walk_forward(struct walk *w)

@@ -165,10 +165,11 @@ void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
 /* Extra activations of the other in-flight chunks: stored x (chunks - vp) / vp. */
 uint64_t mem_extra_in_flight(bool *ovf, uint64_t stored, uint64_t chunks, uint32_t vp);
 
-/* Walk one stage for one scenario (accumulating: micro-batch >= 2), folding
- * into `out`.  `chunks` is the number of model-chunk forwards in flight. */
-void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumulating,
-		    uint64_t chunks, struct mem_walk_out *out);
+/* Walk one stage for the first micro-batch (`first` model-chunk forwards
+ * in flight) and, if `later` > 0, for a later one (micro-batch >= 2, with
+ * `later` chunks in flight), folding into `out`. */
+void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
+		    uint64_t later, struct mem_walk_out *out);
 
 /* Allocation trace of one stage for the allocator replay (mem_trace.c,
  * §5.4): setup and two optimizer steps of the first (`first` chunks in

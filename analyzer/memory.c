@@ -217,7 +217,13 @@ static bool mode_shards_states(enum mem_sharding m)
  * (the per-tensor form; exact for the §13 vectors, whose sizes divide). */
 static uint64_t shard(uint64_t bytes, uint32_t n)
 {
-	return n <= 1 ? bytes : bytes / n + (bytes % n != 0);
+	if (n <= 1)
+		return bytes;
+	/* groups are mostly powers of two, and a 64-bit division costs as
+	 * much as the rest of a tensor's figures: shift where it is exact */
+	if (!(n & (n - 1)))
+		return (bytes >> __builtin_ctz(n)) + ((bytes & (n - 1)) != 0);
+	return bytes / n + (bytes % n != 0);
 }
 
 /* §7: offloaded state is host (or NVMe) memory, unrounded: the CUDA
@@ -758,7 +764,8 @@ static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem
 	memcpy(k->at_peak, w->at.c, sizeof(k->at_peak));
 	memcpy(k->buffers_at_peak, w->at.b, sizeof(k->buffers_at_peak));
 	memcpy(k->phase_peak, w->phase_peak, sizeof(k->phase_peak));
-	memcpy(k->series, w->series, sizeof(k->series));
+	if (job->phase_series)	/* else both are zero */
+		memcpy(k->series, w->series, sizeof(k->series));
 	/* paged states are their own figure, not overhead */
 	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->paged_bytes - k->peak_allocated;
 	k->peak = w->where;
@@ -915,9 +922,7 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	memset(&w, 0, sizeof(w));
 	memset(k, 0, sizeof(*k));
 	in_flight(job, i, &a, &b);
-	mem_walk_stage(cx, st, false, a, &w);
-	if (b)
-		mem_walk_stage(cx, st, true, b, &w);
+	mem_walk_stage(cx, st, a, b, &w);
 	k->stage = i;
 	k->nstages = 1;
 	k->ranks = mem_mul(&cx->ovf, mem_mul(&cx->ovf, job->dp, job->tp), job->cp);
@@ -963,7 +968,9 @@ static void add_class(struct mem_result *res, const struct mem_class *k, bool *o
 		last->ranks = mem_add(ovf, last->ranks, k->ranks);
 		return;
 	}
-	res->classes[res->nclasses++] = *k;
+	if (k != &res->classes[res->nclasses])
+		res->classes[res->nclasses] = *k;
+	res->nclasses++;
 }
 
 static void count_params(struct mem_ctx *cx, struct mem_result *res)
@@ -984,11 +991,12 @@ static enum mem_status run_stages(struct mem_ctx *cx, struct mem_stage *stages,
 	enum mem_status s = place(cx->ws, cx->job, stages);
 
 	for (uint32_t i = 0; i < cx->job->pp && s == MEM_OK; i++) {
-		struct mem_class k;
+		/* analysed in the next free slot (a class is 3 KiB: no copy) */
+		struct mem_class *k = &res->classes[res->nclasses];
 
-		s = analyze_stage(cx, &stages[i], i, &k);
+		s = analyze_stage(cx, &stages[i], i, k);
 		if (s == MEM_OK)
-			add_class(res, &k, &cx->ovf);
+			add_class(res, k, &cx->ovf);
 	}
 	return s;
 }

@@ -155,6 +155,7 @@ static inline uint64_t mem_sub(uint64_t a, uint64_t b)	/* saturates at 0 */
 /* Zeroed scratch from the caller's workspace (mem_analyze_ws), else the
  * heap; mem_ws_release frees only what came from the heap. */
 void *mem_ws_calloc(struct mem_ws *ws, size_t n, size_t size);
+void *mem_ws_alloc(struct mem_ws *ws, size_t n, size_t size);	/* not zeroed */
 void mem_ws_release(struct mem_ws *ws, void *p);
 void mem_ws_reset(struct mem_ws *ws);	/* start of a call: last call's blocks are free */
 uint64_t mem_round(const struct mem_job *job, uint64_t bytes);

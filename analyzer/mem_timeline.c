@@ -183,7 +183,7 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 			bool rec)
 {
 	bool *o = &w->cx->ovf;
-	bool loss = w->job->blocks[p->seg->block].layers[p->j].loss_region;
+	bool loss = p->c->act == MEM_C_LOGITS;	/* the layer's loss_region */
 	enum mem_phase ph = loss ? MEM_PHASE_LOSS : bwd ? MEM_PHASE_BACKWARD : MEM_PHASE_FORWARD;
 	uint64_t var = 0;
 

@@ -19,20 +19,20 @@ struct spill {
 
 enum { WS_ALIGN = sizeof(max_align_t) };
 
-void *mem_ws_calloc(struct mem_ws *ws, size_t n, size_t size)
+void *mem_ws_alloc(struct mem_ws *ws, size_t n, size_t size)
 {
 	size_t bytes;
 
 	if (__builtin_mul_overflow(n ? n : 1, size, &bytes) || bytes > SIZE_MAX - 2 * WS_ALIGN)
 		return NULL;
 	if (!ws)
-		return calloc(1, bytes);
+		return malloc(bytes);
 	bytes = (bytes + WS_ALIGN - 1) / WS_ALIGN * WS_ALIGN;
 	if (ws->cap - ws->used >= bytes) {
 		void *p = ws->buf + ws->used;
 
 		ws->used += bytes;
-		return memset(p, 0, bytes);
+		return p;
 	}
 	struct spill *s = calloc(1, sizeof(*s) + bytes);
 
@@ -42,6 +42,14 @@ void *mem_ws_calloc(struct mem_ws *ws, size_t n, size_t size)
 	ws->heap = s;
 	ws->spilled = ws->spilled > SIZE_MAX - bytes ? SIZE_MAX : ws->spilled + bytes;
 	return s->data;
+}
+
+void *mem_ws_calloc(struct mem_ws *ws, size_t n, size_t size)
+{
+	void *p = mem_ws_alloc(ws, n, size);
+
+	/* n x size did not overflow in mem_ws_alloc */
+	return p ? memset(p, 0, (n ? n : 1) * size) : NULL;
 }
 
 void mem_ws_release(struct mem_ws *ws, void *p)

@@ -416,10 +416,12 @@ static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cos
 	for (size_t b = 0; b < job->nblocks; b++) {
 		const struct mem_block *blk = &job->blocks[b];
 
-		(*costs)[b] = mem_ws_calloc(cx->ws, blk->nlayers, sizeof(struct mem_cost));
-		(*prefix)[b] = mem_ws_calloc(cx->ws, blk->nlayers + 1, sizeof(struct mem_sums));
+		/* cost_layer and the prefix sums write every element */
+		(*costs)[b] = mem_ws_alloc(cx->ws, blk->nlayers, sizeof(struct mem_cost));
+		(*prefix)[b] = mem_ws_alloc(cx->ws, blk->nlayers + 1, sizeof(struct mem_sums));
 		if (!(*costs)[b] || !(*prefix)[b])
 			return MEM_E_NOMEM;
+		memset(&(*prefix)[b][0], 0, sizeof(struct mem_sums));
 		for (size_t j = 0; j < blk->nlayers; j++) {
 			cost_layer(cx, blk, j, remat, &(*costs)[b][j]);
 			mem_sums_add_cost(&cx->ovf, &(*iter)[b], &(*costs)[b][j]);
@@ -489,7 +491,7 @@ static enum mem_status seg_push(struct mem_ws *ws, struct mem_stage *st, struct 
 		return MEM_OK;
 	if (st->nsegs == st->cap) {
 		size_t cap = st->cap ? st->cap * 2 : 8;
-		struct mem_seg *n = cap < st->cap ? NULL : mem_ws_calloc(ws, cap, sizeof(*n));
+		struct mem_seg *n = cap < st->cap ? NULL : mem_ws_alloc(ws, cap, sizeof(*n));
 
 		if (!n)
 			return MEM_E_NOMEM;
@@ -589,7 +591,7 @@ static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
 	const struct mem_job *job = cx->job;
 	struct mem_sums acc = { { 0 } };
 
-	st->before = mem_ws_calloc(cx->ws, st->nsegs, sizeof(*st->before));
+	st->before = mem_ws_alloc(cx->ws, st->nsegs, sizeof(*st->before));	/* all written */
 	if (!st->before)
 		return MEM_E_NOMEM;
 	for (size_t s = 0; s < st->nsegs; s++) {
@@ -1021,7 +1023,8 @@ static enum mem_status analyze(const struct mem_job *job, struct mem_ws *ws, str
 	s = build_costs(&cx);
 	if (s == MEM_OK) {
 		stages = mem_ws_calloc(ws, job->pp, sizeof(*stages));
-		out->classes = mem_ws_calloc(ws, job->pp, sizeof(*out->classes));
+		/* analyze_stage clears each class it writes */
+		out->classes = mem_ws_alloc(ws, job->pp, sizeof(*out->classes));
 		s = (stages && out->classes) ? run_stages(&cx, stages, out) : MEM_E_NOMEM;
 	}
 	if (s == MEM_OK)

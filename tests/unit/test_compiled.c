@@ -155,12 +155,15 @@ static void every_example_equals_the_full_build(void **state)
 	assert_true(jobs >= 8);
 }
 
+/* The test binary's folder (build/tests or build-asan/tests). */
+static const char *self_dir = ".";
+
 static const char *write_tmp(const char *text)
 {
-	static char path[64];
+	static char path[4096];
 	FILE *f;
 
-	snprintf(path, sizeof path, "build/tests/test_compiled_%d.mem", 1);
+	assert_true((size_t)snprintf(path, sizeof path, "%s/test_compiled_tmp.mem", self_dir) < sizeof path);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(text, f);
@@ -225,8 +228,15 @@ static void the_fast_path_stops_allocating(void **state)
 	unload(&l);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	static char dir[4096];
+	const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
+
+	if (slash && (size_t)(slash - argv[0]) < sizeof dir) {
+		memcpy(dir, argv[0], (size_t)(slash - argv[0]));
+		self_dir = dir;
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_example_equals_the_full_build),
 		cmocka_unit_test(a_non_affine_model_is_rebuilt),

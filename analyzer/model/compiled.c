@@ -30,8 +30,12 @@ static const size_t act_off[] = {
 enum { CM_NACT = sizeof act_off / sizeof act_off[0] };
 
 /* Micro-batches the affine form is checked at, besides the two it is
- * made from. */
-static const uint64_t verify_mb[] = { 3, 16 };
+ * made from, ascending.  The last one that builds bounds the fast path:
+ * a larger micro_batch is rebuilt.  Rounding per sample (ceil(batch x r),
+ * max(batch, k)) that agrees with the line at that bound agrees with it
+ * at every micro_batch below it too, and what does not agree at some
+ * point is not affine at all. */
+static const uint64_t verify_mb[] = { 3, 16, 1024 };
 
 struct cm_layer {
 	struct mem_layer at0;		/* activation fields: the value at micro_batch 0 */
@@ -41,6 +45,7 @@ struct cm_layer {
 struct cm_lowering {
 	bool built;			/* the variant builds at micro_batch 1 */
 	bool affine;			/* else cm_eval rebuilds it */
+	uint64_t affine_max;		/* largest micro_batch checked: above, rebuilt */
 	struct mem_job job;		/* blocks = NULL: cm_eval points them at its scratch */
 	struct mem_block *blocks;	/* .layers = NULL; nlayers, repeat, is_body */
 	struct cm_layer *layers;	/* every block's layers, in order */
@@ -201,10 +206,14 @@ static bool check_affine(struct cm_model *m, struct arena *a, struct cm_lowering
 	bool ok = build_job(m->ev, &tmp, m->cj, &ov, true, &bx) && same_shape(&b1->job, &bx.job) &&
 		  lower_layers(a, L, &b1->job, &bx.job);
 
+	L->affine_max = 2;
 	for (size_t i = 0; ok && i < sizeof verify_mb / sizeof verify_mb[0]; i++) {
 		ov.micro_batch = verify_mb[i];
-		ok = build_job(m->ev, &tmp, m->cj, &ov, true, &bx) && same_shape(&b1->job, &bx.job) &&
-		     affine_at(L, &bx.job, verify_mb[i]);
+		if (!build_job(m->ev, &tmp, m->cj, &ov, true, &bx))
+			break;	/* too large to build: the bound is the last that built */
+		ok = same_shape(&b1->job, &bx.job) && affine_at(L, &bx.job, verify_mb[i]);
+		L->affine_max = verify_mb[i];
+		arena_free(&tmp);
 	}
 	arena_free(&tmp);
 	return ok;
@@ -257,11 +266,16 @@ static const struct cm_lowering *lowering(const struct cm_model *m, const struct
 	return &m->low[v->zero + 1][v->checkpoint];
 }
 
+static uint64_t micro_batch(const struct cm_model *m, const struct cm_variant *v)
+{
+	return v->micro_batch ? v->micro_batch : m->mb_written;
+}
+
 bool cm_is_affine(const struct cm_model *m, const struct cm_variant *v)
 {
 	const struct cm_lowering *L = lowering(m, v);
 
-	return L && L->built && L->affine;
+	return L && L->built && L->affine && micro_batch(m, v) <= L->affine_max;
 }
 
 static bool reserve(struct cm_scratch *s, const struct cm_model *m)
@@ -337,12 +351,12 @@ enum mem_status cm_eval(const struct cm_model *m, const struct cm_variant *v, st
 	*out = NULL;
 	if (!L || !L->built)
 		return MEM_E_INVALID;
-	if (!L->affine)
+	if (!cm_is_affine(m, v))
 		st = rebuild(m, v, s);
 	else if (!reserve(s, m))
 		st = MEM_E_NOMEM;
 	else
-		st = fill(L, v->micro_batch ? v->micro_batch : m->mb_written, s) ? MEM_OK : MEM_E_OVERFLOW;
+		st = fill(L, micro_batch(m, v), s) ? MEM_OK : MEM_E_OVERFLOW;
 	if (st != MEM_OK)
 		return st;
 	if (v->grad_accum)

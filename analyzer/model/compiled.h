@@ -6,10 +6,11 @@
  * checkpoint mode, at micro_batch 1 and 2, and keeps each result as a flat
  * list of blocks of layer kinds with their repeat counts: parameter bytes
  * as built, activation bytes as c + micro_batch x d.  That the activations
- * are affine in micro_batch is checked at micro_batch 3 and 16 too; where
- * they are not (a model that rounds per sample), or where the two walks
+ * are affine in micro_batch is checked at micro_batch 3, 16 and 1024 too;
+ * where they are not (a model that rounds per sample), or where the walks
  * differ in anything else, that lowering is marked and cm_eval() rebuilds
- * it for each variant instead: slower, never different.
+ * it for each variant instead: slower, never different.  A micro_batch
+ * above the largest checked one is rebuilt too.
  *
  * cm_eval() is then a fill of preallocated arrays and mem_analyze_ws():
  * no AST walk, no string formatting (explain strings stay empty), and no
@@ -35,8 +36,9 @@
  *	cm_scratch_free(&s);
  *
  * The model lives in `arena` (with the evaluator it was compiled with);
- * *r lives until the next cm_eval() with the same scratch.  One scratch
- * per thread: the model itself is only read.
+ * *r lives until the next cm_eval() with the same scratch.  The fast path
+ * only reads the model (one scratch per thread would do); a rebuild uses
+ * the evaluator, which is not shared between threads.
  */
 #ifndef MEMC_ANALYZER_MODEL_COMPILED_H
 #define MEMC_ANALYZER_MODEL_COMPILED_H

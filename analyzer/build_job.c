@@ -490,6 +490,39 @@ static void alloc_conf(struct bld *b, struct mem_job *j)
 		j->alloc_gc_threshold = num_to_double(v.num);
 }
 
+/* A count key, 0 if absent; the checker bounds it, memc clamps it. */
+static uint32_t key_u32(struct bld *b, const char *k)
+{
+	uint64_t u = key_u64(b, k, 0);
+
+	return u > UINT32_MAX ? UINT32_MAX : (uint32_t)u;
+}
+
+/* NCCL's buffers from its own sizes (mem_comm.c): train.nccl in NCCL's
+ * spelling; a flat figure per communicator only where one is written
+ * (overhead.nccl, or a GPU's `nccl` when the job has no nccl record). */
+static void nccl_conf(struct bld *b, struct mem_job *j)
+{
+	struct value v;
+	uint64_t flat = 0;
+	bool rec = key(b, "nccl", &v);
+
+	if (!rec)
+		gpu_u64(b, "nccl", &flat);
+	j->nccl_bytes_per_comm = key_u64(b, "overhead.nccl", flat);
+	j->nccl.buffsize = key_u64(b, "nccl.buffsize", 0);
+	j->nccl.ll_buffsize = key_u64(b, "nccl.ll_buffsize", 0);
+	j->nccl.ll128_buffsize = key_u64(b, "nccl.ll128_buffsize", 0);
+	j->nccl.nchannels = key_u32(b, "nccl.nchannels");
+	j->nccl.nchannels_per_peer = key_u32(b, "nccl.nchannels_per_net_peer");
+	j->nccl.nvls = key_bool(b, "nccl.nvls_enable", false);
+	j->nccl.nvls_nchannels = key_u32(b, "nccl.nvls_nchannels");
+	j->nccl.nvls_chunksize = key_u64(b, "nccl.nvls_chunksize", 0);
+	j->nccl.local_ranks = j->gpus_per_node;
+	j->sequence_parallel = bound_u64(b, "sp", 1) > 1;
+	j->async_tp = key_bool(b, "parallel.async_tp", false);
+}
+
 static void overheads(struct bld *b, struct mem_job *j)
 {
 	struct value v;
@@ -497,7 +530,7 @@ static void overheads(struct bld *b, struct mem_job *j)
 
 	j->cuda_context_bytes = overhead(b, "context", 500ull << 20);
 	j->cublas_workspace_bytes = overhead(b, "cublas_workspace", 8519680);
-	j->nccl_bytes_per_comm = overhead(b, "nccl", 512ull << 20);
+	nccl_conf(b, j);
 	j->frag_factor = 1.10;
 	if (key(b, "overhead.fragmentation", &v) && v.kind == VAL_NUM)
 		j->frag_factor = 1.0 + num_to_double(v.num);
@@ -812,7 +845,8 @@ static struct env *neutral_bindings(struct bld *b)
 {
 	static const char *const ones[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp", "vp" };
 	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
-					       { "kernels", "hf" }, { "loss", "standard" } };
+					       { "kernels", "hf" }, { "loss", "standard" },
+					       { "cp_comm", "allgather" } };
 	struct env *e = env_new(b->ev, NULL);
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)

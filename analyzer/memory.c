@@ -674,19 +674,26 @@ static uint64_t reserved_of(bool *ovf, const struct mem_job *job, uint64_t alloc
 	return mem_mul(ovf, res / seg + (res % seg != 0), seg);
 }
 
-static uint32_t communicators(const struct mem_ctx *cx)
+/* §5.3.3: the communicators of one rank (mem_comm.c). */
+static unsigned communicators(const struct mem_ctx *cx, struct mem_comm_group g[MEM_COMM_MAX_GROUPS])
 {
 	const struct mem_job *job = cx->job;
-	/* §5.3.3: one NCCL communicator per group that performs collectives;
-	 * gradients are reduced over dp x cp (Megatron dp_cp, torchtitan dp_shard_cp) */
-	uint64_t dp_cp = (uint64_t)job->dp * job->cp;
-	uint32_t n = (dp_cp > 1) + (job->tp > 1) + (job->pp > 1) + (job->ep > 1) + (job->cp > 1);
+	uint64_t replicas = mode_shards_states(job->sharding) ? job->dp / dp_shard(job) : 1;
 
-	if (mode_shards_states(job->sharding) && job->dp > dp_shard(job))
-		n++;	/* shard group and replicate group */
-	if (cx->experts && job->ep > 1 && cx->expert_n > 1)
-		n++;	/* expert gradients reduce over the expert data parallel group */
-	return n;
+	/* expert gradients reduce over the expert data parallel group */
+	return mem_comm_groups(job, replicas, cx->experts && job->ep > 1 ? cx->expert_n : 0, g);
+}
+
+static uint64_t nccl_bytes(struct mem_ctx *cx, uint32_t *ncomms)
+{
+	struct mem_comm_group g[MEM_COMM_MAX_GROUPS];
+	unsigned n = communicators(cx, g);
+
+	if (ncomms)
+		*ncomms = n;
+	/* the symmetric-memory workspace is cuMem as well: outside the allocator */
+	return mem_add(&cx->ovf, mem_comm_total(cx->job, g, n, &cx->ovf),
+		       mem_comm_symm_workspace(cx->job, &cx->ovf));
 }
 
 /* Device memory the caching allocator does not own (§5.3.2-5.3.3). */
@@ -696,7 +703,7 @@ static uint64_t outside_bytes(struct mem_ctx *cx)
 	bool *o = &cx->ovf;
 
 	return mem_add(o, mem_add(o, job->cuda_context_bytes, job->cublas_workspace_bytes),
-		       mem_mul(o, job->nccl_bytes_per_comm, communicators(cx)));
+		       nccl_bytes(cx, NULL));
 }
 
 static void replay_config(const struct mem_job *job, uint64_t limit, struct alloc_config *cfg)
@@ -755,10 +762,9 @@ static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem
 	k->peak_allocated = w->peak;
 	if (!k->replayed)
 		k->peak_reserved = reserved_of(o, job, w->peak);
-	k->ncomms = communicators(cx);
 	k->overhead_context = job->cuda_context_bytes;
 	k->overhead_cublas = job->cublas_workspace_bytes;
-	k->overhead_nccl = mem_mul(o, job->nccl_bytes_per_comm, k->ncomms);
+	k->overhead_nccl = nccl_bytes(cx, &k->ncomms);
 	k->overhead_frag = k->peak_reserved - k->peak_allocated;
 	k->device_total = mem_add(o, mem_add(o, k->peak_reserved, k->overhead_context),
 				  mem_add(o, k->overhead_cublas, k->overhead_nccl));
@@ -817,6 +823,8 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 	if (job->sharding == MEM_SHARD_ZERO3)
 		k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
 						       mem_round(job, job->zero_reduce_bucket_bytes));
+	k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
+					       mem_comm_sp_buffer(job, &cx->ovf));
 }
 
 /* The group is named by size where it is not plain dp (cp inside it,
@@ -883,16 +891,16 @@ static void explain_rest(const struct mem_ctx *cx, const struct mem_stage *st,
 		 fmt_u64(f, bp[MEM_B_STEP_TEMPS]));
 	if (k->replayed)
 		snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
-			 "overhead = context %s + cuBLAS %s + NCCL %u x %s + allocator cache %s "
+			 "overhead = context %s + cuBLAS %s + NCCL %s (%u comms) + allocator cache %s "
 			 "(replayed, %llu cache flush(es), §5.4) = %s B (§5.3)",
-			 fmt_u64(a, k->overhead_context), fmt_u64(b, k->overhead_cublas), k->ncomms,
-			 fmt_u64(c, job->nccl_bytes_per_comm), fmt_u64(d, k->overhead_frag),
+			 fmt_u64(a, k->overhead_context), fmt_u64(b, k->overhead_cublas),
+			 fmt_u64(c, k->overhead_nccl), k->ncomms, fmt_u64(d, k->overhead_frag),
 			 (unsigned long long)k->alloc_retries, fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
 	else
 		snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
-			 "overhead = context %s + cuBLAS %s + NCCL %u x %s + fragmentation %s (x%.2f, 2 MiB "
+			 "overhead = context %s + cuBLAS %s + NCCL %s (%u comms) + fragmentation %s (x%.2f, 2 MiB "
 			 "segments) = %s B (§5.3)", fmt_u64(a, k->overhead_context),
-			 fmt_u64(b, k->overhead_cublas), k->ncomms, fmt_u64(c, job->nccl_bytes_per_comm),
+			 fmt_u64(b, k->overhead_cublas), fmt_u64(c, k->overhead_nccl), k->ncomms,
 			 fmt_u64(d, k->overhead_frag), job->frag_factor != 0.0 ? job->frag_factor : 1.10,
 			 fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
 }

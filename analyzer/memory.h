@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyzer/mem_comm.h"
+
 /* Data-parallel treatment of model states (memory-model.md §3). */
 enum mem_sharding {
 	MEM_SHARD_NONE,		/* single replica, no DP communication */
@@ -207,7 +209,11 @@ struct mem_job {
 	bool no_rounding;		/* reference checks: do not round tensors to 512 B */
 	uint64_t cuda_context_bytes;
 	uint64_t cublas_workspace_bytes;
-	uint64_t nccl_bytes_per_comm;
+	uint64_t nccl_bytes_per_comm;	/* a flat figure per communicator; 0: from `nccl` */
+	struct mem_nccl nccl;		/* NCCL's buffer sizes (mem_comm.h) */
+	bool sequence_parallel;		/* Megatron SP: the gathered input lives in the global
+					   memory buffer (mem_comm_sp_buffer) */
+	bool async_tp;			/* torch symmetric-memory workspace per tp group */
 	double frag_factor;		/* reserved/allocated; 0 = 1.10 (§5.3.4); else >= 1 */
 	bool alloc_replay;		/* reserved from the caching-allocator replay (§5.4) */
 	uint64_t alloc_max_split_bytes;	/* PYTORCH_CUDA_ALLOC_CONF max_split_size; 0 = unset */

@@ -93,7 +93,7 @@ static struct env *unknown_job(struct eval *ev)
 {
 	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp",
 					      "vp", "numel", "rows", "cols", "rank" };
-	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss" };
+	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss", "cp_comm" };
 	struct env *e = env_new(ev, NULL);
 
 	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
@@ -130,7 +130,7 @@ static const struct field_spec train_fields[] = {
 	{ "target_len", "count", false }, { "grad_accum", "count", false },
 	{ "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked|chunked_kept", false }, { "zero", "count", false },
+	{ "loss", "enum:standard|chunked|chunked_kept|upcast", false }, { "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
 	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
@@ -141,6 +141,7 @@ static const struct field_spec train_fields[] = {
 	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
 	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
+	{ "nccl", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -158,6 +159,7 @@ static const struct field_spec parallel_fields[] = {
 	{ "etp", "count", false }, { "dp_shard", "count", false }, { "dp_replicate", "count", false },
 	{ "first_stage_layers", "count", false }, { "last_stage_layers", "count", false },
 	{ "account_for_embedding", "bool", false }, { "account_for_loss", "bool", false },
+	{ "cp_comm_type", "enum:allgather|p2p|a2a", false }, { "async_tp", "bool", false },
 	{ NULL, NULL, false },
 };
 static const struct field_spec offload_fields[] = {
@@ -186,6 +188,14 @@ static const struct field_spec megatron_fields[] = {
 	{ "bucket_size", "count", false },
 	{ NULL, NULL, false },
 };
+/* NCCL's environment variables without NCCL_ (analyzer/mem_comm.h). */
+static const struct field_spec nccl_fields[] = {
+	{ "buffsize", "bytes", false }, { "ll_buffsize", "bytes", false },
+	{ "ll128_buffsize", "bytes", false }, { "nchannels", "count", false },
+	{ "nchannels_per_net_peer", "count", false }, { "nvls_enable", "bool", false },
+	{ "nvls_nchannels", "count", false }, { "nvls_chunksize", "bytes", false },
+	{ NULL, NULL, false },
+};
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
 static const struct field_spec alloc_fields[] = {
 	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
@@ -203,7 +213,10 @@ static const struct range_spec train_ranges[] = {
 	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
 	{ "alloc.roundup_power2_divisions", RANGE_AT_LEAST_1 },
 	{ "alloc.garbage_collection_threshold", RANGE_FRACTION },
-	{ "megatron.bucket_size", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
+	{ "megatron.bucket_size", RANGE_AT_LEAST_1 }, { "nccl.buffsize", RANGE_POSITIVE_BYTES },
+	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },
+	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_AT_LEAST_1 },
+	{ "nccl.nchannels_per_net_peer", RANGE_AT_LEAST_1 }, { "nccl.nvls_nchannels", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
 	{ NULL, RANGE_ANY },
 };
 
@@ -212,7 +225,8 @@ static const struct field_spec *sub_specs(const char *name)
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
-	       !strcmp(name, "megatron") ? megatron_fields : overhead_fields;
+	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "nccl") ? nccl_fields :
+	       overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a
@@ -333,7 +347,7 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 		if (v.kind == VAL_DECL && v.decl->kind == DECL_PRECISION)
 			return true;
 		if (v.kind == VAL_SYMBOL)
-			return undefined_name(ev, &v), false;
+			return undefined_name_of(ev, &v, DECL_PRECISION), false;
 		if (v.kind == VAL_DTYPE)
 			return precision_is_dtype(ev, v, what), false;
 	}
@@ -1017,6 +1031,7 @@ static struct env *job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "checkpoint", sym_key(ev, j, "checkpoint", "none"));
 	bind(ev, e, "kernels", sym_key(ev, j, "kernels", "hf"));
 	bind(ev, e, "loss", sym_key(ev, j, "loss", "standard"));
+	bind(ev, e, "cp_comm", sym_key(ev, j, "parallel.cp_comm_type", "allgather"));
 	bind(ev, e, "autocast", (struct value){ .kind = VAL_BOOL, .b = autocast_policy(ev, j),
 						.loc = j->decl->name_loc, .origin = j->decl->name_loc });
 	return e;

@@ -85,25 +85,7 @@ static uint64_t hash_text(uint64_t h, const char *s)
 	return h;
 }
 
-static void seen_insert(uint64_t *tab, size_t cap, uint64_t key)
-{
-	size_t i = (size_t)(key ^ key >> 29) & (cap - 1);
-
-	while (tab[i])
-		i = (i + 1) & (cap - 1);
-	tab[i] = key;
-}
-
-static bool seen_has(const struct eval *ev, uint64_t key)
-{
-	for (size_t i = ev->capseen ? (size_t)(key ^ key >> 29) & (ev->capseen - 1) : 0;
-	     ev->capseen && ev->seen[i]; i = (i + 1) & (ev->capseen - 1))
-		if (ev->seen[i] == key)
-			return true;
-	return false;
-}
-
-/* An open-addressing set: with --max-errors=0 a file may report
+/* A set (u64map.h): with --max-errors=0 a file may report
  * thousands of distinct errors, each asked for on every walked use. It
  * lives in the compilation's arena (a job's scratch arena is freed after
  * its report). A key reported before the jobs holds for every job; one
@@ -113,23 +95,11 @@ static bool seen_has(const struct eval *ev, uint64_t key)
  * clean and be analysed. */
 static bool seen_before(struct eval *ev, uint64_t key)
 {
-	key |= 1;	/* 0 marks an empty slot */
-	uint64_t salted = ev->job_gen ? (key ^ ev->job_gen * 0xD6E8FEB86659FD93u) | 1 : key;
+	uint64_t salted = ev->job_gen ? key ^ ev->job_gen * 0xD6E8FEB86659FD93u : key;
 
-	if (seen_has(ev, key) || seen_has(ev, salted))
+	if (u64map_get(&ev->seen, key) || u64map_get(&ev->seen, salted))
 		return true;
-	if (2 * (ev->nseen + 1) > ev->capseen) {
-		size_t cap = ev->capseen ? ev->capseen * 2 : 64;
-		uint64_t *n = ARENA_NEW_ARRAY(ev->perm, uint64_t, cap);
-
-		for (size_t i = 0; i < ev->capseen; i++)
-			if (ev->seen[i])
-				seen_insert(n, cap, ev->seen[i]);
-		ev->seen = n;
-		ev->capseen = cap;
-	}
-	seen_insert(ev->seen, ev->capseen, salted);
-	ev->nseen++;
+	u64map_put(&ev->seen, ev->perm, salted, ev);	/* any non-NULL value */
 	return false;
 }
 

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "lang/eval.h"
+#include "lang/u64map.h"
 
 struct src_table;
 
@@ -30,15 +31,12 @@ struct eval {
 	const struct scope *scope;
 	const struct src_table *src;	/* for quoting operands in messages */
 	const char *none;
-	uint64_t *seen;			/* reported (file, offset, id, message) keys, open addressing */
-	size_t nseen, capseen;
+	struct u64map seen;		/* reported (file, offset, id, message) keys */
 	uint64_t job_gen;		/* the job being checked (1, 2, ...), 0 before the jobs */
 	uint64_t report_salt;		/* the job a warn fires for: one warning per job */
-	struct suggestion **suggestions;	/* did-you-mean per (name, kind), open addressing */
-	size_t nsuggestions, capsuggestions;
+	struct u64map suggestions;	/* did-you-mean per (name, kind) */
 	unsigned long suggestions_computed;	/* scans of the scope, for the unit tests */
-	struct decl_memo **memo;	/* open addressing on the decl pointer */
-	size_t nmemo, capmemo;
+	struct u64map memo;		/* struct decl_memo per decl pointer */
 	struct decl_memo *active[2048];	/* the chain being evaluated, for cycles; deeper
 					   than EVAL_MAX_EXPR_DEPTH cannot happen */
 	unsigned nactive;
@@ -76,6 +74,8 @@ struct value eval_name(struct eval *ev, struct env *env, const struct expr *e);
 struct value eval_call(struct eval *ev, struct env *env, const struct expr *e);
 
 struct value undefined_name(struct eval *ev, const struct value *v);
+/* The same, suggesting only declarations of @kind (DECL__COUNT: any). */
+struct value undefined_name_of(struct eval *ev, const struct value *v, enum decl_kind kind);
 /* scope_suggest(), computed once per distinct (name, kind) in a
  * compilation: a layer used 2^14 times under a fan-out asks 2^14 times. */
 const char *eval_suggest(struct eval *ev, const char *name, enum decl_kind kind);

@@ -17,47 +17,18 @@
 #include "lang/intern.h"
 #include "lang/scope.h"
 #include "lang/strbuf.h"
-
-static size_t memo_slot(const struct decl *d, size_t cap)
-{
-	uintptr_t h = (uintptr_t)d;
-
-	h ^= h >> 17;
-	h *= 0x9E3779B97F4A7C15u;
-	return (size_t)(h >> 7) & (cap - 1);
-}
-
-static void memo_insert(struct decl_memo **tab, size_t cap, struct decl_memo *m)
-{
-	size_t i = memo_slot(m->decl, cap);
-
-	while (tab[i])
-		i = (i + 1) & (cap - 1);
-	tab[i] = m;
-}
+#include "lang/u64map.h"
 
 /* Memo entries live in a hash table: a file may hold a million lets. */
 static struct decl_memo *memo_of(struct eval *ev, const struct decl *d)
 {
-	for (size_t i = ev->capmemo ? memo_slot(d, ev->capmemo) : 0; ev->capmemo && ev->memo[i];
-	     i = (i + 1) & (ev->capmemo - 1))
-		if (ev->memo[i]->decl == d)
-			return ev->memo[i];
-	if (2 * (ev->nmemo + 1) > ev->capmemo) {
-		size_t cap = ev->capmemo ? ev->capmemo * 2 : 64;
-		struct decl_memo **tab = ARENA_NEW_ARRAY(ev->perm, struct decl_memo *, cap);
+	struct decl_memo *m = u64map_get(&ev->memo, (uintptr_t)d);
 
-		for (size_t i = 0; i < ev->capmemo; i++)
-			if (ev->memo[i])
-				memo_insert(tab, cap, ev->memo[i]);
-		ev->memo = tab;
-		ev->capmemo = cap;
+	if (!m) {
+		m = ARENA_NEW(ev->perm, struct decl_memo);
+		m->decl = d;
+		u64map_put(&ev->memo, ev->perm, (uintptr_t)d, m);
 	}
-	struct decl_memo *m = ARENA_NEW(ev->perm, struct decl_memo);
-
-	m->decl = d;
-	memo_insert(ev->memo, ev->capmemo, m);
-	ev->nmemo++;
 	return m;
 }
 
@@ -204,6 +175,16 @@ static bool matches(const struct value *v, const char *type)
 	return (v->kind == VAL_DECL || v->kind == VAL_INSTANCE) && !strcmp(ast_decl_keyword[v->decl->kind], type);
 }
 
+/* The declaration kind a type name stands for ("model"), else DECL__COUNT:
+ * where a key wants a model, only models are worth suggesting. */
+static enum decl_kind kind_of_type(const char *type)
+{
+	for (int k = 0; k < DECL__COUNT; k++)
+		if (!strcmp(ast_decl_keyword[k], type))
+			return (enum decl_kind)k;
+	return DECL__COUNT;
+}
+
 bool eval_is_type(struct eval *ev, struct value v, const char *type, const char *what, struct loc at)
 {
 	char b[64], h[128];
@@ -211,7 +192,7 @@ bool eval_is_type(struct eval *ev, struct value v, const char *type, const char 
 	if (matches(&v, type))
 		return true;
 	if (v.kind == VAL_SYMBOL) {
-		undefined_name(ev, &v);
+		undefined_name_of(ev, &v, kind_of_type(type));
 		return false;
 	}
 	struct dim want;
@@ -267,48 +248,22 @@ struct suggestion {
 	const char *std_name, *std_import;
 };
 
-static size_t suggestion_slot(const char *name, enum decl_kind kind, size_t cap)
-{
-	uintptr_t h = (uintptr_t)name ^ (uintptr_t)kind;
-
-	h ^= h >> 17;
-	h *= 0x9E3779B97F4A7C15u;
-	return (size_t)(h >> 7) & (cap - 1);
-}
-
-static void suggestion_insert(struct suggestion **tab, size_t cap, struct suggestion *m)
-{
-	size_t i = suggestion_slot(m->name, m->kind, cap);
-
-	while (tab[i])
-		i = (i + 1) & (cap - 1);
-	tab[i] = m;
-}
-
+/* Names are interned, so the pointer and the kind are the key: a kind
+ * fits in the low bits a pointer shifted by 8 leaves free (user space
+ * pointers are below 2^48). */
 static struct suggestion *suggestion_of(struct eval *ev, const char *name, enum decl_kind kind)
 {
-	for (size_t i = ev->capsuggestions ? suggestion_slot(name, kind, ev->capsuggestions) : 0;
-	     ev->capsuggestions && ev->suggestions[i]; i = (i + 1) & (ev->capsuggestions - 1))
-		if (ev->suggestions[i]->name == name && ev->suggestions[i]->kind == kind)
-			return ev->suggestions[i];
-	if (2 * (ev->nsuggestions + 1) > ev->capsuggestions) {
-		size_t cap = ev->capsuggestions ? ev->capsuggestions * 2 : 16;
-		struct suggestion **tab = ARENA_NEW_ARRAY(ev->perm, struct suggestion *, cap);
+	uint64_t key = (uint64_t)(uintptr_t)name << 8 | (uint64_t)kind;
+	struct suggestion *m = u64map_get(&ev->suggestions, key);
 
-		for (size_t i = 0; i < ev->capsuggestions; i++)
-			if (ev->suggestions[i])
-				suggestion_insert(tab, cap, ev->suggestions[i]);
-		ev->suggestions = tab;
-		ev->capsuggestions = cap;
-	}
-	struct suggestion *m = ARENA_NEW(ev->perm, struct suggestion);
-
+	if (m)
+		return m;
+	m = ARENA_NEW(ev->perm, struct suggestion);
 	m->name = name;
 	m->kind = kind;
 	m->best = scope_suggest(ev->scope, name, kind);
 	ev->suggestions_computed++;
-	suggestion_insert(ev->suggestions, ev->capsuggestions, m);
-	ev->nsuggestions++;
+	u64map_put(&ev->suggestions, ev->perm, key, m);
 	return m;
 }
 
@@ -339,13 +294,19 @@ bool eval_note_undefined(struct eval *ev, struct diag *d, const char *name, enum
 	return m->std_name != NULL;
 }
 
-struct value undefined_name(struct eval *ev, const struct value *v)
+struct value undefined_name_of(struct eval *ev, const struct value *v, enum decl_kind kind)
 {
 	struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, v->loc, "'%s' is not defined", v->str);
 
-	eval_note_undefined(ev, d, v->str, DECL__COUNT);
+	eval_note_undefined(ev, d, v->str, kind);
 	return val_error(v->loc);
 }
+
+struct value undefined_name(struct eval *ev, const struct value *v)
+{
+	return undefined_name_of(ev, v, DECL__COUNT);
+}
+
 
 const struct field *eval_record_field(const struct scope *scope, const struct decl *d, const char *name)
 {

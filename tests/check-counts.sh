@@ -8,17 +8,16 @@
 # driver reports, in MiB (tests/report/published-gpu-memory.txt, cited in
 # stdlib/gpus). A listed model instance or GPU without a published row fails
 # too, so nothing is added unchecked. Prints "counts: N passed, N failed".
-set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+. "$(dirname "${BASH_SOURCE[0]}")/lib/suite.sh"
+# suite_begin unsets MEMC_PATH: without a file `memc list` lists the whole
+# stdlib, so a new stdlib model file is checked without being registered anywhere.
+suite_begin counts ..
 memc=${1:-build/memc}
-# Without a file `memc list` lists the whole stdlib, so a new stdlib model
-# file is checked without being registered anywhere.
-unset MEMC_PATH
 got=$("$memc" list --format json |
 	sed -n 's/.*"name": "\([^"]*\)", "params_total": \([0-9][0-9]*\).*/\1 \2/p')
 gpus=$("$memc" list --format json |
 	sed -n 's/.*"name": "\([^"]*\)", "memory_bytes": \([0-9][0-9]*\).*/\1 \2/p')
-pass=0 fail=0
+
 while read -r name want; do
 	have=$(awk -v n="$name" '$1 == n { print $2 }' <<<"$got")
 	if [ "$have" = "$want" ]; then
@@ -47,6 +46,4 @@ unlisted() {	# $1: memc's "name value" lines, $2: the published file
 }
 unlisted "$got" tests/report/published-counts.txt
 unlisted "$gpus" tests/report/published-gpu-memory.txt
-echo "counts: $pass passed, $fail failed"
-[ -n "${MEMC_COUNTS:-}" ] && echo "counts $pass $fail" >>"$MEMC_COUNTS"
-[ $fail -eq 0 ]
+suite_report

@@ -4,14 +4,9 @@
 # `memc fmt --check` lists none of them, and each one with CRLF line ends,
 # blanks at the ends of its lines and extra blank lines around it formats
 # back to itself. One case per file; prints "fmt: N passed, N failed".
-set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
-export LC_ALL=C.UTF-8
-unset MEMC_PATH
+. "$(dirname "${BASH_SOURCE[0]}")/./lib/suite.sh"
+suite_begin fmt ..
 memc=${1:-build/memc}
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
 
 mapfile -t files < <(find stdlib examples -name '*.mem' | sort)
 rc=0
@@ -38,6 +33,4 @@ for f in "${files[@]}"; do
 	fi
 done
 
-echo "fmt: $pass passed, $fail failed"
-[ -n "${MEMC_COUNTS:-}" ] && echo "fmt $pass $fail" >>"$MEMC_COUNTS"
-[ $fail -eq 0 ]
+suite_report

@@ -4,23 +4,16 @@
 # diagnostic under -Werror, and so does every ```mem code block of docs/
 # (a block that is a fragment says so with a first line "// fragment").
 # Prints "stdlib: N passed, N failed".
-set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
-export LC_ALL=C.UTF-8
-unset MEMC_PATH
+. "$(dirname "${BASH_SOURCE[0]}")/./lib/suite.sh"
+suite_begin stdlib ..
 memc=${1:-build/memc}
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
 
 check_one() {	# $1: file to check, $2: name to print
 	local out
 	if out=$("$memc" check -Werror "$1" 2>&1) && [ -z "$out" ]; then
-		pass=$((pass + 1))
+		suite_pass
 	else
-		echo "FAIL: $2"
-		sed 's/^/    /' <<<"$out"
-		fail=$((fail + 1))
+		suite_fail "$2" "$out"
 	fi
 }
 
@@ -43,6 +36,4 @@ for f in "$tmp"/*.mem; do
 	check_one "$f" "docs code block $(basename "$f" .mem)"
 done
 
-echo "stdlib: $pass passed, $fail failed"
-[ -n "${MEMC_COUNTS:-}" ] && echo "stdlib $pass $fail" >>"$MEMC_COUNTS"
-[ $fail -eq 0 ]
+suite_report

@@ -12,25 +12,12 @@
 # appends "completion N F" to $MEMC_COUNTS if set.
 #
 #   tests/cli-extra/check-completion.sh [MEMC]
-set -uo pipefail
-
-cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
-export LC_ALL=C.UTF-8
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/suite.sh"
+suite_begin completion ../..
 root=$PWD
 memc=${1:-build/memc}
 [[ $memc == /* ]] || memc=$root/$memc
-pass=0
-fail=0
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
-
-report() {
-	echo "completion: $pass passed, $fail failed"
-	[ -n "${MEMC_COUNTS:-}" ] && echo "completion $pass $fail" >>"$MEMC_COUNTS"
-	[ $fail -eq 0 ]
-}
-
-[ -x "$memc" ] || { echo "check-completion: $memc is not built"; fail=1; report; exit; }
+[ -x "$memc" ] || { suite_fail "$memc is not built"; suite_report; exit; }
 
 # A folder to complete file names in.
 mkdir -p "$tmp/files/sub" && cd "$tmp/files" || exit 2
@@ -109,4 +96,4 @@ for sh in zsh fish; do
 		echo "FAIL: $sh -n $f"; sed 's/^/    /' <<<"$out"; fail=$((fail + 1)); fi
 done
 
-report
+suite_report

@@ -9,33 +9,15 @@
 # completion completes; uninstall leaves no file behind. The build goes
 # to a folder of its own, so build/ is untouched. Prints failures, then
 # "install: N passed, N failed"; appends "install N F" to $MEMC_COUNTS.
-set -uo pipefail
-
-cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
-export LC_ALL=C.UTF-8
-unset MEMC_PATH
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/suite.sh"
+suite_begin install ../..
 # Not the jobserver of a `make check` that runs this script.
 unset MAKEFLAGS MFLAGS MAKELEVEL
-pass=0
-fail=0
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/dest
-
-report() {
-	echo "install: $pass passed, $fail failed"
-	[ -n "${MEMC_COUNTS:-}" ] && echo "install $pass $fail" >>"$MEMC_COUNTS"
-	[ $fail -eq 0 ]
-}
-
-expect_ok() {
-	if [ -z "$2" ]; then pass=$((pass + 1)); else
-		echo "FAIL: $1"; sed 's/^/    /' <<<"$2" | tail -20; fail=$((fail + 1)); fi
-}
 
 make_in() {
 	make -s -j2 B="$tmp/build" PREFIX=/usr DESTDIR="$dest" "$@" 2>&1 >"$tmp/make.log" ||
-		{ echo "make $* failed:"; cat "$tmp/make.log"; }
+		{ echo "make $* failed:"; tail -n 20 "$tmp/make.log"; }
 }
 
 expect_ok "make install DESTDIR=... PREFIX=/usr" "$(make_in install)"
@@ -70,4 +52,4 @@ expect_ok "installed bash completion" "$(bash --norc --noprofile -c '
 expect_ok "make uninstall" "$(make_in uninstall)"
 expect_ok "uninstall removes every file" "$(cd "$dest" && find . -type f | sort)"
 
-report
+suite_report

@@ -13,37 +13,11 @@
 # $MEMC_COUNTS if set.
 #
 #   tests/cli-extra/check-man.sh [MEMC]
-set -uo pipefail
-
-cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
-export LC_ALL=C.UTF-8
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/suite.sh"
+suite_begin man ../..
 memc=${1:-build/memc}
-pass=0
-fail=0
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
-
-report() {
-	echo "man: $pass passed, $fail failed"
-	[ -n "${MEMC_COUNTS:-}" ] && echo "man $pass $fail" >>"$MEMC_COUNTS"
-	[ $fail -eq 0 ]
-}
-
-# $1: what, $2: the problems found (empty: fine).
-expect_ok() {
-	if [ -z "$2" ]; then pass=$((pass + 1)); else
-		echo "FAIL: $1"; sed 's/^/    /' <<<"$2"; fail=$((fail + 1)); fi
-}
-
-expect_caught() {
-	if [ -n "$2" ]; then pass=$((pass + 1)); else
-		echo "FAIL: $1: a broken page was accepted"; fail=$((fail + 1)); fi
-}
-
-for tool in groff man; do
-	command -v $tool >/dev/null || { echo "check-man: $tool is missing (make deps installs it)"; fail=1; report; exit; }
-done
-[ -x "$memc" ] || { echo "check-man: $memc is not built"; fail=1; report; exit; }
+suite_need groff man
+[ -x "$memc" ] || { suite_fail "$memc is not built"; suite_report; exit; }
 
 # groff's warnings for page $1 (all of them: -ww), and a failed run.
 warnings() {
@@ -125,4 +99,4 @@ expect_caught "--max-errors left out" "$(missing_words "$tmp/m3.1" "$opts")"
 grep -v -e '^\.B zero_grad' docs/man/memc.5 >"$tmp/m4.5"
 expect_caught "zero_grad left out" "$(missing_words "$tmp/m4.5" "$keys")"
 
-report
+suite_report

@@ -9,28 +9,10 @@
 # message and name, and no other line: not a note, a source line, a caret
 # or the tally. Prints failures, then "problem-matcher: N passed,
 # N failed"; appends "problem-matcher N F" to $MEMC_COUNTS if set.
-set -uo pipefail
-
-cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
-export LC_ALL=C.UTF-8
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/suite.sh"
+suite_begin problem-matcher ../..
 matcher=contrib/github/memc-problem-matcher.json
-pass=0
-fail=0
-
-report() {
-	echo "problem-matcher: $pass passed, $fail failed"
-	[ -n "${MEMC_COUNTS:-}" ] && echo "problem-matcher $pass $fail" >>"$MEMC_COUNTS"
-	[ $fail -eq 0 ]
-}
-
-expect_ok() {
-	if [ -z "$2" ]; then pass=$((pass + 1)); else
-		echo "FAIL: $1"; sed 's/^/    /' <<<"$2" | head -20; fail=$((fail + 1)); fi
-}
-
-for tool in jq perl; do
-	command -v $tool >/dev/null || { echo "check-matcher: $tool is missing"; fail=1; report; exit; }
-done
+suite_need jq perl
 
 expect_ok "$matcher is a problem matcher" "$(jq -e '.problemMatcher | length == 1 and
 	(.[0].owner | type == "string") and (.[0].pattern | length == 1) and
@@ -78,4 +60,4 @@ check_line 'a b.mem|19|3|error|device total 90 GiB is more than 80 GiB|capacity'
 check_line '-' 'tests/cli/color-never.mem:3:5: note: previous definition of '\''G'\'' is here'
 check_line '-' 'memc: error: cannot read x.mem [file-not-found]'
 
-report
+suite_report

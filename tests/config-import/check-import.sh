@@ -4,14 +4,9 @@
 # the generated .mem must pass `memc check -Werror`, and `memc list` must
 # give the checkpoint's exact parameter count. Prints
 # "config-import: N passed, N failed".
-set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
-export LC_ALL=C.UTF-8
-unset MEMC_PATH
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/suite.sh"
+suite_begin config-import ../..
 memc=${1:-build/memc}
-tmp=$(mktemp -d) || exit 2
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
 while read -r dir name want; do
 	[[ -z $dir || $dir == \#* ]] && continue
 	mem=$tmp/$dir.mem
@@ -30,6 +25,4 @@ while read -r dir name want; do
 		fail=$((fail + 1))
 	fi
 done <tests/config-import/counts.txt
-echo "config-import: $pass passed, $fail failed"
-[ -n "${MEMC_COUNTS:-}" ] && echo "config-import $pass $fail" >>"$MEMC_COUNTS"
-[ $fail -eq 0 ]
+suite_report

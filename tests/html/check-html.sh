@@ -15,34 +15,12 @@
 # the tiny PNG reader (tests/html/pngstat.c) needs zlib.
 # Prints failures, then "html: N passed, N failed[, N skipped]"; appends
 # "html N F" to $MEMC_COUNTS if set.
-set -uo pipefail
-
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/suite.sh"
+suite_begin html ../..
 memc=${1:-build/memc}
-cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
-export LC_ALL=C.UTF-8
 work=$(cd "$(dirname "$memc")" && pwd)/html-check
 rm -rf "$work" && mkdir -p "$work" || exit 2
 example=examples/llama2-70b-3d.mem
-pass=0
-fail=0
-skipped=0
-
-report() {
-	if [ $skipped -gt 0 ]; then
-		echo "html: $pass passed, $fail failed, $skipped skipped"
-	else
-		echo "html: $pass passed, $fail failed"
-	fi
-	[ -n "${MEMC_COUNTS:-}" ] && echo "html $pass $fail" >>"$MEMC_COUNTS"
-	[ $fail -eq 0 ]
-}
-
-# $1: what, $2: the problems found (empty: fine).
-expect_ok() {
-	if [ -z "$2" ]; then pass=$((pass + 1)); else
-		echo "FAIL: $1"; sed 's/^/    /' <<<"$2"; fail=$((fail + 1)); fi
-}
-
 html=$work/report.html
 "$memc" report --format html "$example" >"$html" 2>"$work/err"
 expect_ok "report --format html exits 0" "$([ $? -eq 0 ] || cat "$work/err")"
@@ -109,7 +87,7 @@ shot=$work/shot.png
 if [ -z "$browser" ] || ! cc -std=c11 -O1 -o "$work/pngstat" tests/html/pngstat.c -lz 2>"$work/cc.err"; then
 	echo "html: chromium or zlib is missing; the browser checks are skipped"
 	skipped=3
-	report
+	suite_report
 	exit
 fi
 # A page taller than the window would be cut: 3200 px holds every class of the example.
@@ -119,7 +97,7 @@ timeout 90 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --
 if [ ! -s "$shot" ]; then
 	echo "html: chromium could not start here (see $work/chromium.log); the browser checks are skipped"
 	skipped=3
-	report
+	suite_report
 	exit
 fi
 "$work/pngstat" "$shot" e15759 4e79a7 >"$work/shot.txt" 2>&1
@@ -146,4 +124,4 @@ timeout 90 "$browser" --headless --no-sandbox --disable-gpu --hide-scrollbars --
 	"file://$work/unpainted.html" >>"$work/chromium.log" 2>&1
 "$work/pngstat" "$work/unpainted.png" e15759 >"$work/unpainted.txt" 2>&1
 expect_rejected "a page whose bars are not drawn" "$(bars_on_screen "$work/unpainted.txt")"
-report
+suite_report

@@ -369,6 +369,19 @@ enum mem_status cm_eval(const struct cm_model *m, const struct cm_variant *v, st
 	return st;
 }
 
+uint64_t cm_worst(const struct mem_result *r, bool *fits)
+{
+	uint64_t worst = 0;
+
+	*fits = r->nclasses > 0;
+	for (size_t i = 0; i < r->nclasses; i++) {
+		if (r->classes[i].device_total > worst)
+			worst = r->classes[i].device_total;
+		*fits &= r->classes[i].fits;
+	}
+	return worst;
+}
+
 void cm_scratch_free(struct cm_scratch *s)
 {
 	free(s->blocks);

@@ -31,7 +31,7 @@
  *	for (each variant v) {
  *		const struct mem_result *r;
  *		if (cm_eval(m, &v, &s, &r) == MEM_OK)
- *			... r->classes[i].device_total, .fits ...
+ *			... cm_worst(r, &fits), or r->classes[i].device_total ...
  *	}
  *	cm_scratch_free(&s);
  *
@@ -88,6 +88,10 @@ struct cm_model *cm_compile(struct eval *ev, struct arena *a, const struct check
  * (MEM_E_INVALID also when the variant does not build). */
 enum mem_status cm_eval(const struct cm_model *m, const struct cm_variant *v, struct cm_scratch *s,
 			const struct mem_result **out);
+
+/* The largest device total over @r's rank classes; *fits: every class
+ * fits its GPU (what a search ranks and filters by). */
+uint64_t cm_worst(const struct mem_result *r, bool *fits);
 
 /* Whether variant @v's lowering is affine in micro_batch (the fast path). */
 bool cm_is_affine(const struct cm_model *m, const struct cm_variant *v);

@@ -255,6 +255,10 @@ static void the_fast_path_stops_allocating(void **state)
 		assert_int_equal(s.ws.cap, cap);
 		assert_null(s.ws.heap);
 		assert_string_equal(r->classes[0].explain_peak, "");	/* never printed */
+		bool fits;
+
+		assert_int_equal(cm_worst(r, &fits), r->classes[0].device_total);	/* one class */
+		assert_int_equal(fits, r->classes[0].fits);
 	}
 	cm_scratch_free(&s);
 	unload(&l);

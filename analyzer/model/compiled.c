@@ -2,9 +2,9 @@
 /*
  * compiled.c - lower a train block once per ZeRO stage and checkpoint
  * mode (compiled.h), then evaluate variants with no walk and no
- * allocation.  Lowerings are made eagerly: 5 x 5 of them at four
- * micro-batches each cost about a hundred builds, a few milliseconds,
- * against the millions of evaluations a search makes of them.
+ * allocation.  Lowerings are made eagerly: 5 x 5 of them at five
+ * micro-batches each cost 125 builds, about 5 ms, against the millions
+ * of evaluations a search makes of them.
  */
 #include "analyzer/model/compiled.h"
 

@@ -5,9 +5,10 @@
  * The rules follow pytorch/pytorch:c10/cuda/CUDACachingAllocator.cpp v2.5
  * (memory-model.md §5.3.1, §5.4).  Blocks live in one array whose dead slots
  * are reused; each block links to its neighbours in its segment, so a free
- * merges in O(1).  Best fit is a linear scan over the free list only (a few
- * dozen blocks in a training step), ordered like the allocator's set keyed
- * by (stream, size, address).
+ * merges in O(1).  The free blocks are one array sorted like the
+ * allocator's BlockPool set, by (pool, stream, size, address) with an
+ * expandable segment's growable tail after the others, so best fit is a
+ * binary search; a block's key never changes while it is in the array.
  *
  * Simplifications (stated in §5.4): an expandable segment is one mapped
  * prefix per (stream, pool); empty_cache unmaps only the free pages at its
@@ -151,30 +152,89 @@ static void kill_block(struct alloc_sim *sim, size_t i)
 		sim->spare[sim->nspare++] = i;
 }
 
-static bool add_free(struct alloc_sim *sim, size_t i)
-{
-	if (!grow((void **)&sim->freel, &sim->free_cap, sim->nfree, sizeof(size_t)))
-		return false;
-	sim->blocks[i].free = true;
-	sim->blocks[i].fpos = sim->nfree;
-	sim->freel[sim->nfree++] = i;
-	return true;
-}
-
-static void del_free(struct alloc_sim *sim, size_t i)
-{
-	size_t k = sim->blocks[i].fpos, last = sim->freel[--sim->nfree];
-
-	sim->freel[k] = last;
-	sim->blocks[last].fpos = k;
-	sim->blocks[i].free = false;
-}
-
 static bool is_tail(const struct alloc_sim *sim, size_t i)
 {
 	const struct alloc_segment *s = &sim->segs[sim->blocks[i].segment];
 
 	return s->expandable && s->tail == i;
+}
+
+/* The free array's order: pool, stream, growable tail last, size, address. */
+struct fkey {
+	uint32_t pool, stream, tail;
+	uint64_t size, segment, offset;
+};
+
+static struct fkey key_of(const struct alloc_sim *sim, size_t i)
+{
+	const struct alloc_block *b = &sim->blocks[i];
+	struct fkey k = { (uint32_t)b->pool, b->stream, is_tail(sim, i), b->size, b->segment,
+			  b->offset };
+
+	return k;
+}
+
+static int cmp_key(const struct fkey *x, const struct fkey *y)
+{
+	if (x->pool != y->pool)
+		return x->pool < y->pool ? -1 : 1;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	if (x->tail != y->tail)
+		return x->tail < y->tail ? -1 : 1;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	if (x->segment != y->segment)
+		return x->segment < y->segment ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* The first position whose block is not before k. */
+static size_t lower_bound(const struct alloc_sim *sim, const struct fkey *k)
+{
+	size_t lo = 0, hi = sim->nfree;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct fkey m = key_of(sim, sim->freel[mid]);
+
+		if (cmp_key(&m, k) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool add_free(struct alloc_sim *sim, size_t i)
+{
+	struct fkey k = key_of(sim, i);
+	size_t pos;
+
+	if (!grow((void **)&sim->freel, &sim->free_cap, sim->nfree, sizeof(size_t)))
+		return false;
+	pos = lower_bound(sim, &k);
+	memmove(&sim->freel[pos + 1], &sim->freel[pos], (sim->nfree - pos) * sizeof(size_t));
+	sim->freel[pos] = i;
+	sim->nfree++;
+	sim->blocks[i].free = true;
+	return true;
+}
+
+static void del_free(struct alloc_sim *sim, size_t i)
+{
+	struct fkey k = key_of(sim, i);
+	size_t pos = lower_bound(sim, &k);
+
+	/* keys stay fixed while listed, so the search finds it; the scan is a guard */
+	if (pos >= sim->nfree || sim->freel[pos] != i)
+		for (pos = 0; pos < sim->nfree && sim->freel[pos] != i; pos++)
+			;
+	if (pos < sim->nfree) {
+		memmove(&sim->freel[pos], &sim->freel[pos + 1], (sim->nfree - pos - 1) * sizeof(size_t));
+		sim->nfree--;
+	}
+	sim->blocks[i].free = false;
 }
 
 /* Is block a before block b in the pool's (size, tail-last, address) order? */
@@ -195,7 +255,8 @@ static bool better(const struct alloc_sim *sim, size_t a, size_t b)
 }
 
 /* get_free_block: the first block of the stream's pool at least `size`
- * large, refused if the oversize rules say so. */
+ * large (the growable tail only if no other fits), refused if the
+ * oversize rules say so. */
 static bool get_free_block(struct alloc_sim *sim, uint64_t size, enum alloc_pool pool,
 			   uint32_t stream, size_t *idx)
 {
@@ -204,16 +265,15 @@ static bool get_free_block(struct alloc_sim *sim, uint64_t size, enum alloc_pool
 
 	if (pool == ALLOC_POOL_LARGE)
 		sim->gc_calls++;
-	for (size_t f = 0; f < sim->nfree; f++) {
-		size_t i = sim->freel[f];
-		const struct alloc_block *b = &sim->blocks[i];
+	for (uint32_t tail = 0; tail < 2 && !found; tail++) {
+		struct fkey k = { (uint32_t)pool, stream, tail, size, 0, 0 }, f;
+		size_t pos = lower_bound(sim, &k);
 
-		if (b->pool != pool || b->stream != stream || b->size < size)
+		if (pos == sim->nfree)
 			continue;
-		if (!found || better(sim, i, *idx)) {
-			*idx = i;
-			found = true;
-		}
+		f = key_of(sim, sim->freel[pos]);
+		found = f.pool == k.pool && f.stream == stream && f.tail == tail;
+		*idx = sim->freel[pos];
 	}
 	if (!found)
 		return false;
@@ -276,7 +336,7 @@ static enum alloc_status alloc_segment_block(struct alloc_sim *sim, uint64_t siz
 					     enum alloc_pool pool, uint32_t stream, size_t *idx)
 {
 	uint64_t n = alloc_segment_size(size);
-	struct alloc_block b = { 0, 0, n, 0, NONE, NONE, NONE, stream, pool, false, false };
+	struct alloc_block b = { 0, 0, n, 0, NONE, NONE, stream, pool, false, false };
 	size_t seg;
 
 	if (over_limit(sim, n))
@@ -319,17 +379,21 @@ static enum alloc_status alloc_expandable(struct alloc_sim *sim, uint64_t size,
 		return ALLOC_OOM;
 	if (have) {
 		*idx = s->tail;
+		del_free(sim, *idx);	/* its key changes */
 		sim->blocks[*idx].size += map;
+		if (!add_free(sim, *idx))
+			return ALLOC_NOMEM;
 	} else {
-		struct alloc_block b = { seg, s->size, map, 0, s->tail, NONE, NONE, stream, pool, false,
-					 false };
+		struct alloc_block b = { seg, s->size, map, 0, s->tail, NONE, stream, pool, false, false };
 
-		if (!push_block(sim, b, idx) || !add_free(sim, *idx))
+		if (!push_block(sim, b, idx))
 			return ALLOC_NOMEM;
 		s = &sim->segs[seg];
 		if (s->tail != NONE)
 			sim->blocks[s->tail].next = *idx;
 		s->tail = *idx;
+		if (!add_free(sim, *idx))
+			return ALLOC_NOMEM;
 	}
 	s->size += map;
 	add_reserved(sim, map);
@@ -379,9 +443,12 @@ static void unmap_tail(struct alloc_sim *sim, size_t seg)
 		return;
 	sim->reserved = sat_sub(sim->reserved, cut);
 	s->size = keep;
+	del_free(sim, t);	/* its key changes */
 	sim->blocks[t].size -= cut;
-	if (sim->blocks[t].size)
+	if (sim->blocks[t].size) {
+		add_free(sim, t);
 		return;
+	}
 	s->tail = sim->blocks[t].prev;
 	if (s->tail != NONE)
 		sim->blocks[s->tail].next = NONE;
@@ -521,7 +588,7 @@ static bool split(struct alloc_sim *sim, size_t idx, uint64_t size)
 	rest.size -= size;
 	rest.prev = idx;
 	rest.free = false;
-	if (!push_block(sim, rest, &r) || !add_free(sim, r))
+	if (!push_block(sim, rest, &r))
 		return false;
 	if (rest.next != NONE)
 		sim->blocks[rest.next].prev = r;
@@ -529,7 +596,7 @@ static bool split(struct alloc_sim *sim, size_t idx, uint64_t size)
 		sim->segs[rest.segment].tail = r;
 	sim->blocks[idx].next = r;
 	sim->blocks[idx].size = size;
-	return true;
+	return add_free(sim, r);
 }
 
 enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_t stream,
@@ -549,9 +616,9 @@ enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_
 	}
 	if (st != ALLOC_OK)
 		return st;
+	del_free(sim, idx);	/* before a split changes its key */
 	if (should_split(sim, idx, size) && !split(sim, idx, size))
 		return ALLOC_NOMEM;
-	del_free(sim, idx);
 	/* allocated grows by the block size, unsplit remainder included */
 	sim->allocated = sat_add(sim->allocated, sim->blocks[idx].size);
 	if (sim->allocated > sim->peak_allocated)
@@ -565,28 +632,31 @@ bool alloc_sim_malloc(struct alloc_sim *sim, uint64_t n, size_t *handle)
 	return alloc_sim_malloc_on(sim, n, 0, handle) == ALLOC_OK;
 }
 
-/* Merge the free neighbour j into block i (j is prev or next of i). */
+/* Merge the free neighbour j into block i (j is prev or next of i; i is
+ * not in the free array yet). */
 static void merge(struct alloc_sim *sim, size_t i, size_t j)
 {
-	struct alloc_block *a = &sim->blocks[i], *b;
+	struct alloc_block *a = &sim->blocks[i], b;
+	bool jtail;
 
 	if (j == NONE || !sim->blocks[j].free)
 		return;
-	b = &sim->blocks[j];
+	b = sim->blocks[j];
+	jtail = is_tail(sim, j);
+	kill_block(sim, j);	/* out of the free array while its key holds */
 	if (a->prev == j) {
-		a->offset = b->offset;
-		a->prev = b->prev;
+		a->offset = b.offset;
+		a->prev = b.prev;
 		if (a->prev != NONE)
 			sim->blocks[a->prev].next = i;
 	} else {
-		a->next = b->next;
+		a->next = b.next;
 		if (a->next != NONE)
 			sim->blocks[a->next].prev = i;
-		if (is_tail(sim, j))
+		if (jtail)
 			sim->segs[a->segment].tail = i;
 	}
-	a->size += b->size;
-	kill_block(sim, j);
+	a->size += b.size;
 }
 
 void alloc_sim_release(struct alloc_sim *sim, size_t handle)
@@ -596,13 +666,13 @@ void alloc_sim_release(struct alloc_sim *sim, size_t handle)
 	if (handle >= sim->nblocks)
 		return;
 	b = &sim->blocks[handle];
-	if (b->dead || b->free || !add_free(sim, handle))
+	if (b->dead || b->free)
 		return;
-	b = &sim->blocks[handle];
 	b->freed_at = sim->gc_calls;
 	sim->allocated = sat_sub(sim->allocated, b->size);
 	merge(sim, handle, sim->blocks[handle].prev);
 	merge(sim, handle, sim->blocks[handle].next);
+	add_free(sim, handle);
 }
 
 /* ---- traces ---- */
@@ -610,6 +680,7 @@ void alloc_sim_release(struct alloc_sim *sim, size_t handle)
 void alloc_trace_free(struct alloc_trace *t)
 {
 	free(t->ev);
+	free(t->marks);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -643,12 +714,60 @@ void alloc_trace_release(struct alloc_trace *t, uint32_t id)
 		push_event(t, e);
 }
 
+void alloc_trace_mark(struct alloc_trace *t)
+{
+	if (t->nomem || !grow((void **)&t->marks, &t->marks_cap, t->nmarks, sizeof(*t->marks))) {
+		t->nomem = true;
+		return;
+	}
+	t->marks[t->nmarks++] = t->n;
+}
+
+/* At mark k >= 2: did step k - 1 leave peak reserved unchanged? */
+static bool steady(const struct alloc_trace *t, size_t i, size_t *k, uint64_t *at, uint64_t peak,
+		   struct alloc_replay *out)
+{
+	bool stop = false;
+
+	while (*k < t->nmarks && t->marks[*k] == i) {
+		if (*k == 0)
+			out->setup_reserved = peak;
+		stop |= *k >= 2 && peak == *at;
+		*at = peak;
+		++*k;
+	}
+	return stop;
+}
+
+/* One event of the trace; an out-of-memory is noted in `out`. */
+static enum alloc_status replay_event(struct alloc_sim *sim, const struct alloc_trace *t, size_t i,
+				      size_t *handle, struct alloc_replay *out)
+{
+	const struct alloc_event *e = &t->ev[i];
+	enum alloc_status st;
+
+	if (!e->size) {
+		alloc_sim_release(sim, handle[e->id]);
+		return ALLOC_OK;
+	}
+	st = alloc_sim_malloc_on(sim, e->size, e->stream, &handle[e->id]);
+	if (st == ALLOC_OOM) {
+		out->oom = true;
+		out->oom_request = sim->oom_request;
+		out->oom_event = i;
+		out->oom_what = e->what;
+	}
+	return st;
+}
+
 enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_config *cfg,
 			       struct alloc_replay *out)
 {
 	struct alloc_sim sim;
 	size_t *handle = t->nids ? malloc((size_t)t->nids * sizeof(size_t)) : NULL;
 	enum alloc_status st = ALLOC_OK;
+	size_t k = 0;
+	uint64_t at = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (t->nomem || (t->nids && !handle)) {
@@ -657,20 +776,13 @@ enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_c
 	}
 	alloc_sim_init_cfg(&sim, cfg);
 	for (size_t i = 0; i < t->n && st == ALLOC_OK; i++) {
-		const struct alloc_event *e = &t->ev[i];
-
-		if (!e->size) {
-			alloc_sim_release(&sim, handle[e->id]);
-			continue;
+		if (steady(t, i, &k, &at, sim.peak_reserved, out)) {
+			k--;	/* the step at this mark is not replayed */
+			break;
 		}
-		st = alloc_sim_malloc_on(&sim, e->size, e->stream, &handle[e->id]);
-		if (st == ALLOC_OOM) {
-			out->oom = true;
-			out->oom_request = sim.oom_request;
-			out->oom_event = i;
-			out->oom_what = e->what;
-		}
+		st = replay_event(&sim, t, i, handle, out);
 	}
+	out->steps = k;
 	out->peak_allocated = sim.peak_allocated;
 	out->peak_reserved = sim.peak_reserved;
 	out->retries = sim.retries;

@@ -60,7 +60,6 @@ struct alloc_block {
 	uint64_t size;
 	uint64_t freed_at;	/* get_free_block calls on the large pool when freed (gc age) */
 	size_t prev, next;	/* neighbours in the segment; SIZE_MAX at an end */
-	size_t fpos;		/* index in the free list while free */
 	uint32_t stream;
 	enum alloc_pool pool;
 	bool free;
@@ -80,7 +79,7 @@ struct alloc_sim {
 	struct alloc_config cfg;
 	struct alloc_block *blocks;
 	size_t nblocks, cap;
-	size_t *freel;		/* the free blocks (what best fit searches) */
+	size_t *freel;		/* the free blocks, sorted (what best fit searches) */
 	size_t nfree, free_cap;
 	size_t *spare;		/* dead slots to reuse */
 	size_t nspare, spare_cap;
@@ -124,6 +123,8 @@ struct alloc_trace {
 	size_t n, cap;
 	uint32_t nids;		/* ids handed out so far */
 	const char *what;	/* label given to the events pushed next */
+	size_t *marks;		/* event indices where a step starts (alloc_trace_mark) */
+	size_t nmarks, marks_cap;
 	bool nomem;		/* a push failed: the trace is incomplete */
 };
 
@@ -131,9 +132,13 @@ void alloc_trace_free(struct alloc_trace *t);
 /* A new tensor of n bytes; returns its id (for alloc_trace_release). */
 uint32_t alloc_trace_alloc(struct alloc_trace *t, uint64_t n, uint32_t stream);
 void alloc_trace_release(struct alloc_trace *t, uint32_t id);
+/* A step starts at the next event. */
+void alloc_trace_mark(struct alloc_trace *t);
 
 struct alloc_replay {
 	uint64_t peak_allocated, peak_reserved;
+	size_t steps;		/* steps (marks) replayed before it stopped */
+	uint64_t setup_reserved;	/* peak reserved before the first mark (loading, setup) */
 	uint64_t retries;
 	bool oom;
 	uint64_t oom_request;	/* bytes of the request that could not be satisfied */
@@ -142,8 +147,10 @@ struct alloc_replay {
 };
 
 /* Replay the trace through a fresh allocator with `cfg`.  Stops at the first
- * request that fails (PyTorch raises OutOfMemoryError there).  Returns
- * ALLOC_NOMEM if the host ran out of memory. */
+ * request that fails (PyTorch raises OutOfMemoryError there), and at a mark
+ * from the third on when the step before it left peak reserved where it
+ * was: the steps repeat the same requests, so the pool has stopped growing.
+ * Returns ALLOC_NOMEM if the host ran out of memory. */
 enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_config *cfg,
 			       struct alloc_replay *out);
 

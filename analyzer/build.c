@@ -262,6 +262,39 @@ static void resolve_pending(struct bld *b, struct frame *f)
 	free(f->trains);
 }
 
+void bld_parts_push(struct bld_parts *p, uint64_t bytes)
+{
+	if (!bytes)
+		return;
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 8;
+		p->v = realloc(p->v, p->cap * sizeof *p->v);
+		if (!p->v)
+			xdie_oom();
+	}
+	p->v[p->n++] = bytes;
+}
+
+/* *to = a child's own tensors followed by its largest child's */
+static void parts_take(struct bld_parts *to, const struct bld_parts *own,
+		       const struct bld_parts *child)
+{
+	to->n = 0;
+	for (size_t i = 0; i < own->n; i++)
+		bld_parts_push(to, own->v[i]);
+	for (size_t i = 0; i < child->n; i++)
+		bld_parts_push(to, child->v[i]);
+}
+
+static void frame_free(struct frame *f)
+{
+	free(f->tf.v);
+	free(f->tb.v);
+	free(f->ctf.v);
+	free(f->ctb.v);
+	free(f);
+}
+
 void bld_frame_pop(struct bld *b)
 {
 	struct frame *f = b->frame;
@@ -275,14 +308,18 @@ void bld_frame_pop(struct bld *b)
 		bld_add_act(b, &childb, f->child_bwd, "the transient bytes of a layer");
 
 		/* nested layers run one after another: their transients do not add up */
-		if (child > b->frame->child_fwd)
+		if (child > b->frame->child_fwd) {
 			b->frame->child_fwd = child;
-		if (childb > b->frame->child_bwd)
+			parts_take(&b->frame->ctf, &f->tf, &f->ctf);
+		}
+		if (childb > b->frame->child_bwd) {
 			b->frame->child_bwd = childb;
+			parts_take(&b->frame->ctb, &f->tb, &f->ctb);
+		}
 	} else {
 		bld_layer_close(b, f);
 	}
-	free(f);
+	frame_free(f);
 }
 
 void bld_frame_param(struct frame *f, const char *name, bool trains)
@@ -363,10 +400,14 @@ static void on_temp(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 
 	if (find_attr(t->stmt, "loss"))
 		f->loss = true;
-	if (fwd || !bwd)
+	if (fwd || !bwd) {
 		bld_add_act(b, &f->temp_fwd, bytes, "the transient bytes of a layer");
-	if (bwd || !fwd)
+		bld_parts_push(&f->tf, bytes);
+	}
+	if (bwd || !fwd) {
 		bld_add_act(b, &f->temp_bwd, bytes, "the transient bytes of a layer");
+		bld_parts_push(&f->tb, bytes);
+	}
 }
 
 static void on_tensor(void *ctx, const struct walk_tensor *t)

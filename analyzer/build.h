@@ -34,6 +34,12 @@ struct build_override {
 	const char *checkpoint;		/* "full" */
 	int zero;			/* -1: as written; else 0..3 */
 	uint64_t tp;
+	/* memc search: the other degrees that size tensors. With @layout_free
+	 * the caller lays dp and pp out on the built job itself, so the
+	 * cluster is not divided here (dp is bound to 1) */
+	uint64_t cp, ep;
+	int sp;				/* 0: as written; 1: off; 2: on (tp > 1) */
+	bool layout_free;
 };
 
 struct build {

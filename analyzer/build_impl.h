@@ -17,6 +17,12 @@ struct pending {
 	bool loss;
 };
 
+/* Byte sizes of single tensors, in walk order (heap). */
+struct bld_parts {
+	uint64_t *v;
+	size_t n, cap;
+};
+
 /* One layer instance on the walk's stack. */
 struct frame {
 	const struct decl *decl;
@@ -33,6 +39,8 @@ struct frame {
 	uint64_t temp_fwd, temp_bwd;	/* this instance's own transients */
 	uint64_t dora_temp;		/* the largest DoRA weight-norm transient in temp_fwd */
 	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */
+	/* the same as single tensors, for the allocator replay's trace */
+	struct bld_parts tf, tb, ctf, ctb;
 	uint64_t input;
 	uint64_t input_numel;		/* the declared input, to recognise it among the saves */
 	const struct dtype *input_dtype;
@@ -82,6 +90,9 @@ struct bld {
 	bool prepare_kbit;		/* prepare_model_for_kbit_training: 16-bit params to fp32 */
 	uint64_t adapters;		/* loaded adapters; one trains */
 	const struct dtype *quant_compute;	/* bnb_4bit_compute_dtype; NULL: the compute dtype */
+	/* fsdp2 { }: MixedPrecisionPolicy(param_dtype, reduce_dtype); NULL: None */
+	bool fsdp2;
+	const struct dtype *fsdp_param, *fsdp_reduce;
 	/* the run's phases (phases.h): this walk's facts of the model */
 	uint64_t largest_quantised;	/* numel of the largest quantised weight */
 	uint64_t largest_cast;		/* bytes of the largest prepare_kbit fp32 cast source */
@@ -106,6 +117,8 @@ struct bld {
 	struct mem_param *params;	/* of the open top-level layer */
 	size_t nparams, capparams;
 	uint64_t saves, loss_saves;
+	uint64_t *save_parts;		/* each save of the open layer, for the replay's trace */
+	size_t nsave_parts, capsave_parts;
 	uint64_t op_mm[2], op_sdpa, op_mm_count;	/* op(...)-tagged saves of the open layer */
 	struct mem_layer *layers;	/* of the open block */
 	size_t nlayers, caplayers;
@@ -133,6 +146,7 @@ struct frame *bld_frame(struct bld *b);
 void bld_close_implicit(struct bld *b);
 void bld_frame_param(struct frame *f, const char *name, bool trains);
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss);
+void bld_parts_push(struct bld_parts *p, uint64_t bytes);
 void bld_layer_close(struct bld *b, struct frame *f);
 void bld_repeat_enter(struct bld *b, struct value count, uint64_t n);
 void bld_repeat_leave(struct bld *b, const struct stmt *s);

@@ -41,6 +41,10 @@ void bld_add_saves(struct bld *b, uint64_t bytes, bool loss)
 {
 	bld_frame(b);
 	bld_add_act(b, loss ? &b->loss_saves : &b->saves, bytes, "the saved activations of a layer");
+	if (!bytes)
+		return;
+	ARENA_GROW(b->arena, b->save_parts, b->nsave_parts, b->capsave_parts);
+	b->save_parts[b->nsave_parts++] = bytes;
 }
 
 static void open_block(struct bld *b, uint64_t repeat, bool body)
@@ -49,6 +53,24 @@ static void open_block(struct bld *b, uint64_t repeat, bool body)
 	b->blocks[b->nblocks++] = (struct mem_block){ .repeat = repeat, .is_body = body };
 	b->layers = NULL;
 	b->nlayers = b->caplayers = 0;
+}
+
+/* A layer's temporaries as single tensors, in the arena: its own, then
+ * those of its largest nested layer. */
+static const uint64_t *layer_parts(struct bld *b, const struct bld_parts *own,
+				   const struct bld_parts *child, size_t *n)
+{
+	uint64_t *v;
+
+	*n = own->n + child->n;
+	if (!*n)
+		return NULL;
+	v = ARENA_NEW_ARRAY(b->arena, uint64_t, *n);
+	for (size_t i = 0; i < own->n; i++)
+		v[i] = own->v[i];
+	for (size_t i = 0; i < child->n; i++)
+		v[own->n + i] = child->v[i];
+	return v;
 }
 
 void bld_layer_close(struct bld *b, struct frame *f)
@@ -63,6 +85,10 @@ void bld_layer_close(struct bld *b, struct frame *f)
 	bld_add_act(b, &tf, f->child_fwd, "the transient bytes of a layer");
 	bld_add_act(b, &tb, f->child_bwd, "the transient bytes of a layer");
 
+	size_t ntf, ntb;
+	const uint64_t *tfp = layer_parts(b, &f->tf, &f->ctf, &ntf);
+	const uint64_t *tbp = layer_parts(b, &f->tb, &f->ctb, &ntb);
+
 	b->layers[b->nlayers++] = (struct mem_layer){
 		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
 		.params = b->params, .nparams = b->nparams,
@@ -71,12 +97,17 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.loss_region = loss,
 		.op_mm = { b->op_mm[0], b->op_mm[1] }, .op_sdpa = b->op_sdpa,
 		.op_mm_count = b->op_mm_count,
+		.save_parts = b->save_parts, .nsave_parts = b->nsave_parts,
+		.temp_fwd_parts = tfp, .ntemp_fwd_parts = ntf,
+		.temp_bwd_parts = tbp, .ntemp_bwd_parts = ntb,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
 	b->params = NULL;
 	b->nparams = b->capparams = 0;
 	b->saves = b->loss_saves = 0;
+	b->save_parts = NULL;
+	b->nsave_parts = b->capsave_parts = 0;
 	b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
 }
 
@@ -126,7 +157,8 @@ static bool params_equal(const struct mem_param *x, const struct mem_param *y)
 	       x->gather_bytes == y->gather_bytes && x->gather_grad_bytes == y->gather_grad_bytes &&
 	       x->cast_bytes == y->cast_bytes && x->cast_saved == y->cast_saved &&
 	       x->trainable == y->trainable && x->replicated_dp == y->replicated_dp &&
-	       x->expert == y->expert && x->shard_group == y->shard_group;
+	       x->expert == y->expert && x->shard_group == y->shard_group &&
+	       x->load_bytes == y->load_bytes;
 }
 
 static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
@@ -134,8 +166,19 @@ static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 	if (strcmp(x->name, y->name) || x->origin != y->origin || x->nparams != y->nparams ||
 	    x->saves_bytes != y->saves_bytes || x->input_bytes != y->input_bytes ||
 	    x->temp_fwd_bytes != y->temp_fwd_bytes || x->temp_bwd_bytes != y->temp_bwd_bytes ||
-	    x->loss_region != y->loss_region)
+	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts)
 		return false;
+	for (size_t i = 0; i < x->nsave_parts; i++)
+		if (x->save_parts[i] != y->save_parts[i])
+			return false;
+	if (x->ntemp_fwd_parts != y->ntemp_fwd_parts || x->ntemp_bwd_parts != y->ntemp_bwd_parts)
+		return false;
+	for (size_t i = 0; i < x->ntemp_fwd_parts; i++)
+		if (x->temp_fwd_parts[i] != y->temp_fwd_parts[i])
+			return false;
+	for (size_t i = 0; i < x->ntemp_bwd_parts; i++)
+		if (x->temp_bwd_parts[i] != y->temp_bwd_parts[i])
+			return false;
 	for (size_t i = 0; i < x->nparams; i++)
 		if (!params_equal(&x->params[i], &y->params[i]))
 			return false;
@@ -274,7 +317,7 @@ static uint64_t overhead(struct bld *b, const char *field, uint64_t dflt)
 
 static enum mem_sharding sharding(struct bld *b, int zero, uint32_t dp, const char **name)
 {
-	const char *fsdp = key_sym(b, "fsdp", "none");
+	const char *fsdp = key_sym(b, "fsdp", b->fsdp2 ? "full_shard" : "none");
 	static const struct { const char *sym; enum mem_sharding s; const char *name; } f[] = {
 		{ "full_shard", MEM_SHARD_FSDP_FULL, "FSDP full_shard" },
 		{ "shard_grad_op", MEM_SHARD_FSDP_GRAD_OP, "FSDP shard_grad_op" },
@@ -293,6 +336,87 @@ static enum mem_sharding sharding(struct bld *b, int zero, uint32_t dp, const ch
 	}
 	*name = dp > 1 ? "DDP" : "none";
 	return dp > 1 ? MEM_SHARD_DDP : MEM_SHARD_NONE;
+}
+
+/* fsdp2 { } (FSDP2's fully_shard, docs/language.md): MixedPrecisionPolicy
+ * dtypes for the walk; read before the model is walked. */
+static bool fsdp2_record(struct bld *b)
+{
+	static const char *const keys[] = { "fsdp2.reshard_after_forward", "fsdp2.reshard_after_forward_policy",
+					    "fsdp2.param_dtype", "fsdp2.reduce_dtype",
+					    "fsdp2.requires_gradient_sync", "fsdp2.root_unit" };
+	struct value v;
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (key(b, keys[i], &v))
+			return true;
+	return false;
+}
+
+static void fsdp2_setup(struct bld *b)
+{
+	struct value v;
+
+	b->fsdp2 = fsdp2_record(b);
+	if (key(b, "fsdp2.param_dtype", &v) && v.kind == VAL_DTYPE)
+		b->fsdp_param = v.dtype;
+	if (key(b, "fsdp2.reduce_dtype", &v) && v.kind == VAL_DTYPE)
+		b->fsdp_reduce = v.dtype;
+}
+
+__attribute__((format(printf, 4, 5)))
+static bool bld_error(struct bld *b, enum diag_id id, struct loc at, const char *fmt, ...);
+
+/* reshard_after_forward as a group size (mem_job.fsdp_reshard_to): True
+ * 0, False 1, an int N a factor of the shard group (fully_shard's
+ * _get_post_forward_mesh_info; N = 1 is False, N = the group is True).
+ * torchtitan's policy: "default" is False under PP, True otherwise
+ * (get_fsdp_reshard_after_forward_policy). */
+static bool fsdp2_reshard(struct bld *b, struct mem_job *j)
+{
+	struct value v;
+	uint32_t n = mem_shard_group(j);
+	uint64_t k = 0;
+	char buf[64] = "?";
+	const char *pol = key_sym(b, "fsdp2.reshard_after_forward_policy", "");
+
+	j->fsdp_reshard_to = !strcmp(pol, "never") || (!strcmp(pol, "default") && j->pp > 1) ? 1 : 0;
+	if (!key(b, "fsdp2.reshard_after_forward", &v))
+		return true;
+	if (v.kind == VAL_BOOL) {
+		j->fsdp_reshard_to = v.b ? 0 : 1;
+		return true;
+	}
+	if (v.kind == VAL_NUM)
+		num_format(v.num, buf, sizeof buf, 0);
+	if (v.kind != VAL_NUM || !num_to_u64(v.num, &k) || !k || k > n || n % k)
+		return bld_error(b, DIAG_NOT_DIVISIBLE, v.origin, "reshard_after_forward = %s must be a factor "
+				 "of the shard group's %u ranks (dp_shard x cp)", buf, (unsigned)n);
+	j->fsdp_reshard_to = k == n ? 0 : (uint32_t)k;
+	return true;
+}
+
+/* The FSDP2 job's label: "FSDP2, reshard_after_forward=False, gradients
+ * synced at the last micro-batch". */
+static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
+{
+	if (!b->fsdp2)
+		return true;
+	if (!fsdp2_reshard(b, j))
+		return false;
+	/* stage.py backward_maybe_with_nosync: every micro-batch of a stage
+	 * runs with set_requires_gradient_sync(False) and
+	 * set_reshard_after_backward(False); post_backward runs after the last */
+	j->fsdp_keep_after_backward = j->pp > 1;
+	j->fsdp_split_root = !strcmp(key_sym(b, "fsdp2.root_unit", "model"), "split");
+	j->fsdp_no_sync = j->pp > 1 || (!key_bool(b, "fsdp2.requires_gradient_sync", true) &&
+					j->micro_batches > 1);
+	*name = arena_printf(b->arena, "FSDP2%s%s%s", j->sharding == MEM_SHARD_FSDP_HYBRID ? " (HSDP)" : "",
+			     j->fsdp_reshard_to == 1 ? ", reshard_after_forward=False" :
+			     j->fsdp_reshard_to ? arena_printf(b->arena, ", reshard_after_forward=%u",
+							       (unsigned)j->fsdp_reshard_to) : "",
+			     j->fsdp_no_sync ? ", gradients synced at the last micro-batch" : "");
+	return true;
 }
 
 static enum mem_schedule schedule(struct bld *b)
@@ -325,7 +449,7 @@ static bool megatron_job(struct bld *b, int zero)
 	if (megatron_record(b))
 		return true;
 	return b->cj->precision.kind == VAL_DECL && !strcmp(b->cj->precision.decl->name, "megatron_bf16") &&
-	       !strcmp(key_sym(b, "fsdp", "none"), "none") && zero <= 1;
+	       !strcmp(key_sym(b, "fsdp", "none"), "none") && !fsdp2_record(b) && zero <= 1;
 }
 
 /* megatron { }: the distributed optimizer is ZeRO-1 (zero = 1 unless the job
@@ -401,7 +525,7 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
 	if (j->sharding == MEM_SHARD_ZERO1 && megatron_job(b, zero))
 		shard_name = "distributed optimizer";
-	if (!dp_shard(b, j))
+	if (!dp_shard(b, j) || !fsdp2_layout(b, j, &shard_name))
 		return false;
 	b->out->rep.sharding = shard_label(b, j, shard_name);
 	const char *ck = bound_sym(b, "checkpoint", "none");
@@ -547,6 +671,43 @@ static void overheads(struct bld *b, struct mem_job *j)
 
 /* ---- the walk ---- */
 
+/* tp (with sp and etp following it), cp, ep of a what-if build, and the dp
+ * they leave of the cluster as written (unless the caller lays it out). */
+static void override_degrees(struct bld *b, struct env *e, struct env *base, const struct build_override *ov)
+{
+	struct value spv;
+	uint64_t gpus = b->out->gpus, pp = bound_u64(b, "pp", 1);
+	uint64_t tp = ov->tp ? ov->tp : bound_u64(b, "tp", 1), cp = ov->cp ? ov->cp : bound_u64(b, "cp", 1);
+	uint64_t ep = ov->ep ? ov->ep : bound_u64(b, "ep", 1), mp = 0;
+	bool sp = ov->sp ? ov->sp == 2 && tp > 1 :
+		  env_lookup(base, bld_intern(b, "sp"), &spv) && spv.kind == VAL_NUM && !num_eq(spv.num, num_from_int(1));
+	struct value tpv = val_count(tp, NO_LOC), cpv = val_count(cp, NO_LOC), epv = val_count(ep, NO_LOC);
+
+	tpv.label = "tp";
+	cpv.label = "cp";
+	epv.label = "ep";
+	env_bind(e, bld_intern(b, "tp"), tpv);
+	env_bind(e, bld_intern(b, "cp"), cpv);
+	env_bind(e, bld_intern(b, "ep"), epv);
+	if (!key(b, "parallel.etp", &(struct value){ 0 })) {	/* etp follows tp unless set */
+		struct value etpv = tpv;
+
+		etpv.label = "etp";
+		env_bind(e, bld_intern(b, "etp"), etpv);
+	}
+	env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
+	if (ov->layout_free) {
+		env_bind(e, bld_intern(b, "dp"), val_count(1, NO_LOC));
+		return;
+	}
+	/* the checker's rules for the edited file (check_train.c layout()):
+	 * tp x pp x cp divides the cluster, ep divides dp x tp */
+	if (__builtin_mul_overflow(tp, pp, &mp) || __builtin_mul_overflow(mp, cp, &mp) || !mp ||
+	    gpus % mp || (gpus / mp * tp) % ep)
+		b->failed = true;
+	env_bind(e, bld_intern(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
+}
+
 static struct env *override_env(struct bld *b, struct env *base, const struct build_override *ov)
 {
 	struct env *e = env_new(b->ev, base);
@@ -561,29 +722,8 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 	}
 	if (ov && ov->checkpoint)
 		env_bind(e, bld_intern(b, "checkpoint"), val_symbol(b->ev, ov->checkpoint, NO_LOC));
-	if (ov && ov->tp) {
-		struct value spv, tpv = val_count(ov->tp, NO_LOC);
-		uint64_t gpus = b->out->gpus, pp = bound_u64(b, "pp", 1), cp = bound_u64(b, "cp", 1);
-		bool sp = env_lookup(base, bld_intern(b, "sp"), &spv) && spv.kind == VAL_NUM && !num_eq(spv.num, num_from_int(1));
-
-		tpv.label = "tp";
-		env_bind(e, bld_intern(b, "tp"), tpv);
-		if (!key(b, "parallel.etp", &(struct value){ 0 })) {	/* etp follows tp unless set */
-			struct value etpv = tpv;
-
-			etpv.label = "etp";
-			env_bind(e, bld_intern(b, "etp"), etpv);
-		}
-		env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
-		uint64_t mp = 0, ep = bound_u64(b, "ep", 1);
-
-		/* the checker's rules for the edited file (check_train.c layout()):
-		 * tp x pp x cp divides the cluster, ep divides dp x tp */
-		if (__builtin_mul_overflow(ov->tp, pp, &mp) || __builtin_mul_overflow(mp, cp, &mp) || !mp ||
-		    gpus % mp || (gpus / mp * ov->tp) % ep)
-			b->failed = true;
-		env_bind(e, bld_intern(b, "dp"), val_count(mp ? gpus / mp : 1, NO_LOC));
-	}
+	if (ov && (ov->tp || ov->cp || ov->ep || ov->sp))
+		override_degrees(b, e, base, ov);
 	return e;
 }
 
@@ -799,6 +939,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	    cj->optimizer.kind != VAL_INSTANCE || !bld_setup_precision(&b, cj->precision))
 		return unreported(&b);
 	zero = megatron_setup(&b, zero);
+	fsdp2_setup(&b);
 	zero = ov && ov->zero >= 0 ? ov->zero : zero;
 	out->zero = key(&b, "zero", &(struct value){ 0 }) || (ov && ov->zero >= 0) ||
 		    zero > 0 ? zero : -1;

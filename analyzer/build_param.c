@@ -147,6 +147,31 @@ static void train_bytes(struct bld *b, struct mem_param *p, uint64_t base, uint6
 	p->step_temp_grouped = m->grouped;
 }
 
+/* FSDP2 MixedPrecisionPolicy (_fsdp_param.py FSDPParam.init_dtype_attrs):
+ * the sharded parameter keeps its dtype @dt, the all-gathered copy and its
+ * gradient are param_dtype, foreach_reduce casts the gradient to
+ * reduce_dtype for the reduce-scatter, and without gradient sync
+ * to_accumulated_grad_if_needed keeps it in reduce_dtype.  Quantised
+ * weights (not floating) are gathered as stored. */
+static void fsdp2_bytes(struct bld *b, struct mem_param *p, const struct dtype *dt, uint64_t base,
+			uint64_t mult)
+{
+	const struct dtype *pd = b->fsdp_param ? b->fsdp_param : dt, *rd = b->fsdp_reduce;
+	uint64_t g, r = 0;
+
+	if (!b->fsdp2 || !dt || dt->kind != DTYPE_FLOAT)
+		return;
+	p->gather_bytes = bld_bytes_x(b, pd, base, mult);
+	if (!p->trainable)
+		return;
+	g = bld_bytes_x(b, pd, base, mult);
+	if (rd && rd != pd)
+		r = bld_bytes_x(b, rd, base, mult);
+	p->gather_grad_bytes = g;
+	bld_add(b, &p->gather_grad_bytes, r, "the size of this tensor");
+	p->acc_grad_bytes = r ? r : g;
+}
+
 static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t cols, uint64_t mult,
 		    uint64_t rank)
 {
@@ -160,6 +185,7 @@ static void adapter(struct bld *b, const char *name, uint64_t rows, uint64_t col
 	p->weight_bytes = bld_bytes_x(b, dt, numel, mult);
 	train_bytes(b, p, numel, mult, dt, rows, cols, rank);
 	p->master_bytes = 0;	/* adapters are kept in their own dtype */
+	fsdp2_bytes(b, p, dt, numel, mult);
 	bld_mul(b, p->numel, b->block_repeat, &all, "the trainable parameter count");
 	bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 }
@@ -213,6 +239,7 @@ static void add_dora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 	t = bld_bytes(b, b->act, t);
 	if (t > f->dora_temp) {
 		bld_add_act(b, &f->temp_fwd, t - f->dora_temp, "the transient bytes of a layer");
+		bld_parts_push(&f->tf, t - f->dora_temp);
 		f->dora_temp = t;
 	}
 }
@@ -358,11 +385,18 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
 	b->experts |= p->expert;
 	all = param_weight(b, p, base, mult, quantised ? b->quant : dt, saved);
+	if (quantised)		/* loaded in 16 bits, quantised on the GPU (§5.4 loading) */
+		p->load_bytes = bld_bytes_x(b, dt, base, mult);
 	if (!frozen) {
 		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);
 		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
 	}
 	param_cast(b, p, quantised, linear, base, mult);
+	uint64_t copies = mult;
+
+	if (saved)
+		bld_mul(b, mult, 2, &copies, "the size of this tensor");
+	fsdp2_bytes(b, p, quantised ? NULL : dt, base, copies);
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
 	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));
@@ -486,6 +520,9 @@ void bld_fill_phases(struct bld *b, struct build *out)
 
 	in->load = !strcmp(load, "from_pretrained") ? PHASE_LOAD_FROM_PRETRAINED :
 		   !strcmp(load, "rank0_cpu") ? PHASE_LOAD_RANK0_CPU : PHASE_LOAD_META;
+	/* the allocator replay plays the loading before the step (§5.4) */
+	out->job.load = in->load == PHASE_LOAD_FROM_PRETRAINED ? MEM_LOAD_FROM_PRETRAINED :
+			in->load == PHASE_LOAD_RANK0_CPU ? MEM_LOAD_RANK0_CPU : MEM_LOAD_META;
 	in->save = !strcmp(save, "full_state_dict") ? PHASE_SAVE_FULL :
 		   !strcmp(save, "full_state_dict_cpu") ? PHASE_SAVE_FULL_CPU : PHASE_SAVE_NONE;
 	/* `eval { }` is a block of the train record */

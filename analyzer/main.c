@@ -8,6 +8,7 @@
  *   memc list [FILE...]   the declarations visible from FILEs (or the stdlib)
  *   memc fmt FILE...      print or rewrite FILEs in the canonical layout
  *   memc fit FILE         what fits, and the smallest changes that make it fit
+ *   memc search FILE      the fastest layouts that fit, as train blocks
  *   memc compare FILE SNAPSHOT  prediction against a PyTorch memory snapshot
  *   memc help [COMMAND]   the usage of memc or of one command
  *
@@ -33,7 +34,8 @@
 
 #include "analyzer/cmd/compare.h"
 #include "analyzer/cmd/fit_cmd.h"
-#include "analyzer/driver.h"
+#include "analyzer/cmd/search_cmd.h"
+#include "analyzer/cmd/driver.h"
 #include "analyzer/fmt/fmt.h"
 #include "analyzer/import/import_cmd.h"
 #include "analyzer/lsp/lsp.h"
@@ -56,6 +58,9 @@ static const char usage_text[] =
 	"  fit [--job NAME] FILE\n"
 	"                      the largest micro_batch and seq_len, the fewest GPUs,\n"
 	"                      and the smallest changes that make a job fit\n"
+	"  search [--job NAME] [--gpus N,...] [--top K] [--format text|json|csv] FILE\n"
+	"                      the fastest layouts that fit, ranked by a step-time\n"
+	"                      model, as train blocks to paste\n"
 	"  lsp                 a Language Server Protocol server on stdin/stdout\n"
 	"  compare [--job NAME] FILE SNAPSHOT\n"
 	"                      predicted against measured memory, per phase and\n"
@@ -145,6 +150,8 @@ static bool print_command_help(const char *name)
 		return fputs(fmt_usage_text, stdout), true;
 	if (strcmp(name, "fit") == 0)
 		return fputs(fit_usage_text, stdout), true;
+	if (strcmp(name, "search") == 0)
+		return fputs(search_usage_text, stdout), true;
 	for (size_t i = 0; i < sizeof command_helps / sizeof command_helps[0]; i++)
 		if (strcmp(name, command_helps[i].name) == 0) {
 			fputs(command_helps[i].text, stdout);
@@ -178,7 +185,7 @@ static int help_main(int argc, char **argv)
 		return fputs(usage_text, stdout), MEMC_OK;
 	if (print_command_help(argv[2]))
 		return MEMC_OK;
-	return usage_error("unknown command '%s' (check, report, list, import, fmt, fit, compare, lsp)", argv[2]);
+	return usage_error("unknown command '%s' (check, report, list, import, fmt, fit, search, compare, lsp)", argv[2]);
 }
 
 /* What main.c needs beyond driver_opts: the single-valued options seen,
@@ -479,6 +486,8 @@ int main(int argc, char **argv)
 		return wants_help(argc, argv) ? command_help(argv[1]) : import_main(argc, argv);
 	if (strcmp(argv[1], "fit") == 0)
 		return wants_help(argc, argv) ? command_help(argv[1]) : fit_main(argc, argv);
+	if (strcmp(argv[1], "search") == 0)
+		return wants_help(argc, argv) ? command_help(argv[1]) : search_main(argc, argv);
 	if (strcmp(argv[1], "lsp") == 0)
 		return wants_help(argc, argv) ? command_help(argv[1]) : lsp_main(argc, argv);
 	if (strcmp(argv[1], "compare") == 0)
@@ -490,7 +499,7 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[1], "list") == 0)
 		o.command = DRIVER_LIST;
 	else
-		return usage_error("unknown command '%s' (check, report, list, import, fmt, fit, compare, lsp, help)", argv[1]);
+		return usage_error("unknown command '%s' (check, report, list, import, fmt, fit, search, compare, lsp, help)", argv[1]);
 	o.max_errors = 20;
 	o.argv0 = argv[0];
 

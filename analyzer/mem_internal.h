@@ -23,6 +23,9 @@ struct mem_cost {
 	uint64_t gunsh;		/* unsharded gradient until its unit's reduce-scatter */
 	uint64_t bucket;	/* DDP reducer bucket share (persistent) */
 	uint64_t gath;		/* ZeRO-3/FSDP gathered parameter copy */
+	uint64_t held;		/* FSDP2: of gath, what a body unit keeps from its forward to
+				   its backward (reshard_after_forward, mem_fsdp.c) */
+	uint64_t gacc;		/* FSDP2 without gradient sync: unsharded accumulated gradient */
 	uint64_t cast_keep;	/* casts held from forward to this layer's backward */
 	uint64_t cast_tmp;	/* casts alive only while the layer runs */
 	uint64_t cast_fwd;	/* autocast-cached casts of a recomputed layer: held from its
@@ -42,7 +45,9 @@ struct mem_cost {
 enum mem_sum_field {
 	S_W, S_S, S_GFIN, S_GFIN_NB, S_GUNSH, S_GUNSH_NB, S_BUCKET, S_GATH, S_GATH_NB,
 	S_CAST_KEEP, S_CAST_FWD, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
-	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED, S__COUNT
+	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED,
+	S_HELD, S_GACC, S_GACC_NB,	/* FSDP2 (mem_fsdp.c) */
+	S__COUNT
 };
 
 struct mem_sums {
@@ -72,6 +77,7 @@ struct mem_stage {
 	struct mem_sums total;
 	uint64_t body_units;		/* body repeats on this stage */
 	uint64_t max_unit_gath;		/* largest gathered body repeat */
+	uint64_t max_unit_held;		/* its part kept from forward to backward (FSDP2) */
 	uint64_t step_max;		/* largest one-at-a-time step temporary */
 };
 
@@ -172,14 +178,39 @@ uint64_t mem_extra_in_flight(bool *ovf, uint64_t stored, uint64_t chunks, uint32
 void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
 		    uint64_t later, struct mem_walk_out *out);
 
-/* Allocation trace of one stage for the allocator replay (mem_trace.c,
- * §5.4): setup and two optimizer steps of the first (`first` chunks in
- * flight) and, with accumulation, a later micro-batch (`later`).  Segments
- * of more repeats than MEM_TRACE_REPEATS fold their middle repeats. */
+/* The allocator replay of one stage (mem_trace.c, §5.4): the trace of its
+ * loading and setup, then optimizer steps of the first (`first` chunks in
+ * flight) and, with accumulation, a later micro-batch (`later`), replayed
+ * with `cfg`.  Two steps, then one more while the last one still grew the
+ * pool, up to MEM_TRACE_MAX_STEPS.  Segments of more repeats than
+ * MEM_TRACE_REPEATS fold their middle repeats. */
 #define MEM_TRACE_REPEATS 128
+#define MEM_TRACE_MAX_STEPS 4
 struct alloc_trace;
+struct alloc_config;
+struct alloc_replay;
 bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
-		     uint64_t later, struct alloc_trace *out);
+		     uint64_t later, int steps, struct alloc_trace *out);
+/* ALLOC_NOMEM if the host ran out of memory. */
+int mem_replay_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
+		     uint64_t later, const struct alloc_config *cfg, struct alloc_replay *out);
+
+/* mem_fsdp.c: FSDP2's reshard_after_forward, and what is kept without
+ * gradient sync or reshard after backward (docs/memory-model.md "FSDP2"). */
+bool mem_fsdp_gathers(const struct mem_job *job);
+void mem_fsdp_cost_param(struct mem_ctx *cx, const struct mem_param *p, struct mem_cost *c);
+void mem_fsdp_add_sums(bool *ovf, struct mem_sums *s, const struct mem_cost *c);
+/* B: the sums before the current repeat (body) or layer; post: the current
+ * layer is a non-body layer after the stage's body */
+uint64_t mem_fsdp_gathered(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_sums *B,
+			   const struct mem_cost *c, bool post, uint64_t cur, bool more, bool bwd,
+			   bool accumulating);
+uint64_t mem_fsdp_unsharded(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_sums *B,
+			    const struct mem_sums *unit, bool post, uint64_t in_unit, uint64_t in_acc,
+			    bool accumulating);
+void mem_fsdp_split_grads(struct mem_ctx *cx, const struct mem_stage *st, bool post, uint64_t *after,
+			  uint64_t *unsh);
+uint64_t mem_fsdp_reduce_extra(const struct mem_stage *st);
 
 /* mem_pipeline.c: the body's repeats, and model chunks per stage (vp under
  * the interleaved schedule with pp > 1, else 1). */

@@ -69,9 +69,18 @@ struct scenario {
 	struct mark {
 		size_t seg, j;
 		uint64_t r;
-		bool bwd, rec, optimizer;
+		bool bwd, rec, optimizer, final_reduce;
 	} mark;
 };
+
+/* Everything before the current layer, every field (FSDP2's helpers
+ * take the sums whole). */
+static const struct mem_sums *full_before(const struct pos *p, struct mem_sums *tmp)
+{
+	for (int f = 0; f < S__COUNT; f++)
+		tmp->v[f] = mem_add(p->ovf, p->U.v[f], p->pre->v[f]);
+	return tmp;
+}
 
 struct walk {
 	struct mem_ctx *cx;
@@ -79,7 +88,9 @@ struct walk {
 	const struct mem_stage *st;
 	uint64_t ipg;		/* ZeRO-1/2 IPG buckets while backward runs */
 	struct scenario sc[2];
-	size_t nsc;
+	size_t sc0, nsc;	/* the scenarios this pass considers: sc[sc0 .. nsc) */
+	bool accumulating;	/* of sc[sc0], where an instant itself depends on it
+				   (FSDP2 gathers and no_sync: shared_instants()) */
 	struct mem_walk_out *out;
 };
 
@@ -189,7 +200,7 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		var = mem_add(o, var, in->v.c[c]);
-	for (size_t i = 0; i < w->nsc; i++) {
+	for (size_t i = w->sc0; i < w->nsc; i++) {
 		struct scenario *s = &w->sc[i];
 		uint64_t total = mem_add(o, s->base_total, var);
 
@@ -199,7 +210,7 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 			total = mem_add(o, total, w->ipg);
 		if (!w->job->phase_series && total <= w->out->phase_peak[ph] && s->any && total <= s->peak)
 			continue;
-		struct mark m = { p->s, p->j, p->r, bwd, rec, false };
+		struct mark m = { p->s, p->j, p->r, bwd, rec, false, false };
 		struct mem_vec v;
 		struct mem_where wh;
 
@@ -240,6 +251,12 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 
 	if (!shards_weights(m))
 		return 0;
+	if (is_fsdp(m) && mem_fsdp_gathers(w->job)) {
+		struct mem_sums P;
+
+		return mem_fsdp_gathered(w->cx, st, p->c->body ? &p->U : full_before(p, &P), p->c,
+					 !p->c->body && p->unit_idx > 0, cur, more, bwd, w->accumulating);
+	}
 	if (m == MEM_SHARD_ZERO3) {
 		if (w->job->zero_prefetch_bytes < pre)
 			pre = w->job->zero_prefetch_bytes;
@@ -295,6 +312,21 @@ static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v
 		after = mem_sub(after, mem_sub(T->v[S_GFIN_NB], nb_before));
 		unsh = (p->c->body && !remat) ? in_unit : 0;
 		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], pv(p, S_GUNSH_NB)));
+		mem_fsdp_split_grads(w->cx, w->st, !p->c->body && p->unit_idx > 0, &after, &unsh);
+	}
+	if (is_fsdp(m) && w->job->fsdp_no_sync) {
+		/* nothing reduce-scattered before the last micro-batch (mem_fsdp.c) */
+		uint64_t in_acc = mem_sub(p->it->v[S_GACC], mem_sub(pv(p, S_GACC), p->U.v[S_GACC]));
+		struct mem_sums P;
+
+		after = 0;
+		if (!p->c->body)
+			in_unit = p->c->gunsh, in_acc = p->c->gacc;
+		else if (remat)
+			in_unit = in_acc = 0;
+		unsh = mem_fsdp_unsharded(w->cx, w->st, p->c->body ? &p->U : full_before(p, &P),
+					  p->c->body ? p->it : NULL, !p->c->body && p->unit_idx > 0, in_unit,
+					  in_acc, w->accumulating);
 	}
 	if (w->job->optimizer_in_backward) {
 		/* stepped as produced: only this layer's gradients, and one
@@ -380,13 +412,52 @@ static void eval_optimizer(struct walk *w)
 {
 	struct mem_vec v;
 	struct mem_where wh;
-	struct mark m = { 0, 0, 0, false, false, true };
+	struct mark m = { 0, 0, 0, false, false, true, false };
 	uint64_t total = 0;
 
 	optimizer_instant(w, &v, &wh);
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		total = mem_add(&w->cx->ovf, total, v.c[c]);
 	keep(w, &w->sc[0], total, MEM_PHASE_OPTIMIZER, &m, &v, &wh);	/* after the first micro-batch */
+}
+
+/* FSDP2 under torch.distributed.pipelining: after the last micro-batch's
+ * backward the held gradients are reduce-scattered unit by unit
+ * (mem_fsdp.c), every unit still gathered; the first unit's reduce is the
+ * highest instant. (With gradient sync turned on for the last micro-batch
+ * alone, each unit reduces in that backward instead.) */
+static void final_reduce_instant(struct walk *w, const struct scenario *s, struct mem_vec *v,
+				 struct mem_where *wh)
+{
+	const struct mem_sums *T = &w->st->total;
+	bool *o = &w->cx->ovf;
+
+	memset(v, 0, sizeof(*v));
+	memset(wh, 0, sizeof(*wh));
+	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
+	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
+	put_buf(w, v, MEM_B_BUCKETS, s->base.b[MEM_B_BUCKETS]);
+	put_buf(w, v, MEM_B_GATHERED, T->v[S_GATH]);
+	put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));
+	wh->phase = MEM_PHASE_BACKWARD;
+	wh->backward_pass = true;
+	wh->accumulating = s->accumulating;
+	wh->block = SIZE_MAX;
+	wh->layer = SIZE_MAX;
+	wh->layer_name = "gradient reduce-scatter";
+}
+
+static void eval_final_reduce(struct walk *w, struct scenario *s)
+{
+	struct mem_vec v;
+	struct mem_where wh;
+	struct mark m = { 0, 0, 0, true, false, false, true };
+	uint64_t total = 0;
+
+	final_reduce_instant(w, s, &v, &wh);
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		total = mem_add(&w->cx->ovf, total, v.c[c]);
+	keep(w, s, total, MEM_PHASE_BACKWARD, &m, &v, &wh);
 }
 
 /* Repeats to evaluate, ascending: {0, 1, n-2, n-1} within [0, n). */
@@ -484,7 +555,7 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 		      (m == MEM_SHARD_DDP && job->grad_as_bucket_view);
 	put(w, b, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, b, MEM_C_OPTIMIZER, T->v[S_S]);
-	if (s->resident)
+	if (s->resident && !(is_fsdp(m) && job->fsdp_no_sync))
 		put(w, b, MEM_C_GRADIENTS, T->v[S_GFIN]);
 	put_buf(w, b, MEM_B_BUCKETS, T->v[S_BUCKET]);
 	put_buf(w, b, MEM_B_BUCKETS, mem_comm_sp_buffer(job, o));
@@ -496,6 +567,14 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 	put(w, b, MEM_C_LOGITS, mem_extra_logits_in_flight(o, job, T->v[S_STORED_LOG], chunks));
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		s->base_total = mem_add(o, s->base_total, b->c[c]);
+}
+
+/* Whether an instant is the same in both scenarios but for their base,
+ * the finished gradients and the IPG buckets (struct instant): not so
+ * where FSDP2 gathers or accumulates without sync by micro-batch. */
+static bool shared_instants(const struct mem_job *job)
+{
+	return !(is_fsdp(job->sharding) && (mem_fsdp_gathers(job) || job->fsdp_no_sync));
 }
 
 /* The peak instant of scenario @s again: its vector and mem_where. */
@@ -510,6 +589,11 @@ static void replay(struct walk *w, const struct scenario *s, struct mem_vec *at,
 		optimizer_instant(w, at, where);
 		return;
 	}
+	if (m->final_reduce) {
+		final_reduce_instant(w, s, at, where);
+		return;
+	}
+	w->accumulating = s->accumulating;
 	set_repeat(w, &p, m->seg, m->r);
 	set_layer(w, &p, m->j);
 	if (m->bwd)
@@ -548,13 +632,25 @@ void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fir
 	if (job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2)
 		w.ipg = mem_mul(&cx->ovf, mem_round(job, job->zero_reduce_bucket_bytes),
 				job->overlap_comm ? 2 : 1);
-	w.nsc = later ? 2 : 1;
 	w.sc[1].accumulating = true;
 	make_base(&w, &w.sc[0], first);
 	if (later)
 		make_base(&w, &w.sc[1], later);
-	walk_forward(&w);
-	walk_backward(&w);
+	if (shared_instants(job)) {
+		w.nsc = later ? 2 : 1;
+		walk_forward(&w);
+		walk_backward(&w);
+	} else {
+		for (w.sc0 = 0; w.sc0 < (later ? 2u : 1u); w.sc0++) {
+			w.nsc = w.sc0 + 1;
+			w.accumulating = w.sc[w.sc0].accumulating;
+			walk_forward(&w);
+			walk_backward(&w);
+			if (is_fsdp(job->sharding) && job->fsdp_no_sync && job->fsdp_keep_after_backward &&
+			    (w.accumulating || job->micro_batches < 2))
+				eval_final_reduce(&w, &w.sc[w.sc0]);
+		}
+	}
 	if (!job->optimizer_in_backward)
 		eval_optimizer(&w);
 	merge_peaks(&w, out);

@@ -64,6 +64,7 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_HOST] = mem_add(ovf, v[S_HOST], c->host);
 	v[S_NVME] = mem_add(ovf, v[S_NVME], c->nvme);
 	v[S_PAGED] = mem_add(ovf, v[S_PAGED], c->paged);
+	mem_fsdp_add_sums(ovf, s, c);
 }
 
 void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
@@ -366,6 +367,7 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		cost_weights(cx, p, n, c);
 		if (p->trainable)
 			cost_trainable(cx, p, n, c);
+		mem_fsdp_cost_param(cx, p, c);
 		/* AMP casts are saved for backward unless the layer is recomputed (§2.1).
 		 * In a recomputed layer autocast's weight-cast cache still holds them
 		 * until the autocast region exits at the end of the forward pass
@@ -603,8 +605,10 @@ static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
 		mem_sums_axpy(&cx->ovf, &acc, &acc, mem_seg_iter(cx, seg), seg->count);
 		if (blk->is_body) {
 			st->body_units += seg->count;
-			if (mem_seg_iter(cx, seg)->v[S_GATH] > st->max_unit_gath)
+			if (mem_seg_iter(cx, seg)->v[S_GATH] > st->max_unit_gath) {
 				st->max_unit_gath = mem_seg_iter(cx, seg)->v[S_GATH];
+				st->max_unit_held = mem_seg_iter(cx, seg)->v[S_HELD];
+			}
 		}
 		for (size_t j = 0; j < blk->nlayers; j++)
 			if (mem_seg_costs(cx, seg)[j].step_max > st->step_max)
@@ -725,23 +729,20 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 				       struct mem_class *k)
 {
 	const struct mem_job *job = cx->job;
-	struct alloc_trace t = { 0 };
 	struct alloc_config cfg;
 	struct alloc_replay r;
 	uint64_t cap = job->capacity_bytes, res;
-	enum alloc_status as = ALLOC_NOMEM;
+	int as;
 
 	replay_config(job, cap > outside ? cap - outside : 0, &cfg);
-	if (mem_trace_stage(cx, st, first, later, &t))
-		as = alloc_replay(&t, &cfg, &r);
+	as = mem_replay_stage(cx, st, first, later, &cfg, &r);
 	if (as == ALLOC_OK && r.oom) {
 		k->alloc_oom = true;
 		k->alloc_oom_request = r.oom_request;
 		k->alloc_oom_what = r.oom_what;
 		cfg.limit = 0;	/* the figures of the job as written */
-		as = alloc_replay(&t, &cfg, &r);
+		as = mem_replay_stage(cx, st, first, later, &cfg, &r);
 	}
-	alloc_trace_free(&t);
 	if (as != ALLOC_OK)
 		return MEM_E_NOMEM;
 	res = mem_add(&cx->ovf, r.peak_reserved, mem_sub(k->peak_allocated, r.peak_allocated));
@@ -750,6 +751,7 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 	if (k->peak_reserved < k->peak_allocated)
 		k->peak_reserved = k->peak_allocated;
 	k->alloc_retries = r.retries;
+	k->replay_setup_reserved = r.setup_reserved;
 	k->replayed = true;
 	return MEM_OK;
 }

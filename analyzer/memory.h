@@ -94,6 +94,14 @@ enum mem_buffer {
 	MEM_B__COUNT
 };
 
+/* Loading before the step, as the allocator replay plays it (§5.4). */
+enum mem_load {
+	MEM_LOAD_NONE,		/* not replayed: the step starts from an empty pool */
+	MEM_LOAD_META,		/* meta init, each tensor loaded (and quantised) in place */
+	MEM_LOAD_FROM_PRETRAINED,/* the whole model on the GPU, then sharded per unit */
+	MEM_LOAD_RANK0_CPU,	/* one unit at a time moved to the GPU and sharded */
+};
+
 enum mem_phase { MEM_PHASE_FORWARD, MEM_PHASE_LOSS, MEM_PHASE_BACKWARD, MEM_PHASE_OPTIMIZER,
 		 MEM_PHASE__COUNT };
 
@@ -134,6 +142,12 @@ struct mem_param {
 					   group, not the dense one (mem_expert_group) */
 	uint32_t shard_group;		/* sharding group size; 0 = the job's (mem_shard_group, or
 					   mem_expert_group for expert params) */
+	uint64_t acc_grad_bytes;	/* FSDP2 without gradient sync: the unsharded gradient kept
+					   to the last micro-batch (unsharded_accumulated_grad in
+					   reduce_dtype); 0 = gather_grad_bytes */
+	uint64_t load_bytes;		/* the tensor as loaded onto the GPU when that differs
+					   from its stored form (a 4-bit weight's 16-bit source,
+					   quantised there); 0 = its stored bytes.  Trace only. */
 };
 
 /* One layer instance; activation bytes are for ONE micro-batch on one device. */
@@ -154,6 +168,14 @@ struct mem_layer {
 	 * which half torchtitan keeps), op_mm_count their number */
 	uint64_t op_mm[2], op_sdpa;
 	uint64_t op_mm_count;
+	/* optional: each saved tensor's bytes in the order forward makes them
+	 * (they sum to saves_bytes); only the allocator replay's trace reads
+	 * them, to allocate each save as its own block (§5.4) */
+	const uint64_t *save_parts;
+	size_t nsave_parts;
+	/* optional, the same for the temporaries (sum: temp_fwd/bwd_bytes) */
+	const uint64_t *temp_fwd_parts, *temp_bwd_parts;
+	size_t ntemp_fwd_parts, ntemp_bwd_parts;
 };
 
 /* A run of layers repeated `repeat` times.  Body blocks are the transformer
@@ -193,6 +215,16 @@ struct mem_job {
 	 * the first repeats of each pipeline chunk (0: all) */
 	uint64_t recompute_every, recompute_first;
 	enum mem_sharding sharding;
+	/* FSDP2 (fully_shard, mem_fsdp.c): reshard_after_forward as the ranks a
+	 * unit keeps its parameters over between its forward and backward: 0 =
+	 * the sharding mode's own, 1 = False (kept gathered), N = an int (1/N of
+	 * the gathered copy kept); no_sync: set_requires_gradient_sync(False)
+	 * until the last micro-batch (unsharded gradients accumulate); keep:
+	 * set_reshard_after_backward(False), as torch.distributed.pipelining does */
+	uint32_t fsdp_reshard_to;
+	bool fsdp_no_sync, fsdp_keep_after_backward;
+	bool fsdp_split_root;		/* the non-body layers before the body and those after it
+					   are two units of their own, not the root's */
 	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */
 	bool optimizer_in_backward;	/* torchtune optimizer_in_bwd: each parameter is stepped,
 					   and its gradient freed, as soon as the gradient exists */
@@ -220,6 +252,8 @@ struct mem_job {
 	uint32_t alloc_roundup_divisions; /* roundup_power2_divisions; 0 = off */
 	double alloc_gc_threshold;	/* garbage_collection_threshold; 0 = off */
 	bool alloc_expandable;		/* expandable_segments:True */
+	enum mem_load load;		/* how the weights reach the GPU before the step: the
+					   replay runs that loading first (§5.4) */
 	uint64_t capacity_bytes;	/* usable device memory; 0 = unknown */
 	double headroom;		/* requested free fraction, e.g. 0.10 */
 	bool phase_series;		/* fill mem_class.series (the HTML chart); off: not paid */
@@ -281,6 +315,8 @@ struct mem_class {
 	uint64_t alloc_oom_request;	/* its bytes */
 	const char *alloc_oom_what;	/* the layer (or "optimizer step") that asked */
 	uint64_t alloc_retries;		/* cache flushes the replay needed near capacity */
+	uint64_t replay_setup_reserved;	/* replayed: peak reserved of the loading and setup,
+					   before the first step (phases.c's loading) */
 	uint64_t host_bytes;		/* per rank: offloaded state in (pinned) host RAM plus
 					   the NVMe staging buffers (§7); 0 without offload */
 	uint64_t nvme_bytes;		/* per rank: offloaded state on NVMe */

@@ -193,6 +193,18 @@ static uint64_t device_of(struct ph *p, const struct mem_class *k, uint64_t allo
 	return add(p, res, k->device_total - k->peak_reserved);
 }
 
+/* With the allocator replay, loading is the replay's first part: its
+ * device total is the pool it reserved by then (in whole 2 MiB pages)
+ * plus the step's overheads, which the step's own reserved already
+ * includes, since the allocator keeps what loading cached (§5.4). */
+static uint64_t replayed_loading(struct ph *p, const struct mem_class *k)
+{
+	uint64_t res = k->replay_setup_reserved, seg = ALLOC_ROUND_LARGE;
+
+	res = mul(p, res / seg + (res % seg != 0), seg);
+	return add(p, res, k->device_total - k->peak_reserved);
+}
+
 static void one_class(struct ph *p, const struct mem_class *k, struct phase_class *c)
 {
 	const struct phase_input *in = p->in;
@@ -211,7 +223,8 @@ static void one_class(struct ph *p, const struct mem_class *k, struct phase_clas
 	for (int i = PHASE_LOADING; i < PHASE__COUNT; i++) {
 		if (!c->alloc[i])
 			continue;
-		c->device[i] = device_of(p, k, c->alloc[i]);
+		c->device[i] = i == PHASE_LOADING && k->replayed ? replayed_loading(p, k)
+								  : device_of(p, k, c->alloc[i]);
 		if (c->device[i] > c->device[c->run])
 			c->run = (enum phase_id)i;
 	}

@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "analyzer/driver.h"
+#include "analyzer/cmd/driver.h"
 
 struct arena;
 struct interner;

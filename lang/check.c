@@ -24,7 +24,9 @@ static const struct field_spec gpu_fields[] = {
 	{ "fp4", "throughput", false }, { "int8", "throughput", false },
 	{ "family", "string", false }, { "vendor", "string", false }, { "context", "bytes", false },
 	{ "cublas_workspace", "bytes", false }, { "nccl", "bytes", false },
-	{ "compute_capability", "number", false }, { "host_memory", "bytes", false }, { NULL, NULL, false },
+	{ "compute_capability", "number", false }, { "host_memory", "bytes", false },
+	{ "node_bandwidth", "bandwidth", false }, { "network_bandwidth", "bandwidth", false },
+	{ "host_bandwidth", "bandwidth", false }, { NULL, NULL, false },
 };
 
 static const struct field_spec precision_fields[] = {
@@ -41,7 +43,8 @@ static const struct range_spec gpu_ranges[] = {
 	{ "fp8", RANGE_NONNEG }, { "fp4", RANGE_NONNEG }, { "int8", RANGE_NONNEG },
 	{ "context", RANGE_NONNEG_BYTES }, { "cublas_workspace", RANGE_NONNEG_BYTES },
 	{ "nccl", RANGE_NONNEG_BYTES }, { "compute_capability", RANGE_NONNEG },
-	{ "host_memory", RANGE_POSITIVE_BYTES }, { NULL, RANGE_ANY },
+	{ "host_memory", RANGE_POSITIVE_BYTES }, { "node_bandwidth", RANGE_NONNEG },
+	{ "network_bandwidth", RANGE_NONNEG }, { "host_bandwidth", RANGE_NONNEG }, { NULL, RANGE_ANY },
 };
 static const struct range_spec precision_ranges[] = { { "weight_copies", RANGE_NONNEG }, { NULL, RANGE_ANY } };
 

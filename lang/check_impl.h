@@ -47,6 +47,9 @@ void check_unknown_field(struct eval *ev, const struct field_spec *specs, const 
 bool check_value_type(struct eval *ev, struct value v, const char *type, const char *what);
 void check_body_static(struct eval *ev, const struct decl *d);
 struct check_job *check_train(struct eval *ev, const struct decl *d);
+/* check_fsdp2.c: whether the job has an fsdp2 { } key, and its rules. */
+bool check_fsdp2_present(const struct check_job *j);
+bool check_fsdp2(struct eval *ev, const struct check_job *j);
 
 /* What the checker's walk of one job saw of its model (check_model.c). */
 struct check_param {

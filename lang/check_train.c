@@ -142,6 +142,7 @@ static const struct field_spec train_fields[] = {
 	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
 	{ "nccl", "record", false },
+	{ "fsdp2", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -196,6 +197,13 @@ static const struct field_spec nccl_fields[] = {
 	{ "nvls_nchannels", "count", false }, { "nvls_chunksize", "bytes", false },
 	{ NULL, NULL, false },
 };
+/* FSDP2's fully_shard and MixedPrecisionPolicy, torchtitan's policy (check_fsdp2.c). */
+static const struct field_spec fsdp2_fields[] = {
+	{ "reshard_after_forward", "any", false }, { "reshard_after_forward_policy", "string", false },
+	{ "param_dtype", "dtype", false }, { "reduce_dtype", "dtype", false },
+	{ "requires_gradient_sync", "bool", false }, { "root_unit", "string", false },
+	{ NULL, NULL, false },
+};
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
 static const struct field_spec alloc_fields[] = {
 	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
@@ -226,6 +234,7 @@ static const struct field_spec *sub_specs(const char *name)
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
 	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "nccl") ? nccl_fields :
+	       !strcmp(name, "fsdp2") ? fsdp2_fields :
 	       overhead_fields;
 }
 
@@ -629,12 +638,13 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 {
 	struct value z, fs, v;
 	uint64_t zero = 0;
-	bool fsdp = check_job_field(j, "fsdp", &fs) && fs.kind != VAL_NONE && !sym_is(j, "fsdp", "none");
-	bool ok = true;
+	bool fsdp1 = check_job_field(j, "fsdp", &fs) && fs.kind != VAL_NONE && !sym_is(j, "fsdp", "none");
+	bool fsdp = fsdp1 || check_fsdp2_present(j);	/* fsdp2 { } alone is full_shard */
+	bool ok = check_fsdp2(ev, j);
 
 	if (check_job_field(j, "zero", &z))
 		num_to_u64(z.num, &zero);
-	if (zero > 0 && fsdp) {
+	if (zero > 0 && fsdp1) {
 		diag_note(eval_error(ev, DIAG_IGNORED_SETTING, fs.origin, "'fsdp' and 'zero = %llu' both shard the "
 				     "model (PyTorch FSDP or DeepSpeed ZeRO): use one", (unsigned long long)zero),
 			  z.origin, "'zero' is set here");

@@ -20,7 +20,7 @@
 #include "analyzer/build.h"
 #include "analyzer/cmd/compare.h"
 #include "analyzer/cmd/compare_impl.h"
-#include "analyzer/driver.h"
+#include "analyzer/cmd/driver.h"
 #include "analyzer/out/jsonw.h"
 #include "analyzer/report.h"
 #include "lang/arena.h"

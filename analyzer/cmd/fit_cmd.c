@@ -13,7 +13,7 @@
 
 #include "analyzer/cmd/fit_cmd.h"
 #include "analyzer/cmd/fit_impl.h"
-#include "analyzer/driver.h"
+#include "analyzer/cmd/driver.h"
 #include "analyzer/out/jsonw.h"
 #include "analyzer/report.h"
 #include "lang/ast.h"

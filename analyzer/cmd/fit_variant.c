@@ -12,7 +12,7 @@
 
 #include "analyzer/build.h"
 #include "analyzer/cmd/fit_impl.h"
-#include "analyzer/driver.h"
+#include "analyzer/cmd/driver.h"
 #include "analyzer/memory.h"
 #include "analyzer/phases.h"
 #include "lang/ast.h"

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "analyzer/driver.h"
+#include "analyzer/cmd/driver.h"
 #include "lang/source.h"
 
 /* A message body larger than this is refused unread: room for a document

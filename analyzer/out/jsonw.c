@@ -128,3 +128,9 @@ void jsonw_null(struct jsonw *w, const char *key)
 	member(w, key);
 	fputs("null", w->out);
 }
+
+void jsonw_fixed(struct jsonw *w, const char *key, double v, int decimals)
+{
+	member(w, key);
+	fprintf(w->out, "%.*f", decimals, v);
+}

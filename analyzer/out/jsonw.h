@@ -44,5 +44,7 @@ void jsonw_str(struct jsonw *w, const char *key, const char *s);	/* NULL: null *
 void jsonw_u64(struct jsonw *w, const char *key, uint64_t v);
 void jsonw_bool(struct jsonw *w, const char *key, bool v);
 void jsonw_null(struct jsonw *w, const char *key);
+/* A finite number with @decimals digits after the point (memc search). */
+void jsonw_fixed(struct jsonw *w, const char *key, double v, int decimals);
 
 #endif

@@ -24,12 +24,14 @@ _memc_value()
 			COMPREPLY=($(compgen -W 'text json sarif github' -- "$cur"))
 		elif [[ $cmd == report ]]; then
 			COMPREPLY=($(compgen -W 'text json html' -- "$cur"))
+		elif [[ $cmd == search ]]; then
+			COMPREPLY=($(compgen -W 'text json csv' -- "$cur"))
 		else
 			COMPREPLY=($(compgen -W 'text json' -- "$cur"))
 		fi ;;
 	--color) COMPREPLY=($(compgen -W 'auto always never' -- "$cur")) ;;
 	-I | --stdlib) COMPREPLY=($(compgen -d -- "$cur")) ;;
-	--max-errors | --name | --job | --stage | --device) COMPREPLY=() ;;
+	--max-errors | --name | --job | --stage | --device | --gpus | --top | --mfu) COMPREPLY=() ;;
 	-o) COMPREPLY=($(compgen -f -- "$cur")) ;;
 	-Werror | -Wno-error)
 		names=$(_memc_warnings "${COMP_WORDS[0]}")
@@ -59,7 +61,7 @@ _memc()
 	local cmd=${COMP_WORDS[1]} i opts
 	COMPREPLY=()
 	if ((COMP_CWORD == 1)); then
-		COMPREPLY=($(compgen -W 'check report list import fmt fit lsp compare help --help --version --list-diagnostics' -- "$cur"))
+		COMPREPLY=($(compgen -W 'check report list import fmt fit search lsp compare help --help --version --list-diagnostics' -- "$cur"))
 		return 0
 	fi
 	# After "--" every word is a file.
@@ -87,6 +89,8 @@ _memc()
 			opts='--job --stage --device --format -I --stdlib -W -Werror -w --help --'
 		elif [[ $cmd == fit ]]; then
 			opts='--job --format -I --stdlib --help --'
+		elif [[ $cmd == search ]]; then
+			opts='--job --gpus --top --mfu --stats --format -I --stdlib --help --'
 		else
 			opts='--format --explain -I --stdlib -W -Werror -w --max-errors= --color=
 				--dump-ast --help --'

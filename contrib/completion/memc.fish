@@ -27,7 +27,7 @@ function __memc_wflags
     end
 end
 
-set -l cmds check report list import fmt fit lsp compare help
+set -l cmds check report list import fmt fit search lsp compare help
 complete -c memc -f
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a check -d 'type-check and analyse; print diagnostics only'
 complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a report -d 'also print the per-device memory report'
@@ -72,3 +72,13 @@ complete -c memc -n '__fish_seen_subcommand_from fit' -l format -x -a 'text json
 complete -c memc -n '__fish_seen_subcommand_from fit' -s I -x -a '(__fish_complete_directories)' -d 'add DIR to the import search path'
 complete -c memc -n '__fish_seen_subcommand_from fit' -l stdlib -x -a '(__fish_complete_directories)' -d 'use DIR as the standard library'
 complete -c memc -n '__fish_seen_subcommand_from fit' -a '(__memc_mem_files)'
+complete -c memc -n "not __fish_seen_subcommand_from $cmds" -a search -d 'the fastest layouts that fit, as train blocks'
+complete -c memc -n '__fish_seen_subcommand_from search' -l job -x -d 'only the train block NAME'
+complete -c memc -n '__fish_seen_subcommand_from search' -l gpus -x -d 'cluster sizes to search, N,...'
+complete -c memc -n '__fish_seen_subcommand_from search' -l top -x -d 'how many layouts to print'
+complete -c memc -n '__fish_seen_subcommand_from search' -l mfu -x -d 'the fraction of peak the math runs at'
+complete -c memc -n '__fish_seen_subcommand_from search' -l stats -d 'the counts and the time on standard error'
+complete -c memc -n '__fish_seen_subcommand_from search' -l format -x -a 'text json csv' -d 'output format'
+complete -c memc -n '__fish_seen_subcommand_from search' -s I -x -a '(__fish_complete_directories)' -d 'add DIR to the import search path'
+complete -c memc -n '__fish_seen_subcommand_from search' -l stdlib -x -a '(__fish_complete_directories)' -d 'use DIR as the standard library'
+complete -c memc -n '__fish_seen_subcommand_from search' -a '(__memc_mem_files)'

@@ -48,7 +48,7 @@ expect() {
 	fi
 }
 
-expect 'check report list import fmt fit lsp compare help --help --version --list-diagnostics' ''
+expect 'check report list import fmt fit search lsp compare help --help --version --list-diagnostics' ''
 expect 'report' re
 expect 'compare' comp
 expect '--job' compare --jo
@@ -75,6 +75,8 @@ expect '--max-errors=' check --max
 expect '--name' import --n
 expect '--job' fit --j
 expect 'text json' fit --format ''
+expect '--gpus' search --g
+expect 'text json csv' search --format ''
 expect 'a.mem b.mem notes.txt sub' import ''
 expect 'a.mem b.mem sub' check -- ''
 expect '' check -- -W

@@ -128,7 +128,7 @@ ok "request after shutdown: -32600" '.[] | select(.id == 10) | .error.code == -3
 
 # The completion keys are the checker's train_fields (lang/check_train.c).
 keys=$(sed -n '/^static const struct field_spec train_fields/,/^};/p' "$here/../../lang/check_train.c" \
-	| grep -o '{ "[a-z_]*"' | sed 's/{ "//; s/"//' | sort | tr '\n' ' ')
+	| grep -o '{ "[a-z0-9_]*"' | sed 's/{ "//; s/"//' | sort | tr '\n' ' ')
 got=$(jq -r -s '.[] | select(.id == 5) | .result.items[] | select(.kind == 10) | .label' \
 	"$tmp/responses" | sort | tr '\n' ' ')
 check "completion keys are lang/check_train.c's train_fields" test -n "$keys" -a "$keys" = "$got"

@@ -10,7 +10,9 @@
 #   - tests/output/sarif-*.out validate against sarif-subset.schema.json,
 #     and every result's ruleIndex names the rule of its ruleId;
 #   - every line of tests/output/github-*.out is a workflow command whose
-#     properties are escaped.
+#     properties are escaped;
+#   - every memc search --format json golden validates against
+#     docs/search.schema.json.
 # Then mutated copies that must be rejected, so that the checks can fail.
 # The validator is tests/output/validate.jq (jq is in tools/install-deps.sh).
 # Prints failures, then "output-schema: N passed, N failed"; appends
@@ -96,6 +98,11 @@ done
 for f in tests/output/sarif-*.out; do
 	expect_ok "$f" "$(violations "$sarif" "$f"; rule_mismatches "$f")"
 done
+# memc search --format json (docs/search.schema.json)
+for f in tests/*/*.out; do
+	grep -q '"schema": "memc-search/1"' "$f" || continue
+	expect_ok "$f (search)" "$(violations docs/search.schema.json "$f")"
+done
 for f in tests/output/github-*.out; do
 	expect_ok "$f" "$(github_bad "$f")"
 done
@@ -115,6 +122,12 @@ for m in 'del(.schema)' '.memc_report_version = 2' '.files[0].jobs[1].layout.dp 
 	 '.files[0].jobs[0].rank_classes[0].peak_phase = "optimizer"' '.files[0].jobs[0].extra = 1'; do
 	jq "$m" "$base" >"$tmp/bad.json"
 	expect_rejected "report: $m" "$(violations "$report_schema" "$tmp/bad.json")"
+done
+base=tests/search/json.out
+for m in 'del(.schema)' '.jobs[0].results[0].tp = 0' '.jobs[0].results[0].checkpoint = "some"' \
+	 'del(.jobs[0].as_written)' '.jobs[0].results[0].extra = 1'; do
+	jq "$m" "$base" >"$tmp/bad.json"
+	expect_rejected "search: $m" "$(violations docs/search.schema.json "$tmp/bad.json")"
 done
 base=tests/output/sarif-capacity.out
 for m in '.runs[0].results[0].locations[0].physicalLocation.region.startColumn = 0' \

@@ -312,6 +312,37 @@ static void per_stream_pools(void **state)
 	alloc_sim_free(&sim);
 }
 
+/* Best fit over the sorted free blocks: three freed segments of 12, 16 and
+ * 14 MiB; 13 MiB takes the 14 (its 1 MiB rest is not split), 12 the 12,
+ * 11 splits the 16 (5 MiB rest); freeing the 11 merges it back, so a
+ * 16 MiB request needs no new segment.  Reserved stays 42 MiB. */
+static void best_fit_order(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b, c;
+
+	(void)state;
+	alloc_sim_init(&sim);
+	assert_true(alloc_sim_malloc(&sim, 12 * MiB, &a));
+	assert_true(alloc_sim_malloc(&sim, 16 * MiB, &b));
+	assert_true(alloc_sim_malloc(&sim, 14 * MiB, &c));
+	alloc_sim_release(&sim, a);
+	alloc_sim_release(&sim, b);
+	alloc_sim_release(&sim, c);
+	assert_true(alloc_sim_malloc(&sim, 13 * MiB, &a));
+	assert_int_equal(sim.allocated, 14 * MiB);
+	assert_true(alloc_sim_malloc(&sim, 12 * MiB, &b));
+	assert_int_equal(sim.allocated, 26 * MiB);
+	assert_true(alloc_sim_malloc(&sim, 11 * MiB, &c));
+	assert_int_equal(sim.allocated, 37 * MiB);
+	alloc_sim_release(&sim, c);
+	assert_true(alloc_sim_malloc(&sim, 16 * MiB, &c));
+	assert_int_equal(sim.allocated, 42 * MiB);
+	assert_int_equal(sim.reserved, 42 * MiB);
+	assert_int_equal(sim.peak_reserved, 42 * MiB);
+	alloc_sim_free(&sim);
+}
+
 /* A trace replays to the same figures, and names the request that fails. */
 static void trace_replay(void **state)
 {
@@ -375,6 +406,123 @@ static struct mem_class analyze(const struct mem_job *j)
 	k = r.classes[0];
 	mem_result_free(&r);
 	return k;
+}
+
+/* The same layers with each save as two 5 MiB tensors (save_parts), the
+ * temporary made between them, as the forward runs.  By hand: layer 1's
+ * first half takes a 20 MiB segment (kLargeBuffer for a request under
+ * 10 MiB), its temporary a 30 MiB one, its second half splits the 15 MiB
+ * rest; layer 2 packs both halves into that segment and reuses the 30 MiB
+ * block; layer 3's first half splits the free 30 MiB block (5 + 25), so its
+ * temporary needs a second 30 MiB segment.  Reserved 20 + 30 + 30 = 80 MiB
+ * (one 10 MiB block per save gave 70), peak allocated unchanged; the second
+ * step repeats the first's blocks. */
+static void replayed_job_save_parts(void **state)
+{
+	static const uint64_t parts[] = { 5 * MiB, 5 * MiB };
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	l.save_parts = parts;
+	l.nsave_parts = 2;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 60 * MiB);
+	assert_int_equal(k.peak_reserved, 80 * MiB);
+}
+
+/* Loading in place (mem_job.load): a frozen 4-bit weight of 16 MiB is
+ * quantised on the GPU from its 64 MiB 16-bit source (load_bytes), which
+ * is freed and stays cached: reserved 64 + 16 = 80 MiB, where the step
+ * alone (no loading replayed) reserves the weight's 16 MiB segment.  Peak
+ * allocated is the step's. */
+static void replayed_job_loading(void **state)
+{
+	struct mem_param p;
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	p.name = "w";
+	p.numel = 32 * MiB;
+	p.weight_bytes = 16 * MiB;
+	p.load_bytes = 64 * MiB;
+	l.params = &p;
+	l.nparams = 1;
+	l.saves_bytes = l.temp_fwd_bytes = 0;
+	b.repeat = 1;
+	j.load = MEM_LOAD_META;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 16 * MiB);
+	assert_int_equal(k.peak_reserved, 80 * MiB);
+	j.load = MEM_LOAD_NONE;
+	assert_int_equal(analyze(&j).peak_reserved, 16 * MiB);
+}
+
+/* FSDP over 2 ranks, three units of one trainable 32 MiB weight (16 MiB
+ * shards), nothing else.  By hand: the shards take three 16 MiB segments;
+ * the all-gather stream one 32 MiB segment, reused by every gather;
+ * backward makes each unit's 32 MiB unsharded gradient on the compute
+ * stream (one segment, reused), then foreach_reduce's 32 MiB input and
+ * 16 MiB output on the reduce-scatter stream, whose outputs stay as the
+ * sharded gradients to the optimizer step: that stream holds 32 + 3 x 16.
+ * Reserved 48 + 32 + 32 + 80 = 192 MiB at a trace peak of 144 MiB (the
+ * shards, one unsharded gradient, the input and two outputs); the cache
+ * over the timeline's peak is 192 - 144 = 48 MiB.  On the compute stream
+ * the outputs would split freed gradient blocks instead: 32 MiB. */
+static void replayed_job_fsdp_streams(void **state)
+{
+	struct mem_param p;
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	p.name = "w";
+	p.numel = 16 * MiB;
+	p.weight_bytes = p.grad_bytes = 32 * MiB;
+	p.trainable = true;
+	l.params = &p;
+	l.nparams = 1;
+	l.saves_bytes = l.temp_fwd_bytes = 0;
+	b.repeat = 3;
+	j.dp = 2;
+	j.sharding = MEM_SHARD_FSDP_FULL;
+	k = analyze(&j);
+	assert_int_equal(k.overhead_frag, 48 * MiB);
+}
+
+/* Steps are marked; the replay stops at a mark once the step before it
+ * left peak reserved unchanged (from the third mark on). */
+static void trace_stops_when_steady(void **state)
+{
+	struct alloc_trace t = { 0 };
+	struct alloc_config cfg;
+	struct alloc_replay r;
+	uint32_t a;
+
+	(void)state;
+	alloc_config_default(&cfg);
+	alloc_trace_mark(&t);
+	alloc_trace_alloc(&t, 5 * MiB, 0);		/* step 0: a 20 MiB segment */
+	for (int step = 1; step < 3; step++) {		/* steps 1, 2: a 30 MiB one, reused */
+		alloc_trace_mark(&t);
+		a = alloc_trace_alloc(&t, 30 * MiB, 0);
+		alloc_trace_release(&t, a);
+	}
+	alloc_trace_mark(&t);
+	alloc_trace_alloc(&t, 100 * MiB, 0);		/* not replayed: step 2 was steady */
+	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_int_equal(r.peak_reserved, 50 * MiB);
+	assert_int_equal(r.steps, 3);
+	alloc_trace_free(&t);
 }
 
 static void replayed_job_fragments(void **state)
@@ -452,8 +600,13 @@ int main(void)
 		cmocka_unit_test(roundup_power2),
 		cmocka_unit_test(garbage_collection),
 		cmocka_unit_test(per_stream_pools),
+		cmocka_unit_test(best_fit_order),
 		cmocka_unit_test(trace_replay),
 		cmocka_unit_test(replayed_job_fragments),
+		cmocka_unit_test(replayed_job_save_parts),
+		cmocka_unit_test(replayed_job_loading),
+		cmocka_unit_test(trace_stops_when_steady),
+		cmocka_unit_test(replayed_job_fsdp_streams),
 		cmocka_unit_test(replayed_job_expandable),
 		cmocka_unit_test(replayed_job_at_capacity),
 	};

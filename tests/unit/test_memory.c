@@ -667,6 +667,24 @@ static void folded_equals_unrolled(void **state)
 			}
 		}
 	}
+	/* FSDP2 (mem_fsdp.c): reshard_after_forward True / False / 2, without
+	 * gradient sync, without reshard after backward, a split root */
+	j.sharding = MEM_SHARD_FSDP_FULL;
+	for (uint32_t rt = 0; rt <= 2; rt++)
+		for (unsigned fl = 0; fl < 8; fl++)
+			for (int rc = 0; rc < 3; rc += 2)
+				for (uint64_t mb = 1; mb <= 2; mb++) {
+					j.fsdp_reshard_to = rt;
+					j.fsdp_no_sync = fl & 1;
+					j.fsdp_keep_after_backward = fl & 2;
+					j.fsdp_split_root = fl & 4;
+					j.recompute = (enum mem_recompute)rc;
+					j.micro_batches = mb;
+					j.pp = 1;
+					check_fold(&j, folded, unrolled, N);
+					j.pp = 2;
+					check_fold(&j, folded, unrolled, N);
+				}
 }
 
 /* AMP weight casts (§2.1) under full recompute: autocast's cast cache holds

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/driver.h"
+#include "analyzer/cmd/driver.h"
 #include "analyzer/out/diag_out.h"
 #include "analyzer/pipeline.h"
 #include "lang/arena.h"

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #include "analyzer/build.h"
-#include "analyzer/driver.h"
+#include "analyzer/cmd/driver.h"
 #include "analyzer/report.h"
 #include "lang/arena.h"
 #include "lang/check.h"

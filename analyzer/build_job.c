@@ -555,11 +555,39 @@ static uint64_t key_bytes(struct bld *b, const char *k, uint64_t dflt, uint64_t 
 	return n;
 }
 
+/* fsdp1 { }: FullyShardedDataParallel's arguments with torch's defaults
+ * (use_orig_params=False, forward_prefetch=False, BACKWARD_PRE) and
+ * no_sync() for accumulation; cpu_offload is CPUOffload(offload_params=True),
+ * `offload { params = cpu }` (memory-model.md "FSDP1"). */
+static void fsdp1_setup(struct bld *b, struct mem_job *j)
+{
+	static const char *const keys[] = { "fsdp1.use_orig_params", "fsdp1.no_sync",
+					    "fsdp1.limit_all_gathers", "fsdp1.forward_prefetch",
+					    "fsdp1.backward_prefetch", "fsdp1.cpu_offload",
+					    "fsdp1.sync_module_states" };
+	struct value v;
+
+	for (const struct field *f = b->cj->decl->record.fields; f; f = f->next)
+		j->fsdp1 |= !strcmp(f->name, "fsdp1");
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		j->fsdp1 |= key(b, keys[i], &v);
+	j->fsdp1_orig_params = key_bool(b, "fsdp1.use_orig_params", false);
+	j->fsdp1_no_sync = key_bool(b, "fsdp1.no_sync", false);
+	j->fsdp1_forward_prefetch = key_bool(b, "fsdp1.forward_prefetch", false);
+	j->fsdp1_backward_pre = !strcmp(key_sym(b, "fsdp1.backward_prefetch", "backward_pre"), "backward_pre");
+	if (!j->fsdp1)
+		j->fsdp1_backward_pre = false;
+}
+
 static void buffers(struct bld *b, struct mem_job *j, int zero)
 {
 	uint64_t gsz = bld_bytes(b, b->grads, 1), wsz = bld_bytes(b, b->weights, 1);
 	const char *off_opt = key_sym(b, "offload.optimizer", "none");
 	const char *off_par = key_sym(b, "offload.params", "none");
+
+	fsdp1_setup(b, j);
+	if (key_bool(b, "fsdp1.cpu_offload", false) && !strcmp(off_par, "none"))
+		off_par = "cpu";
 
 	bool mcore = megatron_job(b, zero);
 
@@ -588,6 +616,7 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 		j->offload_optimizer_nvme = j->offload_params_nvme;
 	}
 	j->offload_params_nvme = !strcmp(off_par, "nvme");
+	j->offload_activations = !strcmp(key_sym(b, "offload.activations", "none"), "cpu");
 }
 
 /* train.alloc (memory-model.md §5.4).  PyTorch refuses max_split_size_mb
@@ -837,6 +866,8 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_offload = key_loc(b, "offload.optimizer");
 	if (!out->loc_offload.file)
 		out->loc_offload = key_loc(b, "offload.params");
+	if (!out->loc_offload.file)
+		out->loc_offload = key_loc(b, "offload.activations");
 }
 
 __attribute__((format(printf, 4, 5)))

@@ -518,6 +518,14 @@ void bld_fill_phases(struct bld *b, struct build *out)
 	const char *load = job_sym(b, "load", "meta", &out->loc_load);
 	const char *save = job_sym(b, "save", "none", &out->loc_save);
 
+	struct value v;
+
+	/* FSDP sync_module_states: rank 0's CPU model, one unit at a time to the GPU */
+	if (!out->loc_load.file && check_job_field(b->cj, "fsdp1.sync_module_states", &v) &&
+	    v.kind == VAL_BOOL && v.b) {
+		load = "rank0_cpu";
+		out->loc_load = v.origin;
+	}
 	in->load = !strcmp(load, "from_pretrained") ? PHASE_LOAD_FROM_PRETRAINED :
 		   !strcmp(load, "rank0_cpu") ? PHASE_LOAD_RANK0_CPU : PHASE_LOAD_META;
 	/* the allocator replay plays the loading before the step (§5.4) */

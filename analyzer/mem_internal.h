@@ -33,6 +33,8 @@ struct mem_cost {
 	uint64_t step_group;	/* grouped (foreach) step temporaries */
 	uint64_t step_max;	/* largest one-at-a-time step temporary */
 	uint64_t stored;	/* activations kept to backward in stored form */
+	uint64_t stored_off;	/* the part of `stored` offloaded to the host between the
+				   repeat's forward and backward (offload_activations) */
 	uint64_t saves;		/* full saves (what recompute re-materialises) */
 	uint64_t tfwd, tbwd;
 	uint64_t raw_w, raw_g, raw_s, numel, numel_trainable; /* unsharded, for explain */
@@ -45,7 +47,7 @@ struct mem_cost {
 enum mem_sum_field {
 	S_W, S_S, S_GFIN, S_GFIN_NB, S_GUNSH, S_GUNSH_NB, S_BUCKET, S_GATH, S_GATH_NB,
 	S_CAST_KEEP, S_CAST_FWD, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
-	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED,
+	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED, S_STORED_OFF,
 	S_HELD, S_GACC, S_GACC_NB,	/* FSDP2 (mem_fsdp.c) */
 	S__COUNT
 };

@@ -23,6 +23,7 @@
  * order so that a tie keeps the earliest instant.
  */
 #include "analyzer/mem_internal.h"
+#include "analyzer/mem_fsdp1.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -227,7 +228,9 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
  * saves of this repeat up to and including the current layer (§4.5). */
 static void add_activations(struct walk *w, const struct pos *p, struct mem_vec *v, bool remat)
 {
-	put(w, v, MEM_C_ACTIVATIONS, pv(p, S_STORED_ACT));
+	/* offloaded: the earlier repeats' stored activations are on the host,
+	 * the running repeat's on the GPU (being copied out, or brought back) */
+	put(w, v, MEM_C_ACTIVATIONS, mem_sub(pv(p, S_STORED_ACT), p->U.v[S_STORED_OFF]));
 	put(w, v, MEM_C_LOGITS, pv(p, S_STORED_LOG));
 	put(w, v, p->c->act, p->c->stored);
 	if (!remat)
@@ -251,6 +254,9 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 
 	if (!shards_weights(m))
 		return 0;
+	if (mem_fsdp1_all_gathered(w->job, w->accumulating))
+		return st->total.v[S_GATH];
+	pre = mem_fsdp1_prefetch(w->job, bwd, pre);
 	if (is_fsdp(m) && mem_fsdp_gathers(w->job)) {
 		struct mem_sums P;
 
@@ -328,6 +334,8 @@ static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v
 					  p->c->body ? p->it : NULL, !p->c->body && p->unit_idx > 0, in_unit,
 					  in_acc, w->accumulating);
 	}
+	if (mem_fsdp1_accumulates_unsharded(w->job, w->accumulating))
+		unsh = 0;	/* resident since the first micro-batch (make_base) */
 	if (w->job->optimizer_in_backward) {
 		/* stepped as produced: only this layer's gradients, and one
 		 * tensor's step temporaries, ever exist (no optimizer phase) */
@@ -555,7 +563,9 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 		      (m == MEM_SHARD_DDP && job->grad_as_bucket_view);
 	put(w, b, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, b, MEM_C_OPTIMIZER, T->v[S_S]);
-	if (s->resident && !(is_fsdp(m) && job->fsdp_no_sync))
+	if (mem_fsdp1_accumulates_unsharded(job, s->accumulating))
+		put(w, b, MEM_C_GRADIENTS, T->v[S_GUNSH]);
+	else if (s->resident && !(is_fsdp(m) && job->fsdp_no_sync))
 		put(w, b, MEM_C_GRADIENTS, T->v[S_GFIN]);
 	put_buf(w, b, MEM_B_BUCKETS, T->v[S_BUCKET]);
 	put_buf(w, b, MEM_B_BUCKETS, mem_comm_sp_buffer(job, o));
@@ -563,7 +573,8 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 		put_buf(w, b, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
 	if (s->accumulating)
 		put_buf(w, b, MEM_B_BUCKETS, w->ipg);
-	put(w, b, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp));
+	put(w, b, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, mem_sub(T->v[S_STORED_ACT], T->v[S_STORED_OFF]),
+							 chunks, vp));
 	put(w, b, MEM_C_LOGITS, mem_extra_logits_in_flight(o, job, T->v[S_STORED_LOG], chunks));
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		s->base_total = mem_add(o, s->base_total, b->c[c]);
@@ -571,10 +582,14 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 
 /* Whether an instant is the same in both scenarios but for their base,
  * the finished gradients and the IPG buckets (struct instant): not so
- * where FSDP2 gathers or accumulates without sync by micro-batch. */
+ * where FSDP2 gathers or accumulates without sync by micro-batch, nor
+ * where FSDP1's no_sync() keeps a later micro-batch's grads or units. */
 static bool shared_instants(const struct mem_job *job)
 {
-	return !(is_fsdp(job->sharding) && (mem_fsdp_gathers(job) || job->fsdp_no_sync));
+	if (is_fsdp(job->sharding) && (mem_fsdp_gathers(job) || job->fsdp_no_sync))
+		return false;
+	return mem_fsdp1_all_gathered(job, false) == mem_fsdp1_all_gathered(job, true) &&
+	       mem_fsdp1_accumulates_unsharded(job, false) == mem_fsdp1_accumulates_unsharded(job, true);
 }
 
 /* The peak instant of scenario @s again: its vector and mem_where. */

@@ -18,6 +18,7 @@
  *      explain strings, and merge stages whose figures are identical.
  */
 #include "analyzer/mem_internal.h"
+#include "analyzer/mem_fsdp1.h"
 #include "analyzer/alloc.h"
 
 #include <math.h>
@@ -64,6 +65,7 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_HOST] = mem_add(ovf, v[S_HOST], c->host);
 	v[S_NVME] = mem_add(ovf, v[S_NVME], c->nvme);
 	v[S_PAGED] = mem_add(ovf, v[S_PAGED], c->paged);
+	v[S_STORED_OFF] = mem_add(ovf, v[S_STORED_OFF], c->stored_off);
 	mem_fsdp_add_sums(ovf, s, c);
 }
 
@@ -354,7 +356,7 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_layer *l = &b->layers[j];
-	bool full = remat && b->is_body;
+	bool full = remat && b->is_body, flat = mem_fsdp1_flat_grad(job, b);
 
 	memset(c, 0, sizeof(*c));
 	c->body = b->is_body;
@@ -367,6 +369,8 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		cost_weights(cx, p, n, c);
 		if (p->trainable)
 			cost_trainable(cx, p, n, c);
+		else if (flat)
+			mem_fsdp1_frozen_grad(cx, p, n, c);
 		mem_fsdp_cost_param(cx, p, c);
 		/* AMP casts are saved for backward unless the layer is recomputed (§2.1).
 		 * In a recomputed layer autocast's weight-cast cache still holds them
@@ -403,6 +407,10 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 	}
 	c->tfwd = mem_round(job, l->temp_fwd_bytes);
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
+	/* torchtune keeps the head and the loss out of OffloadActivations
+	 * (NoOpManager on the output); Unsloth offloads decoder-layer inputs */
+	if (job->offload_activations && b->is_body && !l->loss_region)
+		c->stored_off = c->stored;
 }
 
 static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cost ***costs,
@@ -815,6 +823,10 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 	k->persistent[MEM_C_BUFFERS] = st->total.v[S_BUCKET];
 	k->nvme_bytes = st->total.v[S_NVME];
 	k->host_bytes = mem_add(&cx->ovf, st->total.v[S_HOST], nvme_staging(cx, st));
+	/* offloaded activations of every micro-batch in flight, pinned host RAM */
+	k->host_bytes = mem_add(&cx->ovf, k->host_bytes, mem_add(&cx->ovf, st->total.v[S_STORED_OFF],
+				mem_extra_in_flight(&cx->ovf, st->total.v[S_STORED_OFF],
+						    k->chunks_in_flight, mem_chunks_per_stage(job))));
 	k->stored_act = st->total.v[S_STORED_ACT];
 	k->stored_logits = st->total.v[S_STORED_LOG];
 	k->stored_act_in_flight = mem_add(&cx->ovf, k->stored_act, mem_extra_in_flight(&cx->ovf,

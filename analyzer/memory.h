@@ -237,6 +237,17 @@ struct mem_job {
 	bool offload_params;		/* ZeRO-3/FSDP sharded weights live on the host */
 	bool offload_optimizer_nvme;	/* ... on NVMe (ZeRO-Infinity), staged through pinned buffers */
 	bool offload_params_nvme;
+	/* activation offload (offload { activations = cpu }: torchtune OffloadActivations,
+	   Unsloth's offloaded checkpointing): the stored activations of body repeats other
+	   than the running one live in pinned host memory */
+	bool offload_activations;
+	/* torch FSDP1 (train.fsdp1, analyzer/mem_fsdp1.c); all false without the record */
+	bool fsdp1;			/* the record is given: FSDP1's prefetch rules below */
+	bool fsdp1_orig_params;		/* use_orig_params: a unit holding a trainable parameter
+					   keeps a gradient for its whole FlatParameter */
+	bool fsdp1_no_sync;		/* accumulation under no_sync(): unsharded grads accumulate */
+	bool fsdp1_forward_prefetch;	/* forward_prefetch: the next unit gathered in forward */
+	bool fsdp1_backward_pre;	/* backward_prefetch = BACKWARD_PRE: and in backward */
 	uint64_t host_capacity_bytes;	/* RAM of one node (gpu host_memory); 0 = unknown */
 	bool no_rounding;		/* reference checks: do not round tensors to 512 B */
 	uint64_t cuda_context_bytes;

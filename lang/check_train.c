@@ -130,7 +130,8 @@ static const struct field_spec train_fields[] = {
 	{ "target_len", "count", false }, { "grad_accum", "count", false },
 	{ "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked|chunked_kept|upcast", false }, { "zero", "count", false },
+	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast", false },
+	{ "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
 	{ "offload", "record", false }, { "ddp", "record", false }, { "deepspeed", "record", false },
@@ -141,7 +142,7 @@ static const struct field_spec train_fields[] = {
 	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
 	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
-	{ "nccl", "record", false },
+	{ "fsdp1", "record", false }, { "nccl", "record", false },
 	{ "fsdp2", "record", false },
 	{ NULL, NULL, false },
 };
@@ -165,7 +166,7 @@ static const struct field_spec parallel_fields[] = {
 };
 static const struct field_spec offload_fields[] = {
 	{ "optimizer", "enum:none|cpu|nvme", false }, { "params", "enum:none|cpu|nvme", false },
-	{ NULL, NULL, false },
+	{ "activations", "enum:none|cpu", false }, { NULL, NULL, false },
 };
 static const struct field_spec ddp_fields[] = {
 	{ "bucket_cap", "bytes", false }, { "gradient_as_bucket_view", "bool", false }, { NULL, NULL, false },
@@ -187,6 +188,14 @@ static const struct field_spec megatron_fields[] = {
 	{ "distributed_optimizer", "bool", false }, { "grad_reduce_in_bf16", "bool", false },
 	{ "overlap_grad_reduce", "bool", false }, { "overlap_param_gather", "bool", false },
 	{ "bucket_size", "count", false },
+	{ NULL, NULL, false },
+};
+/* torch FSDP1's FullyShardedDataParallel arguments, its names (and no_sync()). */
+static const struct field_spec fsdp1_fields[] = {
+	{ "use_orig_params", "bool", false }, { "no_sync", "bool", false },
+	{ "limit_all_gathers", "bool", false }, { "forward_prefetch", "bool", false },
+	{ "backward_prefetch", "enum:backward_pre|backward_post|none", false },
+	{ "cpu_offload", "bool", false }, { "sync_module_states", "bool", false },
 	{ NULL, NULL, false },
 };
 /* NCCL's environment variables without NCCL_ (analyzer/mem_comm.h). */
@@ -233,8 +242,8 @@ static const struct field_spec *sub_specs(const char *name)
 	return !strcmp(name, "parallel") ? parallel_fields : !strcmp(name, "offload") ? offload_fields :
 	       !strcmp(name, "ddp") ? ddp_fields : !strcmp(name, "deepspeed") ? deepspeed_fields :
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
-	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "nccl") ? nccl_fields :
-	       !strcmp(name, "fsdp2") ? fsdp2_fields :
+	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
+	       !strcmp(name, "nccl") ? nccl_fields : !strcmp(name, "fsdp2") ? fsdp2_fields :
 	       overhead_fields;
 }
 
@@ -654,6 +663,18 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "ddp"), "'ddp { }' sets DistributedDataParallel's "
 			   "buckets, but %s does the reduction: remove it (DeepSpeed's buckets are "
 			   "'deepspeed { reduce_bucket_size }')", zero > 0 ? "DeepSpeed ZeRO" : "FSDP");
+		ok = false;
+	}
+	if (key_loc(j, "fsdp1").file && !fsdp) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "fsdp1"),
+			   "'fsdp1 { }' sets FullyShardedDataParallel's arguments, but 'fsdp' is none: "
+			   "add 'fsdp = full_shard' (or another strategy) or remove it");
+		ok = false;
+	}
+	if (key_loc(j, "fsdp1").file && check_fsdp2_present(j)) {
+		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "fsdp1"),
+			   "'fsdp1 { }' describes FullyShardedDataParallel and 'fsdp2 { }' fully_shard: "
+			   "a model is wrapped by one of them, remove the other");
 		ok = false;
 	}
 	if (key_loc(j, "deepspeed").file && zero == 0) {

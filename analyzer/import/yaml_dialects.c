@@ -68,7 +68,7 @@ static const struct map_row accelerate_rows[] = {
 static const struct map_row torchtune_rows[] = {
 	C("batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
 	T("enable_activation_checkpointing", "checkpoint", "full"),
-	MUST("enable_activation_offloading", "false"),
+	T("enable_activation_offloading", "offload.activations", "cpu"),
 	E("dtype", "precision", "bf16=bf16_true|fp32=fp32"),
 	E("optimizer._component_", "optimizer", "torch.optim.AdamW=adamw|torch.optim.Adam=adam|"
 	  "bitsandbytes.optim.PagedAdamW8bit=paged_adamw_8bit|bitsandbytes.optim.PagedAdamW=paged_adamw|"
@@ -77,7 +77,7 @@ static const struct map_row torchtune_rows[] = {
 	B("optimizer_in_bwd", "optimizer_in_backward"),
 	T("fsdp_cpu_offload", "offload.params", "cpu"),
 	C("tokenizer.max_seq_len", "seq_len"), IGN("tokenizer.*"),
-	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_kept|"
+	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_output|"
 	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked"),
 	NOTE("model._component_", "the model: import its config.json"),
 	NOTE("model.*", "a model (or LoRA: finetune = lora(r, alpha, ...)) setting"),

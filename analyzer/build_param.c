@@ -397,9 +397,10 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	if (saved)
 		bld_mul(b, mult, 2, &copies, "the size of this tensor");
 	fsdp2_bytes(b, p, quantised ? NULL : dt, base, copies);
+	bld_fp8_param(b, p, linear, quantised, base, mult);
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
-	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));
+	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input), linear);
 	if (adapted) {
 		bool expert = p->expert;
 		size_t first = b->nparams;

@@ -91,7 +91,8 @@ static bool same_param(const struct mem_param *x, const struct mem_param *y)
 	       x->gather_bytes == y->gather_bytes && x->gather_grad_bytes == y->gather_grad_bytes &&
 	       x->cast_bytes == y->cast_bytes && x->cast_saved == y->cast_saved &&
 	       x->trainable == y->trainable && x->replicated_dp == y->replicated_dp &&
-	       x->expert == y->expert && x->shard_group == y->shard_group;
+	       x->expert == y->expert && x->shard_group == y->shard_group &&
+	       x->resident_bytes == y->resident_bytes;
 }
 
 static bool same_layer(const struct mem_layer *x, const struct mem_layer *y)
@@ -165,6 +166,11 @@ static bool lower_layers(struct arena *a, struct cm_lowering *L, const struct me
 			const struct mem_layer *y = &j2->blocks[b].layers[j];
 
 			c->at0 = j1->blocks[b].layers[j];
+			/* per-tensor parts scale with the micro-batch too; only the
+			 * allocator replay reads them, which a lowering does not take
+			 * (lower()): none is kept, so none can be stale */
+			c->at0.save_parts = c->at0.temp_fwd_parts = c->at0.temp_bwd_parts = NULL;
+			c->at0.nsave_parts = c->at0.ntemp_fwd_parts = c->at0.ntemp_bwd_parts = 0;
 			for (int k = 0; k < CM_NACT; k++) {
 				uint64_t f1 = act_of(&c->at0, k), f2 = act_of(y, k);
 
@@ -231,7 +237,10 @@ static void lower(struct cm_model *m, struct arena *a, size_t zi, size_t ci)
 	L->job = b1.job;
 	L->job.blocks = NULL;
 	L->job.nblocks = 0;
-	L->affine = check_affine(m, a, L, &b1, zi, ci);
+	/* the allocator replay (§5.4) reads each saved tensor's bytes
+	 * (mem_layer.save_parts), which the affine form does not keep:
+	 * such a job is rebuilt per variant */
+	L->affine = !b1.job.alloc_replay && check_affine(m, a, L, &b1, zi, ci);
 	if (L->nblocks > m->maxblocks)
 		m->maxblocks = L->nblocks;
 	if (L->nlayers > m->maxlayers)

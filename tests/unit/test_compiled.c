@@ -155,6 +155,23 @@ static void every_example_equals_the_full_build(void **state)
 	assert_true(jobs >= 8);
 }
 
+/* A job with the allocator replay (peak reserved from a trace of every
+ * saved tensor) takes the rebuild path and agrees with it. */
+static void the_allocator_replay_is_rebuilt(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	assert_true(load(&l, "tests/alloc/replay-loading.mem"));
+	struct cm_model *m = cm_compile(l.cr->ev, &l.a, l.cr->jobs, 0);
+	struct cm_variant v = { 2, 0, -1, CM_CKPT_WRITTEN };
+
+	assert_non_null(m);
+	assert_false(cm_is_affine(m, &v));
+	assert_true(compare_grid(l.cr->ev, l.cr->jobs, &l.a) > 0);
+	unload(&l);
+}
+
 /* The test binary's folder (build/tests or build-asan/tests). */
 static const char *self_dir = ".";
 
@@ -276,6 +293,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_example_equals_the_full_build),
 		cmocka_unit_test(a_non_affine_model_is_rebuilt),
+		cmocka_unit_test(the_allocator_replay_is_rebuilt),
 		cmocka_unit_test(the_fast_path_stops_allocating),
 	};
 

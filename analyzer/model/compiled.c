@@ -29,6 +29,16 @@ static const size_t act_off[] = {
 };
 enum { CM_NACT = sizeof act_off / sizeof act_off[0] };
 
+/* A field added to mem_layer or mem_param must be sorted here: scaled by
+ * the micro-batch (act_off, or dropped as the parts are) or compared
+ * between the builds (same_layer, same_param).  Otherwise a lowering
+ * would carry the micro_batch-1 value of a new per-token field into every
+ * variant.  The sizes on x86-64 / LP64 stop the build until it is. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_layer) == 160,
+	       "a new mem_layer field: sort it in compiled.c (act_off or same_layer)");
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_param) == 144,
+	       "a new mem_param field: compare it in compiled.c (same_param)");
+
 /* Micro-batches the affine form is checked at, besides the two it is
  * made from, ascending.  The last one that builds bounds the fast path:
  * a larger micro_batch is rebuilt.  Rounding per sample (ceil(batch x r),

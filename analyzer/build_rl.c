@@ -180,11 +180,12 @@ static uint64_t generation_rows(struct bld *b, struct build *out)
 }
 
 /* vLLM's worker takes total_memory x gpu_memory_utilization (vllm/v1/
- * worker/gpu_worker.py init_device: requested_memory), 0.9 by default. */
+ * worker/gpu_worker.py init_device: requested_memory); GRPOConfig
+ * defaults vllm_gpu_memory_utilization to 0.3. */
 static uint64_t engine_share(struct bld *b, uint64_t capacity)
 {
 	struct value v;
-	double util = 0.9;
+	double util = 0.3;
 	uint64_t ppm;
 
 	if (check_job_field(b->cj, "rl.vllm_gpu_memory_utilization", &v) && v.kind == VAL_NUM)

@@ -101,10 +101,11 @@ static void check_reference(struct bld *b, const char *ref, struct loc at)
 			 "precompute_ref_log_probs; GRPO scores each generation with the reference");
 }
 
-/* num_generations, prompt_len and the generation engine are GRPO's. */
+/* num_generations and the generation engine are GRPO's; prompt_len is
+ * every trainer's max_prompt_length, which only GRPO's generation uses. */
 static void check_generation(struct bld *b)
 {
-	static const char *const keys[] = { "rl.num_generations", "rl.prompt_len", "rl.generation",
+	static const char *const keys[] = { "rl.num_generations", "rl.generation",
 					    "rl.vllm_gpu_memory_utilization" };
 	struct loc at = NO_LOC;
 	const char *gen = rl_sym(b, "rl.generation", NULL);
@@ -118,9 +119,11 @@ static void check_generation(struct bld *b)
 		return rl_error(b, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc,
 				"rl { vllm_gpu_memory_utilization } is ignored without generation = vllm_colocate");
 	/* TRL's max_prompt_length defaults to 512 */
-	if (!rl_u64(b, "rl.prompt_len", &b->rl_prompt, &at))
+	bool given = rl_u64(b, "rl.prompt_len", &b->rl_prompt, &at);
+
+	if (!given)
 		b->rl_prompt = 512, at = key_loc_of(b, "seq_len");
-	if (b->rl == BLD_RL_GRPO && b->rl_prompt >= b->out->rep.seq_len)
+	if ((b->rl == BLD_RL_GRPO || given) && b->rl_prompt >= b->out->rep.seq_len)
 		rl_error(b, DIAG_OUT_OF_RANGE, at, "rl { prompt_len = %llu } must be less than seq_len = %llu "
 			 "(prompt and completion)", (unsigned long long)b->rl_prompt,
 			 (unsigned long long)b->out->rep.seq_len);

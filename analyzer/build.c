@@ -153,7 +153,7 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged", "op" };
+					     "grouped", "paged", "op", "recompute" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -260,6 +260,7 @@ static void resolve_pending(struct bld *b, struct frame *f)
 	free(f->pending);
 	free(f->names);
 	free(f->trains);
+	free(f->linear);
 }
 
 void bld_parts_push(struct bld_parts *p, uint64_t bytes)
@@ -322,17 +323,31 @@ void bld_frame_pop(struct bld *b)
 	frame_free(f);
 }
 
-void bld_frame_param(struct frame *f, const char *name, bool trains)
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool linear)
 {
 	if (f->nnames == f->capnames) {
 		f->capnames = f->capnames ? f->capnames * 2 : 8;
 		f->names = realloc(f->names, f->capnames * sizeof *f->names);
 		f->trains = realloc(f->trains, f->capnames * sizeof *f->trains);
-		if (!f->names || !f->trains)
+		f->linear = realloc(f->linear, f->capnames * sizeof *f->linear);
+		if (!f->names || !f->trains || !f->linear)
 			xdie_oom();
 	}
 	f->names[f->nnames] = name;
+	f->linear[f->nnames] = linear;
 	f->trains[f->nnames++] = trains;
+}
+
+/* An FP8 Linear quantises its input (precision linear_input, fp8 { }):
+ * a save for the weight gradient of a `linear` param, not of a norm's
+ * weight or the LM head, which stay in high precision. */
+static bool for_linear(const struct frame *f, const struct attr *fg)
+{
+	for (const struct arg *a = fg ? fg->args : NULL; f && a; a = a->next)
+		for (size_t i = 0; a->value->kind == EXPR_NAME && i < f->nnames; i++)
+			if (f->names[i] == a->value->name.name && f->linear[i])
+				return true;
+	return false;
 }
 
 static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes, bool loss)
@@ -366,6 +381,31 @@ static void note_op(struct bld *b, const struct attr *op, uint64_t bytes)
 	}
 }
 
+/* recompute(core_attn, ...): Megatron re-runs the module in its backward
+ * (tensor_parallel.checkpoint, CheckpointWithoutOutput), so under
+ * `checkpoint = selective` with a listed module the save is a backward
+ * transient of the layer; the default list is core_attn alone. */
+static bool recomputed(const struct bld *b, const struct attr *rc)
+{
+	if (!rc || !b->recompute_selective)
+		return false;
+	for (const struct arg *a = rc->args; a; a = a->next) {
+		const char *m = a->value->kind == EXPR_NAME ? a->value->name.name : "";
+
+		if (b->recompute_modules.kind != VAL_LIST && !strcmp(m, "core_attn"))
+			return true;
+		for (unsigned i = 0; b->recompute_modules.kind == VAL_LIST && i < b->recompute_modules.nitems; i++) {
+			const struct value *it = &b->recompute_modules.items[i];
+			const char *w = it->kind == VAL_SYMBOL || it->kind == VAL_STRING ? it->str :
+					it->kind == VAL_DECL || it->kind == VAL_INSTANCE ? it->decl->name : "";
+
+			if (!strcmp(w, m))
+				return true;
+		}
+	}
+	return false;
+}
+
 static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 {
 	const struct attr *fg = find_attr(t->stmt, "for_grad");
@@ -373,9 +413,13 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 	bool loss = find_attr(t->stmt, "loss") != NULL;
 
 	if (!dt)
-		dt = fg && b->linear_input ? b->linear_input : b->act;
+		dt = b->linear_input && for_linear(b->frame, fg) ? b->linear_input : b->act;
 	uint64_t bytes = bld_bytes(b, dt, numel);
 
+	if (recomputed(b, find_attr(t->stmt, "recompute"))) {
+		bld_add_act(b, &bld_frame(b)->temp_bwd, bytes, "the transient bytes of a layer");
+		return;
+	}
 	if (fg && b->frame)
 		add_pending(b->frame, fg->args, bytes, loss);
 	else

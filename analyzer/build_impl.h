@@ -33,6 +33,7 @@ struct frame {
 	uint64_t mult;			/* product of the repeats around this point */
 	const char **names;		/* params declared in this instance */
 	bool *trains;			/* ... and whether each trains or carries an adapter */
+	bool *linear;			/* ... and is a `linear` weight (FP8 GEMMs quantise its input) */
 	size_t nnames, capnames;
 	struct pending *pending;
 	size_t npending, cappending;
@@ -80,6 +81,15 @@ struct bld {
 	/* precision */
 	const struct dtype *weights, *grads, *master, *act, *cast_cache, *linear_input, *copy_dtype;
 	uint64_t weight_copies;
+	/* Megatron selective recomputation: the modules whose saves become
+	 * backward transients (recompute(...) tags), a list of words */
+	bool recompute_selective;
+	struct value recompute_modules;
+	bool recompute_full;		/* checkpoint = full: a re-run forward runs without grad */
+	/* fp8 { } (build_fp8.c) */
+	bool fp8, fp8_te, fp8_mx, fp8_model_init, fp8_cache, fp8_fsdp_gather;
+	bool fp8_ao_saves, fp8_ao_recompute_w;	/* torchao < 2025-01: float8 casts saved */
+	uint64_t fp8_amax_len;		/* DelayedScaling amax history, 0 without one */
 	/* fine-tuning */
 	bool lora, qlora;
 	bool quant_saves_input;		/* bitsandbytes < 0.42 MatMul4Bit keeps its input */
@@ -146,6 +156,9 @@ bool bld_mul(struct bld *b, uint64_t x, uint64_t y, uint64_t *out, const char *w
 bool bld_add(struct bld *b, uint64_t *acc, uint64_t x, const char *what);
 bool bld_add_act(struct bld *b, uint64_t *acc, uint64_t x, const char *what);
 uint64_t bld_bytes(struct bld *b, const struct dtype *dt, uint64_t numel);
+void bld_setup_fp8(struct bld *b, bool megatron);
+void bld_fp8_param(struct bld *b, struct mem_param *p, bool linear, bool quantised, uint64_t base,
+		   uint64_t mult);
 uint64_t bld_bytes_x(struct bld *b, const struct dtype *dt, uint64_t numel, uint64_t mult);
 void bld_rep_push(struct bld *b, uint64_t saved, struct value count);
 uint64_t bld_rep_pop(struct bld *b);
@@ -153,7 +166,7 @@ struct frame *bld_frame_push(struct bld *b, const struct decl *layer);
 void bld_frame_pop(struct bld *b);
 struct frame *bld_frame(struct bld *b);
 void bld_close_implicit(struct bld *b);
-void bld_frame_param(struct frame *f, const char *name, bool trains);
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool linear);
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss);
 void bld_parts_push(struct bld_parts *p, uint64_t bytes);
 void bld_layer_close(struct bld *b, struct frame *f);

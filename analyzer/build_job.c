@@ -435,7 +435,7 @@ static bool megatron_record(struct bld *b)
 {
 	static const char *const keys[] = { "megatron.distributed_optimizer", "megatron.grad_reduce_in_bf16",
 					    "megatron.overlap_grad_reduce", "megatron.overlap_param_gather",
-					    "megatron.bucket_size" };
+					    "megatron.bucket_size", "megatron.recompute_modules" };
 	struct value v;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -940,6 +940,9 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 	b->bindings = override_env(b, b->cj->bindings, ov);
 	if (b->failed)
 		return false;
+	/* a what-if checkpoint mode (fit) decides too, hence the bindings */
+	b->recompute_selective = !strcmp(bound_sym(b, "checkpoint", "none"), "selective");
+	b->recompute_full = !strcmp(bound_sym(b, "checkpoint", "none"), "full");
 	b->tokens_in_play = true;
 	bld_mul(b, bound_u64(b, "batch", 1), bound_u64(b, "seq", 1), &tokens, "micro_batch x seq_len");
 	b->tokens_in_play = false;
@@ -977,10 +980,12 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 		return unreported(&b);
 	zero = megatron_setup(&b, zero);
 	fsdp2_setup(&b);
+	bld_setup_fp8(&b, megatron_job(&b, zero));
 	zero = ov && ov->zero >= 0 ? ov->zero : zero;
 	out->zero = key(&b, "zero", &(struct value){ 0 }) || (ov && ov->zero >= 0) ||
 		    zero > 0 ? zero : -1;
 	b.optimizer = cj->optimizer;
+	key(&b, "megatron.recompute_modules", &b.recompute_modules);
 	bld_setup_finetune(&b, cj->finetune);
 	bld_setup_rl(&b);
 	key(&b, "freeze", &b.freeze);
@@ -1034,6 +1039,8 @@ static struct env *neutral_bindings(struct bld *b)
 		env_bind(e, bld_intern(b, syms[i][0]), val_symbol(b->ev, syms[i][1], NO_LOC));
 	env_bind(e, bld_intern(b, "act"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") });
 	env_bind(e, bld_intern(b, "autocast"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "compile"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "compile_loss"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }
 

@@ -370,7 +370,7 @@ static void ref_copy(struct bld *b, size_t i)
 	r.trainable = false;
 	r.grad_bytes = r.master_bytes = r.state_bytes = r.paged_state_bytes = r.step_temp_bytes = 0;
 	r.gather_grad_bytes = r.acc_grad_bytes = 0;
-	r.cast_bytes = 0;	/* cast in the reference's own forward (phases.c), not here */
+	r.cast_bytes = r.resident_bytes = 0;	/* its casts are its own forward's (phases.c) */
 	r.cast_saved = false;
 	*new_param(b) = r;
 }
@@ -413,11 +413,12 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	if (saved)
 		bld_mul(b, mult, 2, &copies, "the size of this tensor");
 	fsdp2_bytes(b, p, quantised ? NULL : dt, base, copies);
+	bld_fp8_param(b, p, linear, quantised, base, mult);
 	if (b->rl_ref_copy)
 		ref_copy(b, (size_t)(p - b->params));
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
-	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input));
+	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input), linear);
 	if (adapted) {
 		bool expert = p->expert;
 		size_t first = b->nparams;

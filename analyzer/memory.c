@@ -293,6 +293,8 @@ static void cost_weights(struct mem_ctx *cx, const struct mem_param *p, uint32_t
 	} else {
 		c->w = mem_add(o, c->w, mem_round(job, p->weight_bytes));
 	}
+	if (p->resident_bytes)
+		c->w = mem_add(o, c->w, mem_round(job, p->resident_bytes));
 }
 
 static void cost_step_temp(struct mem_ctx *cx, const struct mem_param *p, uint32_t n,

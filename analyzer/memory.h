@@ -136,6 +136,8 @@ struct mem_param {
 					   0 = grad_bytes.  Used by ZeRO-2/3 and FSDP. */
 	uint64_t cast_bytes;		/* transient low-precision copy made while the layer runs */
 	bool cast_saved;		/* AMP: the cast lives from forward to this layer's backward */
+	uint64_t resident_bytes;	/* kept all step beside the weight, never sharded: FP8
+					   weight caches and scaling state (build_fp8.c) */
 	bool trainable;
 	bool replicated_dp;		/* never partitioned (ZeRO-3 persistence threshold) */
 	bool expert;			/* an MoE expert weight: sharded over the expert-data-parallel

@@ -59,5 +59,10 @@ bool check_tensor_answers_to(const struct stmt *s, const char *name);
 const char *check_train_key(size_t i);
 /* The value of @key in @job, or false if it was not given. */
 bool check_job_field(const struct check_job *job, const char *key, struct value *out);
+/* fp8 { }: whether the job has it; "transformer_engine" or "torchao"; the
+ * recipe, defaults applied. */
+bool check_fp8_on(const struct check_job *job);
+const char *check_fp8_library(const struct check_job *job);
+const char *check_fp8_recipe(const struct check_job *job);
 
 #endif

@@ -46,6 +46,9 @@ void check_unknown_field(struct eval *ev, const struct field_spec *specs, const 
 			 const char *what);
 bool check_value_type(struct eval *ev, struct value v, const char *type, const char *what);
 void check_body_static(struct eval *ev, const struct decl *d);
+/* The fp8 { } record (check_fp8.c): its keys, library and recipe. */
+bool check_fp8_ok(struct eval *ev, const struct check_job *j);
+void check_fp8_capability(struct eval *ev, const struct check_job *j, double cc);
 struct check_job *check_train(struct eval *ev, const struct decl *d);
 /* check_fsdp2.c: whether the job has an fsdp2 { } key, and its rules. */
 bool check_fsdp2_present(const struct check_job *j);

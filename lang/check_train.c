@@ -20,7 +20,8 @@
 #include "lang/strbuf.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", "expert", "hf", "adaptable", "op", NULL };
+					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
+					    NULL };
 
 static bool is_word(const char *name)
 {
@@ -59,6 +60,30 @@ static void check_op(struct eval *ev, const struct stmt *s, const struct attr *a
 				   "drop for_grad(...)");
 }
 
+/* Megatron-Core's --recompute-modules that memc models (language.md). */
+static const char *const recompute_modules[] = { "core_attn", "mlp", "moe", "moe_act", "layernorm",
+						 "mla_up_proj", "shared_experts", NULL };
+
+static bool is_recompute_module(const char *name)
+{
+	for (const char *const *m = recompute_modules; *m; m++)
+		if (!strcmp(*m, name))
+			return true;
+	return false;
+}
+
+/* recompute(mlp, ...): the Megatron modules whose selective recomputation
+ * drops this save (it exists again during the layer's backward). */
+static void check_recompute(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_SAVES || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "recompute(module, ...) marks a saves tensor");
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME || !is_recompute_module(x->value->name.name))
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "recompute() takes Megatron modules: "
+				   "core_attn, mlp, moe, moe_act, layernorm, mla_up_proj, shared_experts");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -67,6 +92,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_hf(ev, t->stmt, a);
 		if (!strcmp(a->name, "op"))
 			check_op(ev, t->stmt, a);
+		if (!strcmp(a->name, "recompute"))
+			check_recompute(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -79,7 +106,7 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), forward, backward, loss, grouped, paged%s", s ? s : "");
+			  "for_grad(...), op(...), recompute(...), forward, backward, loss, grouped, paged%s", s ? s : "");
 	}
 }
 
@@ -108,6 +135,8 @@ static struct env *unknown_job(struct eval *ev)
 	struct value ac = { .kind = VAL_BOOL, .unknown = true };
 
 	env_bind(e, intern_cstr(ev->interner, "autocast"), ac);
+	env_bind(e, intern_cstr(ev->interner, "compile"), ac);
+	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);
 	return e;
@@ -142,6 +171,8 @@ static const struct field_spec train_fields[] = {
 	{ "alloc", "record", false }, { "checkpoint_saves", "list", false },
 	{ "checkpoint_every", "count", false }, { "recompute_method", "enum:uniform|block", false },
 	{ "recompute_num_layers", "count", false }, { "megatron", "record", false },
+	{ "compile", "bool", false }, { "compile_components", "list", false },
+	{ "fp8", "record", false },
 	{ "fsdp1", "record", false }, { "nccl", "record", false },
 	{ "fsdp2", "record", false }, { "rl", "record", false },
 	{ NULL, NULL, false },
@@ -187,8 +218,16 @@ static const struct field_spec overhead_fields[] = {
 static const struct field_spec megatron_fields[] = {
 	{ "distributed_optimizer", "bool", false }, { "grad_reduce_in_bf16", "bool", false },
 	{ "overlap_grad_reduce", "bool", false }, { "overlap_param_gather", "bool", false },
-	{ "bucket_size", "count", false },
+	{ "bucket_size", "count", false }, { "recompute_modules", "list", false },
 	{ NULL, NULL, false },
+};
+/* FP8 training: Transformer Engine / Megatron-Core / torchao names (check_fp8.c). */
+static const struct field_spec fp8_fields[] = {
+	{ "library", "string", false }, { "recipe", "string", false }, { "amax_history_len", "count", false },
+	{ "fp8_model_init", "bool", false }, { "fp8_param_gather", "bool", false },
+	{ "weight_cache", "bool", false }, { "enable_fsdp_float8_all_gather", "bool", false },
+	{ "precompute_float8_dynamic_scale_for_fsdp", "bool", false }, { "save_float8_casts", "bool", false },
+	{ "force_recompute_fp8_weight_in_bwd", "bool", false }, { NULL, NULL, false },
 };
 /* torch FSDP1's FullyShardedDataParallel arguments, its names (and no_sync()). */
 static const struct field_spec fsdp1_fields[] = {
@@ -239,6 +278,7 @@ static const struct range_spec train_ranges[] = {
 	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
 	{ "alloc.roundup_power2_divisions", RANGE_AT_LEAST_1 },
 	{ "alloc.garbage_collection_threshold", RANGE_FRACTION },
+	{ "fp8.amax_history_len", RANGE_AT_LEAST_1 },
 	{ "megatron.bucket_size", RANGE_AT_LEAST_1 }, { "nccl.buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_AT_LEAST_1 },
@@ -255,7 +295,7 @@ static const struct field_spec *sub_specs(const char *name)
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
 	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
 	       !strcmp(name, "nccl") ? nccl_fields : !strcmp(name, "fsdp2") ? fsdp2_fields :
-	       !strcmp(name, "rl") ? rl_fields : overhead_fields;
+	       !strcmp(name, "fp8") ? fp8_fields : !strcmp(name, "rl") ? rl_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a
@@ -402,6 +442,23 @@ static void keep(struct eval *ev, struct check_job *j, const char *name, struct 
 	j->fields[j->nfields++] = v;
 }
 
+/* Whether @word is one of the "a|b|c" alternatives. A key's own words win
+ * over declarations: `attention = eager` means the enum value even when the
+ * file also declares `train eager`. */
+static bool is_enum_word(const char *alts, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = alts; *p; p = strchr(p, '|') ? strchr(p, '|') + 1 : p + strlen(p)) {
+		const char *end = strchr(p, '|');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len == n && !strncmp(p, word, n))
+			return true;
+	}
+	return false;
+}
+
 static void train_field(struct eval *ev, struct check_job *j, const struct field *f, const char *prefix,
 			const struct field_spec *specs)
 {
@@ -424,6 +481,9 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	}
 	struct value v = eval_expr(ev, NULL, f->value);
 
+	if (!strncmp(s->type, "enum:", 5) && f->value->kind == EXPR_NAME &&
+	    (v.kind == VAL_DECL || v.kind == VAL_INSTANCE) && is_enum_word(s->type + 5, f->value->name.name))
+		v = (struct value){ .kind = VAL_SYMBOL, .str = f->value->name.name, .loc = v.loc, .origin = v.loc };
 	if (!strcmp(s->type, "model") || !strcmp(s->type, "optimizer") || !strcmp(s->type, "precision"))
 		v = as_decl(ev, f->value, v, !strcmp(s->type, "model") ? DECL_MODEL :
 			    !strcmp(s->type, "optimizer") ? DECL_OPTIMIZER : DECL_PRECISION);
@@ -625,6 +685,68 @@ static bool layer_policy_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
+/* A word of a list: `mlp` may also name a stdlib layer, so a declaration
+ * counts by its name. */
+static const char *list_word(const struct value *v)
+{
+	if (v->kind == VAL_SYMBOL || v->kind == VAL_STRING)
+		return v->str;
+	return v->kind == VAL_DECL || v->kind == VAL_INSTANCE ? v->decl->name : NULL;
+}
+
+/* megatron { recompute_modules }: Megatron's module names, under
+ * --recompute-granularity selective only. */
+static bool recompute_modules_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v;
+	bool ok = true;
+
+	if (!check_job_field(j, "megatron.recompute_modules", &v) || v.kind != VAL_LIST)
+		return true;
+	for (unsigned i = 0; i < v.nitems; i++) {
+		const struct value *it = &v.items[i];
+		const char *w = list_word(it);
+
+		if (it->kind != VAL_ERROR && (!w || !is_recompute_module(w))) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, it->loc, "'recompute_modules' lists Megatron modules: "
+				   "core_attn, mlp, moe, moe_act, layernorm, mla_up_proj, shared_experts");
+			ok = false;
+		}
+	}
+	if (!sym_is(j, "checkpoint", "selective")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'recompute_modules' is Megatron's "
+			   "'--recompute-granularity selective' (checkpoint = selective); other modes ignore it");
+		ok = false;
+	}
+	return ok;
+}
+
+/* compile_components: torchtitan's compile.components, under compile = true. */
+static bool compile_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v, c;
+	bool ok = true;
+
+	if (!check_job_field(j, "compile_components", &v) || v.kind != VAL_LIST)
+		return true;
+	for (unsigned i = 0; i < v.nitems; i++) {
+		const struct value *it = &v.items[i];
+		const char *w = list_word(it);
+
+		if (it->kind != VAL_ERROR && (!w || (strcmp(w, "model") && strcmp(w, "loss")))) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, it->loc, "'compile_components' lists what "
+				   "torch.compile wraps: model (each transformer block), loss");
+			ok = false;
+		}
+	}
+	if (!check_job_field(j, "compile", &c) || c.kind != VAL_BOOL || !c.b) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'compile_components' names what "
+			   "'compile = true' compiles; without it nothing is compiled");
+		ok = false;
+	}
+	return ok;
+}
+
 /* checkpoint_saves lists ops (as op() tags name them) for the op-level
  * policy; another checkpoint mode would ignore it. */
 static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
@@ -633,6 +755,8 @@ static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 	bool ok = true;
 
 	ok = layer_policy_ok(ev, j);
+	ok = recompute_modules_ok(ev, j) && ok;
+	ok = compile_ok(ev, j) && ok;
 	if (!check_job_field(j, "checkpoint_saves", &v) || v.kind != VAL_LIST)
 		return ok;
 	for (unsigned i = 0; i < v.nitems; i++) {
@@ -994,6 +1118,32 @@ static bool autocast_policy(struct eval *ev, const struct check_job *j)
 	return f && eval_expr(ev, NULL, f->value).kind == VAL_DTYPE;
 }
 
+/* torch.compile of one component (torchtitan compile.components: "model",
+ * the transformer blocks; "loss"): compile = true, and the component in
+ * compile_components, whose default is both. */
+static bool compiled(const struct check_job *j, const char *component)
+{
+	struct value c, l;
+
+	if (!check_job_field(j, "compile", &c) || c.kind != VAL_BOOL || !c.b)
+		return false;
+	if (!check_job_field(j, "compile_components", &l) || l.kind != VAL_LIST)
+		return true;
+	for (unsigned i = 0; i < l.nitems; i++) {
+		const char *w = list_word(&l.items[i]);
+
+		if (w && !strcmp(w, component))
+			return true;
+	}
+	return false;
+}
+
+static struct value compile_value(const struct check_job *j, const char *component)
+{
+	return (struct value){ .kind = VAL_BOOL, .b = compiled(j, component), .loc = j->decl->name_loc,
+			       .origin = j->decl->name_loc };
+}
+
 /* ---- hardware capabilities (issue 17) ---- */
 
 /* The GPU's compute_capability (8.0 for sm80); 0 when the record has none,
@@ -1051,6 +1201,7 @@ static void check_capabilities(struct eval *ev, const struct check_job *j)
 		return;
 	dtype_capability(ev, j, cc, "compute");
 	dtype_capability(ev, j, cc, "linear_input");
+	check_fp8_capability(ev, j, cc);
 	kernel_capability(ev, j, cc);
 }
 
@@ -1073,6 +1224,8 @@ static struct env *job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "checkpoint", sym_key(ev, j, "checkpoint", "none"));
 	bind(ev, e, "kernels", sym_key(ev, j, "kernels", "hf"));
 	bind(ev, e, "loss", sym_key(ev, j, "loss", "standard"));
+	bind(ev, e, "compile", compile_value(j, "model"));
+	bind(ev, e, "compile_loss", compile_value(j, "loss"));
 	bind(ev, e, "cp_comm", sym_key(ev, j, "parallel.cp_comm_type", "allgather"));
 	bind(ev, e, "autocast", (struct value){ .kind = VAL_BOOL, .b = autocast_policy(ev, j),
 						.loc = j->decl->name_loc, .origin = j->decl->name_loc });
@@ -1254,7 +1407,7 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
 	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j) &
-		       checkpoint_ok(ev, j);
+		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {
 		check_capabilities(ev, j);

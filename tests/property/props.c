@@ -408,6 +408,42 @@ static bool p_fp32(struct prop_ctx *pc, const struct pjob *base)
 	return any;
 }
 
+/* torch.compile's partitioner only recomputes what eager saves, and its
+ * compiled norms and loss keep no fp32 transients: no figure grows
+ * (memory-model.md "torch.compile"), but for the rstd (4 B a token a norm)
+ * that the compiled profile saves and the eager HF profile leaves out. */
+static bool p_compile(struct prop_ctx *pc, const struct pjob *base)
+{
+	struct side e, c;
+	struct pjob *eager = edit(pc, base, "kernels", "hf");
+
+	if (!run(pc, eager, &e) || !run(pc, edit(pc, eager, "compile", "true"), &c))
+		return false;
+	le_fig(pc, "compile", &c, &e, 0, F_ALLOC, ALLOC_ROUND_LARGE);
+	for (int p = 0; p < MEM_PHASE__COUNT; p++)
+		le_fig(pc, "compile", &c, &e, 2, p, ALLOC_ROUND_LARGE);
+	return true;
+}
+
+/* Megatron's --recompute-modules turns saves into their layer's backward
+ * transients: at no instant more than the default list (core_attn), both
+ * Megatron-Core jobs (the record makes one). */
+static bool p_recompute_modules(struct prop_ctx *pc, const struct pjob *base)
+{
+	struct side d, m;
+	struct pjob *sel = edit(pc, edit(pc, base, "checkpoint", "selective"), "megatron.recompute_modules",
+				"[\"core_attn\"]");
+
+	if (!run(pc, sel, &d))
+		return false;
+	if (!run(pc, edit(pc, sel, "megatron.recompute_modules",
+			  "[\"core_attn\", \"mlp\", \"moe\", \"layernorm\"]"), &m))
+		return false;
+	for (int p = 0; p < MEM_PHASE__COUNT; p++)
+		le_fig(pc, "recompute-modules", &m, &d, 2, p, 0);
+	return true;
+}
+
 /* ---- the report ---------------------------------------------------------- */
 
 /* The number after "key": at or after @from in @json; NULL if absent. */
@@ -665,5 +701,7 @@ void prop_check_all(struct prop_ctx *pc, const struct pjob *base)
 	tally(pc, p_recompute(pc, base));
 	tally(pc, p_lora(pc, base));
 	tally(pc, p_fp32(pc, base));
+	tally(pc, p_compile(pc, base));
+	tally(pc, p_recompute_modules(pc, base));
 	tally(pc, p_override(pc, base, &b));
 }

@@ -64,6 +64,9 @@ struct opt_memo {
 	bool grouped;
 };
 
+/* train.rl's algorithm (build_rl.c); NONE: an ordinary job */
+enum bld_rl_algo { BLD_RL_NONE, BLD_RL_DPO, BLD_RL_ORPO, BLD_RL_CPO, BLD_RL_SIMPO, BLD_RL_KTO, BLD_RL_GRPO };
+
 struct bld {
 	struct eval *ev;
 	struct arena *arena;
@@ -136,6 +139,12 @@ struct bld {
 	size_t nblocks, capblocks;
 	uint64_t params_total, params_trainable;	/* this walk's (tp-sharded) counts */
 	bool experts;			/* a param has the `expert` attribute */
+	/* a preference / RL job (build_rl.c) */
+	enum bld_rl_algo rl;
+	uint64_t rl_factor;		/* sequences per pair in the policy's batch (chosen, rejected) */
+	bool rl_ref_copy;		/* the reference is a frozen copy of the base weights */
+	bool rl_ref_forward;		/* a reference forward runs (copy or adapters disabled) */
+	uint64_t rl_prompt;		/* GRPO's prompt tokens of seq_len */
 };
 
 extern const struct walk_ops bld_ops;
@@ -169,5 +178,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 bool bld_setup_precision(struct bld *b, struct value precision);
 bool bld_setup_finetune(struct bld *b, struct value ft);
 void bld_fill_phases(struct bld *b, struct build *out);
+void bld_setup_rl(struct bld *b);
+bool bld_finish_rl(struct bld *b, struct build *out);
 
 #endif

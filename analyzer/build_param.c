@@ -359,6 +359,22 @@ static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool 
 		p->cast_bytes = bld_bytes_x(b, b->copy_dtype, base, b->weight_copies);
 }
 
+/* rl { reference = copy }: TRL's create_reference_model / a second
+ * from_pretrained, the base weight once more, frozen, stored as the
+ * policy stores it (quantised under qlora), without its adapters. */
+static void ref_copy(struct bld *b, size_t i)
+{
+	struct mem_param r = b->params[i];
+
+	r.name = arena_printf(b->arena, "ref.%s", r.name);
+	r.trainable = false;
+	r.grad_bytes = r.master_bytes = r.state_bytes = r.paged_state_bytes = r.step_temp_bytes = 0;
+	r.gather_grad_bytes = r.acc_grad_bytes = 0;
+	r.cast_bytes = r.resident_bytes = 0;	/* its casts are its own forward's (phases.c) */
+	r.cast_saved = false;
+	*new_param(b) = r;
+}
+
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
 {
@@ -398,6 +414,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		bld_mul(b, mult, 2, &copies, "the size of this tensor");
 	fsdp2_bytes(b, p, quantised ? NULL : dt, base, copies);
 	bld_fp8_param(b, p, linear, quantised, base, mult);
+	if (b->rl_ref_copy)
+		ref_copy(b, (size_t)(p - b->params));
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
 	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input), linear);

@@ -174,7 +174,7 @@ static const struct field_spec train_fields[] = {
 	{ "compile", "bool", false }, { "compile_components", "list", false },
 	{ "fp8", "record", false },
 	{ "fsdp1", "record", false }, { "nccl", "record", false },
-	{ "fsdp2", "record", false },
+	{ "fsdp2", "record", false }, { "rl", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -252,6 +252,15 @@ static const struct field_spec fsdp2_fields[] = {
 	{ "requires_gradient_sync", "bool", false }, { "root_unit", "string", false },
 	{ NULL, NULL, false },
 };
+/* A preference or RL job's models and generation (analyzer/build_rl.c). */
+static const struct field_spec rl_fields[] = {
+	{ "algorithm", "enum:dpo|orpo|cpo|simpo|kto|grpo", false },
+	{ "reference", "enum:copy|adapter_disabled|precomputed|none", false },
+	{ "num_generations", "count", false }, { "prompt_len", "count", false },
+	{ "generation", "enum:policy|vllm_colocate|vllm_server", false },
+	{ "vllm_gpu_memory_utilization", "ratio", false },
+	{ NULL, NULL, false },
+};
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
 static const struct field_spec alloc_fields[] = {
 	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
@@ -274,6 +283,8 @@ static const struct range_spec train_ranges[] = {
 	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_AT_LEAST_1 },
 	{ "nccl.nchannels_per_net_peer", RANGE_AT_LEAST_1 }, { "nccl.nvls_nchannels", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
+	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
+	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT },
 	{ NULL, RANGE_ANY },
 };
 
@@ -284,7 +295,7 @@ static const struct field_spec *sub_specs(const char *name)
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
 	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
 	       !strcmp(name, "nccl") ? nccl_fields : !strcmp(name, "fsdp2") ? fsdp2_fields :
-	       !strcmp(name, "fp8") ? fp8_fields : overhead_fields;
+	       !strcmp(name, "fp8") ? fp8_fields : !strcmp(name, "rl") ? rl_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a

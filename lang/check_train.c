@@ -431,6 +431,23 @@ static void keep(struct eval *ev, struct check_job *j, const char *name, struct 
 	j->fields[j->nfields++] = v;
 }
 
+/* Whether @word is one of the "a|b|c" alternatives. A key's own words win
+ * over declarations: `attention = eager` means the enum value even when the
+ * file also declares `train eager`. */
+static bool is_enum_word(const char *alts, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = alts; *p; p = strchr(p, '|') ? strchr(p, '|') + 1 : p + strlen(p)) {
+		const char *end = strchr(p, '|');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len == n && !strncmp(p, word, n))
+			return true;
+	}
+	return false;
+}
+
 static void train_field(struct eval *ev, struct check_job *j, const struct field *f, const char *prefix,
 			const struct field_spec *specs)
 {
@@ -453,6 +470,9 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	}
 	struct value v = eval_expr(ev, NULL, f->value);
 
+	if (!strncmp(s->type, "enum:", 5) && f->value->kind == EXPR_NAME &&
+	    (v.kind == VAL_DECL || v.kind == VAL_INSTANCE) && is_enum_word(s->type + 5, f->value->name.name))
+		v = (struct value){ .kind = VAL_SYMBOL, .str = f->value->name.name, .loc = v.loc, .origin = v.loc };
 	if (!strcmp(s->type, "model") || !strcmp(s->type, "optimizer") || !strcmp(s->type, "precision"))
 		v = as_decl(ev, f->value, v, !strcmp(s->type, "model") ? DECL_MODEL :
 			    !strcmp(s->type, "optimizer") ? DECL_OPTIMIZER : DECL_PRECISION);

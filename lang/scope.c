@@ -74,9 +74,18 @@ static const struct decl *shadowed_named(const struct scope *s, const char *name
 
 const struct decl *scope_find_in(const struct scope *s, const char *name, uint32_t file)
 {
-	const struct decl *d = s->nshadowed && is_stdlib_file(s, file) ? shadowed_named(s, name) : NULL;
+	bool in_stdlib = is_stdlib_file(s, file);
+	const struct decl *d = s->nshadowed && in_stdlib ? shadowed_named(s, name) : NULL;
 
-	return d ? d : scope_find(s, name);
+	if (d)
+		return d;
+	d = scope_find(s, name);
+	/* The stdlib names only its own declarations: a user's `train eager`
+	 * must not turn the stdlib's `attention == eager` into a comparison
+	 * with a train block. */
+	if (d && in_stdlib && !is_stdlib_file(s, d->name_loc.file))
+		return NULL;
+	return d;
 }
 
 const struct decl *scope_find_kind_in(const struct scope *s, const char *name, enum decl_kind kind,

@@ -42,7 +42,8 @@ static uint64_t try_variant(struct eval *ev, const struct check_job *cj, const s
 	uint64_t worst = 0;
 
 	*fits = false;
-	if (build_job(ev, &tmp, cj, ov, true, &b) && mem_analyze(&b.job, &r) == MEM_OK) {
+	if (build_job(ev, &tmp, cj, ov, true, &b) && (b.job.no_explain = true) &&	/* never printed */
+	    mem_analyze(&b.job, &r) == MEM_OK) {
 		*fits = true;
 		for (size_t i = 0; i < r.nclasses; i++) {
 			if (r.classes[i].device_total > worst)

@@ -320,36 +320,38 @@ static struct value as_decl(struct eval *ev, const struct expr *e, struct value 
 	return v;
 }
 
+static bool enum_has(const char *alts, const char *v)
+{
+	size_t n = strlen(v);
+
+	for (const char *p = alts; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
+		size_t len = strcspn(p, "|");
+
+		if (len == n && !strncmp(p, v, n))
+			return true;
+	}
+	return false;
+}
+
+/* The message grows with the list: the loss list alone is over 100 bytes. */
 static bool check_enum(struct eval *ev, struct value v, const char *alts, const char *what)
 {
-	char buf[128];
+	struct strbuf list;
 
 	if (v.kind == VAL_ERROR)
 		return false;
-	if (v.kind == VAL_SYMBOL || v.kind == VAL_NONE) {
-		snprintf(buf, sizeof buf, "|%s|", alts);
-		char key[96];
-
-		snprintf(key, sizeof key, "|%s|", v.str);
-		if (strstr(buf, key))
-			return true;
-	}
-	char list[128];
-	size_t n = 0;
-
+	if ((v.kind == VAL_SYMBOL || v.kind == VAL_NONE) && v.str && enum_has(alts, v.str))
+		return true;
 	/* "none|selective|full" -> "none, selective or full" */
-	for (const char *p = alts; *p && n + 4 < sizeof list; p++) {
-		if (*p != '|') {
-			list[n++] = *p;
-			continue;
-		}
-		const char *sep = strchr(p + 1, '|') ? ", " : " or ";
-
-		for (; *sep && n + 1 < sizeof list; sep++)
-			list[n++] = *sep;
+	strbuf_init(&list);
+	for (const char *p = alts; *p; p++) {
+		if (*p != '|')
+			strbuf_add(&list, p, 1);
+		else
+			strbuf_addf(&list, "%s", strchr(p + 1, '|') ? ", " : " or ");
 	}
-	list[n] = '\0';
-	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be %s", what, list);
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be %s", what, list.buf);
+	strbuf_release(&list);
 	return false;
 }
 
@@ -776,6 +778,24 @@ static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
+/* DeepSpeed's PipelineEngine asserts zero_optimization_stage() < 2 in its
+ * __init__ (deepspeed/runtime/pipe/engine.py): ZeRO-2/3 shard the gradients
+ * the pipeline schedule reduces itself. zero = 2|3 is always DeepSpeed;
+ * Megatron's distributed optimizer is zero = 1 and FSDP is fsdp. */
+static bool pipeline_zero_ok(struct eval *ev, const struct check_job *j, const struct value *z,
+			     uint64_t zero)
+{
+	struct value pp;
+
+	if (zero < 2 || !degree_above_1(j, "parallel.pp") || !check_job_field(j, "parallel.pp", &pp))
+		return true;
+	diag_note(eval_error(ev, DIAG_BAD_LAYOUT, z->origin, "DeepSpeed's pipeline engine runs ZeRO "
+			     "stage 0 or 1 only ('ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+			     "parallelism'): use zero = 1 with pp > 1, or pp = 1"),
+		  pp.origin, "'pp' is set here");
+	return false;
+}
+
 /* Settings that another setting makes meaningless: each is an error at
  * the key that would be ignored. */
 static bool sharding_ok(struct eval *ev, const struct check_job *j)
@@ -794,6 +814,7 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 			  z.origin, "'zero' is set here");
 		ok = false;
 	}
+	ok &= pipeline_zero_ok(ev, j, &z, zero);
 	if (key_loc(j, "ddp").file && (zero > 0 || fsdp)) {
 		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "ddp"), "'ddp { }' sets DistributedDataParallel's "
 			   "buckets, but %s does the reduction: remove it (DeepSpeed's buckets are "

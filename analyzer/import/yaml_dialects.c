@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analyzer/import/import_impl.h"
+#include "lang/arena.h"
 
 #include "analyzer/import/map_rows.h"
 #define END       { NULL, NULL, MAP_IGNORE, NULL }
@@ -56,6 +57,16 @@ static const struct map_row accelerate_rows[] = {
 	  "4=hybrid_shard"),
 	T("fsdp_config.fsdp_offload_params", "offload.params", "cpu"),
 	T("fsdp_config.fsdp_activation_checkpointing", "checkpoint", "full"),
+	E("fsdp_config.fsdp_reshard_after_forward", "fsdp", "FULL_SHARD=full_shard|SHARD_GRAD_OP=shard_grad_op|"
+	  "NO_SHARD=no_shard|HYBRID_SHARD=hybrid_shard|1=full_shard|2=shard_grad_op|3=no_shard|4=hybrid_shard"),
+	B("fsdp_config.fsdp_use_orig_params", "fsdp1.use_orig_params"),
+	B("fsdp_config.fsdp_forward_prefetch", "fsdp1.forward_prefetch"),
+	B("fsdp_config.fsdp_sync_module_states", "fsdp1.sync_module_states"),
+	E("fsdp_config.fsdp_backward_prefetch", "fsdp1.backward_prefetch", "BACKWARD_PRE=backward_pre|"
+	  "BACKWARD_POST=backward_post|NO_PREFETCH=none|1=backward_pre|2=backward_post"),
+	T("fsdp_config.fsdp_cpu_ram_efficient_loading", "load", "rank0_cpu"),
+	MUST("fsdp_config.fsdp_version", "1|2"),
+	MUST("fsdp_config.fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"),
 	IGN("fsdp_config.*"),
 	NOTE("num_processes", "GPUs in all: cluster = N x GPU"), NOTE("num_machines", "nodes"),
 	IGN("compute_environment"), IGN("debug"), IGN("machine_rank"), IGN("main_training_function"),
@@ -63,6 +74,18 @@ static const struct map_row accelerate_rows[] = {
 	IGN("tpu_use_sudo"), MUST("use_cpu", "false"), IGN("downcast_bf16"), IGN("gpu_ids"),
 	IGN("main_process_ip"), IGN("main_process_port"), IGN("enable_cpu_affinity"),
 	IGN("dynamo_config.*"), END
+};
+
+/* accelerate's FullyShardedDataParallelPlugin with fsdp_version 2
+ * (utils/dataclasses.py __post_init__): reshard_after_forward is a bool;
+ * backward_prefetch, use_orig_params and sync_module_states are dropped and
+ * forward_prefetch and sharding_strategy are not read (env only in FSDP1). */
+static const struct map_row accelerate_fsdp2_rows[] = {
+	E("mixed_precision", "precision", "bf16=fsdp2_bf16|no=fp32"),
+	E("fsdp_config.fsdp_reshard_after_forward", "fsdp2.reshard_after_forward", "true=true|false=false"),
+	IGN("fsdp_config.fsdp_sharding_strategy"), IGN("fsdp_config.fsdp_backward_prefetch"),
+	IGN("fsdp_config.fsdp_use_orig_params"), IGN("fsdp_config.fsdp_sync_module_states"),
+	IGN("fsdp_config.fsdp_forward_prefetch"), END
 };
 
 static const struct map_row torchtune_rows[] = {
@@ -81,7 +104,7 @@ static const struct map_row torchtune_rows[] = {
 	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked"),
 	NOTE("model._component_", "the model: import its config.json"),
 	NOTE("model.*", "a model (or LoRA: finetune = lora(r, alpha, ...)) setting"),
-	IGN("compile"), IGN("seed"), IGN("shuffle"), IGN("epochs"), IGN("max_steps_per_epoch"),
+	T("compile", "compile", "true"), IGN("seed"), IGN("shuffle"), IGN("epochs"), IGN("max_steps_per_epoch"),
 	IGN("output_dir"), IGN("checkpointer.*"), IGN("dataset.*"), IGN("metric_logger.*"),
 	IGN("log_every_n_steps"), IGN("log_peak_memory_stats"), IGN("device"), IGN("profiler.*"),
 	IGN("lr_scheduler.*"), IGN("clip_grad_norm"), IGN("resume_from_checkpoint"),
@@ -100,10 +123,62 @@ static bool any_component(const struct cfg *c)
 	return false;
 }
 
+static bool imp_has(const struct imp_out *o, const char *dst)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->set[i].dst && o->set[i].value && !strcmp(o->set[i].dst, dst))
+			return true;
+	return false;
+}
+
+/* @a's rows, then @b's: the first match wins. */
+static const struct map_row *rows_cat(struct arena *arena, const struct map_row *a, const struct map_row *b)
+{
+	size_t na = 0, nb = 0;
+
+	while (a[na].src)
+		na++;
+	while (b[nb].src)
+		nb++;
+	struct map_row *r = arena_alloc(arena, arena_array_size(sizeof *r, na + nb + 1));
+
+	memcpy(r, a, na * sizeof *r);
+	memcpy(r + na, b, (nb + 1) * sizeof *r);
+	return r;
+}
+
+/* accelerate's defaults where they are not torch's: FULL_SHARD, and in
+ * FSDP1 no backward prefetch; in FSDP2 reshard_after_forward = True and
+ * set_mixed_precision's MixedPrecisionPolicy(param_dtype = reduce_dtype =
+ * the mixed precision) over the model fsdp2_prepare_model upcasts to fp32. */
+static bool accelerate_import(struct cfg *c, struct imp_out *o)
+{
+	const struct cfg_item *dt = cfg_find(c, "distributed_type"), *v = cfg_find(c, "fsdp_config.fsdp_version");
+	const struct cfg_item *mp = cfg_find(c, "mixed_precision");
+	bool fsdp = dt && dt->text && !strcmp(dt->text, "FSDP"), v2 = v && v->kind == CFG_INT && v->i == 2;
+	bool ok = map_apply(c, fsdp && v2 ? rows_cat(c->arena, accelerate_fsdp2_rows, accelerate_rows) :
+			    accelerate_rows, o);
+
+	if (!fsdp || !ok)
+		return ok;
+	if (v2 && mp && mp->text && !strcmp(mp->text, "bf16")) {
+		imp_set(o, "fsdp2.param_dtype", "bf16", mp->path, "accelerate's MixedPrecisionPolicy");
+		imp_set(o, "fsdp2.reduce_dtype", "bf16", mp->path, "accelerate's MixedPrecisionPolicy");
+	}
+	if (v2 && !imp_has(o, "fsdp2.reshard_after_forward"))
+		imp_set(o, "fsdp2.reshard_after_forward", "true", "fsdp_config.fsdp_version", "accelerate's default");
+	if (!v2 && !imp_has(o, "fsdp"))
+		imp_set(o, "fsdp", "full_shard", "distributed_type", "accelerate's default FULL_SHARD");
+	if (!v2 && !imp_has(o, "fsdp1.backward_prefetch"))
+		imp_set(o, "fsdp1.backward_prefetch", "none", "fsdp_config.fsdp_backward_prefetch",
+			"accelerate's default NO_PREFETCH");
+	return true;
+}
+
 bool yaml_import(struct cfg *c, struct imp_out *o)
 {
 	if (cfg_find(c, "distributed_type") || cfg_find(c, "compute_environment"))
-		return map_apply(c, accelerate_rows, o);
+		return accelerate_import(c, o);
 	if (any_component(c))
 		return map_apply(c, torchtune_rows, o);
 	return map_apply(c, hf_args_rows, o);

@@ -501,7 +501,7 @@ static void capacity(struct fit_memo *m, struct eval *ev, const struct check_job
 static struct loc phase_loc(const struct build *bd, enum phase_id p)
 {
 	struct loc l = p == PHASE_LOADING ? bd->loc_load : p == PHASE_EVAL ? bd->loc_eval :
-		       p == PHASE_SAVE ? bd->loc_save : NO_LOC;
+		       p == PHASE_SAVE ? bd->loc_save : p >= PHASE_REF_FORWARD ? bd->loc_rl : NO_LOC;
 
 	return l.file ? l : p == PHASE_LOADING && bd->loc_model.file ? bd->loc_model : bd->loc_train;
 }

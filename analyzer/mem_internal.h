@@ -95,6 +95,10 @@ struct mem_ctx {
 	uint32_t expert_n;		/* expert params' group (mem_expert_group) */
 	bool experts;			/* the job has expert params */
 	bool ovf;			/* sticky overflow flag */
+	struct mem_ws *ws;		/* NULL: the heap */
+	struct mem_sums **prefix;	/* [block][layer]: sums of layers 0..layer-1 of one
+					   repeat (set_layer in O(1)); [nlayers] = iter */
+	struct mem_sums **prefix_plain;
 };
 
 struct mem_walk_out {
@@ -116,15 +120,52 @@ static inline const struct mem_sums *mem_seg_iter(const struct mem_ctx *cx, cons
 	return s->plain ? &cx->iter_plain[s->block] : &cx->iter[s->block];
 }
 
+static inline const struct mem_sums *mem_seg_prefix(const struct mem_ctx *cx, const struct mem_seg *s)
+{
+	return s->plain ? cx->prefix_plain[s->block] : cx->prefix[s->block];
+}
+
 /* Whether a segment's body repeats re-run their forward in backward. */
 static inline bool mem_seg_recomputes(const struct mem_ctx *cx, const struct mem_seg *s)
 {
 	return mem_recomputes_repeat(cx->job->recompute) && !s->plain;
 }
 
-uint64_t mem_add(bool *ovf, uint64_t a, uint64_t b);
-uint64_t mem_mul(bool *ovf, uint64_t a, uint64_t b);
-uint64_t mem_sub(uint64_t a, uint64_t b);	/* saturates at 0 */
+/* Inline: the walk calls them a hundred times per instant, and an
+ * out-of-line call was a fifth of mem_analyze (docs/performance.md). */
+static inline uint64_t mem_add(bool *ovf, uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_add_overflow(a, b, &r)) {
+		*ovf = true;
+		return UINT64_MAX;
+	}
+	return r;
+}
+
+static inline uint64_t mem_mul(bool *ovf, uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r)) {
+		*ovf = true;
+		return UINT64_MAX;
+	}
+	return r;
+}
+
+static inline uint64_t mem_sub(uint64_t a, uint64_t b)	/* saturates at 0 */
+{
+	return a > b ? a - b : 0;
+}
+
+/* Zeroed scratch from the caller's workspace (mem_analyze_ws), else the
+ * heap; mem_ws_release frees only what came from the heap. */
+void *mem_ws_calloc(struct mem_ws *ws, size_t n, size_t size);
+void *mem_ws_alloc(struct mem_ws *ws, size_t n, size_t size);	/* not zeroed */
+void mem_ws_release(struct mem_ws *ws, void *p);
+void mem_ws_reset(struct mem_ws *ws);	/* start of a call: last call's blocks are free */
 uint64_t mem_round(const struct mem_job *job, uint64_t bytes);
 void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c);
 /* out = x + k * y */
@@ -133,10 +174,11 @@ void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
 /* Extra activations of the other in-flight chunks: stored x (chunks - vp) / vp. */
 uint64_t mem_extra_in_flight(bool *ovf, uint64_t stored, uint64_t chunks, uint32_t vp);
 
-/* Walk one stage for one scenario (accumulating: micro-batch >= 2), folding
- * into `out`.  `chunks` is the number of model-chunk forwards in flight. */
-void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumulating,
-		    uint64_t chunks, struct mem_walk_out *out);
+/* Walk one stage for the first micro-batch (`first` model-chunk forwards
+ * in flight) and, if `later` > 0, for a later one (micro-batch >= 2, with
+ * `later` chunks in flight), folding into `out`. */
+void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
+		    uint64_t later, struct mem_walk_out *out);
 
 /* The allocator replay of one stage (mem_trace.c, §5.4): the trace of its
  * loading and setup, then optimizer steps of the first (`first` chunks in

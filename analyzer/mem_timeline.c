@@ -31,24 +31,77 @@
 /* A position in the walk: layer j of repeat r of segment seg. */
 struct pos {
 	const struct mem_seg *seg;
+	size_t s;			/* its index in the stage */
 	uint64_t r;
 	size_t j;
 	const struct mem_cost *c;
 	struct mem_sums U;		/* everything before the current repeat */
-	struct mem_sums P;		/* everything before the current layer */
+	const struct mem_sums *pre;	/* layers 0..j-1 of the repeat: U + pre is everything
+					   before the current layer (read through pv()) */
+	bool *ovf;
 	const struct mem_sums *it;	/* one repeat of the block */
 	uint64_t unit_idx;		/* body repeats of the stage before this one */
 };
+
+/* Field f summed over everything before the current layer; only the
+ * fields an instant reads are added (a sum over the stage's total, which
+ * finish_stage checked, cannot overflow unnoticed). */
+static inline uint64_t pv(const struct pos *p, enum mem_sum_field f)
+{
+	return mem_add(p->ovf, p->U.v[f], p->pre->v[f]);
+}
+
+/* One scenario of the step: the first micro-batch, or (accumulating) a
+ * later one with the gradients resident.  Both pass the same instants and
+ * differ only in what is persistent, so the walk computes each instant
+ * once and adds each scenario's part (struct instant).  Each keeps its
+ * own peak: the first scenario's instants all come before the second's,
+ * which a tie must respect. */
+struct scenario {
+	bool accumulating;
+	bool resident;		/* all final gradients live from the start */
+	struct mem_vec base;	/* persistent part of every instant */
+	uint64_t base_total;
+	bool any;
+	uint64_t peak;
+	/* the peak's instant, made again at the end (replay): forward peaks
+	 * rise with nearly every layer, and copying the vector and its
+	 * mem_where each time cost more than finding them */
+	struct mark {
+		size_t seg, j;
+		uint64_t r;
+		bool bwd, rec, optimizer, final_reduce;
+	} mark;
+};
+
+/* Everything before the current layer, every field (FSDP2's helpers
+ * take the sums whole). */
+static const struct mem_sums *full_before(const struct pos *p, struct mem_sums *tmp)
+{
+	for (int f = 0; f < S__COUNT; f++)
+		tmp->v[f] = mem_add(p->ovf, p->U.v[f], p->pre->v[f]);
+	return tmp;
+}
 
 struct walk {
 	struct mem_ctx *cx;
 	const struct mem_job *job;
 	const struct mem_stage *st;
-	struct mem_vec base;
-	bool resident;		/* all final gradients live from the start */
-	bool accumulating;
 	uint64_t ipg;		/* ZeRO-1/2 IPG buckets while backward runs */
+	struct scenario sc[2];
+	size_t sc0, nsc;	/* the scenarios this pass considers: sc[sc0 .. nsc) */
+	bool accumulating;	/* of sc[sc0], where an instant itself depends on it
+				   (FSDP2 gathers and no_sync: shared_instants()) */
 	struct mem_walk_out *out;
+};
+
+/* An instant beyond the scenario's base: v, the gradients of finished
+ * layers (in the base already where they are resident), and whether the
+ * IPG buckets are live (backward of the first micro-batch). */
+struct instant {
+	struct mem_vec v;
+	uint64_t after;
+	bool ipg;
 };
 
 static void put(struct walk *w, struct mem_vec *v, enum mem_component c, uint64_t x)
@@ -84,26 +137,8 @@ static void keep_point(struct mem_phase_point *pt, uint64_t total, const struct 
 	pt->where = *where;
 }
 
-/* Record one instant; strict '>' keeps the earliest of equal peaks. */
-static void consider(struct walk *w, const struct mem_vec *v, const struct mem_where *where)
-{
-	uint64_t total = 0;
-
-	for (int c = 0; c < MEM_C__COUNT; c++)
-		total = mem_add(&w->cx->ovf, total, v->c[c]);
-	if (total > w->out->phase_peak[where->phase])
-		w->out->phase_peak[where->phase] = total;
-	if (w->job->phase_series)
-		keep_point(&w->out->series[where->accumulating][where->phase], total, v, where);
-	if (w->out->any && total <= w->out->peak)
-		return;
-	w->out->any = true;
-	w->out->peak = total;
-	w->out->at = *v;
-	w->out->where = *where;
-}
-
-static struct mem_where where_of(const struct walk *w, const struct pos *p, bool bwd, bool rec)
+static struct mem_where where_of(const struct walk *w, const struct pos *p, bool bwd, bool rec,
+				 bool accumulating)
 {
 	const struct mem_block *b = &w->job->blocks[p->seg->block];
 	const struct mem_layer *l = &b->layers[p->j];
@@ -112,7 +147,7 @@ static struct mem_where where_of(const struct walk *w, const struct pos *p, bool
 	wh.phase = l->loss_region ? MEM_PHASE_LOSS : bwd ? MEM_PHASE_BACKWARD : MEM_PHASE_FORWARD;
 	wh.backward_pass = bwd;
 	wh.recompute = rec;
-	wh.accumulating = w->accumulating;
+	wh.accumulating = accumulating;
 	wh.block = p->seg->block;
 	wh.iteration = p->seg->first + p->r;
 	wh.layer = p->j;
@@ -122,6 +157,72 @@ static struct mem_where where_of(const struct walk *w, const struct pos *p, bool
 	return wh;
 }
 
+/* Record one instant of scenario @s at @m; strict '>' keeps the earliest
+ * of equal peaks.  The chart's series (phase_series) keeps its own
+ * vectors: @v and @where are read only for it. */
+static void keep(struct walk *w, struct scenario *s, uint64_t total, enum mem_phase ph,
+		 const struct mark *m, const struct mem_vec *v, const struct mem_where *where)
+{
+	if (total > w->out->phase_peak[ph])
+		w->out->phase_peak[ph] = total;
+	if (w->job->phase_series)
+		keep_point(&w->out->series[s->accumulating][ph], total, v, where);
+	if (s->any && total <= s->peak)
+		return;
+	s->any = true;
+	s->peak = total;
+	s->mark = *m;
+}
+
+/* What scenario @s holds at instant @in, component by component. */
+static void materialize(struct walk *w, const struct scenario *s, const struct instant *in,
+			struct mem_vec *v)
+{
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		v->c[c] = mem_add(&w->cx->ovf, s->base.c[c], in->v.c[c]);
+	for (int b = 0; b < MEM_B__COUNT; b++)
+		v->b[b] = mem_add(&w->cx->ovf, s->base.b[b], in->v.b[b]);
+	if (!s->resident)
+		put(w, v, MEM_C_GRADIENTS, in->after);
+	if (in->ipg && !s->accumulating)
+		put_buf(w, v, MEM_B_BUCKETS, w->ipg);
+}
+
+/* An instant at a layer of the walk, for each scenario: its total first;
+ * the vector and the mem_where are made only for an instant that is kept
+ * (a new peak of the scenario or of its phase, or the chart's series). */
+static void consider_at(struct walk *w, const struct instant *in, const struct pos *p, bool bwd,
+			bool rec)
+{
+	bool *o = &w->cx->ovf;
+	bool loss = p->c->act == MEM_C_LOGITS;	/* the layer's loss_region */
+	enum mem_phase ph = loss ? MEM_PHASE_LOSS : bwd ? MEM_PHASE_BACKWARD : MEM_PHASE_FORWARD;
+	uint64_t var = 0;
+
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		var = mem_add(o, var, in->v.c[c]);
+	for (size_t i = w->sc0; i < w->nsc; i++) {
+		struct scenario *s = &w->sc[i];
+		uint64_t total = mem_add(o, s->base_total, var);
+
+		if (!s->resident)
+			total = mem_add(o, total, in->after);
+		if (in->ipg && !s->accumulating)
+			total = mem_add(o, total, w->ipg);
+		if (!w->job->phase_series && total <= w->out->phase_peak[ph] && s->any && total <= s->peak)
+			continue;
+		struct mark m = { p->s, p->j, p->r, bwd, rec, false, false };
+		struct mem_vec v;
+		struct mem_where wh;
+
+		if (w->job->phase_series) {
+			wh = where_of(w, p, bwd, rec, s->accumulating);
+			materialize(w, s, in, &v);
+		}
+		keep(w, s, total, ph, &m, &v, &wh);
+	}
+}
+
 /* Stored activations before the current layer plus the current layer's
  * stored part; with full recompute in backward also the re-materialised
  * saves of this repeat up to and including the current layer (§4.5). */
@@ -129,13 +230,13 @@ static void add_activations(struct walk *w, const struct pos *p, struct mem_vec 
 {
 	/* offloaded: the earlier repeats' stored activations are on the host,
 	 * the running repeat's on the GPU (being copied out, or brought back) */
-	put(w, v, MEM_C_ACTIVATIONS, mem_sub(p->P.v[S_STORED_ACT], p->U.v[S_STORED_OFF]));
-	put(w, v, MEM_C_LOGITS, p->P.v[S_STORED_LOG]);
+	put(w, v, MEM_C_ACTIVATIONS, mem_sub(pv(p, S_STORED_ACT), p->U.v[S_STORED_OFF]));
+	put(w, v, MEM_C_LOGITS, pv(p, S_STORED_LOG));
 	put(w, v, p->c->act, p->c->stored);
 	if (!remat)
 		return;
-	put(w, v, MEM_C_ACTIVATIONS, mem_sub(p->P.v[S_SAVES_ACT], p->U.v[S_SAVES_ACT]));
-	put(w, v, MEM_C_LOGITS, mem_sub(p->P.v[S_SAVES_LOG], p->U.v[S_SAVES_LOG]));
+	put(w, v, MEM_C_ACTIVATIONS, mem_sub(pv(p, S_SAVES_ACT), p->U.v[S_SAVES_ACT]));
+	put(w, v, MEM_C_LOGITS, mem_sub(pv(p, S_SAVES_LOG), p->U.v[S_SAVES_LOG]));
 	put(w, v, p->c->act, p->c->saves);
 }
 
@@ -156,9 +257,12 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 	if (mem_fsdp1_all_gathered(w->job, w->accumulating))
 		return st->total.v[S_GATH];
 	pre = mem_fsdp1_prefetch(w->job, bwd, pre);
-	if (is_fsdp(m) && mem_fsdp_gathers(w->job))
-		return mem_fsdp_gathered(w->cx, st, p->c->body ? &p->U : &p->P, p->c,
+	if (is_fsdp(m) && mem_fsdp_gathers(w->job)) {
+		struct mem_sums P;
+
+		return mem_fsdp_gathered(w->cx, st, p->c->body ? &p->U : full_before(p, &P), p->c,
 					 !p->c->body && p->unit_idx > 0, cur, more, bwd, w->accumulating);
+	}
 	if (m == MEM_SHARD_ZERO3) {
 		if (w->job->zero_prefetch_bytes < pre)
 			pre = w->job->zero_prefetch_bytes;
@@ -169,7 +273,7 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 		uint64_t held = mem_sub(p->U.v[S_GATH], p->U.v[S_GATH_NB]);
 
 		if (!p->c->body)
-			held = mem_sub(p->P.v[S_GATH], p->P.v[S_GATH_NB]);
+			held = mem_sub(pv(p, S_GATH), pv(p, S_GATH_NB));
 		held = mem_add(o, held, st->total.v[S_GATH_NB]);
 		return mem_add(o, mem_add(o, held, cur), bwd ? 0 : pre);
 	}
@@ -183,7 +287,7 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
  * FSDP: the body repeat; FSDP root: all non-body layers until the end of the
  * backward) and the sharded gradient of finished units.  `remat`: the current
  * repeat is re-running its forward and has produced no gradient yet. */
-static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bool remat)
+static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bool remat)
 {
 	enum mem_sharding m = w->job->sharding;
 	const struct mem_sums *T = &w->st->total;
@@ -191,42 +295,44 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 	bool unit = p->c->body && shards_weights(m);
 	uint64_t after, unsh = 0;
 	/* unsharded grads of this repeat from the current layer to its end */
-	uint64_t in_unit = mem_sub(p->it->v[S_GUNSH], mem_sub(p->P.v[S_GUNSH], p->U.v[S_GUNSH]));
+	uint64_t in_unit = mem_sub(p->it->v[S_GUNSH], mem_sub(pv(p, S_GUNSH), p->U.v[S_GUNSH]));
 
 	if (remat || (p->c->body && unit))
 		after = mem_sub(T->v[S_GFIN], mem_add(o, p->U.v[S_GFIN], p->it->v[S_GFIN]));
 	else if (p->c->gunsh)
-		after = mem_sub(T->v[S_GFIN], mem_add(o, p->P.v[S_GFIN], p->c->gfin));
+		after = mem_sub(T->v[S_GFIN], mem_add(o, pv(p, S_GFIN), p->c->gfin));
 	else
-		after = mem_sub(T->v[S_GFIN], p->P.v[S_GFIN]);
+		after = mem_sub(T->v[S_GFIN], pv(p, S_GFIN));
 	if (unit && !remat)
 		unsh = in_unit;
 	else if (!p->c->body || !remat)
 		unsh = p->c->gunsh;
 	if (is_fsdp(m)) {
 		/* root (non-body) grads stay unsharded until the whole backward ends */
-		uint64_t nb_before = p->P.v[S_GFIN_NB];
+		uint64_t nb_before = pv(p, S_GFIN_NB);
 
 		if (p->c->body)
 			after = mem_sub(T->v[S_GFIN], mem_add(o, p->U.v[S_GFIN], p->it->v[S_GFIN]));
 		else
-			after = mem_sub(T->v[S_GFIN], p->P.v[S_GFIN]);
+			after = mem_sub(T->v[S_GFIN], pv(p, S_GFIN));
 		after = mem_sub(after, mem_sub(T->v[S_GFIN_NB], nb_before));
 		unsh = (p->c->body && !remat) ? in_unit : 0;
-		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], p->P.v[S_GUNSH_NB]));
+		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], pv(p, S_GUNSH_NB)));
 		mem_fsdp_split_grads(w->cx, w->st, !p->c->body && p->unit_idx > 0, &after, &unsh);
 	}
 	if (is_fsdp(m) && w->job->fsdp_no_sync) {
 		/* nothing reduce-scattered before the last micro-batch (mem_fsdp.c) */
-		uint64_t in_acc = mem_sub(p->it->v[S_GACC], mem_sub(p->P.v[S_GACC], p->U.v[S_GACC]));
+		uint64_t in_acc = mem_sub(p->it->v[S_GACC], mem_sub(pv(p, S_GACC), p->U.v[S_GACC]));
+		struct mem_sums P;
 
 		after = 0;
 		if (!p->c->body)
 			in_unit = p->c->gunsh, in_acc = p->c->gacc;
 		else if (remat)
 			in_unit = in_acc = 0;
-		unsh = mem_fsdp_unsharded(w->cx, w->st, p->c->body ? &p->U : &p->P, p->c->body ? p->it : NULL,
-					  !p->c->body && p->unit_idx > 0, in_unit, in_acc, w->accumulating);
+		unsh = mem_fsdp_unsharded(w->cx, w->st, p->c->body ? &p->U : full_before(p, &P),
+					  p->c->body ? p->it : NULL, !p->c->body && p->unit_idx > 0, in_unit,
+					  in_acc, w->accumulating);
 	}
 	if (mem_fsdp1_accumulates_unsharded(w->job, w->accumulating))
 		unsh = 0;	/* resident since the first micro-batch (make_base) */
@@ -236,68 +342,91 @@ static void add_grads(struct walk *w, const struct pos *p, struct mem_vec *v, bo
 		after = p->c->gfin;
 		put_buf(w, v, MEM_B_STEP_TEMPS, w->st->step_max);
 	}
-	if (!w->resident)
-		put(w, v, MEM_C_GRADIENTS, after);
 	put_buf(w, v, MEM_B_UNSHARDED_GRADS, unsh);
+	return after;	/* the scenarios without resident gradients add it */
+}
+
+static void instant_forward(struct walk *w, const struct pos *p, struct instant *in)
+{
+	struct mem_vec *v = &in->v;
+
+	*in = (struct instant){ { { 0 }, { 0 } }, 0, false };
+	add_activations(w, p, v, false);
+	put(w, v, p->c->act, p->c->tfwd);
+	/* casts saved for backward, the autocast-cached casts of earlier
+	 * recomputed layers (held until the forward pass ends, §2.1), and this
+	 * layer's own */
+	put_buf(w, v, MEM_B_CASTS, mem_add(&w->cx->ovf, mem_add(&w->cx->ovf, pv(p, S_CAST_KEEP),
+							       pv(p, S_CAST_FWD)),
+					   mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
+	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, false));
+}
+
+/* Backward of the current layer, or (remat) the re-run of its forward. */
+static void instant_backward(struct walk *w, const struct pos *p, bool remat, struct instant *in)
+{
+	struct mem_vec *v = &in->v;
+	bool full = mem_seg_recomputes(w->cx, p->seg) && p->c->body;
+
+	*in = (struct instant){ { { 0 }, { 0 } }, 0, true };	/* + the first micro-batch's IPG */
+	add_activations(w, p, v, full);
+	put(w, v, p->c->act, remat ? p->c->tfwd : p->c->tbwd);
+	put_buf(w, v, MEM_B_CASTS, mem_add(&w->cx->ovf, pv(p, S_CAST_KEEP),
+					   mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
+	/* the re-run forward of a recomputed repeat saves its casts for
+	 * backward, as a none-mode forward does: earlier layers' casts live */
+	if (full)
+		put_buf(w, v, MEM_B_CASTS, mem_sub(pv(p, S_CAST_FWD), p->U.v[S_CAST_FWD]));
+	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, true));
+	in->after = add_grads(w, p, v, remat);
 }
 
 static void eval_forward(struct walk *w, const struct pos *p)
 {
-	struct mem_vec v = w->base;
-	struct mem_where wh = where_of(w, p, false, false);
+	struct instant in;
 
-	add_activations(w, p, &v, false);
-	put(w, &v, p->c->act, p->c->tfwd);
-	/* casts saved for backward, the autocast-cached casts of earlier
-	 * recomputed layers (held until the forward pass ends, §2.1), and this
-	 * layer's own */
-	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, mem_add(&w->cx->ovf, p->P.v[S_CAST_KEEP],
-								p->P.v[S_CAST_FWD]),
-					    mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
-	put_buf(w, &v, MEM_B_GATHERED, gathered(w, p, false));
-	consider(w, &v, &wh);
+	instant_forward(w, p, &in);
+	consider_at(w, &in, p, false, false);
 }
 
-/* Backward of the current layer, or (remat) the re-run of its forward. */
 static void eval_backward(struct walk *w, const struct pos *p, bool remat)
 {
-	struct mem_vec v = w->base;
-	struct mem_where wh = where_of(w, p, true, remat);
-	bool full = mem_seg_recomputes(w->cx, p->seg) && p->c->body;
+	struct instant in;
 
-	add_activations(w, p, &v, full);
-	put(w, &v, p->c->act, remat ? p->c->tfwd : p->c->tbwd);
-	put_buf(w, &v, MEM_B_CASTS, mem_add(&w->cx->ovf, p->P.v[S_CAST_KEEP],
-					    mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
-	/* the re-run forward of a recomputed repeat saves its casts for
-	 * backward, as a none-mode forward does: earlier layers' casts live */
-	if (full)
-		put_buf(w, &v, MEM_B_CASTS, mem_sub(p->P.v[S_CAST_FWD], p->U.v[S_CAST_FWD]));
-	put_buf(w, &v, MEM_B_GATHERED, gathered(w, p, true));
-	add_grads(w, p, &v, remat);
-	if (!w->accumulating)
-		put_buf(w, &v, MEM_B_BUCKETS, w->ipg);
-	consider(w, &v, &wh);
+	instant_backward(w, p, remat, &in);
+	consider_at(w, &in, p, true, remat);
 }
 
 /* Optimizer step: all gradients exist, activations are gone (§5.1, §5.2). */
-static void eval_optimizer(struct walk *w)
+static void optimizer_instant(struct walk *w, struct mem_vec *v, struct mem_where *wh)
 {
 	const struct mem_sums *T = &w->st->total;
-	struct mem_vec v = { { 0 }, { 0 } };
-	struct mem_where wh = { 0 };
 	bool *o = &w->cx->ovf;
 
-	put(w, &v, MEM_C_WEIGHTS, T->v[S_W]);
-	put(w, &v, MEM_C_OPTIMIZER, T->v[S_S]);
-	put(w, &v, MEM_C_GRADIENTS, T->v[S_GFIN]);
-	put_buf(w, &v, MEM_B_BUCKETS, w->base.b[MEM_B_BUCKETS]);
-	put_buf(w, &v, MEM_B_STEP_TEMPS, mem_add(o, T->v[S_STEP_GROUP], w->st->step_max));
-	wh.phase = MEM_PHASE_OPTIMIZER;
-	wh.block = SIZE_MAX;
-	wh.layer = SIZE_MAX;
-	wh.layer_name = "optimizer step";
-	consider(w, &v, &wh);
+	memset(v, 0, sizeof(*v));
+	memset(wh, 0, sizeof(*wh));
+	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
+	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
+	put(w, v, MEM_C_GRADIENTS, T->v[S_GFIN]);
+	put_buf(w, v, MEM_B_BUCKETS, w->sc[0].base.b[MEM_B_BUCKETS]);
+	put_buf(w, v, MEM_B_STEP_TEMPS, mem_add(o, T->v[S_STEP_GROUP], w->st->step_max));
+	wh->phase = MEM_PHASE_OPTIMIZER;
+	wh->block = SIZE_MAX;
+	wh->layer = SIZE_MAX;
+	wh->layer_name = "optimizer step";
+}
+
+static void eval_optimizer(struct walk *w)
+{
+	struct mem_vec v;
+	struct mem_where wh;
+	struct mark m = { 0, 0, 0, false, false, true, false };
+	uint64_t total = 0;
+
+	optimizer_instant(w, &v, &wh);
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		total = mem_add(&w->cx->ovf, total, v.c[c]);
+	keep(w, &w->sc[0], total, MEM_PHASE_OPTIMIZER, &m, &v, &wh);	/* after the first micro-batch */
 }
 
 /* FSDP2 under torch.distributed.pipelining: after the last micro-batch's
@@ -305,25 +434,38 @@ static void eval_optimizer(struct walk *w)
  * (mem_fsdp.c), every unit still gathered; the first unit's reduce is the
  * highest instant. (With gradient sync turned on for the last micro-batch
  * alone, each unit reduces in that backward instead.) */
-static void eval_final_reduce(struct walk *w)
+static void final_reduce_instant(struct walk *w, const struct scenario *s, struct mem_vec *v,
+				 struct mem_where *wh)
 {
 	const struct mem_sums *T = &w->st->total;
-	struct mem_vec v = { { 0 }, { 0 } };
-	struct mem_where wh = { 0 };
 	bool *o = &w->cx->ovf;
 
-	put(w, &v, MEM_C_WEIGHTS, T->v[S_W]);
-	put(w, &v, MEM_C_OPTIMIZER, T->v[S_S]);
-	put_buf(w, &v, MEM_B_BUCKETS, w->base.b[MEM_B_BUCKETS]);
-	put_buf(w, &v, MEM_B_GATHERED, T->v[S_GATH]);
-	put_buf(w, &v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));
-	wh.phase = MEM_PHASE_BACKWARD;
-	wh.backward_pass = true;
-	wh.accumulating = w->accumulating;
-	wh.block = SIZE_MAX;
-	wh.layer = SIZE_MAX;
-	wh.layer_name = "gradient reduce-scatter";
-	consider(w, &v, &wh);
+	memset(v, 0, sizeof(*v));
+	memset(wh, 0, sizeof(*wh));
+	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
+	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
+	put_buf(w, v, MEM_B_BUCKETS, s->base.b[MEM_B_BUCKETS]);
+	put_buf(w, v, MEM_B_GATHERED, T->v[S_GATH]);
+	put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));
+	wh->phase = MEM_PHASE_BACKWARD;
+	wh->backward_pass = true;
+	wh->accumulating = s->accumulating;
+	wh->block = SIZE_MAX;
+	wh->layer = SIZE_MAX;
+	wh->layer_name = "gradient reduce-scatter";
+}
+
+static void eval_final_reduce(struct walk *w, struct scenario *s)
+{
+	struct mem_vec v;
+	struct mem_where wh;
+	struct mark m = { 0, 0, 0, true, false, false, true };
+	uint64_t total = 0;
+
+	final_reduce_instant(w, s, &v, &wh);
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		total = mem_add(&w->cx->ovf, total, v.c[c]);
+	keep(w, s, total, MEM_PHASE_BACKWARD, &m, &v, &wh);
 }
 
 /* Repeats to evaluate, ascending: {0, 1, n-2, n-1} within [0, n). */
@@ -346,23 +488,21 @@ static void set_repeat(struct walk *w, struct pos *p, size_t s, uint64_t r)
 	bool body = w->job->blocks[seg->block].is_body;
 
 	p->seg = seg;
+	p->s = s;
 	p->r = r;
 	p->it = mem_seg_iter(w->cx, seg);
 	mem_sums_axpy(&w->cx->ovf, &p->U, &w->st->before[s], p->it, r);
-	p->P = p->U;
+	p->pre = mem_seg_prefix(w->cx, seg);
+	p->ovf = &w->cx->ovf;
 	p->unit_idx = seg->units_before + (body ? r : 0);
 }
 
-/* Move p to layer j of its repeat (P = U + layers 0..j-1). */
+/* Move p to layer j of its repeat: a prefix sum of the block, O(1) in j. */
 static void set_layer(struct walk *w, struct pos *p, size_t j)
 {
-	const struct mem_cost *costs = mem_seg_costs(w->cx, p->seg);
-
-	p->P = p->U;
-	for (size_t i = 0; i < j; i++)
-		mem_sums_add_cost(&w->cx->ovf, &p->P, &costs[i]);
+	p->pre = &mem_seg_prefix(w->cx, p->seg)[j];
 	p->j = j;
-	p->c = &costs[j];
+	p->c = &mem_seg_costs(w->cx, p->seg)[j];
 }
 
 static void walk_forward(struct walk *w)
@@ -409,54 +549,124 @@ static void walk_backward(struct walk *w)
 	}
 }
 
-/* Persistent part of every instant for this scenario. */
-static void make_base(struct walk *w, uint64_t chunks)
+/* Persistent part of every instant of scenario @s. */
+static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 {
 	const struct mem_job *job = w->job;
 	const struct mem_sums *T = &w->st->total;
 	enum mem_sharding m = job->sharding;
 	bool *o = &w->cx->ovf;
 	uint32_t vp = job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
+	struct mem_vec *b = &s->base;
 
-	w->resident = w->accumulating || job->grads_persistent ||
+	s->resident = s->accumulating || job->grads_persistent ||
 		      (m == MEM_SHARD_DDP && job->grad_as_bucket_view);
-	w->ipg = 0;
-	if (m == MEM_SHARD_ZERO1 || m == MEM_SHARD_ZERO2)
-		w->ipg = mem_mul(o, mem_round(job, job->zero_reduce_bucket_bytes),
-				 job->overlap_comm ? 2 : 1);
-	put(w, &w->base, MEM_C_WEIGHTS, T->v[S_W]);
-	put(w, &w->base, MEM_C_OPTIMIZER, T->v[S_S]);
-	if (mem_fsdp1_accumulates_unsharded(job, w->accumulating))
-		put(w, &w->base, MEM_C_GRADIENTS, T->v[S_GUNSH]);
-	else if (w->resident && !(is_fsdp(m) && job->fsdp_no_sync))
-		put(w, &w->base, MEM_C_GRADIENTS, T->v[S_GFIN]);
-	put_buf(w, &w->base, MEM_B_BUCKETS, T->v[S_BUCKET]);
-	put_buf(w, &w->base, MEM_B_BUCKETS, mem_comm_sp_buffer(job, o));
+	put(w, b, MEM_C_WEIGHTS, T->v[S_W]);
+	put(w, b, MEM_C_OPTIMIZER, T->v[S_S]);
+	if (mem_fsdp1_accumulates_unsharded(job, s->accumulating))
+		put(w, b, MEM_C_GRADIENTS, T->v[S_GUNSH]);
+	else if (s->resident && !(is_fsdp(m) && job->fsdp_no_sync))
+		put(w, b, MEM_C_GRADIENTS, T->v[S_GFIN]);
+	put_buf(w, b, MEM_B_BUCKETS, T->v[S_BUCKET]);
+	put_buf(w, b, MEM_B_BUCKETS, mem_comm_sp_buffer(job, o));
 	if (m == MEM_SHARD_ZERO3)
-		put_buf(w, &w->base, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
-	if (w->accumulating)
-		put_buf(w, &w->base, MEM_B_BUCKETS, w->ipg);
-	put(w, &w->base, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, mem_sub(T->v[S_STORED_ACT],
-										       T->v[S_STORED_OFF]), chunks, vp));
-	put(w, &w->base, MEM_C_LOGITS, mem_extra_logits_in_flight(o, job, T->v[S_STORED_LOG], chunks));
+		put_buf(w, b, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
+	if (s->accumulating)
+		put_buf(w, b, MEM_B_BUCKETS, w->ipg);
+	put(w, b, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, mem_sub(T->v[S_STORED_ACT], T->v[S_STORED_OFF]),
+							 chunks, vp));
+	put(w, b, MEM_C_LOGITS, mem_extra_logits_in_flight(o, job, T->v[S_STORED_LOG], chunks));
+	for (int c = 0; c < MEM_C__COUNT; c++)
+		s->base_total = mem_add(o, s->base_total, b->c[c]);
 }
 
-void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, bool accumulating,
-		    uint64_t chunks, struct mem_walk_out *out)
+/* Whether an instant is the same in both scenarios but for their base,
+ * the finished gradients and the IPG buckets (struct instant): not so
+ * where FSDP2 gathers or accumulates without sync by micro-batch, nor
+ * where FSDP1's no_sync() keeps a later micro-batch's grads or units. */
+static bool shared_instants(const struct mem_job *job)
+{
+	if (is_fsdp(job->sharding) && (mem_fsdp_gathers(job) || job->fsdp_no_sync))
+		return false;
+	return mem_fsdp1_all_gathered(job, false) == mem_fsdp1_all_gathered(job, true) &&
+	       mem_fsdp1_accumulates_unsharded(job, false) == mem_fsdp1_accumulates_unsharded(job, true);
+}
+
+/* The peak instant of scenario @s again: its vector and mem_where. */
+static void replay(struct walk *w, const struct scenario *s, struct mem_vec *at,
+		   struct mem_where *where)
+{
+	const struct mark *m = &s->mark;
+	struct pos p;
+	struct instant in;
+
+	if (m->optimizer) {
+		optimizer_instant(w, at, where);
+		return;
+	}
+	if (m->final_reduce) {
+		final_reduce_instant(w, s, at, where);
+		return;
+	}
+	w->accumulating = s->accumulating;
+	set_repeat(w, &p, m->seg, m->r);
+	set_layer(w, &p, m->j);
+	if (m->bwd)
+		instant_backward(w, &p, m->rec, &in);
+	else
+		instant_forward(w, &p, &in);
+	materialize(w, s, &in, at);
+	*where = where_of(w, &p, m->bwd, m->rec, s->accumulating);
+}
+
+/* The peak of the two scenarios, as if walked one after the other: the
+ * later one's only if strictly higher. */
+static void merge_peaks(struct walk *w, struct mem_walk_out *out)
+{
+	const struct scenario *best = &w->sc[0];
+
+	if (w->nsc > 1 && w->sc[1].any && (!best->any || w->sc[1].peak > best->peak))
+		best = &w->sc[1];
+	if (!best->any || (out->any && best->peak <= out->peak))
+		return;
+	out->any = true;
+	out->peak = best->peak;
+	replay(w, best, &out->at, &out->where);
+}
+
+void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
+		    uint64_t later, struct mem_walk_out *out)
 {
 	struct walk w = { 0 };
+	const struct mem_job *job = cx->job;
 
 	w.cx = cx;
-	w.job = cx->job;
+	w.job = job;
 	w.st = st;
-	w.accumulating = accumulating;
 	w.out = out;
-	make_base(&w, chunks);
-	walk_forward(&w);
-	walk_backward(&w);
-	if (is_fsdp(cx->job->sharding) && cx->job->fsdp_no_sync && cx->job->fsdp_keep_after_backward &&
-	    (accumulating || cx->job->micro_batches < 2))
-		eval_final_reduce(&w);
-	if (!accumulating && !cx->job->optimizer_in_backward)
+	if (job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2)
+		w.ipg = mem_mul(&cx->ovf, mem_round(job, job->zero_reduce_bucket_bytes),
+				job->overlap_comm ? 2 : 1);
+	w.sc[1].accumulating = true;
+	make_base(&w, &w.sc[0], first);
+	if (later)
+		make_base(&w, &w.sc[1], later);
+	if (shared_instants(job)) {
+		w.nsc = later ? 2 : 1;
+		walk_forward(&w);
+		walk_backward(&w);
+	} else {
+		for (w.sc0 = 0; w.sc0 < (later ? 2u : 1u); w.sc0++) {
+			w.nsc = w.sc0 + 1;
+			w.accumulating = w.sc[w.sc0].accumulating;
+			walk_forward(&w);
+			walk_backward(&w);
+			if (is_fsdp(job->sharding) && job->fsdp_no_sync && job->fsdp_keep_after_backward &&
+			    (w.accumulating || job->micro_batches < 2))
+				eval_final_reduce(&w, &w.sc[w.sc0]);
+		}
+	}
+	if (!job->optimizer_in_backward)
 		eval_optimizer(&w);
+	merge_peaks(&w, out);
 }

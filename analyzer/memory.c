@@ -26,33 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint64_t mem_add(bool *ovf, uint64_t a, uint64_t b)
-{
-	uint64_t r;
-
-	if (__builtin_add_overflow(a, b, &r)) {
-		*ovf = true;
-		return UINT64_MAX;
-	}
-	return r;
-}
-
-uint64_t mem_mul(bool *ovf, uint64_t a, uint64_t b)
-{
-	uint64_t r;
-
-	if (__builtin_mul_overflow(a, b, &r)) {
-		*ovf = true;
-		return UINT64_MAX;
-	}
-	return r;
-}
-
-uint64_t mem_sub(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
-
 /* Every tensor costs round_size(n) in memory_allocated (§5.3.1); an absent
  * tensor (0 bytes) costs nothing. */
 uint64_t mem_round(const struct mem_job *job, uint64_t bytes)
@@ -247,7 +220,13 @@ static bool mode_shards_states(enum mem_sharding m)
  * (the per-tensor form; exact for the §13 vectors, whose sizes divide). */
 static uint64_t shard(uint64_t bytes, uint32_t n)
 {
-	return n <= 1 ? bytes : bytes / n + (bytes % n != 0);
+	if (n <= 1)
+		return bytes;
+	/* groups are mostly powers of two, and a 64-bit division costs as
+	 * much as the rest of a tensor's figures: shift where it is exact */
+	if (!(n & (n - 1)))
+		return (bytes >> __builtin_ctz(n)) + ((bytes & (n - 1)) != 0);
+	return bytes / n + (bytes % n != 0);
 }
 
 /* §7: offloaded state is host (or NVMe) memory, unrounded: the CUDA
@@ -437,23 +416,28 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 }
 
 static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cost ***costs,
-				  struct mem_sums **iter)
+				  struct mem_sums **iter, struct mem_sums ***prefix)
 {
 	const struct mem_job *job = cx->job;
 
-	*costs = calloc(job->nblocks ? job->nblocks : 1, sizeof(**costs));
-	*iter = calloc(job->nblocks ? job->nblocks : 1, sizeof(**iter));
-	if (!*costs || !*iter)
+	*costs = mem_ws_calloc(cx->ws, job->nblocks, sizeof(**costs));
+	*iter = mem_ws_calloc(cx->ws, job->nblocks, sizeof(**iter));
+	*prefix = mem_ws_calloc(cx->ws, job->nblocks, sizeof(**prefix));
+	if (!*costs || !*iter || !*prefix)
 		return MEM_E_NOMEM;
 	for (size_t b = 0; b < job->nblocks; b++) {
 		const struct mem_block *blk = &job->blocks[b];
 
-		(*costs)[b] = calloc(blk->nlayers ? blk->nlayers : 1, sizeof(struct mem_cost));
-		if (!(*costs)[b])
+		/* cost_layer and the prefix sums write every element */
+		(*costs)[b] = mem_ws_alloc(cx->ws, blk->nlayers, sizeof(struct mem_cost));
+		(*prefix)[b] = mem_ws_alloc(cx->ws, blk->nlayers + 1, sizeof(struct mem_sums));
+		if (!(*costs)[b] || !(*prefix)[b])
 			return MEM_E_NOMEM;
+		memset(&(*prefix)[b][0], 0, sizeof(struct mem_sums));
 		for (size_t j = 0; j < blk->nlayers; j++) {
 			cost_layer(cx, blk, j, remat, &(*costs)[b][j]);
 			mem_sums_add_cost(&cx->ovf, &(*iter)[b], &(*costs)[b][j]);
+			(*prefix)[b][j + 1] = (*iter)[b];
 		}
 	}
 	return MEM_OK;
@@ -469,14 +453,15 @@ static bool has_plain(const struct mem_job *job)
 static enum mem_status build_costs(struct mem_ctx *cx)
 {
 	bool remat = mem_recomputes_repeat(cx->job->recompute);
-	enum mem_status s = cost_table(cx, remat, &cx->costs, &cx->iter);
+	enum mem_status s = cost_table(cx, remat, &cx->costs, &cx->iter, &cx->prefix);
 
 	if (s != MEM_OK || !has_plain(cx->job)) {
 		cx->costs_plain = cx->costs;
 		cx->iter_plain = cx->iter;
+		cx->prefix_plain = cx->prefix;
 		return s;
 	}
-	return cost_table(cx, false, &cx->costs_plain, &cx->iter_plain);
+	return cost_table(cx, false, &cx->costs_plain, &cx->iter_plain, &cx->prefix_plain);
 }
 
 /* Whether any layer has expert params: only then must the expert group be
@@ -491,33 +476,40 @@ static bool has_experts(const struct mem_job *job)
 	return false;
 }
 
-static void free_table(const struct mem_job *job, struct mem_cost **costs, struct mem_sums *iter)
+static void free_table(struct mem_ctx *cx, struct mem_cost **costs, struct mem_sums *iter,
+		       struct mem_sums **prefix)
 {
-	for (size_t b = 0; costs && b < job->nblocks; b++)
-		free(costs[b]);
-	free(costs);
-	free(iter);
+	for (size_t b = 0; costs && b < cx->job->nblocks; b++)
+		mem_ws_release(cx->ws, costs[b]);
+	for (size_t b = 0; prefix && b < cx->job->nblocks; b++)
+		mem_ws_release(cx->ws, prefix[b]);
+	mem_ws_release(cx->ws, costs);
+	mem_ws_release(cx->ws, iter);
+	mem_ws_release(cx->ws, prefix);
 }
 
 static void free_ctx(struct mem_ctx *cx)
 {
 	if (cx->costs_plain != cx->costs)
-		free_table(cx->job, cx->costs_plain, cx->iter_plain);
-	free_table(cx->job, cx->costs, cx->iter);
+		free_table(cx, cx->costs_plain, cx->iter_plain, cx->prefix_plain);
+	free_table(cx, cx->costs, cx->iter, cx->prefix);
 }
 
 /* ---- 3. pipeline placement (§4.6) ---------------------------------------- */
 
-static enum mem_status seg_push(struct mem_stage *st, struct mem_seg s)
+static enum mem_status seg_push(struct mem_ws *ws, struct mem_stage *st, struct mem_seg s)
 {
 	if (s.count == 0)
 		return MEM_OK;
 	if (st->nsegs == st->cap) {
 		size_t cap = st->cap ? st->cap * 2 : 8;
-		struct mem_seg *n = realloc(st->segs, cap * sizeof(*n));
+		struct mem_seg *n = cap < st->cap ? NULL : mem_ws_alloc(ws, cap, sizeof(*n));
 
 		if (!n)
 			return MEM_E_NOMEM;
+		if (st->nsegs)
+			memcpy(n, st->segs, st->nsegs * sizeof(*n));
+		mem_ws_release(ws, st->segs);
 		st->segs = n;
 		st->cap = cap;
 	}
@@ -563,8 +555,8 @@ static void chunk_seek(const struct mem_job *job, struct chunk_at *at, uint64_t 
 /* Body repeats [start, end) of block b: cut at chunk boundaries; chunk c
  * lives on stage c mod pp (plain 1F1B/GPipe: vp = 1); and where a per-layer
  * checkpoint policy switches on or off. */
-static enum mem_status place_body(const struct mem_job *job, struct mem_stage *stages,
-				  struct chunk_at *at, size_t b, uint64_t start, uint64_t end)
+static enum mem_status place_body(struct mem_ws *ws, const struct mem_job *job,
+				  struct mem_stage *stages, struct chunk_at *at, size_t b, uint64_t start, uint64_t end)
 {
 	for (uint64_t x = start; x < end;) {
 		chunk_seek(job, at, x);
@@ -572,7 +564,7 @@ static enum mem_status place_body(const struct mem_job *job, struct mem_stage *s
 		bool plain;
 		uint64_t send = policy_run(job, x, c0, at->end < end ? at->end : end, &plain);
 		struct mem_seg s = { b, x - start, send - x, x, 0, plain };
-		enum mem_status st = seg_push(&stages[at->chunk % job->pp], s);
+		enum mem_status st = seg_push(ws, &stages[at->chunk % job->pp], s);
 
 		if (st != MEM_OK)
 			return st;
@@ -581,7 +573,7 @@ static enum mem_status place_body(const struct mem_job *job, struct mem_stage *s
 	return MEM_OK;
 }
 
-static enum mem_status place(const struct mem_job *job, struct mem_stage *stages)
+static enum mem_status place(struct mem_ws *ws, const struct mem_job *job, struct mem_stage *stages)
 {
 	uint64_t r = mem_body_repeats(job), u = 0;
 	struct chunk_at at = { 0, mem_pp_chunk_layers(job, 0), (uint64_t)job->pp * mem_chunks_per_stage(job) };
@@ -591,7 +583,7 @@ static enum mem_status place(const struct mem_job *job, struct mem_stage *stages
 		const struct mem_block *blk = &job->blocks[b];
 
 		if (blk->is_body && r) {
-			st = place_body(job, stages, &at, b, u, u + blk->repeat);
+			st = place_body(ws, job, stages, &at, b, u, u + blk->repeat);
 			u += blk->repeat;
 		} else {
 			/* pre/post blocks go with the body repeat before them; after
@@ -599,7 +591,7 @@ static enum mem_status place(const struct mem_job *job, struct mem_stage *stages
 			uint64_t chunk = u == 0 || r == 0 ? 0 : u == r ? at.n - 1 : at.chunk;
 			struct mem_seg s = { b, 0, blk->repeat, u, 0, false };
 
-			st = seg_push(&stages[chunk % job->pp], s);
+			st = seg_push(ws, &stages[chunk % job->pp], s);
 		}
 	}
 	return st;
@@ -611,7 +603,7 @@ static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
 	const struct mem_job *job = cx->job;
 	struct mem_sums acc = { { 0 } };
 
-	st->before = calloc(st->nsegs ? st->nsegs : 1, sizeof(*st->before));
+	st->before = mem_ws_alloc(cx->ws, st->nsegs, sizeof(*st->before));	/* all written */
 	if (!st->before)
 		return MEM_E_NOMEM;
 	for (size_t s = 0; s < st->nsegs; s++) {
@@ -789,12 +781,15 @@ static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem
 	k->device_total = mem_add(o, mem_add(o, k->peak_reserved, k->overhead_context),
 				  mem_add(o, k->overhead_cublas, k->overhead_nccl));
 	k->device_total = mem_add(o, k->device_total, k->paged_bytes);
+	k->engine_bytes = job->engine_bytes;
+	k->device_total = mem_add(o, k->device_total, k->engine_bytes);
 	memcpy(k->at_peak, w->at.c, sizeof(k->at_peak));
 	memcpy(k->buffers_at_peak, w->at.b, sizeof(k->buffers_at_peak));
 	memcpy(k->phase_peak, w->phase_peak, sizeof(k->phase_peak));
-	memcpy(k->series, w->series, sizeof(k->series));
+	if (job->phase_series)	/* else both are zero */
+		memcpy(k->series, w->series, sizeof(k->series));
 	/* paged states are their own figure, not overhead */
-	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->paged_bytes - k->peak_allocated;
+	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->paged_bytes - k->engine_bytes - k->peak_allocated;
 	k->peak = w->where;
 	k->capacity = job->capacity_bytes;
 	k->fits = !k->capacity || k->device_total <= k->capacity;
@@ -955,9 +950,7 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	memset(&w, 0, sizeof(w));
 	memset(k, 0, sizeof(*k));
 	in_flight(job, i, &a, &b);
-	mem_walk_stage(cx, st, false, a, &w);
-	if (b)
-		mem_walk_stage(cx, st, true, b, &w);
+	mem_walk_stage(cx, st, a, b, &w);
 	k->stage = i;
 	k->nstages = 1;
 	k->ranks = mem_mul(&cx->ovf, mem_mul(&cx->ovf, job->dp, job->tp), job->cp);
@@ -967,17 +960,19 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 		k->peak_allocated = w.peak;
 		uint64_t outside = mem_add(&cx->ovf, outside_bytes(cx), k->paged_bytes);
 
+		outside = mem_add(&cx->ovf, outside, job->engine_bytes);
+
 		s = replay_reserved(cx, st, a, b, outside, k);
 		if (s != MEM_OK)
 			return s;
 	}
 	figures(cx, &w, k);
 	persistent(cx, st, k);
-	if (job->explain) {	/* formatting them was a tenth of a hidden job's cost */
-		explain_states(cx, st, k);
-		explain_rest(cx, st, k);
-		explain_peak(k);
-	}
+	if (job->no_explain)
+		return MEM_OK;
+	explain_states(cx, st, k);
+	explain_rest(cx, st, k);
+	explain_peak(k);
 	return MEM_OK;
 }
 
@@ -1003,7 +998,9 @@ static void add_class(struct mem_result *res, const struct mem_class *k, bool *o
 		last->ranks = mem_add(ovf, last->ranks, k->ranks);
 		return;
 	}
-	res->classes[res->nclasses++] = *k;
+	if (k != &res->classes[res->nclasses])
+		res->classes[res->nclasses] = *k;
+	res->nclasses++;
 }
 
 static void count_params(struct mem_ctx *cx, struct mem_result *res)
@@ -1021,19 +1018,20 @@ static void count_params(struct mem_ctx *cx, struct mem_result *res)
 static enum mem_status run_stages(struct mem_ctx *cx, struct mem_stage *stages,
 				  struct mem_result *res)
 {
-	enum mem_status s = place(cx->job, stages);
+	enum mem_status s = place(cx->ws, cx->job, stages);
 
 	for (uint32_t i = 0; i < cx->job->pp && s == MEM_OK; i++) {
-		struct mem_class k;
+		/* analysed in the next free slot (a class is 3 KiB: no copy) */
+		struct mem_class *k = &res->classes[res->nclasses];
 
-		s = analyze_stage(cx, &stages[i], i, &k);
+		s = analyze_stage(cx, &stages[i], i, k);
 		if (s == MEM_OK)
-			add_class(res, &k, &cx->ovf);
+			add_class(res, k, &cx->ovf);
 	}
 	return s;
 }
 
-enum mem_status mem_analyze(const struct mem_job *job, struct mem_result *out)
+static enum mem_status analyze(const struct mem_job *job, struct mem_ws *ws, struct mem_result *out)
 {
 	struct mem_ctx cx = { 0 };
 	struct mem_stage *stages = NULL;
@@ -1043,6 +1041,7 @@ enum mem_status mem_analyze(const struct mem_job *job, struct mem_result *out)
 	s = check_job(job);
 	if (s != MEM_OK)
 		return s;
+	cx.ws = ws;
 	cx.job = job;
 	cx.shard_n = mem_shard_group(job);
 	cx.expert_n = mem_expert_group(job);
@@ -1051,8 +1050,9 @@ enum mem_status mem_analyze(const struct mem_job *job, struct mem_result *out)
 		return MEM_E_EXPERT_GROUP;
 	s = build_costs(&cx);
 	if (s == MEM_OK) {
-		stages = calloc(job->pp, sizeof(*stages));
-		out->classes = calloc(job->pp, sizeof(*out->classes));
+		stages = mem_ws_calloc(ws, job->pp, sizeof(*stages));
+		/* analyze_stage clears each class it writes */
+		out->classes = mem_ws_alloc(ws, job->pp, sizeof(*out->classes));
 		s = (stages && out->classes) ? run_stages(&cx, stages, out) : MEM_E_NOMEM;
 	}
 	if (s == MEM_OK)
@@ -1060,14 +1060,27 @@ enum mem_status mem_analyze(const struct mem_job *job, struct mem_result *out)
 	if (s == MEM_OK && cx.ovf)
 		s = MEM_E_OVERFLOW;
 	for (uint32_t i = 0; stages && i < job->pp; i++) {
-		free(stages[i].segs);
-		free(stages[i].before);
+		mem_ws_release(ws, stages[i].segs);
+		mem_ws_release(ws, stages[i].before);
 	}
-	free(stages);
+	mem_ws_release(ws, stages);
 	free_ctx(&cx);
-	if (s != MEM_OK)
+	if (s != MEM_OK && !ws)
 		mem_result_free(out);
+	else if (s != MEM_OK)
+		memset(out, 0, sizeof(*out));
 	return s;
+}
+
+enum mem_status mem_analyze(const struct mem_job *job, struct mem_result *out)
+{
+	return analyze(job, NULL, out);
+}
+
+enum mem_status mem_analyze_ws(const struct mem_job *job, struct mem_ws *ws, struct mem_result *out)
+{
+	mem_ws_reset(ws);
+	return analyze(job, ws, out);
 }
 
 void mem_result_free(struct mem_result *res)

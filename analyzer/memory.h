@@ -270,7 +270,10 @@ struct mem_job {
 	uint64_t capacity_bytes;	/* usable device memory; 0 = unknown */
 	double headroom;		/* requested free fraction, e.g. 0.10 */
 	bool phase_series;		/* fill mem_class.series (the HTML chart); off: not paid */
-	bool explain;			/* fill mem_class.explain*: --explain, HTML; off: not paid */
+	bool no_explain;		/* leave mem_class.explain* empty: a what-if variant
+					   that is never printed does not format them */
+	uint64_t engine_bytes;		/* a colocated generation engine (vLLM) outside the
+					   trainer's allocator: in the device total */
 };
 
 /* One instant of the timeline. */
@@ -320,6 +323,7 @@ struct mem_class {
 	uint64_t device_total;		/* nvidia-smi: reserved + overheads + paged_bytes */
 	uint64_t paged_bytes;		/* paged optimizer states in unified memory, resident on
 					   the device; outside peak allocated/reserved */
+	uint64_t engine_bytes;		/* mem_job.engine_bytes: in device_total */
 	uint64_t overhead_context, overhead_cublas, overhead_nccl, overhead_frag;
 	uint32_t ncomms;		/* communicators counted for NCCL */
 	bool replayed;			/* peak_reserved comes from the allocator replay */
@@ -352,6 +356,24 @@ struct mem_result {
  * on error `out` is empty. */
 enum mem_status mem_analyze(const struct mem_job *job, struct mem_result *out);
 void mem_result_free(struct mem_result *res);
+
+/* Scratch memory reused across analyses (the compiled model's variants):
+ * every block of one mem_analyze_ws() comes from `buf`; what does not fit
+ * is taken from the heap for that call and makes the next call's `buf`
+ * big enough, so a caller that analyses many jobs stops allocating once
+ * it has seen the largest.  Zero-initialise; release with mem_ws_free(). */
+struct mem_ws {
+	unsigned char *buf;
+	size_t cap, used;
+	size_t spilled;			/* bytes asked past cap during this call */
+	void *heap;			/* list of this call's heap blocks */
+};
+
+/* mem_analyze() with its scratch (and out->classes) in `ws`: the result
+ * lives until the next call with the same ws; never mem_result_free() it. */
+enum mem_status mem_analyze_ws(const struct mem_job *job, struct mem_ws *ws,
+			       struct mem_result *out);
+void mem_ws_free(struct mem_ws *ws);
 
 const char *mem_status_str(enum mem_status st);
 const char *mem_component_name(enum mem_component c);	/* "weights", "logits+loss", ... */

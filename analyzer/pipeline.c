@@ -161,7 +161,8 @@ static void analyse(struct check_result *cr, const struct check_job *cj, struct 
 		return;
 	}
 	bd->job.phase_series = p->opts->format == DRIVER_FORMAT_HTML;	/* the chart */
-	bd->job.explain = p->opts->explain || p->opts->format == DRIVER_FORMAT_HTML;
+	/* explain strings only for what prints them (--explain, the HTML page) */
+	bd->job.no_explain = !p->opts->explain && p->opts->format != DRIVER_FORMAT_HTML;
 	enum mem_status st = mem_analyze(&bd->job, res);
 
 	if (st != MEM_OK) {

@@ -21,7 +21,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    NULL };
+					    "shared_dropout", NULL };
 
 static bool is_word(const char *name)
 {
@@ -84,6 +84,14 @@ static void check_recompute(struct eval *ev, const struct stmt *s, const struct 
 				   "core_attn, mlp, moe, moe_act, layernorm, mla_up_proj, shared_experts");
 }
 
+/* shared_dropout: the adapters of this layer's params so marked read one
+ * dropped input (LitGPT LoRAQKVLinear), which only a param can have. */
+static void check_shared_dropout(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_PARAM || a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "shared_dropout marks a param, without arguments");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -94,6 +102,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_op(ev, t->stmt, a);
 		if (!strcmp(a->name, "recompute"))
 			check_recompute(ev, t->stmt, a);
+		if (!strcmp(a->name, "shared_dropout"))
+			check_shared_dropout(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -106,7 +116,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), recompute(...), forward, backward, loss, grouped, paged%s", s ? s : "");
+			  "for_grad(...), op(...), recompute(...), shared_dropout, forward, backward, loss, "
+			  "grouped, paged%s", s ? s : "");
 	}
 }
 
@@ -159,7 +170,7 @@ static const struct field_spec train_fields[] = {
 	{ "target_len", "count", false }, { "grad_accum", "count", false },
 	{ "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast", false },
+	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast|upcast_output", false },
 	{ "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
@@ -174,7 +185,7 @@ static const struct field_spec train_fields[] = {
 	{ "compile", "bool", false }, { "compile_components", "list", false },
 	{ "fp8", "record", false },
 	{ "fsdp1", "record", false }, { "nccl", "record", false },
-	{ "fsdp2", "record", false },
+	{ "fsdp2", "record", false }, { "rl", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -252,6 +263,15 @@ static const struct field_spec fsdp2_fields[] = {
 	{ "requires_gradient_sync", "bool", false }, { "root_unit", "string", false },
 	{ NULL, NULL, false },
 };
+/* A preference or RL job's models and generation (analyzer/build_rl.c). */
+static const struct field_spec rl_fields[] = {
+	{ "algorithm", "enum:dpo|orpo|cpo|simpo|kto|grpo", false },
+	{ "reference", "enum:copy|adapter_disabled|precomputed|none", false },
+	{ "num_generations", "count", false }, { "prompt_len", "count", false },
+	{ "generation", "enum:policy|vllm_colocate|vllm_server", false },
+	{ "vllm_gpu_memory_utilization", "ratio", false },
+	{ NULL, NULL, false },
+};
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
 static const struct field_spec alloc_fields[] = {
 	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
@@ -274,6 +294,8 @@ static const struct range_spec train_ranges[] = {
 	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_AT_LEAST_1 },
 	{ "nccl.nchannels_per_net_peer", RANGE_AT_LEAST_1 }, { "nccl.nvls_nchannels", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
+	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
+	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT },
 	{ NULL, RANGE_ANY },
 };
 
@@ -284,7 +306,7 @@ static const struct field_spec *sub_specs(const char *name)
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
 	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
 	       !strcmp(name, "nccl") ? nccl_fields : !strcmp(name, "fsdp2") ? fsdp2_fields :
-	       !strcmp(name, "fp8") ? fp8_fields : overhead_fields;
+	       !strcmp(name, "fp8") ? fp8_fields : !strcmp(name, "rl") ? rl_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a
@@ -309,36 +331,38 @@ static struct value as_decl(struct eval *ev, const struct expr *e, struct value 
 	return v;
 }
 
+static bool enum_has(const char *alts, const char *v)
+{
+	size_t n = strlen(v);
+
+	for (const char *p = alts; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL) {
+		size_t len = strcspn(p, "|");
+
+		if (len == n && !strncmp(p, v, n))
+			return true;
+	}
+	return false;
+}
+
+/* The message grows with the list: the loss list alone is over 100 bytes. */
 static bool check_enum(struct eval *ev, struct value v, const char *alts, const char *what)
 {
-	char buf[128];
+	struct strbuf list;
 
 	if (v.kind == VAL_ERROR)
 		return false;
-	if (v.kind == VAL_SYMBOL || v.kind == VAL_NONE) {
-		snprintf(buf, sizeof buf, "|%s|", alts);
-		char key[96];
-
-		snprintf(key, sizeof key, "|%s|", v.str);
-		if (strstr(buf, key))
-			return true;
-	}
-	char list[128];
-	size_t n = 0;
-
+	if ((v.kind == VAL_SYMBOL || v.kind == VAL_NONE) && v.str && enum_has(alts, v.str))
+		return true;
 	/* "none|selective|full" -> "none, selective or full" */
-	for (const char *p = alts; *p && n + 4 < sizeof list; p++) {
-		if (*p != '|') {
-			list[n++] = *p;
-			continue;
-		}
-		const char *sep = strchr(p + 1, '|') ? ", " : " or ";
-
-		for (; *sep && n + 1 < sizeof list; sep++)
-			list[n++] = *sep;
+	strbuf_init(&list);
+	for (const char *p = alts; *p; p++) {
+		if (*p != '|')
+			strbuf_add(&list, p, 1);
+		else
+			strbuf_addf(&list, "%s", strchr(p + 1, '|') ? ", " : " or ");
 	}
-	list[n] = '\0';
-	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be %s", what, list);
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be %s", what, list.buf);
+	strbuf_release(&list);
 	return false;
 }
 
@@ -765,6 +789,24 @@ static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
+/* DeepSpeed's PipelineEngine asserts zero_optimization_stage() < 2 in its
+ * __init__ (deepspeed/runtime/pipe/engine.py): ZeRO-2/3 shard the gradients
+ * the pipeline schedule reduces itself. zero = 2|3 is always DeepSpeed;
+ * Megatron's distributed optimizer is zero = 1 and FSDP is fsdp. */
+static bool pipeline_zero_ok(struct eval *ev, const struct check_job *j, const struct value *z,
+			     uint64_t zero)
+{
+	struct value pp;
+
+	if (zero < 2 || !degree_above_1(j, "parallel.pp") || !check_job_field(j, "parallel.pp", &pp))
+		return true;
+	diag_note(eval_error(ev, DIAG_BAD_LAYOUT, z->origin, "DeepSpeed's pipeline engine runs ZeRO "
+			     "stage 0 or 1 only ('ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+			     "parallelism'): use zero = 1 with pp > 1, or pp = 1"),
+		  pp.origin, "'pp' is set here");
+	return false;
+}
+
 /* Settings that another setting makes meaningless: each is an error at
  * the key that would be ignored. */
 static bool sharding_ok(struct eval *ev, const struct check_job *j)
@@ -783,6 +825,7 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 			  z.origin, "'zero' is set here");
 		ok = false;
 	}
+	ok &= pipeline_zero_ok(ev, j, &z, zero);
 	if (key_loc(j, "ddp").file && (zero > 0 || fsdp)) {
 		eval_error(ev, DIAG_IGNORED_SETTING, key_loc(j, "ddp"), "'ddp { }' sets DistributedDataParallel's "
 			   "buckets, but %s does the reduction: remove it (DeepSpeed's buckets are "

@@ -8,6 +8,9 @@ BENCH_VARIANTS ?= 10000
 $(B)/bench-sweep: tests/bench/sweep.c $(filter-out $(B)/analyzer/main.o,$(ANALYZER_OBJS)) $(B)/liblang.a
 	$(CC) $(ALL_CFLAGS) -I. -I$(B) -o $@ $^ $(LIBS)
 
+$(B)/bench-compiled: tests/bench/compiled.c $(filter-out $(B)/analyzer/main.o,$(ANALYZER_OBJS)) $(B)/liblang.a
+	$(CC) $(ALL_CFLAGS) -I. -I$(B) -o $@ $^ $(LIBS)
+
 $(B)/bench-pairs: tests/bench/pairs.c
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
@@ -16,7 +19,7 @@ $(B)/bench-pairs: tests/bench/pairs.c
 $(B)/bench-empty: tests/bench/empty.c
 	$(CC) $(ALL_CFLAGS) -o $@ $< -Wl,--no-as-needed $(LIBS)
 
-bench: all $(B)/bench-sweep $(B)/bench-pairs $(B)/bench-empty $(B)/bench-rusage
+bench: all $(B)/bench-sweep $(B)/bench-compiled $(B)/bench-pairs $(B)/bench-empty $(B)/bench-rusage
 	@tests/bench/bench.sh $(MEMC) $(B)
 .PHONY: bench
 

@@ -199,6 +199,7 @@ static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
 	struct mem_result res;
 	struct phase_result run;
 
+	bd->job.no_explain = true;	/* a variant is never printed */
 	if (mem_analyze(&bd->job, &res) != MEM_OK)
 		return;
 	bool phases = phases_analyze(a, &bd->job, &res, &bd->run_in, &run);

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "analyzer/import/import_impl.h"
 #include "analyzer/import/map_rows.h"
@@ -181,12 +182,17 @@ bool cfg_read_toml(struct cfg *c)
 }
 
 
+/* The dtype, reshard, pipeline and loss keys are read by titan_import's
+ * helpers below, which apply torchtitan's defaults (config/job_config.py)
+ * when a TOML leaves them out; their rows here only make them known. */
 static const struct map_row titan_rows[] = {
 	C("training.local_batch_size", "micro_batch"), C("training.batch_size", "micro_batch"),
 	C("training.seq_len", "seq_len"),
 	NOTE("training.global_batch_size", "grad_accum = global / (local x dp)"),
-	E("training.mixed_precision_param", "precision", "bfloat16=bf16_mixed|float32=fp32"),
-	IGN("training.mixed_precision_reduce"),
+	IGN("training.mixed_precision_param"), IGN("training.mixed_precision_reduce"),
+	IGN("training.dtype"), IGN("parallelism.fsdp_reshard_after_forward"),
+	IGN("parallelism.pipeline_parallel_microbatch_size"),
+	T("training.enable_cpu_offload", "offload.params", "cpu"),
 	C("parallelism.data_parallel_shard_degree", "parallel.dp_shard"),
 	C("parallelism.data_parallel_replicate_degree", "parallel.dp_replicate"),
 	C("parallelism.tensor_parallel_degree", "parallel.tp"),
@@ -196,23 +202,45 @@ static const struct map_row titan_rows[] = {
 	C("parallelism.expert_tensor_parallel_degree", "parallel.etp"),
 	E("parallelism.pipeline_parallel_schedule", "parallel.schedule",
 	  "1F1B=\"1f1b\"|Interleaved1F1B=\"interleaved\"|GPipe=\"gpipe\""),
-	IGN("parallelism.enable_async_tensor_parallel"), IGN("parallelism.pipeline_parallel_split_points"),
-	IGN("parallelism.enable_compiled_autograd"), IGN("parallelism.disable_loss_parallel"),
-	IGN("parallelism.fsdp_reshard_after_forward"),
+	B("parallelism.enable_async_tensor_parallel", "parallel.async_tp"),
+	E("parallelism.context_parallel_rotate_method", "parallel.cp_comm_type", "allgather=allgather"),
+	IGN("parallelism.context_parallel_load_balancer"),
+	MUST("parallelism.expert_parallel_comm_backend", "standard"),
+	NOTE("parallelism.pipeline_parallel_split_points",
+	     "the stages' layers: parallel { first_stage_layers, last_stage_layers }"),
+	NOTE("parallelism.pipeline_parallel_first_stage_less_layers",
+	     "the first stage's layers: parallel { first_stage_layers }"),
+	NOTE("parallelism.pipeline_parallel_last_stage_less_layers",
+	     "the last stage's layers: parallel { last_stage_layers }"),
+	NOTE("parallelism.pipeline_parallel_layers_per_stage",
+	     "the stages' layers: parallel { first_stage_layers, last_stage_layers }"),
+	IGN("parallelism.enable_compiled_autograd"), MUST("parallelism.disable_loss_parallel", "false"),
 	E("activation_checkpoint.mode", "checkpoint",
 	  "full=full|selective=selective|none=none|selective_op=selective_op"),
-	IGN("activation_checkpoint.selective_ac_option"),
-	E("optimizer.name", "optimizer", "AdamW=adamw|Adam=adam"),
+	IGN("activation_checkpoint.selective_ac_option"), IGN("activation_checkpoint.preserve_rng_state"),
+	IGN("activation_checkpoint.early_stop"), IGN("activation_checkpoint.determinism_check"),
+	IGN("activation_checkpoint.debug"),
+	NOTE("activation_checkpoint.per_op_sac_force_recompute_mm_shapes_by_fqns",
+	     "op-level SAC recomputes these mms (torchtitan's default: the MoE router gate)"),
+	IGN("optimizer.name"),
 	IGN("optimizer.lr"), IGN("optimizer.eps"), IGN("optimizer.weight_decay"),
 	IGN("optimizer.implementation"), IGN("optimizer.beta1"), IGN("optimizer.beta2"),
+	B("optimizer.early_step_in_backward", "optimizer_in_backward"),
 	NOTE("model.name", "the model: import its config.json"), NOTE("model.flavor", "the model size"),
 	IGN("model.tokenizer_path"), IGN("model.hf_assets_path"), IGN("model.converters"),
 	IGN("model.norm_type"), IGN("job.*"), IGN("profiling.*"), IGN("metrics.*"),
 	IGN("lr_scheduler.*"), IGN("checkpoint.*"), IGN("comm.*"), IGN("validation.*"),
 	IGN("training.steps"), IGN("training.max_norm"), IGN("training.dataset"),
-	IGN("training.dataset_path"), IGN("training.warmup_steps"), IGN("training.compile"),
+	IGN("training.dataset_path"), IGN("training.warmup_steps"),
+	IGN("training.compile"), IGN("training.dataloader.*"),
 	IGN("training.seed"), IGN("training.deterministic"), IGN("training.gc_freq"),
-	IGN("compile.*"), MUST("float8.enable_fsdp_float8_all_gather", "false"),
+	IGN("training.gc_debug"), IGN("debug.*"), IGN("memory_estimation.*"),
+	IGN("compile.enable"), IGN("compile.components"), IGN("compile.backend"),
+	MUST("float8.enable_fsdp_float8_all_gather", "false"),
+	IGN("quantize.linear.float8.enable_fsdp_float8_all_gather"),
+	IGN("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp"),
+	IGN("quantize.linear.float8.recipe_name"), IGN("quantize.linear.float8.filter_fqns"),
+	MUST("quantize.linear.float8.emulate", "false"),
 	{ NULL, NULL, MAP_IGNORE, NULL }
 };
 
@@ -244,14 +272,226 @@ static void titan_ac_option(struct cfg *c, struct imp_out *o)
 	}
 }
 
-/* torchtitan shards with FSDP2 whenever dp_shard is not 1; -1 means "the
- * GPUs left over", which is memc's default for dp_shard as well. */
+static long long titan_count(struct cfg *c, const char *path, long long dflt)
+{
+	const struct cfg_item *it = titan_item(c, path);
+
+	return it && it->kind == CFG_INT ? it->i : dflt;
+}
+
+static const char *titan_text(struct cfg *c, const char *path, const char *dflt)
+{
+	const struct cfg_item *it = titan_item(c, path);
+
+	return it && it->text ? it->text : dflt;
+}
+
+/* @path through the enum @table into @dst; left out, torchtitan's default
+ * @dflt (in memc's spelling; NULL: nothing). A @dst of "" only checks the
+ * value, for a key that the job's other keys make inert. */
+static bool titan_enum(struct cfg *c, struct imp_out *o, const char *path, const char *dst,
+		       const char *table, const char *dflt)
+{
+	const struct cfg_item *it = titan_item(c, path);
+	const struct map_row r = { path, dst, MAP_ENUM, table };
+
+	if (it)
+		return map_item(c, it, &r, o);
+	if (dflt && *dst)
+		imp_set(o, dst, dflt, path, "torchtitan's default");
+	return true;
+}
+
+#define TT_DTYPES "bfloat16=|float32="
+
+/* The precision (models/llama3/infra/parallelize.py, distributed/utils.py
+ * maybe_enable_amp): with FSDP, fully_shard's MixedPrecisionPolicy casts
+ * the fp32 model; without it torch.autocast does on DDP or one GPU, and
+ * nothing does under tp or pp. training.dtype = "bfloat16" makes the
+ * parameters, gradients and optimizer states bf16. */
+static bool titan_precision(struct cfg *c, struct imp_out *o, bool fsdp)
+{
+	const char *mp = "training.mixed_precision_param";
+	bool bf16 = !strcmp(titan_text(c, "training.dtype", "float32"), "bfloat16");
+	bool mp_off = titan_count(c, "parallelism.tensor_parallel_degree", 1) > 1 ||
+		      titan_count(c, "parallelism.pipeline_parallel_degree", 1) > 1;
+	bool ok = titan_enum(c, o, "training.dtype", bf16 ? "precision" : "",
+			     "bfloat16=bf16_true|float32=", NULL);
+
+	if (!bf16 && fsdp)
+		ok &= titan_enum(c, o, mp, "precision", "bfloat16=fsdp2_bf16|float32=fp32", "fsdp2_bf16");
+	else if (!bf16 && !mp_off)
+		ok &= titan_enum(c, o, mp, "precision", "bfloat16=amp_bf16|float32=fp32", "amp_bf16");
+	else if (!bf16)
+		imp_set(o, "precision", "fp32", mp, "maybe_enable_amp: no mixed precision under tp or pp without FSDP");
+	if (!ok)
+		return false;
+	if (!fsdp)
+		return ok & ((!bf16 && !mp_off) || titan_enum(c, o, mp, "", TT_DTYPES, NULL)) &
+		       titan_enum(c, o, "training.mixed_precision_reduce", "", TT_DTYPES, NULL);
+	return ok & titan_enum(c, o, mp, "fsdp2.param_dtype", "bfloat16=bf16|float32=fp32", "bf16") &
+	       titan_enum(c, o, "training.mixed_precision_reduce", "fsdp2.reduce_dtype", "float32=fp32", "fp32");
+}
+
+/* apply_fsdp: the policy names reshard_after_forward ("default": not under
+ * pp); today's torchtitan wraps tok_embeddings and [norm, output] as units
+ * of their own, root_unit = "split". */
+static bool titan_reshard(struct cfg *c, struct imp_out *o, bool fsdp)
+{
+	const char *path = "parallelism.fsdp_reshard_after_forward";
+	bool pp = titan_count(c, "parallelism.pipeline_parallel_degree", 1) > 1;
+
+	if (!fsdp)
+		return titan_enum(c, o, path, "", "default=|always=|never=", NULL);
+	imp_set(o, "fsdp2.root_unit", "\"split\"", "torchtitan's apply_fsdp",
+		"tok_embeddings and [norm, output] are units of their own");
+	return titan_enum(c, o, path, "fsdp2.reshard_after_forward_policy",
+			  "default=\"default\"|always=\"always\"|never=\"never\"", pp ? "\"default\"" : NULL);
+}
+
+/* Under pp the local batch runs as micro-batches of
+ * pipeline_parallel_microbatch_size (1 unless given) through each stage. */
+static bool titan_pipeline(struct cfg *c, struct imp_out *o)
+{
+	const char *path = "parallelism.pipeline_parallel_microbatch_size";
+	const struct cfg_item *lb = titan_item(c, "training.local_batch_size"), *mb = titan_item(c, path);
+	long long m = mb && mb->kind == CFG_INT ? mb->i : 1;
+
+	if (titan_count(c, "parallelism.pipeline_parallel_degree", 1) <= 1 || !lb || lb->kind != CFG_INT)
+		return true;
+	if (m < 1 || lb->i % m)
+		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, mb ? mb->loc : lb->loc,
+				 "'training.local_batch_size' = %lld is not a whole number of pipeline "
+				 "micro-batches of %lld", lb->i, m);
+	imp_set(o, "micro_batch", arena_printf(c->arena, "%lld", m), path, mb ? NULL : "torchtitan's default");
+	imp_set(o, "grad_accum", arena_printf(c->arena, "%lld", lb->i / m),
+		"training.local_batch_size / pipeline_parallel_microbatch_size", "micro-batches per stage");
+	imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree",
+		"pp > 1: torchtitan's generate_split_points gives the first and last stages "
+		"pipeline_parallel_first/last_stage_less_layers (1) fewer layers: set parallel "
+		"{ first_stage_layers, last_stage_layers }");
+	return true;
+}
+
+/* apply_tp: the norms are SequenceParallel() whenever tp > 1. */
+static void titan_tp(struct cfg *c, struct imp_out *o)
+{
+	if (titan_count(c, "parallelism.tensor_parallel_degree", 1) > 1)
+		imp_set(o, "parallel.sequence_parallel", "true", "parallelism.tensor_parallel_degree",
+			"torchtitan's TP plan shards the norms' sequence");
+}
+
+/* "a,b" -> ["a", "b"], a .mem list of strings. */
+static const char *titan_str_list(struct arena *a, const char *list)
+{
+	struct strbuf sb;
+
+	strbuf_init(&sb);
+	strbuf_addch(&sb, '[');
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		strbuf_addf(&sb, "%s\"%.*s\"", sb.len > 1 ? ", " : "", (int)strcspn(p, ","), p);
+	strbuf_addch(&sb, ']');
+	const char *t = arena_strdup(a, sb.buf);
+
+	strbuf_release(&sb);
+	return t;
+}
+
+/* distributed/compile.py: compile.enable compiles each block and, with
+ * "loss" in compile.components (its default), the loss; the older
+ * training.compile compiled the blocks only. components/loss.py
+ * cross_entropy_loss is F.cross_entropy(pred.flatten(0, 1).float(), ...)
+ * outside the model: loss = upcast, compiled or not. */
+static bool titan_loss_compile(struct cfg *c, struct imp_out *o)
+{
+	const struct cfg_item *en = titan_item(c, "compile.enable"), *old = titan_item(c, "training.compile");
+	const struct cfg_item *comp = titan_item(c, "compile.components");
+	bool ok = true;
+
+	if (en)
+		ok = map_item(c, en, &(const struct map_row){ en->path, "compile", MAP_IF_TRUE, "true" }, o);
+	if (en && en->kind == CFG_BOOL && en->i && comp)
+		imp_set(o, "compile_components", titan_str_list(c->arena, comp->text), comp->path, NULL);
+	if (!en && old)
+		ok = map_item(c, old, &(const struct map_row){ old->path, "compile", MAP_IF_TRUE, "true" }, o);
+	if (!en && old && old->kind == CFG_BOOL && old->i)
+		imp_set(o, "compile_components", "[\"model\"]", old->path, "the blocks only");
+	imp_set(o, "loss", "upcast", "torchtitan's cross_entropy_loss (pred.float())", NULL);
+	return ok;
+}
+
+/* components/quantization/float8.py: the "quantize.linear.float8"
+ * converter ("float8" before) swaps nn.Linear for torchao's Float8Linear;
+ * its [quantize.linear.float8] keys only act with it. */
+static bool titan_float8(struct cfg *c, struct imp_out *o)
+{
+	static const char *const keys[] = { "enable_fsdp_float8_all_gather",
+					    "precompute_float8_dynamic_scale_for_fsdp" };
+	const struct cfg_item *conv = titan_item(c, "model.converters");
+	bool on = false, ok = true;
+
+	for (const char *p = conv ? conv->text : NULL; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		size_t n = strcspn(p, ",");
+
+		if ((n == 22 && !strncmp(p, "quantize.linear.float8", n)) || (n == 6 && !strncmp(p, "float8", n)))
+			on = true;
+		else
+			ok = diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, conv->loc, "'model.converters' has "
+				       "'%.*s', which memc import cannot express (it knows quantize.linear.float8)",
+				       (int)n, p);
+	}
+	if (!on)
+		return ok;
+	imp_set(o, "fp8.library", "\"torchao\"", conv->path, "Float8Linear");
+	ok &= titan_enum(c, o, "quantize.linear.float8.recipe_name", "fp8.recipe",
+			 "tensorwise=\"tensorwise\"|rowwise=\"rowwise\"", NULL);
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const char *path = arena_printf(c->arena, "quantize.linear.float8.%s", keys[i]);
+		const struct cfg_item *it = titan_item(c, path);
+
+		if (it)
+			ok &= map_item(c, it, &(const struct map_row){ path, arena_printf(c->arena, "fp8.%s",
+				       keys[i]), MAP_BOOL, NULL }, o);
+	}
+	return ok;
+}
+
+/* optimizer.name with optimizer.implementation, whose default is fused. */
+static bool titan_optimizer(struct cfg *c, struct imp_out *o)
+{
+	const char *name = titan_text(c, "optimizer.name", NULL);
+	const char *impl = titan_text(c, "optimizer.implementation", "fused");
+	bool ok = titan_enum(c, o, "optimizer.name", "", "AdamW=|Adam=", NULL) &
+		  titan_enum(c, o, "optimizer.implementation", "", "fused=|foreach=|for-loop=", NULL);
+
+	if (!ok || !name)
+		return ok;
+	impl = !strcmp(impl, "fused") ? "(impl = fused)" : !strcmp(impl, "for-loop") ? "(impl = for_loop)" : "";
+	imp_set(o, "optimizer", arena_printf(c->arena, "%s%s", strcasecmp(name, "adam") ? "adamw" : "adam", impl),
+		"optimizer.name", titan_item(c, "optimizer.implementation") ? "optimizer.implementation" :
+		"implementation: torchtitan's default fused");
+	return true;
+}
+
+/* torchtitan shards with FSDP2 whenever dp_shard is not 1 (its default -1
+ * is "the GPUs left over", memc's default for dp_shard as well) or cp > 1. */
 bool titan_import(struct cfg *c, struct imp_out *o)
 {
+	bool fsdp = titan_count(c, "parallelism.data_parallel_shard_degree", -1) != 1 ||
+		    titan_count(c, "parallelism.context_parallel_degree", 1) > 1;
+	bool ok = titan_precision(c, o, fsdp) & titan_reshard(c, o, fsdp);
+
 	titan_ac_option(c, o);
 	for (size_t i = 0; i < c->n; i++) {
 		struct cfg_item *it = &c->items[i];
 
+		/* Without FSDP the replicas are DDP's over all dp ranks, memc's plain data parallelism. */
+		if (!fsdp && it->kind == CFG_INT && (!strcmp(it->path, "parallelism.data_parallel_shard_degree") ||
+						     !strcmp(it->path, "parallelism.data_parallel_replicate_degree"))) {
+			imp_set(o, NULL, NULL, it->path, arena_printf(c->arena, "%s = %lld: no FSDP, so DDP "
+				"over all dp ranks", it->path, it->i));
+			cfg_set_scalar(it, CFG_NULL, "null");
+		}
 		if (strcmp(it->path, "parallelism.data_parallel_shard_degree") || it->kind != CFG_INT)
 			continue;
 		if (it->i != 1)
@@ -259,5 +499,7 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 		if (it->i == -1)
 			cfg_set_scalar(it, CFG_NULL, "null");
 	}
-	return map_apply(c, titan_rows, o);
+	ok &= titan_optimizer(c, o) & map_apply(c, titan_rows, o);
+	titan_tp(c, o);
+	return ok & titan_pipeline(c, o) & titan_loss_compile(c, o) & titan_float8(c, o);
 }

@@ -7,9 +7,18 @@
 #include <string.h>
 
 #include "analyzer/import/import_impl.h"
+#include "lang/arena.h"
 
 #include "analyzer/import/map_rows.h"
 #define END       { NULL, NULL, MAP_IGNORE, NULL }
+
+/* TrainingArguments.fsdp's spellings of a sharding strategy, mapped to
+ * @a, @b, @c (without offload; the offload row names those with it) */
+#define FSDP_WORDS(a, b, c) "full_shard=" a "|full_shard auto_wrap=" a "|shard_grad_op=" b \
+	"|shard_grad_op auto_wrap=" b "|hybrid_shard=" c "|hybrid_shard auto_wrap=" c
+#define FSDP_OFFLOAD(a, b, c) "full_shard offload=" a "|full_shard auto_wrap offload=" a \
+	"|full_shard offload auto_wrap=" a "|shard_grad_op offload=" b "|shard_grad_op auto_wrap offload=" b \
+	"|hybrid_shard offload=" c "|hybrid_shard auto_wrap offload=" c
 
 static const struct map_row hf_args_rows[] = {
 	C("per_device_train_batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
@@ -17,11 +26,52 @@ static const struct map_row hf_args_rows[] = {
 	T("bf16", "precision", "amp_bf16"), T("fp16", "precision", "amp_fp16"),
 	E("optim", "optimizer", "adamw_torch=adamw|adamw_hf=adamw|adamw_torch_fused=adamw(impl = fused)|"
 	  "adamw_8bit=adamw_8bit|adamw_bnb_8bit=adamw_8bit|paged_adamw_8bit=paged_adamw_8bit|"
-	  "paged_adamw_32bit=paged_adamw|adafactor=adafactor|sgd=sgd"),
+	  "paged_adamw_32bit=paged_adamw|adafactor=adafactor|sgd=sgd|lion_8bit=lion_8bit|"
+	  "lion_32bit=lion_32bit|adamw_torch_foreach=adamw|adam=adam|adamw_bnb_32bit=paged_adamw"),
 	C("max_seq_length", "seq_len"), C("max_length", "seq_len"), C("model_max_length", "seq_len"),
-	E("fsdp", "fsdp", "full_shard=full_shard|full_shard auto_wrap=full_shard|shard_grad_op=shard_grad_op|"
-	  "shard_grad_op auto_wrap=shard_grad_op|hybrid_shard=hybrid_shard|"
-	  "hybrid_shard auto_wrap=hybrid_shard|=none"),
+	/* TrainingArguments.fsdp: FSDPOption words; "offload" is CPUOffload of the parameters */
+	E("fsdp", "fsdp", FSDP_WORDS("full_shard", "shard_grad_op", "hybrid_shard") "|"
+	  FSDP_OFFLOAD("full_shard", "shard_grad_op", "hybrid_shard") "|=none"),
+	E("fsdp", "offload.params", FSDP_WORDS("", "", "") "|" FSDP_OFFLOAD("cpu", "cpu", "cpu") "|="),
+	B("fsdp_config.use_orig_params", "fsdp1.use_orig_params"),
+	B("fsdp_config.limit_all_gathers", "fsdp1.limit_all_gathers"),
+	B("fsdp_config.forward_prefetch", "fsdp1.forward_prefetch"),
+	E("fsdp_config.backward_prefetch", "fsdp1.backward_prefetch",
+	  "backward_pre=backward_pre|backward_post=backward_post|no_prefetch=none"),
+	B("fsdp_config.sync_module_states", "fsdp1.sync_module_states"),
+	T("fsdp_config.cpu_ram_efficient_loading", "load", "rank0_cpu"),
+	T("fsdp_config.activation_checkpointing", "checkpoint", "full"),
+	T("fsdp_config.offload_params", "offload.params", "cpu"),
+	E("fsdp_config.state_dict_type", "save", "FULL_STATE_DICT=full_state_dict_cpu|"
+	  "SHARDED_STATE_DICT=none|LOCAL_STATE_DICT=none"),
+	MUST("fsdp_config.xla", "false"), MUST("fsdp_config.fsdp_version", "1"),
+	IGN("fsdp_config.min_num_params"), IGN("fsdp_config.transformer_layer_cls_to_wrap"),
+	IGN("fsdp_config.auto_wrap_policy"),
+	/* TRL's DPOConfig / ORPOConfig / KTOConfig / GRPOConfig (TrainingArguments subclasses) */
+	NOTE("beta", "a TRL preference/RL config: write rl { algorithm = dpo | orpo | cpo | simpo | kto }; "
+	     "GRPO with beta = 0.0 loads no reference (rl { reference = none })"),
+	C("num_generations", "rl.num_generations"), K("num_generations", "rl.algorithm", "grpo"),
+	C("max_prompt_length", "rl.prompt_len"),
+	NOTE("max_completion_length", "GRPO: seq_len = max_prompt_length + max_completion_length"),
+	K("max_completion_length", "rl.algorithm", "grpo"),
+	T("use_vllm", "rl.generation", "vllm_server"), K("use_vllm", "rl.algorithm", "grpo"),
+	E("vllm_mode", "rl.generation", "server=vllm_server|colocate=vllm_colocate"),
+	R("vllm_gpu_memory_utilization", "rl.vllm_gpu_memory_utilization"),
+	T("precompute_ref_log_probs", "rl.reference", "precomputed"),
+	NOTE("vllm_enable_sleep_mode", "vLLM's sleep mode is not modelled: its share stays in the device total"),
+	NOTE("num_iterations", "old-policy log-probs: a no_grad forward, not modelled apart"),
+	NOTE("padding_free", "memc models the concatenated, padded batch"),
+	NOTE("generation_batch_size", "memc's generation batch is micro_batch x grad_accum"),
+	NOTE("steps_per_generation", "memc's generation batch is micro_batch x grad_accum"),
+	NOTE("model_init_kwargs.*", "how the model is loaded: torch_dtype sets the precision"),
+	NOTE("ref_model_init_kwargs.*", "how the reference is loaded"),
+	IGN("loss_type"), IGN("label_smoothing"), IGN("rpo_alpha"), IGN("simpo_gamma"), IGN("cpo_alpha"),
+	IGN("desirable_weight"), IGN("undesirable_weight"), IGN("truncation_mode"),
+	IGN("temperature"), IGN("top_p"), IGN("top_k"), IGN("epsilon"), IGN("epsilon_high"),
+	IGN("scale_rewards"), IGN("reward_weights"), IGN("log_completions"), IGN("sync_ref_model"),
+	IGN("ref_model_sync_steps"), IGN("ref_model_mixup_alpha"), IGN("mask_truncated_completions"),
+	IGN("vllm_server_host"), IGN("vllm_server_port"), IGN("vllm_server_base_url"),
+	IGN("dataset_num_proc"), IGN("max_prompt_length_ratio"),
 	E("attn_implementation", "attention", "flash_attention_2=flash|sdpa=flash|eager=eager"),
 	T("use_liger_kernel", "loss", "chunked"),
 	NOTE("deepspeed", "a DeepSpeed config: import it too"),
@@ -56,6 +106,16 @@ static const struct map_row accelerate_rows[] = {
 	  "4=hybrid_shard"),
 	T("fsdp_config.fsdp_offload_params", "offload.params", "cpu"),
 	T("fsdp_config.fsdp_activation_checkpointing", "checkpoint", "full"),
+	E("fsdp_config.fsdp_reshard_after_forward", "fsdp", "FULL_SHARD=full_shard|SHARD_GRAD_OP=shard_grad_op|"
+	  "NO_SHARD=no_shard|HYBRID_SHARD=hybrid_shard|1=full_shard|2=shard_grad_op|3=no_shard|4=hybrid_shard"),
+	B("fsdp_config.fsdp_use_orig_params", "fsdp1.use_orig_params"),
+	B("fsdp_config.fsdp_forward_prefetch", "fsdp1.forward_prefetch"),
+	B("fsdp_config.fsdp_sync_module_states", "fsdp1.sync_module_states"),
+	E("fsdp_config.fsdp_backward_prefetch", "fsdp1.backward_prefetch", "BACKWARD_PRE=backward_pre|"
+	  "BACKWARD_POST=backward_post|NO_PREFETCH=none|1=backward_pre|2=backward_post"),
+	T("fsdp_config.fsdp_cpu_ram_efficient_loading", "load", "rank0_cpu"),
+	MUST("fsdp_config.fsdp_version", "1|2"),
+	MUST("fsdp_config.fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"),
 	IGN("fsdp_config.*"),
 	NOTE("num_processes", "GPUs in all: cluster = N x GPU"), NOTE("num_machines", "nodes"),
 	IGN("compute_environment"), IGN("debug"), IGN("machine_rank"), IGN("main_training_function"),
@@ -64,6 +124,24 @@ static const struct map_row accelerate_rows[] = {
 	IGN("main_process_ip"), IGN("main_process_port"), IGN("enable_cpu_affinity"),
 	IGN("dynamo_config.*"), END
 };
+
+/* accelerate's FullyShardedDataParallelPlugin with fsdp_version 2
+ * (utils/dataclasses.py __post_init__): reshard_after_forward is a bool;
+ * backward_prefetch, use_orig_params and sync_module_states are dropped and
+ * forward_prefetch and sharding_strategy are not read (env only in FSDP1). */
+static const struct map_row accelerate_fsdp2_rows[] = {
+	E("mixed_precision", "precision", "bf16=fsdp2_bf16|no=fp32"),
+	E("fsdp_config.fsdp_reshard_after_forward", "fsdp2.reshard_after_forward", "true=true|false=false"),
+	IGN("fsdp_config.fsdp_sharding_strategy"), IGN("fsdp_config.fsdp_backward_prefetch"),
+	IGN("fsdp_config.fsdp_use_orig_params"), IGN("fsdp_config.fsdp_sync_module_states"),
+	IGN("fsdp_config.fsdp_forward_prefetch"), END
+};
+
+/* torchtune's preference losses, old (modules.rlhf) and new (rlhf) paths */
+#define TUNE_PREFERENCE(dpo, rso, simpo) "torchtune.rlhf.loss.DPOLoss=" dpo \
+	"|torchtune.modules.rlhf.loss.DPOLoss=" dpo "|torchtune.rlhf.loss.RSOLoss=" rso \
+	"|torchtune.modules.rlhf.loss.RSOLoss=" rso "|torchtune.rlhf.loss.SimPOLoss=" simpo \
+	"|torchtune.modules.rlhf.loss.SimPOLoss=" simpo
 
 static const struct map_row torchtune_rows[] = {
 	C("batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
@@ -78,10 +156,17 @@ static const struct map_row torchtune_rows[] = {
 	T("fsdp_cpu_offload", "offload.params", "cpu"),
 	C("tokenizer.max_seq_len", "seq_len"), IGN("tokenizer.*"),
 	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_output|"
-	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked"),
+	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked|"
+	  TUNE_PREFERENCE("", "", "")),
+	/* the DPO recipes (recipes/lora_dpo_single_device.py, full_dpo_distributed.py):
+	 * the policy's log-probs from concatenated_forward, the reference's after
+	 * them, the LoRA base under disable_adapter or a second model */
+	E("loss._component_", "rl.algorithm", "torchtune.modules.loss.CEWithChunkedOutputLoss=|"
+	  "torch.nn.CrossEntropyLoss=|torchtune.modules.loss.LinearCrossEntropyLoss=|"
+	  TUNE_PREFERENCE("dpo", "dpo", "simpo")),
 	NOTE("model._component_", "the model: import its config.json"),
 	NOTE("model.*", "a model (or LoRA: finetune = lora(r, alpha, ...)) setting"),
-	IGN("compile"), IGN("seed"), IGN("shuffle"), IGN("epochs"), IGN("max_steps_per_epoch"),
+	T("compile", "compile", "true"), IGN("seed"), IGN("shuffle"), IGN("epochs"), IGN("max_steps_per_epoch"),
 	IGN("output_dir"), IGN("checkpointer.*"), IGN("dataset.*"), IGN("metric_logger.*"),
 	IGN("log_every_n_steps"), IGN("log_peak_memory_stats"), IGN("device"), IGN("profiler.*"),
 	IGN("lr_scheduler.*"), IGN("clip_grad_norm"), IGN("resume_from_checkpoint"),
@@ -100,11 +185,71 @@ static bool any_component(const struct cfg *c)
 	return false;
 }
 
+static bool imp_has(const struct imp_out *o, const char *dst)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->set[i].dst && o->set[i].value && !strcmp(o->set[i].dst, dst))
+			return true;
+	return false;
+}
+
+/* @a's rows, then @b's: the first match wins. */
+static const struct map_row *rows_cat(struct arena *arena, const struct map_row *a, const struct map_row *b)
+{
+	size_t na = 0, nb = 0;
+
+	while (a[na].src)
+		na++;
+	while (b[nb].src)
+		nb++;
+	struct map_row *r = arena_alloc(arena, arena_array_size(sizeof *r, na + nb + 1));
+
+	memcpy(r, a, na * sizeof *r);
+	memcpy(r + na, b, (nb + 1) * sizeof *r);
+	return r;
+}
+
+/* accelerate's defaults where they are not torch's: FULL_SHARD, and in
+ * FSDP1 no backward prefetch; in FSDP2 reshard_after_forward = True and
+ * set_mixed_precision's MixedPrecisionPolicy(param_dtype = reduce_dtype =
+ * the mixed precision) over the model fsdp2_prepare_model upcasts to fp32. */
+static bool accelerate_import(struct cfg *c, struct imp_out *o)
+{
+	const struct cfg_item *dt = cfg_find(c, "distributed_type"), *v = cfg_find(c, "fsdp_config.fsdp_version");
+	const struct cfg_item *mp = cfg_find(c, "mixed_precision");
+	bool fsdp = dt && dt->text && !strcmp(dt->text, "FSDP"), v2 = v && v->kind == CFG_INT && v->i == 2;
+	bool ok = map_apply(c, fsdp && v2 ? rows_cat(c->arena, accelerate_fsdp2_rows, accelerate_rows) :
+			    accelerate_rows, o);
+
+	if (!fsdp || !ok)
+		return ok;
+	if (v2 && mp && mp->text && !strcmp(mp->text, "bf16")) {
+		imp_set(o, "fsdp2.param_dtype", "bf16", mp->path, "accelerate's MixedPrecisionPolicy");
+		imp_set(o, "fsdp2.reduce_dtype", "bf16", mp->path, "accelerate's MixedPrecisionPolicy");
+	}
+	if (v2 && !imp_has(o, "fsdp2.reshard_after_forward"))
+		imp_set(o, "fsdp2.reshard_after_forward", "true", "fsdp_config.fsdp_version", "accelerate's default");
+	if (!v2 && !imp_has(o, "fsdp"))
+		imp_set(o, "fsdp", "full_shard", "distributed_type", "accelerate's default FULL_SHARD");
+	if (!v2 && !imp_has(o, "fsdp1.backward_prefetch"))
+		imp_set(o, "fsdp1.backward_prefetch", "none", "fsdp_config.fsdp_backward_prefetch",
+			"accelerate's default NO_PREFETCH");
+	return true;
+}
+
 bool yaml_import(struct cfg *c, struct imp_out *o)
 {
 	if (cfg_find(c, "distributed_type") || cfg_find(c, "compute_environment"))
-		return map_apply(c, accelerate_rows, o);
+		return accelerate_import(c, o);
 	if (any_component(c))
 		return map_apply(c, torchtune_rows, o);
-	return map_apply(c, hf_args_rows, o);
+	if (!map_apply(c, hf_args_rows, o))
+		return false;
+	/* use_vllm means TRL's default vllm_mode = "server"; a vllm_mode
+	 * written before it in the file still decides */
+	const struct cfg_item *use = cfg_find(c, "use_vllm"), *mode = cfg_find(c, "vllm_mode");
+
+	if (use && use->kind == CFG_BOOL && use->i && mode)
+		return map_item(c, mode, map_find(hf_args_rows, "vllm_mode"), o);
+	return true;
 }

@@ -226,7 +226,7 @@ static void settings_with_every_section(void **state)
 		"  precision = fp32\n"
 		"  optimizer = adam(impl = fused)\n"
 		"  micro_batch = 1; seq_len = 2048; grad_accum = 8\n"
-		"  checkpoint = full; attention = eager; zero = 3\n"
+		"  checkpoint = full; attention = eager; zero = 1\n"
 		"  parallel { tp = 4; pp = 2; sequence_parallel = true }\n"
 		"  finetune = lora(r = 16, alpha = 32, targets = [up, down])\n"
 		"  freeze = [up]\n"

@@ -578,7 +578,6 @@ static void figures_reserved_and_device(void **state)
 	j.nccl_bytes_per_comm = 512ull << 20;
 	j.capacity_bytes = 80ull << 30;
 	j.headroom = 0.10;
-	j.explain = true;
 	k = analyze_one(&j);
 	assert_int_equal(k.peak_allocated, 10000ull << 20);
 	assert_int_equal(k.peak_reserved, 11000ull << 20);
@@ -880,10 +879,11 @@ static void explain_strings(void **state)
 	(void)state;
 	m->job.dp = 8;
 	m->job.sharding = MEM_SHARD_ZERO3;
-	k = analyze_one(&m->job);	/* not asked for: not formatted */
+	m->job.no_explain = true;	/* never printed: not formatted */
+	k = analyze_one(&m->job);
 	assert_string_equal(k.explain[MEM_C_WEIGHTS], "");
 	assert_string_equal(k.explain_peak, "");
-	m->job.explain = true;
+	m->job.no_explain = false;
 	k = analyze_one(&m->job);
 	assert_non_null(strstr(k.explain[MEM_C_WEIGHTS], "13,476,831,232 B for 6,738,415,616 params"));
 	assert_non_null(strstr(k.explain[MEM_C_WEIGHTS], "group (§3.1, §3.3), = 1,684,603,904 B (ZeRO-3)"));

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_compiled.c - the compiled model (analyzer/model/compiled.h) gives
+ * the figures of a full build_job + mem_analyze, exactly: for every train
+ * block of every example and a grid of variants (micro_batch, grad_accum,
+ * ZeRO stage, checkpoint mode), each class's peak allocated, peak
+ * reserved, device total, fit and live components are compared with a
+ * rebuild under the same overrides.  A model whose activations are not
+ * affine in micro_batch takes the rebuild path and still agrees; the
+ * workspace stops allocating once it has seen the largest variant.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/build.h"
+#include "analyzer/memory.h"
+#include "analyzer/model/compiled.h"
+#include "lang/arena.h"
+#include "lang/check.h"
+#include "lang/diag.h"
+#include "lang/import.h"
+#include "lang/intern.h"
+#include "lang/source.h"
+
+struct loaded {
+	struct arena a;
+	struct check_result *cr;
+	FILE *devnull;
+};
+
+static bool load(struct loaded *l, const char *path)
+{
+	memset(l, 0, sizeof *l);
+	l->devnull = fopen("/dev/null", "w");
+	struct interner *in = interner_new(&l->a);
+	struct src_table *src = src_table_new(&l->a);
+	struct diag_engine *de = diag_new(&l->a, src, l->devnull);
+	struct import_opts io = { .stdlib_dir = "stdlib" };
+	struct program *p = import_load(&l->a, in, src, de, path, &io);
+
+	l->cr = p && p->root ? check_program(&l->a, in, de, src, p) : NULL;
+	return l->cr && l->cr->jobs && !diag_error_count(de);
+}
+
+static void unload(struct loaded *l)
+{
+	arena_free(&l->a);
+	if (l->devnull)
+		fclose(l->devnull);
+}
+
+static const char *const ckpt[CM_CKPT__COUNT] = { NULL, "none", "selective", "full", "selective_op" };
+
+/* The full path: build with the overrides, then the variant's grad_accum. */
+static enum mem_status full(struct eval *ev, const struct check_job *cj, const struct cm_variant *v,
+			    struct mem_result *r)
+{
+	struct arena tmp = { 0 };
+	struct build b;
+	struct build_override ov = { .micro_batch = v->micro_batch, .checkpoint = ckpt[v->checkpoint],
+				     .zero = v->zero };
+	enum mem_status st = MEM_E_INVALID;
+
+	memset(r, 0, sizeof *r);
+	if (build_job(ev, &tmp, cj, &ov, true, &b)) {
+		if (v->grad_accum)
+			b.job.micro_batches = v->grad_accum;
+		st = mem_analyze(&b.job, r);
+	}
+	arena_free(&tmp);
+	return st;
+}
+
+static void assert_same(const struct mem_result *x, const struct mem_result *y)
+{
+	assert_int_equal(x->nclasses, y->nclasses);
+	for (size_t i = 0; i < x->nclasses; i++) {
+		const struct mem_class *p = &x->classes[i], *q = &y->classes[i];
+
+		assert_int_equal(p->stage, q->stage);
+		assert_int_equal(p->nstages, q->nstages);
+		assert_int_equal(p->peak_allocated, q->peak_allocated);
+		assert_int_equal(p->peak_reserved, q->peak_reserved);
+		assert_int_equal(p->device_total, q->device_total);
+		assert_int_equal(p->fits, q->fits);
+		assert_int_equal(p->host_bytes, q->host_bytes);
+		assert_memory_equal(p->at_peak, q->at_peak, sizeof p->at_peak);
+		assert_int_equal(p->peak.phase, q->peak.phase);
+		assert_int_equal(p->peak.unit, q->peak.unit);
+	}
+}
+
+/* Every variant of the grid, compiled against rebuilt; returns how many
+ * analysed (so that a grid where nothing builds fails the test). */
+static unsigned compare_grid(struct eval *ev, const struct check_job *cj, struct arena *a)
+{
+	static const uint64_t mbs[] = { 0, 1, 2, 3, 5, 8, 13 }, gas[] = { 0, 1, 4 };
+	struct cm_model *m = cm_compile(ev, a, cj, 0);
+	struct cm_scratch s = { 0 };
+	unsigned ok = 0;
+
+	assert_non_null(m);
+	for (size_t i = 0; i < sizeof mbs / sizeof mbs[0]; i++)
+		for (size_t g = 0; g < sizeof gas / sizeof gas[0]; g++)
+			for (int z = -1; z <= 3; z++)
+				for (int c = 0; c < CM_CKPT__COUNT; c++) {
+					struct cm_variant v = { mbs[i], gas[g], z, (enum cm_checkpoint)c };
+					const struct mem_result *cr;
+					struct mem_result fr;
+					enum mem_status cs = cm_eval(m, &v, &s, &cr), fs = full(ev, cj, &v, &fr);
+
+					assert_int_equal(cs, fs);
+					if (fs != MEM_OK)
+						continue;
+					assert_same(cr, &fr);
+					mem_result_free(&fr);
+					ok++;
+				}
+	cm_scratch_free(&s);
+	return ok;
+}
+
+static void every_example_equals_the_full_build(void **state)
+{
+	glob_t g;
+	unsigned jobs = 0;
+
+	(void)state;
+	assert_int_equal(glob("examples/*.mem", 0, NULL, &g), 0);
+	assert_true(g.gl_pathc >= 8);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct loaded l;
+
+		if (!load(&l, g.gl_pathv[i])) {
+			unload(&l);
+			continue;	/* does-not-fit.mem and friends may not check clean */
+		}
+		for (const struct check_job *cj = l.cr->jobs; cj; cj = cj->next) {
+			if (!cj->ok)
+				continue;
+			assert_true(compare_grid(l.cr->ev, cj, &l.a) > 0);
+			jobs++;
+		}
+		unload(&l);
+	}
+	globfree(&g);
+	assert_true(jobs >= 8);
+}
+
+/* A job with the allocator replay (peak reserved from a trace of every
+ * saved tensor) takes the rebuild path and agrees with it. */
+static void the_allocator_replay_is_rebuilt(void **state)
+{
+	struct loaded l;
+
+	(void)state;
+	assert_true(load(&l, "tests/alloc/replay-loading.mem"));
+	struct cm_model *m = cm_compile(l.cr->ev, &l.a, l.cr->jobs, 0);
+	struct cm_variant v = { 2, 0, -1, CM_CKPT_WRITTEN };
+
+	assert_non_null(m);
+	assert_false(cm_is_affine(m, &v));
+	assert_true(compare_grid(l.cr->ev, l.cr->jobs, &l.a) > 0);
+	unload(&l);
+}
+
+/* The test binary's folder (build/tests or build-asan/tests). */
+static const char *self_dir = ".";
+
+static const char *write_tmp(const char *text)
+{
+	static char path[4096];
+	FILE *f;
+
+	assert_true((size_t)snprintf(path, sizeof path, "%s/test_compiled_tmp.mem", self_dir) < sizeof path);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* A model whose saved tensor has @axis as its first axis. */
+static const char *rounding_model(char *buf, size_t n, const char *axis)
+{
+	snprintf(buf, n,
+		 "gpu G { memory = 4 GiB }\n"
+		 "precision p { weights = bf16, grads = bf16, compute = bf16 }\n"
+		 "optimizer adam { state m : [numel]\n state v : [numel] }\n"
+		 "layer l { param w : [64, 64]\n saves s : [%s, seq, 64] }\n"
+		 "model m { repeat i in 4 { l() } }\n"
+		 "train t {\n  model = m\n  cluster = 1 x G\n  precision = p\n"
+		 "  optimizer = adam\n  micro_batch = 1\n  seq_len = 8\n}\n", axis);
+	return buf;
+}
+
+/* ceil(batch / 2) is not affine in micro_batch (1 and 2 give the same
+ * bytes, 3 more): the lowering is marked and evaluated by rebuilding.
+ * ceil(batch x 99 / 100) is b for b = 1, 2, 3 and 16 and only drifts
+ * from micro_batch 101 on: the check at 1024 catches it. */
+static void a_non_affine_model_is_rebuilt(void **state)
+{
+	static const char *const axes[] = { "ceil(batch / 2)", "ceil(batch * 99 / 100)" };
+	char text[1024];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof axes / sizeof axes[0]; i++) {
+		struct loaded l;
+
+		assert_true(load(&l, write_tmp(rounding_model(text, sizeof text, axes[i]))));
+		struct cm_model *m = cm_compile(l.cr->ev, &l.a, l.cr->jobs, 0);
+		struct cm_variant v = { 101, 0, -1, CM_CKPT_WRITTEN };
+		struct cm_scratch s = { 0 };
+		const struct mem_result *cr;
+		struct mem_result fr;
+
+		assert_non_null(m);
+		assert_false(cm_is_affine(m, &v));
+		assert_true(compare_grid(l.cr->ev, l.cr->jobs, &l.a) > 0);
+		assert_int_equal(cm_eval(m, &v, &s, &cr), MEM_OK);
+		assert_int_equal(full(l.cr->ev, l.cr->jobs, &v, &fr), MEM_OK);
+		assert_same(cr, &fr);
+		mem_result_free(&fr);
+		cm_scratch_free(&s);
+		unload(&l);
+	}
+}
+
+/* The stdlib's models are affine: the 13B example takes the fast path,
+ * and after the first (largest) variant its workspace no longer grows. */
+static void the_fast_path_stops_allocating(void **state)
+{
+	struct loaded l;
+	struct cm_scratch s = { 0 };
+	const struct mem_result *r;
+
+	(void)state;
+	assert_true(load(&l, "examples/llama2-13b-zero3.mem"));
+	struct cm_model *m = cm_compile(l.cr->ev, &l.a, l.cr->jobs, 0);
+	struct cm_variant v = { 16, 8, 3, CM_CKPT_NONE };
+
+	assert_non_null(m);
+	assert_true(cm_is_affine(m, &v));
+	assert_int_equal(cm_eval(m, &v, &s, &r), MEM_OK);
+	unsigned char *buf;
+	size_t cap;
+
+	/* past the largest micro_batch the lowering was checked at: rebuilt */
+	v.micro_batch = 2000;
+	assert_false(cm_is_affine(m, &v));
+	struct mem_result fr;
+
+	assert_int_equal(cm_eval(m, &v, &s, &r), full(l.cr->ev, l.cr->jobs, &v, &fr));
+	if (fr.nclasses)
+		assert_same(r, &fr);
+	mem_result_free(&fr);
+	assert_int_equal(cm_eval(m, &v, &s, &r), MEM_OK);	/* sized by the largest */
+	buf = s.ws.buf;
+	cap = s.ws.cap;
+	for (uint64_t mb = 1; mb <= 16; mb++) {
+		v.micro_batch = mb;
+		assert_int_equal(cm_eval(m, &v, &s, &r), MEM_OK);
+		assert_ptr_equal(s.ws.buf, buf);
+		assert_int_equal(s.ws.cap, cap);
+		assert_null(s.ws.heap);
+		assert_string_equal(r->classes[0].explain_peak, "");	/* never printed */
+		bool fits;
+
+		assert_int_equal(cm_worst(r, &fits), r->classes[0].device_total);	/* one class */
+		assert_int_equal(fits, r->classes[0].fits);
+	}
+	cm_scratch_free(&s);
+	unload(&l);
+}
+
+int main(int argc, char **argv)
+{
+	static char dir[4096];
+	const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
+
+	if (slash && (size_t)(slash - argv[0]) < sizeof dir) {
+		memcpy(dir, argv[0], (size_t)(slash - argv[0]));
+		self_dir = dir;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_example_equals_the_full_build),
+		cmocka_unit_test(a_non_affine_model_is_rebuilt),
+		cmocka_unit_test(the_allocator_replay_is_rebuilt),
+		cmocka_unit_test(the_fast_path_stops_allocating),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

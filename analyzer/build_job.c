@@ -424,7 +424,9 @@ static enum mem_schedule schedule(struct bld *b)
 	const char *s = key_sym(b, "parallel.schedule", "1f1b");
 
 	return !strcmp(s, "interleaved") ? MEM_PP_INTERLEAVED : !strcmp(s, "gpipe") ? MEM_PP_GPIPE :
-	       !strcmp(s, "zb_h1") ? MEM_PP_ZB_H1 : !strcmp(s, "zb_h2") ? MEM_PP_ZB_H2 : MEM_PP_1F1B;
+	       !strcmp(s, "zb_h1") ? MEM_PP_ZB_H1 : !strcmp(s, "zb_h2") ? MEM_PP_ZB_H2 :
+	       !strcmp(s, "dualpipe") ? MEM_PP_DUALPIPE : !strcmp(s, "dualpipev") ? MEM_PP_DUALPIPEV :
+	       MEM_PP_1F1B;
 }
 
 /* Megatron-Core's DDP: the job sets a megatron { } key, or precision megatron_bf16

@@ -100,6 +100,7 @@ const char *mem_status_str(enum mem_status st)
 	case MEM_E_OVERFLOW: return "byte count overflows 64 bits";
 	case MEM_E_NOMEM: return "out of memory";
 	case MEM_E_EXPERT_GROUP: return "ep x etp does not divide dp_shard x cp x tp (expert data parallel group)";
+	case MEM_E_PP_DUALPIPE: return "DualPipe: pp or the micro-batches break DualPipe.step's asserts";
 	}
 	return "unknown status";
 }
@@ -192,8 +193,11 @@ static enum mem_status check_job(const struct mem_job *job)
 	if (mem_pp_split(job, &sl) != MEM_SPLIT_OK)
 		return MEM_E_PP_UNEVEN;
 	/* schedules.py forward_backward_pipelining_with_interleaving refuses it */
-	if (mem_chunks_per_stage(job) > 1 && job->micro_batches % job->pp)
+	if (job->schedule == MEM_PP_INTERLEAVED && mem_chunks_per_stage(job) > 1 &&
+	    job->micro_batches % job->pp)
 		return MEM_E_PP_MICRO_BATCHES;
+	if (mem_pp_dual_rule(job) != MEM_DUAL_OK)
+		return MEM_E_PP_DUALPIPE;
 	return MEM_OK;
 }
 
@@ -552,9 +556,24 @@ static void chunk_seek(const struct mem_job *job, struct chunk_at *at, uint64_t 
 	}
 }
 
+/* Segment s of model chunk c on each stage holding it (mem_pp_chunk_ranks). */
+static enum mem_status push_chunk(struct mem_ws *ws, const struct mem_job *job,
+				  struct mem_stage *stages, uint64_t c, struct mem_seg s)
+{
+	uint32_t r[2];
+	unsigned n = mem_pp_chunk_ranks(job, c, r);
+	enum mem_status st = MEM_OK;
+
+	s.flight = mem_pp_chunk_flight(job, c);
+	for (unsigned i = 0; i < n && st == MEM_OK; i++)
+		st = seg_push(ws, &stages[r[i]], s);
+	return st;
+}
+
 /* Body repeats [start, end) of block b: cut at chunk boundaries; chunk c
- * lives on stage c mod pp (plain 1F1B/GPipe: vp = 1); and where a per-layer
- * checkpoint policy switches on or off. */
+ * lives on stage c mod pp (plain 1F1B/GPipe: vp = 1; DualPipe(V):
+ * mem_pp_chunk_ranks); and where a per-layer checkpoint policy switches on
+ * or off. */
 static enum mem_status place_body(struct mem_ws *ws, const struct mem_job *job,
 				  struct mem_stage *stages, struct chunk_at *at, size_t b, uint64_t start, uint64_t end)
 {
@@ -563,8 +582,8 @@ static enum mem_status place_body(struct mem_ws *ws, const struct mem_job *job,
 		uint64_t c0 = at->end - mem_pp_chunk_layers(job, at->chunk);
 		bool plain;
 		uint64_t send = policy_run(job, x, c0, at->end < end ? at->end : end, &plain);
-		struct mem_seg s = { b, x - start, send - x, x, 0, plain };
-		enum mem_status st = seg_push(ws, &stages[at->chunk % job->pp], s);
+		struct mem_seg s = { b, x - start, send - x, x, 0, plain, 0 };
+		enum mem_status st = push_chunk(ws, job, stages, at->chunk, s);
 
 		if (st != MEM_OK)
 			return st;
@@ -576,7 +595,7 @@ static enum mem_status place_body(struct mem_ws *ws, const struct mem_job *job,
 static enum mem_status place(struct mem_ws *ws, const struct mem_job *job, struct mem_stage *stages)
 {
 	uint64_t r = mem_body_repeats(job), u = 0;
-	struct chunk_at at = { 0, mem_pp_chunk_layers(job, 0), (uint64_t)job->pp * mem_chunks_per_stage(job) };
+	struct chunk_at at = { 0, mem_pp_chunk_layers(job, 0), mem_pp_model_chunks(job) };
 	enum mem_status st = MEM_OK;
 
 	for (size_t b = 0; b < job->nblocks && st == MEM_OK; b++) {
@@ -589,9 +608,9 @@ static enum mem_status place(struct mem_ws *ws, const struct mem_job *job, struc
 			/* pre/post blocks go with the body repeat before them; after
 			 * the last one, with the last chunk (where the loss is) */
 			uint64_t chunk = u == 0 || r == 0 ? 0 : u == r ? at.n - 1 : at.chunk;
-			struct mem_seg s = { b, 0, blk->repeat, u, 0, false };
+			struct mem_seg s = { b, 0, blk->repeat, u, 0, false, 0 };
 
-			st = seg_push(ws, &stages[chunk % job->pp], s);
+			st = push_chunk(ws, job, stages, chunk, s);
 		}
 	}
 	return st;
@@ -613,6 +632,8 @@ static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
 		st->before[s] = acc;
 		seg->units_before = st->body_units;
 		mem_sums_axpy(&cx->ovf, &acc, &acc, mem_seg_iter(cx, seg), seg->count);
+		mem_sums_axpy(&cx->ovf, &st->flight, &st->flight, mem_seg_iter(cx, seg),
+			      mem_mul(&cx->ovf, seg->count, seg->flight));
 		if (blk->is_body) {
 			st->body_units += seg->count;
 			if (mem_seg_iter(cx, seg)->v[S_GATH] > st->max_unit_gath) {
@@ -829,15 +850,14 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 	k->host_bytes = mem_add(&cx->ovf, st->total.v[S_HOST], nvme_staging(cx, st));
 	/* offloaded activations of every micro-batch in flight, pinned host RAM */
 	k->host_bytes = mem_add(&cx->ovf, k->host_bytes, mem_add(&cx->ovf, st->total.v[S_STORED_OFF],
-				mem_extra_in_flight(&cx->ovf, st->total.v[S_STORED_OFF],
-						    k->chunks_in_flight, mem_chunks_per_stage(job))));
+				mem_pp_extra(&cx->ovf, job, st, k->chunks_in_flight, S_STORED_OFF, S__COUNT)));
 	k->stored_act = st->total.v[S_STORED_ACT];
 	k->stored_logits = st->total.v[S_STORED_LOG];
-	k->stored_act_in_flight = mem_add(&cx->ovf, k->stored_act, mem_extra_in_flight(&cx->ovf,
-					  k->stored_act, k->chunks_in_flight, mem_chunks_per_stage(job)));
+	k->stored_act_in_flight = mem_add(&cx->ovf, k->stored_act, mem_pp_extra(&cx->ovf, job, st,
+					  k->chunks_in_flight, S_STORED_ACT, S__COUNT));
 	/* the logits are the last chunk's only (mem_extra_logits_in_flight) */
-	k->stored_logits_in_flight = mem_add(&cx->ovf, k->stored_logits, mem_extra_logits_in_flight(&cx->ovf,
-					     job, k->stored_logits, k->chunks_in_flight));
+	k->stored_logits_in_flight = mem_add(&cx->ovf, k->stored_logits, mem_pp_extra(&cx->ovf, job, st,
+					     k->chunks_in_flight, S_STORED_LOG, S__COUNT));
 	if (job->sharding == MEM_SHARD_ZERO3)
 		k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
 						       mem_round(job, job->zero_reduce_bucket_bytes));

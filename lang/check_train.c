@@ -840,9 +840,10 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 	}
 	if (check_job_field(j, "parallel.schedule", &v) && v.kind == VAL_STRING &&
 	    strcmp(v.str, "1f1b") && strcmp(v.str, "interleaved") && strcmp(v.str, "gpipe") &&
-	    strcmp(v.str, "zb_h1") && strcmp(v.str, "zb_h2")) {
+	    strcmp(v.str, "zb_h1") && strcmp(v.str, "zb_h2") && strcmp(v.str, "dualpipe") &&
+	    strcmp(v.str, "dualpipev")) {
 		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'schedule' must be \"1f1b\", \"interleaved\", "
-			   "\"gpipe\", \"zb_h1\" or \"zb_h2\"");
+			   "\"gpipe\", \"zb_h1\", \"zb_h2\", \"dualpipe\" or \"dualpipev\"");
 		ok = false;
 	}
 	return ok & parallel_ok(ev, j) & offload_ok(ev, j, zero, fsdp);
@@ -1294,10 +1295,12 @@ static void walk_job(struct eval *ev, struct check_job *j)
 	bool interleaved = check_job_field(j, "parallel.schedule", &sched) && sched.kind == VAL_STRING &&
 			   !strcmp(sched.str, "interleaved");
 
-	/* an uneven or accounted split has Megatron-Core's rules, which the
-	 * analyzer checks (mem_pipeline.c mem_pp_split) at the same lines */
+	/* an uneven or accounted split has Megatron-Core's rules, and
+	 * DualPipeV's 2 pp stages their own, which the analyzer checks
+	 * (mem_pipeline.c mem_pp_split) at the same lines */
 	struct value k;
-	bool uneven = check_job_field(j, "parallel.first_stage_layers", &k) ||
+	bool uneven = sym_is(j, "parallel.schedule", "dualpipev") ||
+		      check_job_field(j, "parallel.first_stage_layers", &k) ||
 		      check_job_field(j, "parallel.last_stage_layers", &k) ||
 		      check_job_field(j, "parallel.account_for_embedding", &k) ||
 		      check_job_field(j, "parallel.account_for_loss", &k);

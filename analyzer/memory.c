@@ -198,6 +198,9 @@ static enum mem_status check_job(const struct mem_job *job)
 		return MEM_E_PP_MICRO_BATCHES;
 	if (mem_pp_dual_rule(job) != MEM_DUAL_OK)
 		return MEM_E_PP_DUALPIPE;
+	/* transformer_config.py: no CPU offloading with recomputation or pp */
+	if (job->offload_first && (job->recompute != MEM_RECOMPUTE_NONE || job->pp > 1))
+		return MEM_E_INVALID;
 	return MEM_OK;
 }
 
@@ -357,11 +360,14 @@ static uint64_t sac_kept(const struct mem_job *job, const struct mem_block *b, s
 	return sdpa + l->op_mm[before % 2];
 }
 
-static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, bool remat,
+/* plain: the cost of a repeat left out of the per-layer policy (policy_run):
+ * not recomputed, and not offloaded by Megatron's cpu_offloading. */
+static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, bool plain,
 		       struct mem_cost *c)
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_layer *l = &b->layers[j];
+	bool remat = !plain && mem_recomputes_repeat(job->recompute);
 	bool full = remat && b->is_body, flat = mem_fsdp1_flat_grad(job, b);
 
 	memset(c, 0, sizeof(*c));
@@ -415,11 +421,12 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
 	/* torchtune keeps the head and the loss out of OffloadActivations
 	 * (NoOpManager on the output); Unsloth offloads decoder-layer inputs */
-	if (job->offload_activations && b->is_body && !l->loss_region)
+	if ((job->offload_activations || (job->offload_first && !plain)) && b->is_body &&
+	    !l->loss_region)
 		c->stored_off = c->stored;
 }
 
-static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cost ***costs,
+static enum mem_status cost_table(struct mem_ctx *cx, bool plain, struct mem_cost ***costs,
 				  struct mem_sums **iter, struct mem_sums ***prefix)
 {
 	const struct mem_job *job = cx->job;
@@ -439,7 +446,7 @@ static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cos
 			return MEM_E_NOMEM;
 		memset(&(*prefix)[b][0], 0, sizeof(struct mem_sums));
 		for (size_t j = 0; j < blk->nlayers; j++) {
-			cost_layer(cx, blk, j, remat, &(*costs)[b][j]);
+			cost_layer(cx, blk, j, plain, &(*costs)[b][j]);
 			mem_sums_add_cost(&cx->ovf, &(*iter)[b], &(*costs)[b][j]);
 			(*prefix)[b][j + 1] = (*iter)[b];
 		}
@@ -447,17 +454,17 @@ static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cos
 	return MEM_OK;
 }
 
-/* Whether some body repeats escape the recompute mode (plain segments). */
+/* Whether some body repeats escape the recompute mode or Megatron's
+ * activation offload (plain segments). */
 static bool has_plain(const struct mem_job *job)
 {
-	return mem_recomputes_repeat(job->recompute) &&
-	       (job->recompute_every > 1 || job->recompute_first > 0);
+	return (mem_recomputes_repeat(job->recompute) &&
+		(job->recompute_every > 1 || job->recompute_first > 0)) || job->offload_first > 0;
 }
 
 static enum mem_status build_costs(struct mem_ctx *cx)
 {
-	bool remat = mem_recomputes_repeat(cx->job->recompute);
-	enum mem_status s = cost_table(cx, remat, &cx->costs, &cx->iter, &cx->prefix);
+	enum mem_status s = cost_table(cx, false, &cx->costs, &cx->iter, &cx->prefix);
 
 	if (s != MEM_OK || !has_plain(cx->job)) {
 		cx->costs_plain = cx->costs;
@@ -465,7 +472,7 @@ static enum mem_status build_costs(struct mem_ctx *cx)
 		cx->prefix_plain = cx->prefix;
 		return s;
 	}
-	return cost_table(cx, false, &cx->costs_plain, &cx->iter_plain, &cx->prefix_plain);
+	return cost_table(cx, true, &cx->costs_plain, &cx->iter_plain, &cx->prefix_plain);
 }
 
 /* Whether any layer has expert params: only then must the expert group be
@@ -526,7 +533,10 @@ static enum mem_status seg_push(struct mem_ws *ws, struct mem_stage *st, struct 
 static uint64_t policy_run(const struct mem_job *job, uint64_t x, uint64_t c0, uint64_t end,
 			   bool *plain)
 {
-	uint64_t n = job->recompute_every, k = job->recompute_first, stop = end;
+	/* Megatron's offload of the first layers works like --recompute-method
+	 * block: the first repeats of the chunk differ (check_job: not both) */
+	uint64_t n = job->recompute_every, stop = end;
+	uint64_t k = job->offload_first ? job->offload_first : job->recompute_first;
 
 	*plain = false;
 	if (!has_plain(job))

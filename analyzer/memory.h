@@ -252,6 +252,10 @@ struct mem_job {
 	   Unsloth's offloaded checkpointing): the stored activations of body repeats other
 	   than the running one live in pinned host memory */
 	bool offload_activations;
+	/* Megatron --cpu-offloading-num-layers N (Transformer Engine cpu_offload.py
+	   DefaultOffloadSynchronizer): the stored activations of the first N body
+	   repeats live in pinned host memory, the rest on the GPU; 0 = off */
+	uint64_t offload_first;
 	/* torch FSDP1 (train.fsdp1, analyzer/mem_fsdp1.c); all false without the record */
 	bool fsdp1;			/* the record is given: FSDP1's prefetch rules below */
 	bool fsdp1_orig_params;		/* use_orig_params: a unit holding a trainable parameter

@@ -135,9 +135,11 @@ uint64_t mem_pp_micro_batches_in_flight(enum mem_schedule s, uint32_t pp, uint32
 	/* a DualPipe micro-batch runs one chunk of a rank (one direction); a
 	 * DualPipeV one runs both, chunk i holding the most: 2 pp - i */
 	if (pp > 1 && s == MEM_PP_DUALPIPE)
-		return k;
-	if (pp > 1 && s == MEM_PP_DUALPIPEV)
-		return k - 1 - stage;
+		return k < m ? k : m;
+	if (pp > 1 && stage < pp && s == MEM_PP_DUALPIPEV) {
+		k = 2 * (uint64_t)pp - stage;
+		return k < m ? k : m;
+	}
 	return (k + v - 1) / v;
 }
 

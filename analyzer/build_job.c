@@ -424,7 +424,9 @@ static enum mem_schedule schedule(struct bld *b)
 	const char *s = key_sym(b, "parallel.schedule", "1f1b");
 
 	return !strcmp(s, "interleaved") ? MEM_PP_INTERLEAVED : !strcmp(s, "gpipe") ? MEM_PP_GPIPE :
-	       !strcmp(s, "zb_h1") ? MEM_PP_ZB_H1 : !strcmp(s, "zb_h2") ? MEM_PP_ZB_H2 : MEM_PP_1F1B;
+	       !strcmp(s, "zb_h1") ? MEM_PP_ZB_H1 : !strcmp(s, "zb_h2") ? MEM_PP_ZB_H2 :
+	       !strcmp(s, "dualpipe") ? MEM_PP_DUALPIPE : !strcmp(s, "dualpipev") ? MEM_PP_DUALPIPEV :
+	       MEM_PP_1F1B;
 }
 
 /* Megatron-Core's DDP: the job sets a megatron { } key, or precision megatron_bf16
@@ -435,7 +437,8 @@ static bool megatron_record(struct bld *b)
 {
 	static const char *const keys[] = { "megatron.distributed_optimizer", "megatron.grad_reduce_in_bf16",
 					    "megatron.overlap_grad_reduce", "megatron.overlap_param_gather",
-					    "megatron.bucket_size", "megatron.recompute_modules" };
+					    "megatron.bucket_size", "megatron.recompute_modules",
+					    "megatron.cpu_offloading_num_layers", "megatron.cpu_offloading_activations" };
 	struct value v;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -617,6 +620,8 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	}
 	j->offload_params_nvme = !strcmp(off_par, "nvme");
 	j->offload_activations = !strcmp(key_sym(b, "offload.activations", "none"), "cpu");
+	if (key_bool(b, "megatron.cpu_offloading_activations", true))
+		j->offload_first = key_u64(b, "megatron.cpu_offloading_num_layers", 0);
 }
 
 /* train.alloc (memory-model.md §5.4).  PyTorch refuses max_split_size_mb

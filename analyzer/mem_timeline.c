@@ -556,7 +556,6 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 	const struct mem_sums *T = &w->st->total;
 	enum mem_sharding m = job->sharding;
 	bool *o = &w->cx->ovf;
-	uint32_t vp = job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
 	struct mem_vec *b = &s->base;
 
 	s->resident = s->accumulating || job->grads_persistent ||
@@ -573,9 +572,8 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 		put_buf(w, b, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
 	if (s->accumulating)
 		put_buf(w, b, MEM_B_BUCKETS, w->ipg);
-	put(w, b, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, mem_sub(T->v[S_STORED_ACT], T->v[S_STORED_OFF]),
-							 chunks, vp));
-	put(w, b, MEM_C_LOGITS, mem_extra_logits_in_flight(o, job, T->v[S_STORED_LOG], chunks));
+	put(w, b, MEM_C_ACTIVATIONS, mem_pp_extra(o, job, w->st, chunks, S_STORED_ACT, S_STORED_OFF));
+	put(w, b, MEM_C_LOGITS, mem_pp_extra(o, job, w->st, chunks, S_STORED_LOG, S__COUNT));
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		s->base_total = mem_add(o, s->base_total, b->c[c]);
 }

@@ -112,11 +112,12 @@ static void check_reference(struct bld *b, const char *ref, struct loc at)
 static bool check_owned_keys(struct bld *b)
 {
 	static const struct { const char *key; enum bld_rl_algo algo; const char *who; } keys[] = {
-		{ "rl.num_generations", BLD_RL_GRPO, "grpo generates" },
-		{ "rl.generation", BLD_RL_GRPO, "grpo generates" },
-		{ "rl.vllm_gpu_memory_utilization", BLD_RL_GRPO, "grpo generates" },
-		{ "rl.reward_model", BLD_RL_PPO, "ppo scores" }, { "rl.value_model", BLD_RL_PPO, "ppo scores" },
-		{ "rl.rollout_batch", BLD_RL_PPO, "ppo scores" },
+		{ "rl.num_generations", BLD_RL_GRPO, "grpo generates groups" },
+		{ "rl.generation", BLD_RL_GRPO, "grpo has a generation engine" },
+		{ "rl.vllm_gpu_memory_utilization", BLD_RL_GRPO, "grpo has a generation engine" },
+		{ "rl.reward_model", BLD_RL_PPO, "ppo has reward and value models" },
+		{ "rl.value_model", BLD_RL_PPO, "ppo has reward and value models" },
+		{ "rl.rollout_batch", BLD_RL_PPO, "ppo rolls out in chunks" },
 	};
 	struct value v;
 

@@ -89,6 +89,20 @@ void bld_layer_close(struct bld *b, struct frame *f)
 	const uint64_t *tfp = layer_parts(b, &f->tf, &f->ctf, &ntf);
 	const uint64_t *tbp = layer_parts(b, &f->tb, &f->ctb, &ntb);
 
+	/* PPO's reward model runs under no_grad in the scoring phase only: its
+	 * largest layer is that phase's transient, nothing of it is in the step */
+	if (b->rl_part == BLD_RL_REWARD) {
+		uint64_t act = saves;
+
+		if (!loss && bld_add_act(b, &act, tf, "the transient bytes of a layer") && act > b->rl_reward_act)
+			b->rl_reward_act = act;
+		saves = tf = tb = f->input = f->input_saved = 0;
+		tfp = tbp = NULL;
+		ntf = ntb = 0;
+		b->nsave_parts = 0;
+		b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
+	}
+
 	b->layers[b->nlayers++] = (struct mem_layer){
 		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
 		.params = b->params, .nparams = b->nparams,
@@ -780,7 +794,9 @@ static bool walk(struct bld *b, struct env *env)
 	b->block_repeat = 1;
 	b->model_repeats = 0;
 	b->nreps = 0;
-	eval_walk(b->ev, b->cj->model, env, &bld_ops, b);
+	if (b->rl == BLD_RL_PPO)
+		bld_walk_rl_models(b, env);	/* first, as PolicyAndValueWrapper runs the critic */
+	eval_walk(b->ev, b->cj->model, env, b->rl_ops ? b->rl_ops : &bld_ops, b);
 	while (b->frame)
 		bld_frame_pop(b);
 	if (eval_quiet_errors(b->ev) != before)

@@ -266,11 +266,13 @@ static const struct field_spec fsdp2_fields[] = {
 };
 /* A preference or RL job's models and generation (analyzer/build_rl.c). */
 static const struct field_spec rl_fields[] = {
-	{ "algorithm", "enum:dpo|orpo|cpo|simpo|kto|grpo", false },
+	{ "algorithm", "enum:dpo|orpo|cpo|simpo|kto|grpo|ppo", false },
 	{ "reference", "enum:copy|adapter_disabled|precomputed|none", false },
 	{ "num_generations", "count", false }, { "prompt_len", "count", false },
 	{ "generation", "enum:policy|vllm_colocate|vllm_server", false },
 	{ "vllm_gpu_memory_utilization", "ratio", false },
+	{ "reward_model", "model", false }, { "value_model", "model|policy", false },
+	{ "rollout_batch", "count", false },
 	{ NULL, NULL, false },
 };
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
@@ -296,7 +298,7 @@ static const struct range_spec train_ranges[] = {
 	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_AT_LEAST_1 },
 	{ "nccl.nchannels_per_net_peer", RANGE_AT_LEAST_1 }, { "nccl.nvls_nchannels", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
 	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
-	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT },
+	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT }, { "rl.rollout_batch", RANGE_AT_LEAST_1 },
 	{ NULL, RANGE_ANY },
 };
 
@@ -413,6 +415,11 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 {
 	if (!strncmp(type, "enum:", 5))
 		return check_enum(ev, v, type + 5, what);
+	if (!strcmp(type, "model|policy")) {
+		if (v.kind == VAL_SYMBOL && !strcmp(v.str, "policy"))
+			return true;
+		type = "model";
+	}
 	if (!strcmp(type, "cluster")) {
 		if (v.kind == VAL_CLUSTER || v.kind == VAL_ERROR)
 			return v.kind == VAL_CLUSTER;
@@ -498,8 +505,11 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	if (!strncmp(s->type, "enum:", 5) && f->value->kind == EXPR_NAME &&
 	    (v.kind == VAL_DECL || v.kind == VAL_INSTANCE) && is_enum_word(s->type + 5, f->value->name.name))
 		v = (struct value){ .kind = VAL_SYMBOL, .str = f->value->name.name, .loc = v.loc, .origin = v.loc };
-	if (!strcmp(s->type, "model") || !strcmp(s->type, "optimizer") || !strcmp(s->type, "precision"))
-		v = as_decl(ev, f->value, v, !strcmp(s->type, "model") ? DECL_MODEL :
+	/* `value_model = policy`: the policy's architecture (rl, build_rl.c) */
+	if (!strcmp(s->type, "model|policy") && f->value->kind == EXPR_NAME && !strcmp(f->value->name.name, "policy"))
+		v = (struct value){ .kind = VAL_SYMBOL, .str = f->value->name.name, .loc = v.loc, .origin = v.loc };
+	else if (!strncmp(s->type, "model", 5) || !strcmp(s->type, "optimizer") || !strcmp(s->type, "precision"))
+		v = as_decl(ev, f->value, v, !strncmp(s->type, "model", 5) ? DECL_MODEL :
 			    !strcmp(s->type, "optimizer") ? DECL_OPTIMIZER : DECL_PRECISION);
 	v.origin = f->loc;
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))

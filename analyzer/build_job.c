@@ -643,6 +643,19 @@ static void alloc_conf(struct bld *b, struct mem_job *j)
 		j->alloc_gc_threshold = num_to_double(v.num);
 }
 
+/* train.data (§5.4 "Batch shapes"): padding to the longest sample varies
+ * the replay's step lengths from min_seq_len (default 1: nothing is known
+ * of the dataset but the bound) to seq_len; a larger one is seq_len. */
+static void data_shapes(struct bld *b, struct mem_job *j)
+{
+	uint64_t s = bound_u64(b, "seq", 1), m = key_u64(b, "data.min_seq_len", 1);
+
+	if (strcmp(key_sym(b, "data.padding", "max_length"), "longest"))
+		return;
+	j->shape_seq_len = s;
+	j->shape_min_seq_len = m < 1 ? 1 : m > s ? s : m;
+}
+
 /* A count key, 0 if absent; the checker bounds it, memc clamps it. */
 static uint32_t key_u32(struct bld *b, const char *k)
 {
@@ -688,6 +701,7 @@ static void overheads(struct bld *b, struct mem_job *j)
 	if (key(b, "overhead.fragmentation", &v) && v.kind == VAL_NUM)
 		j->frag_factor = 1.0 + num_to_double(v.num);
 	alloc_conf(b, j);
+	data_shapes(b, j);
 	gpu_u64(b, "memory", &mem);
 	j->capacity_bytes = mem;
 	mem = 0;

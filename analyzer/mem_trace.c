@@ -69,7 +69,36 @@ struct tr {
 	bool resident;		/* gradients allocated at setup */
 	bool zeros;		/* zero_grad(set_to_none=False): made by the first backward, kept */
 	bool have_grads;	/* produced by an earlier micro-batch of this step */
+	uint64_t len;		/* this step's padded length (job->shape_seq_len) */
 };
+
+/* The bytes at this step's length of an activation tensor sized at seq_len:
+ * every saved tensor and temporary of the step is per token (batch x length
+ * x width); see memory-model.md §5.4 "Batch shapes" for the s^2 terms. */
+static uint64_t act(const struct tr *r, uint64_t n)
+{
+	uint64_t s = r->job->shape_seq_len;
+
+	if (!s || r->len >= s)
+		return n;
+	return (uint64_t)((double)n * ((double)r->len / (double)s));
+}
+
+/* Step `step` of `steps` under padding = longest: the last at seq_len (the
+ * peak allocated), the others at the van der Corput points 1/2, 1/4, 3/4,
+ * 1/8, ... of [min_seq_len, seq_len]: spread over the range, and the same
+ * lengths on every run. */
+static uint64_t step_len(const struct mem_job *job, int step, int steps)
+{
+	uint64_t s = job->shape_seq_len, m = job->shape_min_seq_len;
+	double f = 0, w = 0.5;
+
+	if (!s || step + 1 >= steps || m >= s)
+		return s;
+	for (unsigned i = (unsigned)step + 1; i; i >>= 1, w /= 2)
+		f += (i & 1) ? w : 0;
+	return m + (uint64_t)(f * (double)(s - m) + 0.5);
+}
 
 static uint64_t kept(uint64_t n)
 {
@@ -445,7 +474,7 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 	size_t t0 = r->tmp.n;
 	uint32_t cast;
 	size_t n = l->nsave_parts, h = (n + 1) / 2, c1 = 0, c2 = 0;
-	uint64_t a = c->stored, all = 0;
+	uint64_t stored = act(r, c->stored), a = stored, all = 0;
 
 	x->keep = put(r, c->cast_keep, STREAM_COMPUTE);
 	x->cfwd = put(r, c->cast_fwd, STREAM_COMPUTE);
@@ -458,12 +487,12 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 		a = 0;
 		for (size_t i = 0; i < h; i++)
 			a += l->save_parts[i];
-		a = (uint64_t)((double)c->stored * ((double)a / (double)all));
+		a = (uint64_t)((double)stored * ((double)a / (double)all));
 	}
 	/* the forward's temporaries come and go between its saves */
 	x->stored0 = put_saves(r, l, a, 0, h, &c1);
-	put_split(r, l->temp_fwd_parts, 0, l->ntemp_fwd_parts, c->tfwd, &r->tmp);
-	put_saves(r, l, c->stored - a, h, n, &c2);
+	put_split(r, l->temp_fwd_parts, 0, l->ntemp_fwd_parts, act(r, c->tfwd), &r->tmp);
+	put_saves(r, l, stored - a, h, n, &c2);
 	x->nstored = c1 + c2;
 	idl_drop_from(r, &r->tmp, t0);
 	drop(r, &cast);
@@ -506,8 +535,8 @@ static void forward(struct tr *r, uint32_t *root)
 		for (uint64_t k = 0; k < n; k++) {
 			if (mid && k == MEM_TRACE_REPEATS / 2) {
 				r->t->what = "folded repeats";
-				r->agg_act[s] = put(r, mem_mul(o, mem_add(o, mem_add(o,
-					it->v[S_STORED_ACT], it->v[S_STORED_LOG]), it->v[S_CAST_KEEP]),
+				r->agg_act[s] = put(r, mem_mul(o, mem_add(o, act(r, mem_add(o,
+					it->v[S_STORED_ACT], it->v[S_STORED_LOG])), it->v[S_CAST_KEEP]),
 					mid), STREAM_COMPUTE);
 			}
 			forward_repeat(r, s, k);
@@ -551,18 +580,18 @@ static void backward_frees(struct tr *r, struct inst *x, const struct mem_cost *
 {
 	size_t nt = l->ntemp_bwd_parts, nr = x->nsaves ? x->nsaves : x->nstored;
 	size_t r0 = x->nsaves ? x->saves0 : x->stored0, steps = nt > nr ? nt : nr;
-	uint64_t raw = 0, left = c->tbwd;
+	uint64_t raw = 0, tbwd = act(r, c->tbwd), left = tbwd;
 
 	for (size_t i = 0; i < nt; i++)
 		raw += l->temp_bwd_parts[i];
 	if (!raw) {
-		idl_push(r, tmp, put(r, c->tbwd, STREAM_COMPUTE));
+		idl_push(r, tmp, put(r, tbwd, STREAM_COMPUTE));
 		nt = 0;
 	}
 	for (size_t i = 0; i < steps; i++) {
 		if (i < nt && left) {
 			uint64_t n = i + 1 == nt ? left :
-				     (uint64_t)((double)c->tbwd * ((double)l->temp_bwd_parts[i] / (double)raw));
+				     (uint64_t)((double)tbwd * ((double)l->temp_bwd_parts[i] / (double)raw));
 
 			n = n > left ? left : n;
 			left -= n;
@@ -647,9 +676,9 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		struct inst *x = inst_of(r, s, k, j);
 		uint32_t tmp;
 
-		x->saves0 = put_saves(r, &b->layers[j], c[j].saves, 0, b->layers[j].nsave_parts,
-				      &x->nsaves);
-		tmp = put(r, c[j].tfwd, STREAM_COMPUTE);
+		x->saves0 = put_saves(r, &b->layers[j], act(r, c[j].saves), 0,
+				      b->layers[j].nsave_parts, &x->nsaves);
+		tmp = put(r, act(r, c[j].tfwd), STREAM_COMPUTE);
 		drop(r, &tmp);
 	}
 	for (size_t j = b->nlayers; j-- > 0;) {
@@ -694,8 +723,8 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 	uint32_t vp = r->job->schedule == MEM_PP_INTERLEAVED && r->job->pp > 1 ? r->job->vp : 1;
 	bool *o = &r->cx->ovf;
 	/* the other in-flight micro-batches' stored activations (§4.6) */
-	uint32_t extra = put(r, mem_add(o, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp),
-					mem_extra_logits_in_flight(o, r->job, T->v[S_STORED_LOG], chunks)),
+	uint32_t extra = put(r, act(r, mem_add(o, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp),
+					mem_extra_logits_in_flight(o, r->job, T->v[S_STORED_LOG], chunks))),
 			     STREAM_COMPUTE);
 	uint32_t root = NO_ID;
 
@@ -814,7 +843,9 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 		setup(&r);
 	if (ok && job->optimizer_in_backward)
 		states(&r);	/* stepped in backward: created on the first gradient */
+	out->varies = job->shape_seq_len && job->shape_min_seq_len < job->shape_seq_len;
 	for (int step = 0; ok && step < steps; step++) {
+		r.len = step_len(job, step, steps);
 		alloc_trace_mark(out);
 		micro_batch(&r, first);
 		if (job->micro_batches >= 2)
@@ -842,8 +873,11 @@ int mem_replay_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 {
 	struct alloc_trace t = { 0 };
 	enum alloc_status as = ALLOC_NOMEM;
+	/* varying shapes never settle: every step is replayed */
+	bool vary = cx->job->shape_seq_len && cx->job->shape_min_seq_len < cx->job->shape_seq_len;
 
-	if (mem_trace_stage(cx, st, first, later, MEM_TRACE_MAX_STEPS, &t))
+	if (mem_trace_stage(cx, st, first, later, vary ? MEM_TRACE_SHAPE_STEPS : MEM_TRACE_MAX_STEPS,
+			    &t))
 		as = alloc_replay(&t, cfg, out);
 	alloc_trace_free(&t);
 	return as;

@@ -265,6 +265,10 @@ struct mem_job {
 	uint32_t alloc_roundup_divisions; /* roundup_power2_divisions; 0 = off */
 	double alloc_gc_threshold;	/* garbage_collection_threshold; 0 = off */
 	bool alloc_expandable;		/* expandable_segments:True */
+	uint64_t shape_seq_len;		/* data.padding = longest: the replay's steps are
+					   padded to lengths from shape_min_seq_len to this
+					   (seq_len); 0: every step at seq_len (§5.4) */
+	uint64_t shape_min_seq_len;
 	enum mem_load load;		/* how the weights reach the GPU before the step: the
 					   replay runs that loading first (§5.4) */
 	uint64_t capacity_bytes;	/* usable device memory; 0 = unknown */

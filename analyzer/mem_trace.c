@@ -70,18 +70,32 @@ struct tr {
 	bool zeros;		/* zero_grad(set_to_none=False): made by the first backward, kept */
 	bool have_grads;	/* produced by an earlier micro-batch of this step */
 	uint64_t len;		/* this step's padded length (job->shape_seq_len) */
+	size_t *qbase;		/* per block: its first layer's index into job->shape_quad */
+	const struct mem_quad *q;	/* the running layer's */
 };
 
-/* The bytes at this step's length of an activation tensor sized at seq_len:
- * every saved tensor and temporary of the step is per token (batch x length
- * x width); see memory-model.md §5.4 "Batch shapes" for the s^2 terms. */
-static uint64_t act(const struct tr *r, uint64_t n)
+/* Set r->q to layer j of block `block` (all per token without shares). */
+static void set_quad(struct tr *r, size_t block, size_t j)
+{
+	static const struct mem_quad linear = { 0, 0, 0 };
+
+	size_t i = r->qbase ? r->qbase[block] + j : SIZE_MAX;
+
+	r->q = r->job->shape_quad && i < r->job->shape_quad_n ? &r->job->shape_quad[i] : &linear;
+}
+
+/* The bytes at this step's length of activations sized at seq_len, of
+ * which the share q grows as seq_len^2 (mem_layer.save_quad) and the rest
+ * per token (memory-model.md §5.4 "Batch shapes"). */
+static uint64_t act(const struct tr *r, uint64_t n, double q)
 {
 	uint64_t s = r->job->shape_seq_len;
+	double x;
 
 	if (!s || r->len >= s)
 		return n;
-	return (uint64_t)((double)n * ((double)r->len / (double)s));
+	x = (double)r->len / (double)s;
+	return (uint64_t)((double)n * x * (1 - q + q * x));
 }
 
 /* Step `step` of `steps` under padding = longest: the last at seq_len (the
@@ -474,7 +488,8 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 	size_t t0 = r->tmp.n;
 	uint32_t cast;
 	size_t n = l->nsave_parts, h = (n + 1) / 2, c1 = 0, c2 = 0;
-	uint64_t stored = act(r, c->stored), a = stored, all = 0;
+	/* a recomputed layer stores its input: per token */
+	uint64_t stored = act(r, c->stored, c->stored == c->saves ? r->q->save : 0), a = stored, all = 0;
 
 	x->keep = put(r, c->cast_keep, STREAM_COMPUTE);
 	x->cfwd = put(r, c->cast_fwd, STREAM_COMPUTE);
@@ -491,7 +506,7 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 	}
 	/* the forward's temporaries come and go between its saves */
 	x->stored0 = put_saves(r, l, a, 0, h, &c1);
-	put_split(r, l->temp_fwd_parts, 0, l->ntemp_fwd_parts, act(r, c->tfwd), &r->tmp);
+	put_split(r, l->temp_fwd_parts, 0, l->ntemp_fwd_parts, act(r, c->tfwd, r->q->tfwd), &r->tmp);
 	put_saves(r, l, stored - a, h, n, &c2);
 	x->nstored = c1 + c2;
 	idl_drop_from(r, &r->tmp, t0);
@@ -513,6 +528,7 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		uint32_t ng = !b->is_body && z3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
 
 		r->t->what = b->layers[j].name;
+		set_quad(r, seg->block, j);
 		forward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j]);
 		drop(r, &ng);
 	}
@@ -536,7 +552,7 @@ static void forward(struct tr *r, uint32_t *root)
 			if (mid && k == MEM_TRACE_REPEATS / 2) {
 				r->t->what = "folded repeats";
 				r->agg_act[s] = put(r, mem_mul(o, mem_add(o, act(r, mem_add(o,
-					it->v[S_STORED_ACT], it->v[S_STORED_LOG])), it->v[S_CAST_KEEP]),
+					it->v[S_STORED_ACT], it->v[S_STORED_LOG]), 0), it->v[S_CAST_KEEP]),
 					mid), STREAM_COMPUTE);
 			}
 			forward_repeat(r, s, k);
@@ -580,7 +596,7 @@ static void backward_frees(struct tr *r, struct inst *x, const struct mem_cost *
 {
 	size_t nt = l->ntemp_bwd_parts, nr = x->nsaves ? x->nsaves : x->nstored;
 	size_t r0 = x->nsaves ? x->saves0 : x->stored0, steps = nt > nr ? nt : nr;
-	uint64_t raw = 0, tbwd = act(r, c->tbwd), left = tbwd;
+	uint64_t raw = 0, tbwd = act(r, c->tbwd, r->q->tbwd), left = tbwd;
 
 	for (size_t i = 0; i < nt; i++)
 		raw += l->temp_bwd_parts[i];
@@ -676,13 +692,15 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		struct inst *x = inst_of(r, s, k, j);
 		uint32_t tmp;
 
-		x->saves0 = put_saves(r, &b->layers[j], act(r, c[j].saves), 0,
+		set_quad(r, seg->block, j);
+		x->saves0 = put_saves(r, &b->layers[j], act(r, c[j].saves, r->q->save), 0,
 				      b->layers[j].nsave_parts, &x->nsaves);
-		tmp = put(r, act(r, c[j].tfwd), STREAM_COMPUTE);
+		tmp = put(r, act(r, c[j].tfwd, r->q->tfwd), STREAM_COMPUTE);
 		drop(r, &tmp);
 	}
 	for (size_t j = b->nlayers; j-- > 0;) {
 		r->t->what = b->layers[j].name;
+		set_quad(r, seg->block, j);
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit);
 	}
 	drop(r, &g);
@@ -724,7 +742,7 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 	bool *o = &r->cx->ovf;
 	/* the other in-flight micro-batches' stored activations (§4.6) */
 	uint32_t extra = put(r, act(r, mem_add(o, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp),
-					mem_extra_logits_in_flight(o, r->job, T->v[S_STORED_LOG], chunks))),
+					mem_extra_logits_in_flight(o, r->job, T->v[S_STORED_LOG], chunks)), 0),
 			     STREAM_COMPUTE);
 	uint32_t root = NO_ID;
 
@@ -796,6 +814,23 @@ static void optimizer(struct tr *r)
 	r->have_grads = false;
 }
 
+/* Only a job with shares (padding = longest) indexes them. */
+static bool make_qbase(struct tr *r)
+{
+	size_t n = 0;
+
+	if (!r->job->shape_quad)
+		return true;
+	r->qbase = malloc((r->job->nblocks ? r->job->nblocks : 1) * sizeof(*r->qbase));
+	if (!r->qbase)
+		return false;
+	for (size_t b = 0; b < r->job->nblocks; b++) {
+		r->qbase[b] = n;
+		n += r->job->blocks[b].nlayers;
+	}
+	return true;
+}
+
 static bool make_ids(struct tr *r)
 {
 	size_t n = 0, ns = r->st->nsegs ? r->st->nsegs : 1;
@@ -814,7 +849,7 @@ static bool make_ids(struct tr *r)
 		n += (size_t)kept(r->st->segs[s].count) * nl;
 	}
 	r->in = malloc((n ? n : 1) * sizeof(*r->in));
-	if (!r->in)
+	if (!r->in || !make_qbase(r))
 		return false;
 	for (size_t i = 0; i < (n ? n : 1); i++)
 		r->in[i] = (struct inst){ NO_ID, NO_ID, NO_ID, 0, 0, 0, 0, 0, 0 };
@@ -854,6 +889,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 			optimizer(&r);
 	}
 	free(r.in);
+	free(r.qbase);
 	free(r.base);
 	free(r.agg_act);
 	free(r.grads.v);

@@ -67,7 +67,8 @@ replay_section() {
 	echo
 	echo 'The replay is opt-in (the ratio is the default); at a fixed length it'
 	echo 'stops once a step leaves the pool unchanged (2-4 steps), under'
-	echo '`padding = longest` every one of the 8 steps is replayed (§5.4).'
+	echo '`padding = longest` every one of the 8 steps is replayed and the job'
+	echo 'is built a second time at half the length, for its s^2 shares (§5.4).'
 	echo
 }
 {

@@ -465,6 +465,34 @@ static void replayed_job_shapes(void **state)
 	assert_int_equal(analyze(&j).peak_reserved, 40 * MiB);
 }
 
+/* The same with the temporary quadratic in the length (eager scores,
+ * mem_quad.tfwd = 1): 30 x (L/8)^2 = 16.875, 11.71875, 22.96875, 30 MiB
+ * at 6, 5, 7, 8; the saves stay 7.5, 6.25, 8.75, 10.  By hand: length 6
+ * takes a 20 MiB segment and an 18 MiB one; length 5 fits the 18 (6.25 +
+ * the 11.75 rest); length 7's 22.97 MiB fits neither free block: a 24 MiB
+ * segment; length 6 again splits the 18 and the 20; length 8's save splits
+ * the 18 (10 + 8), its 30 MiB fits no free block (8, 20, 24): a 30 MiB
+ * segment.  Reserved 20 + 18 + 24 + 30 = 92 MiB (102 with the temporary
+ * per token). */
+static void replayed_job_shapes_quadratic(void **state)
+{
+	static const struct mem_quad q = { 0, 1, 0 };
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	b.repeat = 1;
+	j.shape_seq_len = 8;
+	j.shape_min_seq_len = 4;
+	j.shape_quad = &q;
+	j.shape_quad_n = 1;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 40 * MiB);
+	assert_int_equal(k.peak_reserved, 92 * MiB);
+}
+
 /* A trace marked as varying replays every step: the steady rule would stop
  * at step 3 (unchanged after step 2) and miss step 3's 100 MiB segment. */
 static void trace_varies_replays_all(void **state)
@@ -667,6 +695,7 @@ int main(void)
 		cmocka_unit_test(trace_stops_when_steady),
 		cmocka_unit_test(trace_varies_replays_all),
 		cmocka_unit_test(replayed_job_shapes),
+		cmocka_unit_test(replayed_job_shapes_quadratic),
 		cmocka_unit_test(replayed_job_fsdp_streams),
 		cmocka_unit_test(replayed_job_expandable),
 		cmocka_unit_test(replayed_job_at_capacity),

@@ -33,12 +33,14 @@ struct frame {
 	uint64_t mult;			/* product of the repeats around this point */
 	const char **names;		/* params declared in this instance */
 	bool *trains;			/* ... and whether each trains or carries an adapter */
+	bool *learns;			/* ... the same, without a 4-bit matmul's kept input (trains(p)) */
 	bool *linear;			/* ... and is a `linear` weight (FP8 GEMMs quantise its input) */
 	size_t nnames, capnames;
 	struct pending *pending;
 	size_t npending, cappending;
 	uint64_t temp_fwd, temp_bwd;	/* this instance's own transients */
 	uint64_t dora_temp;		/* the largest DoRA weight-norm transient in temp_fwd */
+	bool shared_dropout;		/* a `shared_dropout` adapter's dropped input is counted */
 	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */
 	/* the same as single tensors, for the allocator replay's trace */
 	struct bld_parts tf, tb, ctf, ctb;
@@ -166,7 +168,7 @@ struct frame *bld_frame_push(struct bld *b, const struct decl *layer);
 void bld_frame_pop(struct bld *b);
 struct frame *bld_frame(struct bld *b);
 void bld_close_implicit(struct bld *b);
-void bld_frame_param(struct frame *f, const char *name, bool trains, bool linear);
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear);
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss);
 void bld_parts_push(struct bld_parts *p, uint64_t bytes);
 void bld_layer_close(struct bld *b, struct frame *f);

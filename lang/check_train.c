@@ -21,7 +21,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    NULL };
+					    "shared_dropout", NULL };
 
 static bool is_word(const char *name)
 {
@@ -84,6 +84,14 @@ static void check_recompute(struct eval *ev, const struct stmt *s, const struct 
 				   "core_attn, mlp, moe, moe_act, layernorm, mla_up_proj, shared_experts");
 }
 
+/* shared_dropout: the adapters of this layer's params so marked read one
+ * dropped input (LitGPT LoRAQKVLinear), which only a param can have. */
+static void check_shared_dropout(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_PARAM || a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "shared_dropout marks a param, without arguments");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -94,6 +102,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_op(ev, t->stmt, a);
 		if (!strcmp(a->name, "recompute"))
 			check_recompute(ev, t->stmt, a);
+		if (!strcmp(a->name, "shared_dropout"))
+			check_shared_dropout(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -106,7 +116,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), recompute(...), forward, backward, loss, grouped, paged%s", s ? s : "");
+			  "for_grad(...), op(...), recompute(...), shared_dropout, forward, backward, loss, "
+			  "grouped, paged%s", s ? s : "");
 	}
 }
 
@@ -159,7 +170,7 @@ static const struct field_spec train_fields[] = {
 	{ "target_len", "count", false }, { "grad_accum", "count", false },
 	{ "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast", false },
+	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast|upcast_output", false },
 	{ "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },

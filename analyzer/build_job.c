@@ -821,8 +821,12 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 	}
 	if (ov && ov->checkpoint)
 		env_bind(e, bld_intern(b, "checkpoint"), val_symbol(b->ev, ov->checkpoint, NO_LOC));
-	if (ov && ov->seq)
-		env_bind(e, bld_intern(b, "seq"), val_count(ov->seq, NO_LOC));
+	if (ov && ov->seq) {
+		struct value v = val_count(ov->seq, NO_LOC);
+
+		v.label = "seq";
+		env_bind(e, bld_intern(b, "seq"), v);
+	}
 	if (ov && (ov->tp || ov->cp || ov->ep || ov->sp))
 		override_degrees(b, e, base, ov);
 	return e;

@@ -78,14 +78,13 @@ struct tr {
 static void set_quad(struct tr *r, size_t block, size_t j)
 {
 	static const struct mem_quad linear = { 0, 0, 0 };
-
 	size_t i = r->qbase ? r->qbase[block] + j : SIZE_MAX;
 
 	r->q = r->job->shape_quad && i < r->job->shape_quad_n ? &r->job->shape_quad[i] : &linear;
 }
 
 /* The bytes at this step's length of activations sized at seq_len, of
- * which the share q grows as seq_len^2 (mem_layer.save_quad) and the rest
+ * which the share q grows as seq_len^2 (struct mem_quad) and the rest
  * per token (memory-model.md §5.4 "Batch shapes"). */
 static uint64_t act(const struct tr *r, uint64_t n, double q)
 {

@@ -161,6 +161,8 @@ static void analyse(struct check_result *cr, const struct check_job *cj, struct 
 		return;
 	}
 	bd->job.phase_series = p->opts->format == DRIVER_FORMAT_HTML;	/* the chart */
+	/* explain strings only for what prints them (--explain, the HTML page) */
+	bd->job.no_explain = !p->opts->explain && p->opts->format != DRIVER_FORMAT_HTML;
 	enum mem_status st = mem_analyze(&bd->job, res);
 
 	if (st != MEM_OK) {
@@ -172,7 +174,7 @@ static void analyse(struct check_result *cr, const struct check_job *cj, struct 
 	bd->rep.analysed = true;
 	if (phases_analyze(scratch, &bd->job, res, &bd->run_in, &bd->run))
 		bd->rep.run = &bd->run;
-	fit_check(cr->ev, scratch, cj, bd);
+	fit_check(p->fit, cr->ev, scratch, cj, bd);
 	offload_check(cr->ev, bd);
 }
 
@@ -288,12 +290,15 @@ int pipeline_run(struct pipeline *p)
 	bool json = p->opts->command == DRIVER_REPORT && p->opts->format == DRIVER_FORMAT_JSON;
 	size_t i = 0;
 
+	p->fit = fit_memo_new(p->arena, p->opts, p->src, p->program, cr->ev);
 	diag_flush(p->diag);
 	if (json)
 		report_json_file_begin(&jw, stdout, src_get(p->src, 1)->display_name, json_first_file);
 	for (const struct decl *d = p->program->root->decls; cr->jobs_follow && d; d = d->next)
 		if (d->kind == DECL_TRAIN)
 			one_job(p, cr, d, &jw, i++);
+	fit_memo_free(p->fit);
+	p->fit = NULL;
 	diag_flush(p->diag);
 	if (json) {
 		report_json_file_end(&jw, p->diag);

@@ -879,6 +879,11 @@ static void explain_strings(void **state)
 	(void)state;
 	m->job.dp = 8;
 	m->job.sharding = MEM_SHARD_ZERO3;
+	m->job.no_explain = true;	/* never printed: not formatted */
+	k = analyze_one(&m->job);
+	assert_string_equal(k.explain[MEM_C_WEIGHTS], "");
+	assert_string_equal(k.explain_peak, "");
+	m->job.no_explain = false;
 	k = analyze_one(&m->job);
 	assert_non_null(strstr(k.explain[MEM_C_WEIGHTS], "13,476,831,232 B for 6,738,415,616 params"));
 	assert_non_null(strstr(k.explain[MEM_C_WEIGHTS], "group (§3.1, §3.3), = 1,684,603,904 B (ZeRO-3)"));

@@ -732,7 +732,7 @@ static bool steady(const struct alloc_trace *t, size_t i, size_t *k, uint64_t *a
 	while (*k < t->nmarks && t->marks[*k] == i) {
 		if (*k == 0)
 			out->setup_reserved = peak;
-		stop |= *k >= 2 && peak == *at;
+		stop |= !t->varies && *k >= 2 && peak == *at;
 		*at = peak;
 		++*k;
 	}

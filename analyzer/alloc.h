@@ -126,6 +126,7 @@ struct alloc_trace {
 	size_t *marks;		/* event indices where a step starts (alloc_trace_mark) */
 	size_t nmarks, marks_cap;
 	bool nomem;		/* a push failed: the trace is incomplete */
+	bool varies;		/* the steps differ (batch shapes): replay every one */
 };
 
 void alloc_trace_free(struct alloc_trace *t);
@@ -147,9 +148,10 @@ struct alloc_replay {
 };
 
 /* Replay the trace through a fresh allocator with `cfg`.  Stops at the first
- * request that fails (PyTorch raises OutOfMemoryError there), and at a mark
- * from the third on when the step before it left peak reserved where it
- * was: the steps repeat the same requests, so the pool has stopped growing.
+ * request that fails (PyTorch raises OutOfMemoryError there), and, unless
+ * t->varies, at a mark from the third on when the step before it left peak
+ * reserved where it was: the steps repeat the same requests, so the pool has
+ * stopped growing.
  * Returns ALLOC_NOMEM if the host ran out of memory. */
 enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_config *cfg,
 			       struct alloc_replay *out);

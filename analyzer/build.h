@@ -40,6 +40,8 @@ struct build_override {
 	uint64_t cp, ep;
 	int sp;				/* 0: as written; 1: off; 2: on (tp > 1) */
 	bool layout_free;
+	uint64_t seq;			/* 0: as written; else seq_len (the builder's own
+					   half-length build, §5.4 "Batch shapes") */
 };
 
 struct build {

@@ -662,6 +662,69 @@ static void alloc_conf(struct bld *b, struct mem_job *j)
 		j->alloc_gc_threshold = num_to_double(v.num);
 }
 
+/* train.data (§5.4 "Batch shapes"): padding to the longest sample varies
+ * the replay's step lengths from min_seq_len (default 1: nothing is known
+ * of the dataset but the bound) to seq_len; a larger one is seq_len. */
+static void data_shapes(struct bld *b, struct mem_job *j)
+{
+	uint64_t s = bound_u64(b, "seq", 1), m = key_u64(b, "data.min_seq_len", 1);
+
+	if (strcmp(key_sym(b, "data.padding", "max_length"), "longest"))
+		return;
+	j->shape_seq_len = s;
+	j->shape_min_seq_len = m < 1 ? 1 : m > s ? s : m;
+}
+
+/* The share q of `full` bytes at seq_len that is quadratic in it, from
+ * `half` bytes at x = half length / seq_len: half = full ((1-q) x + q x^2).
+ * A part that does not grow with seq (a decoder's tgt) comes out below 0:
+ * taken as linear. */
+static double quad_share(uint64_t full, uint64_t half, double x)
+{
+	double q;
+
+	if (!full)
+		return 0;
+	q = ((double)half / (double)full - x) / (x * x - x);
+	return q < 0 ? 0 : q > 1 ? 1 : q;
+}
+
+/* §5.4 "Batch shapes": which part of each layer's activations grows as
+ * seq_len^2 (eager attention's scores, a.s^2) is found by building the job
+ * again at half the length.  A half-length build that fails or is shaped
+ * otherwise leaves every activation per token. */
+static void shapes_split(struct eval *ev, struct arena *a, const struct check_job *cj,
+			 const struct build_override *ov, struct mem_job *j)
+{
+	struct build_override h = ov ? *ov : (struct build_override){ .zero = -1 };
+	struct build half;
+	struct mem_quad *q;
+	size_t n = 0;
+	double x;
+
+	h.seq = j->shape_seq_len / 2;
+	x = (double)h.seq / (double)j->shape_seq_len;
+	if (!build_job(ev, a, cj, &h, true, &half) || half.job.nblocks != j->nblocks)
+		return;
+	for (size_t i = 0; i < j->nblocks; i++) {
+		if (half.job.blocks[i].nlayers != j->blocks[i].nlayers)
+			return;
+		n += j->blocks[i].nlayers;
+	}
+	q = ARENA_NEW_ARRAY(a, struct mem_quad, n ? n : 1);
+	n = 0;
+	for (size_t i = 0; i < j->nblocks; i++)
+		for (size_t k = 0; k < j->blocks[i].nlayers; k++, n++) {
+			const struct mem_layer *l = &j->blocks[i].layers[k], *hl = &half.job.blocks[i].layers[k];
+
+			q[n].save = quad_share(l->saves_bytes, hl->saves_bytes, x);
+			q[n].tfwd = quad_share(l->temp_fwd_bytes, hl->temp_fwd_bytes, x);
+			q[n].tbwd = quad_share(l->temp_bwd_bytes, hl->temp_bwd_bytes, x);
+		}
+	j->shape_quad = q;
+	j->shape_quad_n = n;
+}
+
 /* A count key, 0 if absent; the checker bounds it, memc clamps it. */
 static uint32_t key_u32(struct bld *b, const char *k)
 {
@@ -707,6 +770,7 @@ static void overheads(struct bld *b, struct mem_job *j)
 	if (key(b, "overhead.fragmentation", &v) && v.kind == VAL_NUM)
 		j->frag_factor = 1.0 + num_to_double(v.num);
 	alloc_conf(b, j);
+	data_shapes(b, j);
 	gpu_u64(b, "memory", &mem);
 	j->capacity_bytes = mem;
 	mem = 0;
@@ -776,6 +840,12 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 	}
 	if (ov && ov->checkpoint)
 		env_bind(e, bld_intern(b, "checkpoint"), val_symbol(b->ev, ov->checkpoint, NO_LOC));
+	if (ov && ov->seq) {
+		struct value v = val_count(ov->seq, NO_LOC);
+
+		v.label = "seq";
+		env_bind(e, bld_intern(b, "seq"), v);
+	}
 	if (ov && (ov->tp || ov->cp || ov->ep || ov->sp))
 		override_degrees(b, e, base, ov);
 	return e;
@@ -1042,7 +1112,11 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	fill_report(&b, out);
 	locations(&b, out);
 	bld_fill_phases(&b, out);
-	return bld_finish_rl(&b, out);
+	if (!bld_finish_rl(&b, out))
+		return false;
+	if (out->job.alloc_replay && out->job.shape_seq_len >= 2 && !(ov && ov->seq))
+		shapes_split(ev, a, cj, ov, &out->job);
+	return true;
 }
 
 /* The neutral job of `memc list`: every degree 1, one token. */

@@ -192,6 +192,9 @@ void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fir
  * MEM_TRACE_REPEATS fold their middle repeats. */
 #define MEM_TRACE_REPEATS 128
 #define MEM_TRACE_MAX_STEPS 4
+/* Under data.padding = longest every step differs: this many are replayed,
+ * the last at seq_len (mem_trace.c step_len). */
+#define MEM_TRACE_SHAPE_STEPS 8
 struct alloc_trace;
 struct alloc_config;
 struct alloc_replay;

@@ -69,7 +69,49 @@ struct tr {
 	bool resident;		/* gradients allocated at setup */
 	bool zeros;		/* zero_grad(set_to_none=False): made by the first backward, kept */
 	bool have_grads;	/* produced by an earlier micro-batch of this step */
+	uint64_t len;		/* this step's padded length (job->shape_seq_len) */
+	size_t *qbase;		/* per block: its first layer's index into job->shape_quad */
+	const struct mem_quad *q;	/* the running layer's */
 };
+
+/* Set r->q to layer j of block `block` (all per token without shares). */
+static void set_quad(struct tr *r, size_t block, size_t j)
+{
+	static const struct mem_quad linear = { 0, 0, 0 };
+	size_t i = r->qbase ? r->qbase[block] + j : SIZE_MAX;
+
+	r->q = r->job->shape_quad && i < r->job->shape_quad_n ? &r->job->shape_quad[i] : &linear;
+}
+
+/* The bytes at this step's length of activations sized at seq_len, of
+ * which the share q grows as seq_len^2 (struct mem_quad) and the rest
+ * per token (memory-model.md §5.4 "Batch shapes"). */
+static uint64_t act(const struct tr *r, uint64_t n, double q)
+{
+	uint64_t s = r->job->shape_seq_len;
+	double x;
+
+	if (!s || r->len >= s)
+		return n;
+	x = (double)r->len / (double)s;
+	return (uint64_t)((double)n * x * (1 - q + q * x));
+}
+
+/* Step `step` of `steps` under padding = longest: the last at seq_len (the
+ * peak allocated), the others at the van der Corput points 1/2, 1/4, 3/4,
+ * 1/8, ... of [min_seq_len, seq_len]: spread over the range, and the same
+ * lengths on every run. */
+static uint64_t step_len(const struct mem_job *job, int step, int steps)
+{
+	uint64_t s = job->shape_seq_len, m = job->shape_min_seq_len;
+	double f = 0, w = 0.5;
+
+	if (!s || step + 1 >= steps || m >= s)
+		return s;
+	for (unsigned i = (unsigned)step + 1; i; i >>= 1, w /= 2)
+		f += (i & 1) ? w : 0;
+	return m + (uint64_t)(f * (double)(s - m) + 0.5);
+}
 
 static uint64_t kept(uint64_t n)
 {
@@ -445,7 +487,8 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 	size_t t0 = r->tmp.n;
 	uint32_t cast;
 	size_t n = l->nsave_parts, h = (n + 1) / 2, c1 = 0, c2 = 0;
-	uint64_t a = c->stored, all = 0;
+	/* a recomputed layer stores its input: per token */
+	uint64_t stored = act(r, c->stored, c->stored == c->saves ? r->q->save : 0), a = stored, all = 0;
 
 	x->keep = put(r, c->cast_keep, STREAM_COMPUTE);
 	x->cfwd = put(r, c->cast_fwd, STREAM_COMPUTE);
@@ -458,12 +501,12 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 		a = 0;
 		for (size_t i = 0; i < h; i++)
 			a += l->save_parts[i];
-		a = (uint64_t)((double)c->stored * ((double)a / (double)all));
+		a = (uint64_t)((double)stored * ((double)a / (double)all));
 	}
 	/* the forward's temporaries come and go between its saves */
 	x->stored0 = put_saves(r, l, a, 0, h, &c1);
-	put_split(r, l->temp_fwd_parts, 0, l->ntemp_fwd_parts, c->tfwd, &r->tmp);
-	put_saves(r, l, c->stored - a, h, n, &c2);
+	put_split(r, l->temp_fwd_parts, 0, l->ntemp_fwd_parts, act(r, c->tfwd, r->q->tfwd), &r->tmp);
+	put_saves(r, l, stored - a, h, n, &c2);
 	x->nstored = c1 + c2;
 	idl_drop_from(r, &r->tmp, t0);
 	drop(r, &cast);
@@ -484,6 +527,7 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		uint32_t ng = !b->is_body && z3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
 
 		r->t->what = b->layers[j].name;
+		set_quad(r, seg->block, j);
 		forward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j]);
 		drop(r, &ng);
 	}
@@ -506,8 +550,8 @@ static void forward(struct tr *r, uint32_t *root)
 		for (uint64_t k = 0; k < n; k++) {
 			if (mid && k == MEM_TRACE_REPEATS / 2) {
 				r->t->what = "folded repeats";
-				r->agg_act[s] = put(r, mem_mul(o, mem_add(o, mem_add(o,
-					it->v[S_STORED_ACT], it->v[S_STORED_LOG]), it->v[S_CAST_KEEP]),
+				r->agg_act[s] = put(r, mem_mul(o, mem_add(o, act(r, mem_add(o,
+					it->v[S_STORED_ACT], it->v[S_STORED_LOG]), 0), it->v[S_CAST_KEEP]),
 					mid), STREAM_COMPUTE);
 			}
 			forward_repeat(r, s, k);
@@ -551,18 +595,18 @@ static void backward_frees(struct tr *r, struct inst *x, const struct mem_cost *
 {
 	size_t nt = l->ntemp_bwd_parts, nr = x->nsaves ? x->nsaves : x->nstored;
 	size_t r0 = x->nsaves ? x->saves0 : x->stored0, steps = nt > nr ? nt : nr;
-	uint64_t raw = 0, left = c->tbwd;
+	uint64_t raw = 0, tbwd = act(r, c->tbwd, r->q->tbwd), left = tbwd;
 
 	for (size_t i = 0; i < nt; i++)
 		raw += l->temp_bwd_parts[i];
 	if (!raw) {
-		idl_push(r, tmp, put(r, c->tbwd, STREAM_COMPUTE));
+		idl_push(r, tmp, put(r, tbwd, STREAM_COMPUTE));
 		nt = 0;
 	}
 	for (size_t i = 0; i < steps; i++) {
 		if (i < nt && left) {
 			uint64_t n = i + 1 == nt ? left :
-				     (uint64_t)((double)c->tbwd * ((double)l->temp_bwd_parts[i] / (double)raw));
+				     (uint64_t)((double)tbwd * ((double)l->temp_bwd_parts[i] / (double)raw));
 
 			n = n > left ? left : n;
 			left -= n;
@@ -647,13 +691,15 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		struct inst *x = inst_of(r, s, k, j);
 		uint32_t tmp;
 
-		x->saves0 = put_saves(r, &b->layers[j], c[j].saves, 0, b->layers[j].nsave_parts,
-				      &x->nsaves);
-		tmp = put(r, c[j].tfwd, STREAM_COMPUTE);
+		set_quad(r, seg->block, j);
+		x->saves0 = put_saves(r, &b->layers[j], act(r, c[j].saves, r->q->save), 0,
+				      b->layers[j].nsave_parts, &x->nsaves);
+		tmp = put(r, act(r, c[j].tfwd, r->q->tfwd), STREAM_COMPUTE);
 		drop(r, &tmp);
 	}
 	for (size_t j = b->nlayers; j-- > 0;) {
 		r->t->what = b->layers[j].name;
+		set_quad(r, seg->block, j);
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit);
 	}
 	drop(r, &g);
@@ -692,8 +738,8 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 {
 	bool *o = &r->cx->ovf;
 	/* the other in-flight micro-batches' stored activations (§4.6) */
-	uint32_t extra = put(r, mem_add(o, mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S__COUNT),
-					mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)),
+	uint32_t extra = put(r, act(r, mem_add(o, mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S__COUNT),
+					       mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)), 0),
 			     STREAM_COMPUTE);
 	uint32_t root = NO_ID;
 
@@ -765,6 +811,23 @@ static void optimizer(struct tr *r)
 	r->have_grads = false;
 }
 
+/* Only a job with shares (padding = longest) indexes them. */
+static bool make_qbase(struct tr *r)
+{
+	size_t n = 0;
+
+	if (!r->job->shape_quad)
+		return true;
+	r->qbase = malloc((r->job->nblocks ? r->job->nblocks : 1) * sizeof(*r->qbase));
+	if (!r->qbase)
+		return false;
+	for (size_t b = 0; b < r->job->nblocks; b++) {
+		r->qbase[b] = n;
+		n += r->job->blocks[b].nlayers;
+	}
+	return true;
+}
+
 static bool make_ids(struct tr *r)
 {
 	size_t n = 0, ns = r->st->nsegs ? r->st->nsegs : 1;
@@ -783,7 +846,7 @@ static bool make_ids(struct tr *r)
 		n += (size_t)kept(r->st->segs[s].count) * nl;
 	}
 	r->in = malloc((n ? n : 1) * sizeof(*r->in));
-	if (!r->in)
+	if (!r->in || !make_qbase(r))
 		return false;
 	for (size_t i = 0; i < (n ? n : 1); i++)
 		r->in[i] = (struct inst){ NO_ID, NO_ID, NO_ID, 0, 0, 0, 0, 0, 0 };
@@ -812,7 +875,9 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 		setup(&r);
 	if (ok && job->optimizer_in_backward)
 		states(&r);	/* stepped in backward: created on the first gradient */
+	out->varies = job->shape_seq_len && job->shape_min_seq_len < job->shape_seq_len;
 	for (int step = 0; ok && step < steps; step++) {
+		r.len = step_len(job, step, steps);
 		alloc_trace_mark(out);
 		micro_batch(&r, first);
 		if (job->micro_batches >= 2)
@@ -821,6 +886,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 			optimizer(&r);
 	}
 	free(r.in);
+	free(r.qbase);
 	free(r.base);
 	free(r.agg_act);
 	free(r.grads.v);
@@ -840,8 +906,11 @@ int mem_replay_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 {
 	struct alloc_trace t = { 0 };
 	enum alloc_status as = ALLOC_NOMEM;
+	/* varying shapes never settle: every step is replayed */
+	bool vary = cx->job->shape_seq_len && cx->job->shape_min_seq_len < cx->job->shape_seq_len;
 
-	if (mem_trace_stage(cx, st, first, later, MEM_TRACE_MAX_STEPS, &t))
+	if (mem_trace_stage(cx, st, first, later, vary ? MEM_TRACE_SHAPE_STEPS : MEM_TRACE_MAX_STEPS,
+			    &t))
 		as = alloc_replay(&t, cfg, out);
 	alloc_trace_free(&t);
 	return as;

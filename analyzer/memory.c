@@ -751,6 +751,16 @@ static uint64_t outside_bytes(struct mem_ctx *cx)
 		       nccl_bytes(cx, NULL));
 }
 
+/* The replay's batch lengths under data.padding = longest, for explain. */
+static const char *shapes_note(const struct mem_job *job, char *buf, size_t size)
+{
+	if (!job->shape_seq_len || job->shape_min_seq_len >= job->shape_seq_len)
+		return "";
+	snprintf(buf, size, " over %d steps padded to %llu..%llu tokens", MEM_TRACE_SHAPE_STEPS,
+		 (unsigned long long)job->shape_min_seq_len, (unsigned long long)job->shape_seq_len);
+	return buf;
+}
+
 static void replay_config(const struct mem_job *job, uint64_t limit, struct alloc_config *cfg)
 {
 	alloc_config_default(cfg);
@@ -921,7 +931,7 @@ static void explain_rest(const struct mem_ctx *cx, const struct mem_stage *st,
 	static const char *const rc[] = { "none", "selective", "full", "selective_op" };
 	const struct mem_job *job = cx->job;
 	const uint64_t *bp = k->buffers_at_peak;
-	char a[32], b[32], c[32], d[32], e[32], f[32];
+	char a[32], b[32], c[32], d[32], e[32], f[32], sh[80];
 
 	snprintf(k->explain[MEM_C_ACTIVATIONS], MEM_EXPLAIN_LEN,
 		 "activations = %s B at the peak; %s B stored per micro-batch, %llu chunk(s) in "
@@ -940,10 +950,11 @@ static void explain_rest(const struct mem_ctx *cx, const struct mem_stage *st,
 	if (k->replayed)
 		snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
 			 "overhead = context %s + cuBLAS %s + NCCL %s (%u comms) + allocator cache %s "
-			 "(replayed, %llu cache flush(es), §5.4) = %s B (§5.3)",
+			 "(replayed%s, %llu cache flush(es), §5.4) = %s B (§5.3)",
 			 fmt_u64(a, k->overhead_context), fmt_u64(b, k->overhead_cublas),
 			 fmt_u64(c, k->overhead_nccl), k->ncomms, fmt_u64(d, k->overhead_frag),
-			 (unsigned long long)k->alloc_retries, fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
+			 shapes_note(job, sh, sizeof(sh)), (unsigned long long)k->alloc_retries,
+			 fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
 	else
 		snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
 			 "overhead = context %s + cuBLAS %s + NCCL %s (%u comms) + fragmentation %s (x%.2f, 2 MiB "

@@ -189,6 +189,14 @@ struct mem_layer {
 	size_t ntemp_fwd_parts, ntemp_bwd_parts;
 };
 
+/* Under data.padding = longest: the share of a layer's saves_bytes,
+ * temp_fwd_bytes and temp_bwd_bytes that grows as seq_len^2 (eager
+ * attention's scores); the rest grows per token.  The replay's shorter
+ * steps scale by them (§5.4 "Batch shapes"). */
+struct mem_quad {
+	double save, tfwd, tbwd;
+};
+
 /* A run of layers repeated `repeat` times.  Body blocks are the transformer
  * blocks: split over pipeline stages, and one repeat is the checkpoint unit and
  * the ZeRO-3/FSDP wrapping unit.  Other blocks go with the stage of the body
@@ -278,6 +286,13 @@ struct mem_job {
 	uint32_t alloc_roundup_divisions; /* roundup_power2_divisions; 0 = off */
 	double alloc_gc_threshold;	/* garbage_collection_threshold; 0 = off */
 	bool alloc_expandable;		/* expandable_segments:True */
+	uint64_t shape_seq_len;		/* data.padding = longest: the replay's steps are
+					   padded to lengths from shape_min_seq_len to this
+					   (seq_len); 0: every step at seq_len (§5.4) */
+	uint64_t shape_min_seq_len;
+	const struct mem_quad *shape_quad; /* [layers of blocks[0], blocks[1], ...];
+					   NULL: every activation per token */
+	size_t shape_quad_n;
 	enum mem_load load;		/* how the weights reach the GPU before the step: the
 					   replay runs that loading first (§5.4) */
 	uint64_t capacity_bytes;	/* usable device memory; 0 = unknown */

@@ -186,6 +186,7 @@ static const struct field_spec train_fields[] = {
 	{ "fp8", "record", false },
 	{ "fsdp1", "record", false }, { "nccl", "record", false },
 	{ "fsdp2", "record", false }, { "rl", "record", false },
+	{ "data", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -282,6 +283,13 @@ static const struct field_spec alloc_fields[] = {
 	{ "expandable_segments", "bool", false }, { NULL, NULL, false },
 };
 
+/* How batches are shaped: HF DataCollatorWithPadding / torchtune
+ * padded_collate_sft padding (§5.4 "Batch shapes"). */
+static const struct field_spec data_fields[] = {
+	{ "padding", "enum:longest|max_length|packed", false }, { "min_seq_len", "count", false },
+	{ NULL, NULL, false },
+};
+
 /* What each numeric key allows (a key not listed: any value of its type). */
 static const struct range_spec train_ranges[] = {
 	{ "headroom", RANGE_FRACTION }, { "ddp.bucket_cap", RANGE_POSITIVE_BYTES },
@@ -299,6 +307,7 @@ static const struct range_spec train_ranges[] = {
 	{ "nccl.nchannels_per_net_peer", RANGE_AT_LEAST_1 }, { "nccl.nvls_nchannels", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
 	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
 	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT }, { "rl.rollout_batch", RANGE_AT_LEAST_1 },
+	{ "data.min_seq_len", RANGE_AT_LEAST_1 },
 	{ NULL, RANGE_ANY },
 };
 
@@ -309,7 +318,8 @@ static const struct field_spec *sub_specs(const char *name)
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
 	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
 	       !strcmp(name, "nccl") ? nccl_fields : !strcmp(name, "fsdp2") ? fsdp2_fields :
-	       !strcmp(name, "fp8") ? fp8_fields : !strcmp(name, "rl") ? rl_fields : overhead_fields;
+	       !strcmp(name, "fp8") ? fp8_fields : !strcmp(name, "rl") ? rl_fields :
+	       !strcmp(name, "data") ? data_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a
@@ -805,6 +815,26 @@ static bool compile_ok(struct eval *ev, const struct check_job *j)
 
 /* checkpoint_saves lists ops (as op() tags name them) for the op-level
  * policy; another checkpoint mode would ignore it. */
+/* data { min_seq_len } bounds the lengths of padding = longest (§5.4). */
+static bool data_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value m, s;
+
+	if (!check_job_field(j, "data.min_seq_len", &m) || m.kind != VAL_NUM)
+		return true;
+	if (!sym_is(j, "data.padding", "longest")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, m.origin, "'min_seq_len' bounds the batch lengths "
+			   "of 'padding = longest'; other padding makes every batch 'seq_len' long");
+		return false;
+	}
+	if (check_job_field(j, "seq_len", &s) && s.kind == VAL_NUM && num_cmp(m.num, s.num) > 0) {
+		eval_error(ev, DIAG_OUT_OF_RANGE, m.origin, "'min_seq_len' is above 'seq_len', the "
+			   "longest batch: it must be at most that");
+		return false;
+	}
+	return true;
+}
+
 static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 {
 	struct value v;
@@ -1494,7 +1524,7 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
 	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j) &
-		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j);
+		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j) & data_ok(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {
 		check_capabilities(ev, j);

@@ -433,6 +433,93 @@ static void replayed_job_save_parts(void **state)
 	assert_int_equal(k.peak_reserved, 80 * MiB);
 }
 
+/* Batch shapes (data.padding = longest, seq_len 8, min_seq_len 4): one
+ * layer saving 10 MiB and making a 30 MiB temporary at length 8, i.e.
+ * 1.25 and 3.75 MiB per token.  Steps at 4 + round(f x 4) for the van der
+ * Corput f = 1/2, 1/4, 3/4, 1/8, 5/8, 3/8, 7/8, then 8: lengths 6, 5, 7, 5,
+ * 7, 6, 8, 8.  By hand: step 1 (7.5 + 22.5 MiB) takes a 20 MiB segment
+ * (under 10 MiB) and a 24 MiB one (22.5 rounded to 2 MiB); length 5 fits
+ * both; length 7's 26.25 MiB fits neither free block (20, 24): a 28 MiB
+ * segment; length 8's 10 MiB save splits the 20 MiB block, its 30 MiB
+ * temporary fits no free block (10, 24, 28): a 30 MiB segment.  Reserved
+ * 20 + 24 + 28 + 30 = 102 MiB; the same job at fixed length 8 reserves a
+ * 10 MiB and a 30 MiB segment (40 MiB).  Peak allocated: 40 MiB either way. */
+static void replayed_job_shapes(void **state)
+{
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	b.repeat = 1;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 40 * MiB);
+	assert_int_equal(k.peak_reserved, 40 * MiB);
+	j.shape_seq_len = 8;
+	j.shape_min_seq_len = 4;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 40 * MiB);
+	assert_int_equal(k.peak_reserved, 102 * MiB);
+	j.shape_min_seq_len = 8;	/* min = seq_len: every step at 8 */
+	assert_int_equal(analyze(&j).peak_reserved, 40 * MiB);
+}
+
+/* The same with the temporary quadratic in the length (eager scores,
+ * mem_quad.tfwd = 1): 30 x (L/8)^2 = 16.875, 11.71875, 22.96875, 30 MiB
+ * at 6, 5, 7, 8; the saves stay 7.5, 6.25, 8.75, 10.  By hand: length 6
+ * takes a 20 MiB segment and an 18 MiB one; length 5 fits the 18 (6.25 +
+ * the 11.75 rest); length 7's 22.97 MiB fits neither free block: a 24 MiB
+ * segment; length 6 again splits the 18 and the 20; length 8's save splits
+ * the 18 (10 + 8), its 30 MiB fits no free block (8, 20, 24): a 30 MiB
+ * segment.  Reserved 20 + 18 + 24 + 30 = 92 MiB (102 with the temporary
+ * per token). */
+static void replayed_job_shapes_quadratic(void **state)
+{
+	static const struct mem_quad q = { 0, 1, 0 };
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	b.repeat = 1;
+	j.shape_seq_len = 8;
+	j.shape_min_seq_len = 4;
+	j.shape_quad = &q;
+	j.shape_quad_n = 1;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 40 * MiB);
+	assert_int_equal(k.peak_reserved, 92 * MiB);
+}
+
+/* A trace marked as varying replays every step: the steady rule would stop
+ * at step 3 (unchanged after step 2) and miss step 3's 100 MiB segment. */
+static void trace_varies_replays_all(void **state)
+{
+	struct alloc_trace t = { 0 };
+	struct alloc_config cfg;
+	struct alloc_replay r;
+	uint32_t a;
+
+	(void)state;
+	alloc_config_default(&cfg);
+	t.varies = true;
+	alloc_trace_mark(&t);
+	alloc_trace_alloc(&t, 5 * MiB, 0);		/* step 0: a 20 MiB segment */
+	for (int step = 1; step < 3; step++) {		/* steps 1, 2: a 30 MiB one, reused */
+		alloc_trace_mark(&t);
+		a = alloc_trace_alloc(&t, 30 * MiB, 0);
+		alloc_trace_release(&t, a);
+	}
+	alloc_trace_mark(&t);
+	alloc_trace_alloc(&t, 100 * MiB, 0);		/* replayed */
+	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_int_equal(r.peak_reserved, 150 * MiB);
+	assert_int_equal(r.steps, 4);
+	alloc_trace_free(&t);
+}
+
 /* Loading in place (mem_job.load): a frozen 4-bit weight of 16 MiB is
  * quantised on the GPU from its 64 MiB 16-bit source (load_bytes), which
  * is freed and stays cached: reserved 64 + 16 = 80 MiB, where the step
@@ -606,6 +693,9 @@ int main(void)
 		cmocka_unit_test(replayed_job_save_parts),
 		cmocka_unit_test(replayed_job_loading),
 		cmocka_unit_test(trace_stops_when_steady),
+		cmocka_unit_test(trace_varies_replays_all),
+		cmocka_unit_test(replayed_job_shapes),
+		cmocka_unit_test(replayed_job_shapes_quadratic),
 		cmocka_unit_test(replayed_job_fsdp_streams),
 		cmocka_unit_test(replayed_job_expandable),
 		cmocka_unit_test(replayed_job_at_capacity),

@@ -167,6 +167,32 @@ static void equal_pattern_layers_are_one_block(void **state)
 	assert_int_equal(bl.rep.params_total, 18);
 }
 
+/* data { padding = longest } with the replay: the builder builds the job
+ * again at half the length and finds which share of a layer's saves grows
+ * as seq_len^2.  At seq_len 8 (bf16): a [1, 8, 65536] save is 1 MiB per
+ * token-linear, a [1, 8, 8, 8192] one 1 MiB quadratic; at 4 they are 0.5
+ * and 0.25 MiB: half = full ((1 - q) / 2 + q / 4) gives q = 0.5.  The
+ * temporary [1, 8, 8, 4096] is all quadratic (q = 1). */
+static void padding_longest_splits_quadratic_saves(void **state)
+{
+	struct fixture *fx = *state;
+	const struct check_job *cj = check(fx, job(fx,
+		"layer l { param w : [4]\n saves a : [batch, seq, 65536]\n saves s : [batch, seq, seq, 8192]\n"
+		" temp t : [batch, seq, seq, 4096] forward }", "l()",
+		"  alloc { replay = true }\n  data { padding = longest }\n"));
+	struct build_override none = { .zero = -1 };
+	struct build b;
+
+	assert_true(build_job(fx->r->ev, &fx->arena, cj, &none, false, &b));
+	assert_int_equal(b.job.shape_seq_len, 8);
+	assert_int_equal(b.job.shape_min_seq_len, 1);
+	assert_non_null(b.job.shape_quad);
+	assert_int_equal(b.job.shape_quad_n, 1);
+	assert_true(b.job.shape_quad[0].save > 0.4999 && b.job.shape_quad[0].save < 0.5001);
+	assert_true(b.job.shape_quad[0].tfwd > 0.9999);
+	assert_true(b.job.shape_quad[0].tbwd == 0);
+}
+
 /* ---- every printed fix applies ---- */
 
 struct edit {
@@ -333,6 +359,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(nested_repeats_past_any_fixed_stack, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(layer_pattern_blocks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(equal_pattern_layers_are_one_block, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(padding_longest_splits_quadratic_saves, fx_setup, fx_teardown),
 		cmocka_unit_test(every_printed_fix_checks_clean_and_fits),
 	};
 

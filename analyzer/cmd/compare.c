@@ -101,18 +101,9 @@ static const char *value_of(int argc, char **argv, int *i, const char *name, boo
 	return NULL;
 }
 
-/* A missing folder is an error, as for check: a typo would otherwise let
- * an import resolve to a same-named file further down the path. */
-static bool is_dir(const char *d)
-{
-	struct stat st;
-
-	return *d && stat(d, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 static int add_dir(struct cmp_opts *o, const char *what, const char *d)
 {
-	if (!is_dir(d))
+	if (!driver_is_dir(d))
 		return usage("%s '%s' is not a directory", what, d);
 	o->d.dirs[o->d.ndirs++] = d;
 	return -1;
@@ -140,7 +131,7 @@ static int parse_valued(struct cmp_opts *o, int argc, char **argv, int *i)
 			return usage("--format needs text or json, not '%s'", v ? v : "");
 		o->json = strcmp(v, "json") == 0;
 	} else if ((v = value_of(argc, argv, i, "--stdlib", &missing)) || missing) {
-		if (!v || !is_dir(v))
+		if (!v || !driver_is_dir(v))
 			return usage("--stdlib needs a directory, not '%s'", v ? v : "");
 		o->d.stdlib_dir = v;
 	} else {

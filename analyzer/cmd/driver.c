@@ -27,7 +27,7 @@
 #include "lang/intern.h"
 #include "lang/source.h"
 
-static bool is_dir(const char *p)
+bool driver_is_dir(const char *p)
 {
 	struct stat st;
 
@@ -54,9 +54,9 @@ const char *driver_stdlib_dir(struct arena *a, const struct driver_opts *o)
 			const char *src = arena_printf(a, "%s/../stdlib", exe);
 			const char *inst = arena_printf(a, "%s/../share/memc/stdlib", exe);
 
-			if (is_dir(src))
+			if (driver_is_dir(src))
 				return src;
-			if (is_dir(inst))
+			if (driver_is_dir(inst))
 				return inst;
 		}
 	}
@@ -165,4 +165,26 @@ int driver_compile_all(struct driver_opts *o)
 		diag_out_end(tot.out);
 	print_tally(&tot);
 	return worst;
+}
+
+const char *driver_option_value(int argc, char **argv, int *i, const char *name, bool *hit)
+{
+	size_t n = strlen(name);
+	bool glued = strcmp(name, "-I") == 0;
+
+	*hit = strncmp(argv[*i], name, n) == 0 && (argv[*i][n] == '=' || !argv[*i][n] || glued);
+	if (!*hit)
+		return NULL;
+	if (glued && argv[*i][n])
+		return argv[*i] + n;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+int driver_usage(const char *command, const char *msg, const char *arg)
+{
+	fprintf(stderr, "memc: %s%s%s\nTry 'memc %s --help' for more information.\n", msg,
+		arg ? " " : "", arg ? arg : "", command);
+	return 2;
 }

@@ -42,4 +42,14 @@ const char *driver_stdlib_dir(struct arena *a, const struct driver_opts *o);
 /* memc list. */
 int driver_list(struct driver_opts *o);
 
+/* The commands' shared option syntax: the value of option @name at
+ * argv[*i] ("--opt V", "--opt=V", and for -I "-IDIR" as memc check takes
+ * it); *hit says whether it was @name, NULL a missing value. */
+const char *driver_option_value(int argc, char **argv, int *i, const char *name, bool *hit);
+/* -I and --stdlib folders must exist: a typo would otherwise let an import
+ * resolve to a same-named file further down the path. */
+bool driver_is_dir(const char *p);
+/* "memc: MSG ARG" and where to find help for @command; returns 2. */
+int driver_usage(const char *command, const char *msg, const char *arg);
+
 #endif

@@ -42,65 +42,33 @@ struct fit_args {
 	bool json;
 };
 
-static int fit_usage(const char *msg, const char *arg)
-{
-	fprintf(stderr, "memc: %s%s%s\nTry 'memc fit --help' for more information.\n", msg,
-		arg ? " " : "", arg ? arg : "");
-	return 2;
-}
-
-/* The value of option @name at argv[*i] ("--opt V", "--opt=V", and for
- * -I "-IDIR" as memc check takes it); *hit says whether it was @name,
- * NULL a missing value. */
-static const char *value_of(int argc, char **argv, int *i, const char *name, bool *hit)
-{
-	size_t n = strlen(name);
-	bool glued = strcmp(name, "-I") == 0;
-
-	*hit = strncmp(argv[*i], name, n) == 0 && (argv[*i][n] == '=' || !argv[*i][n] || glued);
-	if (!*hit)
-		return NULL;
-	if (glued && argv[*i][n])
-		return argv[*i] + n;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	return *i + 1 < argc ? argv[++*i] : NULL;
-}
-
-static bool is_dir(const char *p)
-{
-	struct stat st;
-
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 static int parse_one(struct fit_args *a, int argc, char **argv, int *i)
 {
 	static const char *names[] = { "--job", "--format", "-I", "--stdlib" };
 	bool hit;
 
 	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-		const char *v = value_of(argc, argv, i, names[k], &hit);
+		const char *v = driver_option_value(argc, argv, i, names[k], &hit);
 
 		if (!hit)
 			continue;
 		if (!v || !*v)
-			return fit_usage("option needs a value:", names[k]);
+			return driver_usage("fit", "option needs a value:", names[k]);
 		if (k == 0)
 			a->job = v;
 		else if (k == 1 && (strcmp(v, "json") == 0 || strcmp(v, "text") == 0))
 			a->json = strcmp(v, "json") == 0;
 		else if (k == 1)
-			return fit_usage("unknown format (text, json):", v);
-		else if (!is_dir(v))	/* a typo must not find a same-named file elsewhere */
-			return fit_usage("not a directory:", v);
+			return driver_usage("fit", "unknown format (text, json):", v);
+		else if (!driver_is_dir(v))	/* a typo must not find a same-named file elsewhere */
+			return driver_usage("fit", "not a directory:", v);
 		else if (k == 2)
 			a->o.dirs[a->o.ndirs++] = v;
 		else
 			a->o.stdlib_dir = v;
 		return -1;
 	}
-	return fit_usage("unknown option", argv[*i]);
+	return driver_usage("fit", "unknown option", argv[*i]);
 }
 
 static int parse_fit_args(struct fit_args *a, int argc, char **argv, const char **dirs)
@@ -114,13 +82,13 @@ static int parse_fit_args(struct fit_args *a, int argc, char **argv, const char 
 			if ((rc = parse_one(a, argc, argv, &i)) >= 0)
 				return rc;
 		} else if (a->file) {
-			return fit_usage("fit takes one FILE; also given", argv[i]);
+			return driver_usage("fit", "fit takes one FILE; also given", argv[i]);
 		} else {
 			a->file = argv[i];
 		}
 	}
 	if (!a->file || strcmp(a->file, "-") == 0)
-		return fit_usage("fit needs one FILE (not standard input)", NULL);
+		return driver_usage("fit", "fit needs one FILE (not standard input)", NULL);
 	return -1;
 }
 
@@ -307,7 +275,7 @@ int fit_main(int argc, char **argv)
 	struct fit_args a = { .file = NULL };
 
 	if (!dirs)
-		return fit_usage("out of memory", NULL);
+		return driver_usage("fit", "out of memory", NULL);
 	int rc = parse_fit_args(&a, argc, argv, dirs);
 
 	rc = rc >= 0 ? rc : fit_run(&a);

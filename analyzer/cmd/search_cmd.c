@@ -53,29 +53,6 @@ struct search_args {
 	bool stats;
 };
 
-static int search_usage(const char *msg, const char *arg)
-{
-	fprintf(stderr, "memc: %s%s%s\nTry 'memc search --help' for more information.\n", msg,
-		arg ? " " : "", arg ? arg : "");
-	return 2;
-}
-
-/* The value of option @name at argv[*i] ("--opt V", "--opt=V", "-IDIR"). */
-static const char *value_of(int argc, char **argv, int *i, const char *name, bool *hit)
-{
-	size_t n = strlen(name);
-	bool glued = strcmp(name, "-I") == 0;
-
-	*hit = strncmp(argv[*i], name, n) == 0 && (argv[*i][n] == '=' || !argv[*i][n] || glued);
-	if (!*hit)
-		return NULL;
-	if (glued && argv[*i][n])
-		return argv[*i] + n;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	return *i + 1 < argc ? argv[++*i] : NULL;
-}
-
 /* A whole number from 1 to @max: no sign, no blank, no suffix. */
 static bool whole(const char *v, unsigned long long max, unsigned long long *out)
 {
@@ -118,13 +95,6 @@ static bool parse_gpus(struct search_args *a, const char *v)
 	return ok && a->so.ngpus == n;
 }
 
-static bool is_dir(const char *p)
-{
-	struct stat st;
-
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 static int set_value(struct search_args *a, size_t k, const char *name, const char *v)
 {
 	unsigned long long n;
@@ -133,13 +103,13 @@ static int set_value(struct search_args *a, size_t k, const char *name, const ch
 	if (k == 0)
 		a->job = v;
 	else if (k == 1 && !parse_gpus(a, v))
-		return search_usage("--gpus needs GPU counts from 1 to 1048576, separated by commas, not", v);
+		return driver_usage("search", "--gpus needs GPU counts from 1 to 1048576, separated by commas, not", v);
 	else if (k == 2 && !whole(v, 1000000, &n))
-		return search_usage("--top needs a whole number from 1 to 1000000, not", v);
+		return driver_usage("search", "--top needs a whole number from 1 to 1000000, not", v);
 	else if (k == 2)
 		a->so.top = (size_t)n;
 	else if (k == 3 && (a->so.mfu = strtod(v, &end), *end || !(a->so.mfu > 0 && a->so.mfu <= 1)))
-		return search_usage("--mfu needs a fraction above 0 and at most 1, not", v);
+		return driver_usage("search", "--mfu needs a fraction above 0 and at most 1, not", v);
 	else if (k == 4 && !strcmp(v, "text"))
 		a->format = SEARCH_TEXT;
 	else if (k == 4 && !strcmp(v, "json"))
@@ -147,9 +117,9 @@ static int set_value(struct search_args *a, size_t k, const char *name, const ch
 	else if (k == 4 && !strcmp(v, "csv"))
 		a->format = SEARCH_CSV;
 	else if (k == 4)
-		return search_usage("unknown format (text, json, csv):", v);
-	else if (k >= 5 && !is_dir(v))	/* a typo must not find a same-named file elsewhere */
-		return search_usage("not a directory:", v);
+		return driver_usage("search", "unknown format (text, json, csv):", v);
+	else if (k >= 5 && !driver_is_dir(v))	/* a typo must not find a same-named file elsewhere */
+		return driver_usage("search", "not a directory:", v);
 	else if (k == 5)
 		a->o.dirs[a->o.ndirs++] = v;
 	else if (k == 6)
@@ -166,15 +136,15 @@ static int parse_one(struct search_args *a, int argc, char **argv, int *i)
 	if (!strcmp(argv[*i], "--stats"))
 		return a->stats = true, -1;
 	for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
-		const char *v = value_of(argc, argv, i, names[k], &hit);
+		const char *v = driver_option_value(argc, argv, i, names[k], &hit);
 
 		if (!hit)
 			continue;
 		if (!v || !*v)
-			return search_usage("option needs a value:", names[k]);
+			return driver_usage("search", "option needs a value:", names[k]);
 		return set_value(a, k, names[k], v);
 	}
-	return search_usage("unknown option", argv[*i]);
+	return driver_usage("search", "unknown option", argv[*i]);
 }
 
 static int parse_search_args(struct search_args *a, int argc, char **argv, const char **dirs)
@@ -191,13 +161,13 @@ static int parse_search_args(struct search_args *a, int argc, char **argv, const
 			if ((rc = parse_one(a, argc, argv, &i)) >= 0)
 				return rc;
 		} else if (a->file) {
-			return search_usage("search takes one FILE; also given", argv[i]);
+			return driver_usage("search", "search takes one FILE; also given", argv[i]);
 		} else {
 			a->file = argv[i];
 		}
 	}
 	if (!a->file || strcmp(a->file, "-") == 0)
-		return search_usage("search needs one FILE (not standard input)", NULL);
+		return driver_usage("search", "search needs one FILE (not standard input)", NULL);
 	return -1;
 }
 
@@ -436,7 +406,7 @@ int search_main(int argc, char **argv)
 	struct search_args a = { .file = NULL };
 
 	if (!dirs)
-		return search_usage("out of memory", NULL);
+		return driver_usage("search", "out of memory", NULL);
 	int rc = parse_search_args(&a, argc, argv, dirs);
 
 	rc = rc >= 0 ? rc : search_run(&a);

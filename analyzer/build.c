@@ -260,6 +260,7 @@ static void resolve_pending(struct bld *b, struct frame *f)
 	free(f->pending);
 	free(f->names);
 	free(f->trains);
+	free(f->learns);
 	free(f->linear);
 }
 
@@ -323,18 +324,20 @@ void bld_frame_pop(struct bld *b)
 	frame_free(f);
 }
 
-void bld_frame_param(struct frame *f, const char *name, bool trains, bool linear)
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear)
 {
 	if (f->nnames == f->capnames) {
 		f->capnames = f->capnames ? f->capnames * 2 : 8;
 		f->names = realloc(f->names, f->capnames * sizeof *f->names);
 		f->trains = realloc(f->trains, f->capnames * sizeof *f->trains);
+		f->learns = realloc(f->learns, f->capnames * sizeof *f->learns);
 		f->linear = realloc(f->linear, f->capnames * sizeof *f->linear);
-		if (!f->names || !f->trains || !f->linear)
+		if (!f->names || !f->trains || !f->learns || !f->linear)
 			xdie_oom();
 	}
 	f->names[f->nnames] = name;
 	f->linear[f->nnames] = linear;
+	f->learns[f->nnames] = learns;
 	f->trains[f->nnames++] = trains;
 }
 
@@ -554,7 +557,7 @@ static int on_trains(void *ctx, const char *param)
 
 	for (size_t i = 0; f && i < f->nnames; i++)
 		if (f->names[i] == param)
-			return f->trains[i];
+			return f->learns[i];
 	return 0;	/* no such parameter here: nothing trains */
 }
 

@@ -56,6 +56,7 @@ struct build {
 	struct phase_input run_in;	/* the phases around the step (phases.h) */
 	struct phase_result run;	/* filled after mem_analyze */
 	struct loc loc_load, loc_eval, loc_save;
+	struct loc loc_rl;		/* the rl { } record */
 	struct loc loc_offload;		/* offload.optimizer, else offload.params */
 };
 

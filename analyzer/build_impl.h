@@ -33,12 +33,14 @@ struct frame {
 	uint64_t mult;			/* product of the repeats around this point */
 	const char **names;		/* params declared in this instance */
 	bool *trains;			/* ... and whether each trains or carries an adapter */
+	bool *learns;			/* ... the same, without a 4-bit matmul's kept input (trains(p)) */
 	bool *linear;			/* ... and is a `linear` weight (FP8 GEMMs quantise its input) */
 	size_t nnames, capnames;
 	struct pending *pending;
 	size_t npending, cappending;
 	uint64_t temp_fwd, temp_bwd;	/* this instance's own transients */
 	uint64_t dora_temp;		/* the largest DoRA weight-norm transient in temp_fwd */
+	bool shared_dropout;		/* a `shared_dropout` adapter's dropped input is counted */
 	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */
 	/* the same as single tensors, for the allocator replay's trace */
 	struct bld_parts tf, tb, ctf, ctb;
@@ -63,6 +65,9 @@ struct opt_memo {
 	uint64_t state, paged, temp;	/* paged: in unified memory */
 	bool grouped;
 };
+
+/* train.rl's algorithm (build_rl.c); NONE: an ordinary job */
+enum bld_rl_algo { BLD_RL_NONE, BLD_RL_DPO, BLD_RL_ORPO, BLD_RL_CPO, BLD_RL_SIMPO, BLD_RL_KTO, BLD_RL_GRPO };
 
 struct bld {
 	struct eval *ev;
@@ -136,6 +141,12 @@ struct bld {
 	size_t nblocks, capblocks;
 	uint64_t params_total, params_trainable;	/* this walk's (tp-sharded) counts */
 	bool experts;			/* a param has the `expert` attribute */
+	/* a preference / RL job (build_rl.c) */
+	enum bld_rl_algo rl;
+	uint64_t rl_factor;		/* sequences per pair in the policy's batch (chosen, rejected) */
+	bool rl_ref_copy;		/* the reference is a frozen copy of the base weights */
+	bool rl_ref_forward;		/* a reference forward runs (copy or adapters disabled) */
+	uint64_t rl_prompt;		/* GRPO's prompt tokens of seq_len */
 };
 
 extern const struct walk_ops bld_ops;
@@ -157,7 +168,7 @@ struct frame *bld_frame_push(struct bld *b, const struct decl *layer);
 void bld_frame_pop(struct bld *b);
 struct frame *bld_frame(struct bld *b);
 void bld_close_implicit(struct bld *b);
-void bld_frame_param(struct frame *f, const char *name, bool trains, bool linear);
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear);
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss);
 void bld_parts_push(struct bld_parts *p, uint64_t bytes);
 void bld_layer_close(struct bld *b, struct frame *f);
@@ -169,5 +180,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 bool bld_setup_precision(struct bld *b, struct value precision);
 bool bld_setup_finetune(struct bld *b, struct value ft);
 void bld_fill_phases(struct bld *b, struct build *out);
+void bld_setup_rl(struct bld *b);
+bool bld_finish_rl(struct bld *b, struct build *out);
 
 #endif

@@ -743,8 +743,14 @@ static struct env *override_env(struct bld *b, struct env *base, const struct bu
 
 	b->bindings = base;	/* bound_u64() below reads the job as written: pp, cp */
 
-	if (ov && ov->micro_batch) {
-		struct value v = val_count(ov->micro_batch, NO_LOC);
+	uint64_t mb = ov && ov->micro_batch ? ov->micro_batch : 0;
+
+	/* DPO's concatenated_forward: chosen and rejected in one batch */
+	if (b->rl_factor > 1 && !bld_mul(b, mb ? mb : bound_u64(b, "batch", 1), b->rl_factor, &mb,
+					 "micro_batch x 2 (chosen and rejected)"))
+		mb = 0;
+	if (mb) {
+		struct value v = val_count(mb, NO_LOC);
 
 		v.label = "batch";
 		env_bind(e, bld_intern(b, "batch"), v);
@@ -981,6 +987,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	b.optimizer = cj->optimizer;
 	key(&b, "megatron.recompute_modules", &b.recompute_modules);
 	bld_setup_finetune(&b, cj->finetune);
+	bld_setup_rl(&b);
 	key(&b, "freeze", &b.freeze);
 	/* The real build reports what only it evaluates (an optimizer state's
 	 * shape under this job's arguments); what the checker already reported
@@ -1014,7 +1021,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	fill_report(&b, out);
 	locations(&b, out);
 	bld_fill_phases(&b, out);
-	return true;
+	return bld_finish_rl(&b, out);
 }
 
 /* The neutral job of `memc list`: every degree 1, one token. */

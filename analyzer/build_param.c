@@ -245,9 +245,10 @@ static void add_dora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 }
 
 /* LoRA on a Linear [d_in, d_out]: A [d_in, r], B [r, d_out], trainable;
- * it saves A's output (and, with dropout, its own dropped input). */
+ * it saves A's output (and, with dropout, its own dropped input, unless
+ * @shared: another adapter of the layer already drops the same input). */
 static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult,
-		     bool quantised, bool embedding)
+		     bool quantised, bool embedding, bool shared)
 {
 	uint64_t r = b->lora_r, n = 0, in = 0;
 	const char *what = "the saved activations of a LoRA adapter";
@@ -259,7 +260,7 @@ static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
 	/* peft lora.Embedding.forward looks A up by the ids (already saved)
 	 * and applies no dropout */
-	if (b->lora_dropout > 0 && !embedding) {
+	if (b->lora_dropout > 0 && !embedding && !shared) {
 		bld_mul(b, b->tokens, d_in, &in, what);
 		n = bld_bytes(b, b->act, in);	/* the dropped input and its bool mask */
 		bld_add(b, &n, in, what);
@@ -359,6 +360,22 @@ static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool 
 		p->cast_bytes = bld_bytes_x(b, b->copy_dtype, base, b->weight_copies);
 }
 
+/* rl { reference = copy }: TRL's create_reference_model / a second
+ * from_pretrained, the base weight once more, frozen, stored as the
+ * policy stores it (quantised under qlora), without its adapters. */
+static void ref_copy(struct bld *b, size_t i)
+{
+	struct mem_param r = b->params[i];
+
+	r.name = arena_printf(b->arena, "ref.%s", r.name);
+	r.trainable = false;
+	r.grad_bytes = r.master_bytes = r.state_bytes = r.paged_state_bytes = r.step_temp_bytes = 0;
+	r.gather_grad_bytes = r.acc_grad_bytes = 0;
+	r.cast_bytes = r.resident_bytes = 0;	/* its casts are its own forward's (phases.c) */
+	r.cast_saved = false;
+	*new_param(b) = r;
+}
+
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
 {
@@ -398,14 +415,21 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		bld_mul(b, mult, 2, &copies, "the size of this tensor");
 	fsdp2_bytes(b, p, quantised ? NULL : dt, base, copies);
 	bld_fp8_param(b, p, linear, quantised, base, mult);
+	if (b->rl_ref_copy)
+		ref_copy(b, (size_t)(p - b->params));
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
-	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input), linear);
+	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input), !frozen || adapted,
+			linear);
 	if (adapted) {
 		bool expert = p->expert;
 		size_t first = b->nparams;
 
-		add_lora(b, name, d_in, d_out, mult, quantised, ad && ad->args);
+		/* LitGPT LoRAQKVLinear: one lora_dropout(x) for q, k and v */
+		bool shared = has_attr(t, "shared_dropout");
+
+		add_lora(b, name, d_in, d_out, mult, quantised, ad && ad->args, shared && f->shared_dropout);
+		f->shared_dropout |= shared;
 		for (size_t i = first; i < b->nparams; i++)
 			b->params[i].expert = expert;	/* with its expert on its EP rank */
 	}

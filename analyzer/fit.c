@@ -244,7 +244,7 @@ static void capacity(struct eval *ev, const struct check_job *cj, const struct b
 static struct loc phase_loc(const struct build *bd, enum phase_id p)
 {
 	struct loc l = p == PHASE_LOADING ? bd->loc_load : p == PHASE_EVAL ? bd->loc_eval :
-		       p == PHASE_SAVE ? bd->loc_save : NO_LOC;
+		       p == PHASE_SAVE ? bd->loc_save : p >= PHASE_REF_FORWARD ? bd->loc_rl : NO_LOC;
 
 	return l.file ? l : p == PHASE_LOADING && bd->loc_model.file ? bd->loc_model : bd->loc_train;
 }

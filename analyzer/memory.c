@@ -959,13 +959,15 @@ static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem
 	k->device_total = mem_add(o, mem_add(o, k->peak_reserved, k->overhead_context),
 				  mem_add(o, k->overhead_cublas, k->overhead_nccl));
 	k->device_total = mem_add(o, k->device_total, k->paged_bytes);
+	k->engine_bytes = job->engine_bytes;
+	k->device_total = mem_add(o, k->device_total, k->engine_bytes);
 	memcpy(k->at_peak, w->at.c, sizeof(k->at_peak));
 	memcpy(k->buffers_at_peak, w->at.b, sizeof(k->buffers_at_peak));
 	memcpy(k->phase_peak, w->phase_peak, sizeof(k->phase_peak));
 	if (job->phase_series)	/* else both are zero */
 		memcpy(k->series, w->series, sizeof(k->series));
 	/* paged states are their own figure, not overhead */
-	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->paged_bytes - k->peak_allocated;
+	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->paged_bytes - k->engine_bytes - k->peak_allocated;
 	k->peak = w->where;
 	k->capacity = job->capacity_bytes;
 	k->fits = !k->capacity || k->device_total <= k->capacity;
@@ -1135,6 +1137,8 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	if (job->alloc_replay) {
 		k->peak_allocated = w.peak;
 		uint64_t outside = mem_add(&cx->ovf, outside_bytes(cx), k->paged_bytes);
+
+		outside = mem_add(&cx->ovf, outside, job->engine_bytes);
 
 		s = replay_reserved(cx, st, a, b, outside, k);
 		if (s != MEM_OK)

@@ -272,6 +272,8 @@ struct mem_job {
 	bool phase_series;		/* fill mem_class.series (the HTML chart); off: not paid */
 	bool no_explain;		/* leave mem_class.explain* empty: a what-if variant
 					   that is never printed does not format them */
+	uint64_t engine_bytes;		/* a colocated generation engine (vLLM) outside the
+					   trainer's allocator: in the device total */
 };
 
 /* One instant of the timeline. */
@@ -321,6 +323,7 @@ struct mem_class {
 	uint64_t device_total;		/* nvidia-smi: reserved + overheads + paged_bytes */
 	uint64_t paged_bytes;		/* paged optimizer states in unified memory, resident on
 					   the device; outside peak allocated/reserved */
+	uint64_t engine_bytes;		/* mem_job.engine_bytes: in device_total */
 	uint64_t overhead_context, overhead_cublas, overhead_nccl, overhead_frag;
 	uint32_t ncomms;		/* communicators counted for NCCL */
 	bool replayed;			/* peak_reserved comes from the allocator replay */

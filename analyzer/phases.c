@@ -17,6 +17,7 @@ struct ph {
 	uint64_t unit;		/* one body repeat's weights, unsharded */
 	uint64_t full;		/* every weight of the model, unsharded */
 	uint64_t layer_act;	/* the largest layer's saves + forward transients */
+	uint64_t body_act;	/* the same outside the loss region */
 };
 
 static uint64_t add(struct ph *p, uint64_t a, uint64_t b)
@@ -71,6 +72,8 @@ static void measure(struct ph *p)
 
 			rep = add(p, rep, layer_weights(p, ly));
 			p->layer_act = max_u64(p->layer_act, add(p, ly->saves_bytes, ly->temp_fwd_bytes));
+			if (!ly->loss_region)
+				p->body_act = max_u64(p->body_act, add(p, ly->saves_bytes, ly->temp_fwd_bytes));
 		}
 		if (blk->is_body)
 			p->unit = max_u64(p->unit, rep);
@@ -148,16 +151,55 @@ static uint64_t between_steps(struct ph *p, const struct mem_class *k)
  * tokens), beside the KV cache of every layer for prompt + generated
  * tokens (HF DynamicCache, LitGPT's kv_cache) and, when sharded, the
  * running and the prefetched unit. */
-static uint64_t evaluation(struct ph *p, const struct mem_class *k)
+static uint64_t no_grad_pass(struct ph *p, const struct mem_class *k, uint64_t layer_act, uint64_t batch,
+			     uint64_t seq, uint64_t generate)
 {
 	const struct phase_input *in = p->in;
-	uint64_t tokens = mul(p, in->eval_batch, in->eval_seq);
-	uint64_t kv_tokens = mul(p, in->eval_batch, add(p, in->eval_seq, in->eval_generate));
-	uint64_t act = mul(p, p->layer_act, tokens), s = between_steps(p, k);
+	uint64_t tokens = mul(p, batch, seq);
+	uint64_t kv_tokens = mul(p, batch, add(p, seq, generate));
+	uint64_t act = mul(p, layer_act, tokens), s = between_steps(p, k);
 
 	act = in->train_tokens ? act / in->train_tokens + (act % in->train_tokens != 0) : act;
 	s = add(p, s, act);
 	s = add(p, s, mul(p, mul(p, in->kv_per_token, kv_tokens), in->act_size));
+	return shards_weights(p->job->sharding) ? add(p, s, mul(p, p->unit, 2)) : s;
+}
+
+static uint64_t evaluation(struct ph *p, const struct mem_class *k)
+{
+	return no_grad_pass(p, k, p->layer_act, p->in->eval_batch, p->in->eval_seq, p->in->eval_generate);
+}
+
+/* GRPO's generation with the policy (TRL unwrap_model_for_generation,
+ * then generate with a DynamicCache): the prompts of the whole generation
+ * batch prefilled, their completions' KV cache of every layer; generate
+ * keeps the last position's logits only (logits_to_keep), so the body's
+ * largest layer is the transient. Under ZeRO-3 the whole model is
+ * gathered for it (gather_deepspeed3_params). */
+static uint64_t generation(struct ph *p, const struct mem_class *k)
+{
+	const struct phase_input *in = p->in;
+	uint64_t s = no_grad_pass(p, k, p->body_act, in->gen_batch, in->gen_prompt, in->gen_new);
+
+	return p->job->sharding == MEM_SHARD_ZERO3 ? add(p, s, p->full) : s;
+}
+
+/* The reference model's forward under no_grad (TRL compute_ref_log_probs,
+ * _get_per_token_logps): it saves nothing, so its largest layer or its
+ * logits are alive at a time, on the batch the policy trains on. DPO and
+ * KTO run it after the policy's forward of that batch, whose saved
+ * activations and logits are still held (and the accumulated gradients of
+ * earlier micro-batches); GRPO scores the completions between steps. */
+static uint64_t ref_forward(struct ph *p, const struct mem_class *k)
+{
+	uint64_t s = between_steps(p, k);
+
+	if (p->in->rl_ref_after_policy) {
+		s = add(p, s, add(p, k->stored_act, k->stored_logits));
+		if (p->job->micro_batches > 1 && !p->job->grads_persistent)
+			s = add(p, s, k->persistent[MEM_C_GRADIENTS]);
+	}
+	s = add(p, s, max_u64(p->body_act, k->stored_logits));
 	return shards_weights(p->job->sharding) ? add(p, s, mul(p, p->unit, 2)) : s;
 }
 
@@ -218,6 +260,10 @@ static void one_class(struct ph *p, const struct mem_class *k, struct phase_clas
 		c->alloc[PHASE_EVAL] = evaluation(p, k);
 	if (in->save != PHASE_SAVE_NONE)
 		c->alloc[PHASE_SAVE] = saving(p, k);
+	if (in->rl_ref_forward)
+		c->alloc[PHASE_REF_FORWARD] = ref_forward(p, k);
+	if (in->generate)
+		c->alloc[PHASE_GENERATE] = generation(p, k);
 	c->device[PHASE_STEP] = k->device_total;
 	c->run = PHASE_STEP;
 	for (int i = PHASE_LOADING; i < PHASE__COUNT; i++) {
@@ -254,7 +300,7 @@ bool phases_analyze(struct arena *a, const struct mem_job *job, const struct mem
 const char *phase_name(enum phase_id p)
 {
 	static const char *const names[PHASE__COUNT] = { "the step", "loading", "prepare_kbit", "evaluation",
-							  "saving" };
+							  "saving", "ref forward", "generation" };
 
 	return (unsigned)p < PHASE__COUNT ? names[p] : "?";
 }

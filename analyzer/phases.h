@@ -30,7 +30,8 @@ enum phase_load {
 
 enum phase_save { PHASE_SAVE_NONE, PHASE_SAVE_FULL, PHASE_SAVE_FULL_CPU };
 
-enum phase_id { PHASE_STEP, PHASE_LOADING, PHASE_PREPARE, PHASE_EVAL, PHASE_SAVE, PHASE__COUNT };
+enum phase_id { PHASE_STEP, PHASE_LOADING, PHASE_PREPARE, PHASE_EVAL, PHASE_SAVE, PHASE_REF_FORWARD,
+		PHASE_GENERATE, PHASE__COUNT };
 
 /* Facts of the job the builder gathers while it walks the model. */
 struct phase_input {
@@ -50,6 +51,12 @@ struct phase_input {
 	uint64_t train_tokens;		/* micro_batch x seq_len / cp */
 	uint64_t kv_per_token;		/* K and V elements per token, all layers */
 	uint32_t act_size;		/* bytes per compute-dtype element */
+	/* a preference / RL job (build_rl.c): the reference's no_grad forward,
+	 * after the policy's forward of the same batch (DPO, KTO) or between
+	 * steps (GRPO's scoring); GRPO's generation with the policy's KV cache */
+	bool rl_ref_forward, rl_ref_after_policy;
+	bool generate;
+	uint64_t gen_batch, gen_prompt, gen_new;
 };
 
 struct phase_class {

@@ -100,6 +100,8 @@ static void text_layout(FILE *out, const struct report_job *j)
 	/* Full fine-tuning is the default and not worth a column; adapters are. */
 	if (j->finetune && strcmp(j->finetune, "full") != 0)
 		fprintf(out, "; %s", j->finetune);
+	if (j->rl)
+		fprintf(out, "; %s", j->rl);
 	if (j->recompute && strcmp(j->recompute, "none") != 0)
 		fprintf(out, "; %s recompute", j->recompute);
 	else
@@ -225,6 +227,10 @@ static void text_figures(FILE *out, const struct report_job *j, const struct mem
 	if (k->paged_bytes) {	/* only then, so other reports stay as they were */
 		text_row(out, "paged (unified)", NULL, k->paged_bytes);
 		fputs("   (paged optimizer states, outside the allocator)\n", out);
+	}
+	if (k->engine_bytes) {
+		text_row(out, "vLLM engine", NULL, k->engine_bytes);
+		fputs("   (gpu_memory_utilization of the GPU, outside the trainer's allocator)\n", out);
 	}
 	text_row(out, "device total", NULL, k->device_total);
 	fputs("   (nvidia-smi)", out);
@@ -525,7 +531,8 @@ static void json_stored(struct report_jw *w, const struct mem_class *k)
  * where the text report prints the run. */
 static void json_run(struct report_jw *w, const struct report_job *j, size_t i)
 {
-	static const char *const keys[PHASE__COUNT] = { "step", "loading", "prepare_kbit", "eval", "save" };
+	static const char *const keys[PHASE__COUNT] = { "step", "loading", "prepare_kbit", "eval", "save",
+							 "ref_forward", "generate" };
 	const struct phase_class *c;
 
 	if (!j->run || !j->run->shown || i >= j->run->nclasses)

@@ -32,6 +32,7 @@ struct report_job {
 	const char *sharding;		/* "DDP", "ZeRO-3", "FSDP full_shard", "none" */
 	const char *recompute;		/* "none", "selective", "full" */
 	const char *finetune;		/* "full", "lora r=16", "qlora r=64 nf4_dq" */
+	const char *rl;			/* "dpo, reference copy"; NULL: not a preference/RL job */
 	uint32_t dp, tp, pp, cp, ep, vp;
 	bool sequence_parallel;
 	uint64_t micro_batch, seq_len, grad_accum;

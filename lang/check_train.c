@@ -21,7 +21,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    NULL };
+					    "shared_dropout", NULL };
 
 static bool is_word(const char *name)
 {
@@ -84,6 +84,14 @@ static void check_recompute(struct eval *ev, const struct stmt *s, const struct 
 				   "core_attn, mlp, moe, moe_act, layernorm, mla_up_proj, shared_experts");
 }
 
+/* shared_dropout: the adapters of this layer's params so marked read one
+ * dropped input (LitGPT LoRAQKVLinear), which only a param can have. */
+static void check_shared_dropout(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_PARAM || a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "shared_dropout marks a param, without arguments");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -94,6 +102,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_op(ev, t->stmt, a);
 		if (!strcmp(a->name, "recompute"))
 			check_recompute(ev, t->stmt, a);
+		if (!strcmp(a->name, "shared_dropout"))
+			check_shared_dropout(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -106,7 +116,8 @@ static void check_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), recompute(...), forward, backward, loss, grouped, paged%s", s ? s : "");
+			  "for_grad(...), op(...), recompute(...), shared_dropout, forward, backward, loss, "
+			  "grouped, paged%s", s ? s : "");
 	}
 }
 
@@ -159,7 +170,7 @@ static const struct field_spec train_fields[] = {
 	{ "target_len", "count", false }, { "grad_accum", "count", false },
 	{ "checkpoint", "enum:none|selective|full|selective_op", false },
 	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
-	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast", false },
+	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast|upcast_output", false },
 	{ "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
 	{ "parallel", "record", false }, { "finetune", "finetune", false }, { "freeze", "list", false },
@@ -174,7 +185,7 @@ static const struct field_spec train_fields[] = {
 	{ "compile", "bool", false }, { "compile_components", "list", false },
 	{ "fp8", "record", false },
 	{ "fsdp1", "record", false }, { "nccl", "record", false },
-	{ "fsdp2", "record", false },
+	{ "fsdp2", "record", false }, { "rl", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -252,6 +263,15 @@ static const struct field_spec fsdp2_fields[] = {
 	{ "requires_gradient_sync", "bool", false }, { "root_unit", "string", false },
 	{ NULL, NULL, false },
 };
+/* A preference or RL job's models and generation (analyzer/build_rl.c). */
+static const struct field_spec rl_fields[] = {
+	{ "algorithm", "enum:dpo|orpo|cpo|simpo|kto|grpo", false },
+	{ "reference", "enum:copy|adapter_disabled|precomputed|none", false },
+	{ "num_generations", "count", false }, { "prompt_len", "count", false },
+	{ "generation", "enum:policy|vllm_colocate|vllm_server", false },
+	{ "vllm_gpu_memory_utilization", "ratio", false },
+	{ NULL, NULL, false },
+};
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
 static const struct field_spec alloc_fields[] = {
 	{ "replay", "bool", false }, { "max_split_size_mb", "count", false },
@@ -274,6 +294,8 @@ static const struct range_spec train_ranges[] = {
 	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_AT_LEAST_1 },
 	{ "nccl.nchannels_per_net_peer", RANGE_AT_LEAST_1 }, { "nccl.nvls_nchannels", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
+	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
+	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT },
 	{ NULL, RANGE_ANY },
 };
 
@@ -284,7 +306,7 @@ static const struct field_spec *sub_specs(const char *name)
 	       !strcmp(name, "eval") ? eval_fields : !strcmp(name, "alloc") ? alloc_fields :
 	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
 	       !strcmp(name, "nccl") ? nccl_fields : !strcmp(name, "fsdp2") ? fsdp2_fields :
-	       !strcmp(name, "fp8") ? fp8_fields : overhead_fields;
+	       !strcmp(name, "fp8") ? fp8_fields : !strcmp(name, "rl") ? rl_fields : overhead_fields;
 }
 
 /* `precision = fp32` names the precision, not the dtype of that name; a

@@ -232,6 +232,15 @@ bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r,
 		return true;
 	case MAP_IGNORE:
 		return true;
+	case MAP_RATIO:
+		if ((it->kind != CFG_INT && it->kind != CFG_REAL) || it->r < 0 || it->r > 1)
+			return bad_value(c, it, "a number from 0 to 1");
+		imp_set(o, r->dst, it->text, it->path, NULL);
+		return true;
+	case MAP_IMPLIES:
+		if (!(it->kind == CFG_BOOL && !it->i))
+			imp_set(o, r->dst, r->arg, it->path, NULL);
+		return true;
 	}
 	return true;
 }
@@ -269,6 +278,8 @@ bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o)
 			continue;
 		}
 		ok &= map_item(c, it, r, o);
+		for (const struct map_row *n = r + 1; n->src && !strcmp(n->src, r->src); n++)
+			ok &= map_item(c, it, n, o);
 	}
 	return ok;
 }

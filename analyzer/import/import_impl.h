@@ -66,8 +66,12 @@ enum map_conv {
 	MAP_MUST,	/* the key is harmless only with the value arg ("a|b" for either) */
 	MAP_IGNORE,	/* does not change memory */
 	MAP_NOTE,	/* does not map; the value is worth a comment (arg: why) */
+	MAP_RATIO,	/* a number from 0 to 1, written as it is */
+	MAP_IMPLIES,	/* arg "value": the key's presence (not false) sets dst = value */
 };
 
+/* A key may have several rows, one after the other: each is applied
+ * (TRL's num_generations is rl.num_generations and says the job is GRPO). */
 struct map_row {
 	const char *src;
 	const char *dst;

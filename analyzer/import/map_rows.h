@@ -14,5 +14,7 @@
 #define MUST(s, v) { s, NULL, MAP_MUST, v }		/* any other value is an error */
 #define IGN(s)     { s, NULL, MAP_IGNORE, NULL }	/* changes no memory */
 #define NOTE(s, w) { s, NULL, MAP_NOTE, w }		/* a comment in the output */
+#define R(s, d)    { s, d, MAP_RATIO, NULL }		/* a number from 0 to 1 */
+#define K(s, d, v) { s, d, MAP_IMPLIES, v }		/* present (not false): d = v */
 
 #endif

@@ -12,17 +12,66 @@
 #include "analyzer/import/map_rows.h"
 #define END       { NULL, NULL, MAP_IGNORE, NULL }
 
+/* TrainingArguments.fsdp's spellings of a sharding strategy, mapped to
+ * @a, @b, @c (without offload; the offload row names those with it) */
+#define FSDP_WORDS(a, b, c) "full_shard=" a "|full_shard auto_wrap=" a "|shard_grad_op=" b \
+	"|shard_grad_op auto_wrap=" b "|hybrid_shard=" c "|hybrid_shard auto_wrap=" c
+#define FSDP_OFFLOAD(a, b, c) "full_shard offload=" a "|full_shard auto_wrap offload=" a \
+	"|full_shard offload auto_wrap=" a "|shard_grad_op offload=" b "|shard_grad_op auto_wrap offload=" b \
+	"|hybrid_shard offload=" c "|hybrid_shard auto_wrap offload=" c
+
 static const struct map_row hf_args_rows[] = {
 	C("per_device_train_batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
 	T("gradient_checkpointing", "checkpoint", "full"), IGN("gradient_checkpointing_kwargs.*"),
 	T("bf16", "precision", "amp_bf16"), T("fp16", "precision", "amp_fp16"),
 	E("optim", "optimizer", "adamw_torch=adamw|adamw_hf=adamw|adamw_torch_fused=adamw(impl = fused)|"
 	  "adamw_8bit=adamw_8bit|adamw_bnb_8bit=adamw_8bit|paged_adamw_8bit=paged_adamw_8bit|"
-	  "paged_adamw_32bit=paged_adamw|adafactor=adafactor|sgd=sgd"),
+	  "paged_adamw_32bit=paged_adamw|adafactor=adafactor|sgd=sgd|lion_8bit=lion_8bit|"
+	  "lion_32bit=lion_32bit|adamw_torch_foreach=adamw|adam=adam|adamw_bnb_32bit=paged_adamw"),
 	C("max_seq_length", "seq_len"), C("max_length", "seq_len"), C("model_max_length", "seq_len"),
-	E("fsdp", "fsdp", "full_shard=full_shard|full_shard auto_wrap=full_shard|shard_grad_op=shard_grad_op|"
-	  "shard_grad_op auto_wrap=shard_grad_op|hybrid_shard=hybrid_shard|"
-	  "hybrid_shard auto_wrap=hybrid_shard|=none"),
+	/* TrainingArguments.fsdp: FSDPOption words; "offload" is CPUOffload of the parameters */
+	E("fsdp", "fsdp", FSDP_WORDS("full_shard", "shard_grad_op", "hybrid_shard") "|"
+	  FSDP_OFFLOAD("full_shard", "shard_grad_op", "hybrid_shard") "|=none"),
+	E("fsdp", "offload.params", FSDP_WORDS("", "", "") "|" FSDP_OFFLOAD("cpu", "cpu", "cpu") "|="),
+	B("fsdp_config.use_orig_params", "fsdp1.use_orig_params"),
+	B("fsdp_config.limit_all_gathers", "fsdp1.limit_all_gathers"),
+	B("fsdp_config.forward_prefetch", "fsdp1.forward_prefetch"),
+	E("fsdp_config.backward_prefetch", "fsdp1.backward_prefetch",
+	  "backward_pre=backward_pre|backward_post=backward_post|no_prefetch=none"),
+	B("fsdp_config.sync_module_states", "fsdp1.sync_module_states"),
+	T("fsdp_config.cpu_ram_efficient_loading", "load", "rank0_cpu"),
+	T("fsdp_config.activation_checkpointing", "checkpoint", "full"),
+	T("fsdp_config.offload_params", "offload.params", "cpu"),
+	E("fsdp_config.state_dict_type", "save", "FULL_STATE_DICT=full_state_dict_cpu|"
+	  "SHARDED_STATE_DICT=none|LOCAL_STATE_DICT=none"),
+	MUST("fsdp_config.xla", "false"), MUST("fsdp_config.fsdp_version", "1"),
+	IGN("fsdp_config.min_num_params"), IGN("fsdp_config.transformer_layer_cls_to_wrap"),
+	IGN("fsdp_config.auto_wrap_policy"),
+	/* TRL's DPOConfig / ORPOConfig / KTOConfig / GRPOConfig (TrainingArguments subclasses) */
+	NOTE("beta", "a TRL preference/RL config: write rl { algorithm = dpo | orpo | cpo | simpo | kto }; "
+	     "GRPO with beta = 0.0 loads no reference (rl { reference = none })"),
+	C("num_generations", "rl.num_generations"), K("num_generations", "rl.algorithm", "grpo"),
+	C("max_prompt_length", "rl.prompt_len"),
+	NOTE("max_completion_length", "GRPO: seq_len = max_prompt_length + max_completion_length"),
+	K("max_completion_length", "rl.algorithm", "grpo"),
+	T("use_vllm", "rl.generation", "vllm_server"), K("use_vllm", "rl.algorithm", "grpo"),
+	E("vllm_mode", "rl.generation", "server=vllm_server|colocate=vllm_colocate"),
+	R("vllm_gpu_memory_utilization", "rl.vllm_gpu_memory_utilization"),
+	T("precompute_ref_log_probs", "rl.reference", "precomputed"),
+	NOTE("vllm_enable_sleep_mode", "vLLM's sleep mode is not modelled: its share stays in the device total"),
+	NOTE("num_iterations", "old-policy log-probs: a no_grad forward, not modelled apart"),
+	NOTE("padding_free", "memc models the concatenated, padded batch"),
+	NOTE("generation_batch_size", "memc's generation batch is micro_batch x grad_accum"),
+	NOTE("steps_per_generation", "memc's generation batch is micro_batch x grad_accum"),
+	NOTE("model_init_kwargs.*", "how the model is loaded: torch_dtype sets the precision"),
+	NOTE("ref_model_init_kwargs.*", "how the reference is loaded"),
+	IGN("loss_type"), IGN("label_smoothing"), IGN("rpo_alpha"), IGN("simpo_gamma"), IGN("cpo_alpha"),
+	IGN("desirable_weight"), IGN("undesirable_weight"), IGN("truncation_mode"),
+	IGN("temperature"), IGN("top_p"), IGN("top_k"), IGN("epsilon"), IGN("epsilon_high"),
+	IGN("scale_rewards"), IGN("reward_weights"), IGN("log_completions"), IGN("sync_ref_model"),
+	IGN("ref_model_sync_steps"), IGN("ref_model_mixup_alpha"), IGN("mask_truncated_completions"),
+	IGN("vllm_server_host"), IGN("vllm_server_port"), IGN("vllm_server_base_url"),
+	IGN("dataset_num_proc"), IGN("max_prompt_length_ratio"),
 	E("attn_implementation", "attention", "flash_attention_2=flash|sdpa=flash|eager=eager"),
 	T("use_liger_kernel", "loss", "chunked"),
 	NOTE("deepspeed", "a DeepSpeed config: import it too"),
@@ -88,6 +137,12 @@ static const struct map_row accelerate_fsdp2_rows[] = {
 	IGN("fsdp_config.fsdp_forward_prefetch"), END
 };
 
+/* torchtune's preference losses, old (modules.rlhf) and new (rlhf) paths */
+#define TUNE_PREFERENCE(dpo, rso, simpo) "torchtune.rlhf.loss.DPOLoss=" dpo \
+	"|torchtune.modules.rlhf.loss.DPOLoss=" dpo "|torchtune.rlhf.loss.RSOLoss=" rso \
+	"|torchtune.modules.rlhf.loss.RSOLoss=" rso "|torchtune.rlhf.loss.SimPOLoss=" simpo \
+	"|torchtune.modules.rlhf.loss.SimPOLoss=" simpo
+
 static const struct map_row torchtune_rows[] = {
 	C("batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
 	T("enable_activation_checkpointing", "checkpoint", "full"),
@@ -101,7 +156,14 @@ static const struct map_row torchtune_rows[] = {
 	T("fsdp_cpu_offload", "offload.params", "cpu"),
 	C("tokenizer.max_seq_len", "seq_len"), IGN("tokenizer.*"),
 	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_output|"
-	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked"),
+	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked|"
+	  TUNE_PREFERENCE("", "", "")),
+	/* the DPO recipes (recipes/lora_dpo_single_device.py, full_dpo_distributed.py):
+	 * the policy's log-probs from concatenated_forward, the reference's after
+	 * them, the LoRA base under disable_adapter or a second model */
+	E("loss._component_", "rl.algorithm", "torchtune.modules.loss.CEWithChunkedOutputLoss=|"
+	  "torch.nn.CrossEntropyLoss=|torchtune.modules.loss.LinearCrossEntropyLoss=|"
+	  TUNE_PREFERENCE("dpo", "dpo", "simpo")),
 	NOTE("model._component_", "the model: import its config.json"),
 	NOTE("model.*", "a model (or LoRA: finetune = lora(r, alpha, ...)) setting"),
 	T("compile", "compile", "true"), IGN("seed"), IGN("shuffle"), IGN("epochs"), IGN("max_steps_per_epoch"),
@@ -181,5 +243,13 @@ bool yaml_import(struct cfg *c, struct imp_out *o)
 		return accelerate_import(c, o);
 	if (any_component(c))
 		return map_apply(c, torchtune_rows, o);
-	return map_apply(c, hf_args_rows, o);
+	if (!map_apply(c, hf_args_rows, o))
+		return false;
+	/* use_vllm means TRL's default vllm_mode = "server"; a vllm_mode
+	 * written before it in the file still decides */
+	const struct cfg_item *use = cfg_find(c, "use_vllm"), *mode = cfg_find(c, "vllm_mode");
+
+	if (use && use->kind == CFG_BOOL && use->i && mode)
+		return map_item(c, mode, map_find(hf_args_rows, "vllm_mode"), o);
+	return true;
 }

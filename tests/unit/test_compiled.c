@@ -7,7 +7,9 @@
  * reserved, device total, fit and live components are compared with a
  * rebuild under the same overrides.  A model whose activations are not
  * affine in micro_batch takes the rebuild path and still agrees; the
- * workspace stops allocating once it has seen the largest variant.
+ * workspace stops allocating once it has seen the largest variant; and
+ * the workspace's cache of parameter costs is hit where only the
+ * activations change, yet follows every field it is keyed on.
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -274,6 +274,8 @@ struct mem_job {
 					   that is never printed does not format them */
 	uint64_t engine_bytes;		/* a colocated generation engine (vLLM) outside the
 					   trainer's allocator: in the device total */
+	bool walk_every_segment;	/* tests: walk each pipeline chunk on its own, not
+					   consecutive chunks of a stage as one run */
 };
 
 /* One instant of the timeline. */

@@ -386,6 +386,66 @@ static void the_cost_cache_follows_every_key_field(void **state)
 	unload(&l);
 }
 
+/* Both walks of @j, every segment on its own and runs of consecutive
+ * chunks, give the same classes, byte for byte (explain strings, chart
+ * series and peak instants included); returns whether @j analysed. */
+static bool same_walks(struct mem_job *j)
+{
+	struct mem_result x, y;
+
+	j->walk_every_segment = true;
+	enum mem_status sx = mem_analyze(j, &x);
+
+	j->walk_every_segment = false;
+	enum mem_status sy = mem_analyze(j, &y);
+
+	assert_int_equal(sx, sy);
+	if (sx == MEM_OK) {
+		assert_int_equal(x.nclasses, y.nclasses);
+		assert_memory_equal(x.classes, y.classes, x.nclasses * sizeof *x.classes);
+	}
+	mem_result_free(&x);
+	mem_result_free(&y);
+	return sx == MEM_OK;
+}
+
+/* An interleaved stage's vp chunks are walked as one run (mem_timeline.c
+ * joins): the same figures as chunk by chunk, over the 70B example's
+ * pp x vp x grad_accum, with the chart's series on and off. */
+static void chunk_runs_equal_the_chunk_walk(void **state)
+{
+	static const uint32_t pps[] = { 1, 2, 4, 8 }, vps[] = { 1, 2, 3, 4, 5, 10, 20 };
+	static const uint64_t gas[] = { 1, 8, 32 };
+	struct loaded l;
+	struct build b;
+	struct build_override ov = { .zero = -1 };
+	unsigned ok = 0;
+	(void)state;
+	assert_true(load(&l, "examples/llama2-70b-3d.mem"));
+	assert_true(build_job(l.cr->ev, &l.a, l.cr->jobs, &ov, true, &b));
+	struct mem_job base = b.job, *j = &b.job;
+	uint64_t world = (uint64_t)base.dp * base.pp;
+
+	for (size_t a = 0; a < sizeof pps / sizeof pps[0]; a++)
+		for (size_t v = 0; v < sizeof vps / sizeof vps[0]; v++)
+			for (size_t g = 0; g < sizeof gas / sizeof gas[0]; g++)
+				for (int series = 0; series < 2; series++) {
+					if (world % pps[a])
+						continue;
+					*j = base;
+					j->pp = pps[a];
+					j->dp = (uint32_t)(world / pps[a]);
+					j->vp = vps[v];
+					j->schedule = vps[v] > 1 ? MEM_PP_INTERLEAVED : MEM_PP_1F1B;
+					j->micro_batches = gas[g];
+					j->phase_series = series;
+					ok += same_walks(j);
+				}
+	assert_true(ok >= 40);
+	*j = base;
+	unload(&l);
+}
+
 int main(int argc, char **argv)
 {
 	static char dir[4096];
@@ -402,6 +462,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(the_fast_path_stops_allocating),
 		cmocka_unit_test(the_cost_cache_is_used_and_exact),
 		cmocka_unit_test(the_cost_cache_follows_every_key_field),
+		cmocka_unit_test(chunk_runs_equal_the_chunk_walk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

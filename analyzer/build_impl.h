@@ -67,7 +67,10 @@ struct opt_memo {
 };
 
 /* train.rl's algorithm (build_rl.c); NONE: an ordinary job */
-enum bld_rl_algo { BLD_RL_NONE, BLD_RL_DPO, BLD_RL_ORPO, BLD_RL_CPO, BLD_RL_SIMPO, BLD_RL_KTO, BLD_RL_GRPO };
+enum bld_rl_algo { BLD_RL_NONE, BLD_RL_DPO, BLD_RL_ORPO, BLD_RL_CPO, BLD_RL_SIMPO, BLD_RL_KTO, BLD_RL_GRPO,
+		   BLD_RL_PPO };
+/* which of a PPO job's models the walk is in (build_rl.c) */
+enum bld_rl_part { BLD_RL_POLICY, BLD_RL_VALUE, BLD_RL_REWARD };
 
 struct bld {
 	struct eval *ev;
@@ -147,6 +150,15 @@ struct bld {
 	bool rl_ref_copy;		/* the reference is a frozen copy of the base weights */
 	bool rl_ref_forward;		/* a reference forward runs (copy or adapters disabled) */
 	uint64_t rl_prompt;		/* GRPO's prompt tokens of seq_len */
+	enum bld_rl_part rl_part;	/* PPO: the model being walked */
+	struct frame *rl_head;		/* the value/reward model's lm_head frame, replaced */
+	unsigned rl_heads;		/* lm_head layers replaced so far */
+	bool rl_head_seen;		/* the head's input is counted */
+	uint64_t rl_layers;		/* the walked model's first repeat count */
+	uint64_t rl_hidden[3];		/* per bld_rl_part: its forward's hidden states */
+	const struct walk_ops *rl_ops;	/* bld_ops with PPO's head rule (build_rl.c) */
+	uint64_t rl_vocab;		/* the policy's lm_head vocab / tp */
+	uint64_t rl_reward_act;		/* the reward model's largest layer, saves + temp_fwd */
 };
 
 extern const struct walk_ops bld_ops;
@@ -182,5 +194,6 @@ bool bld_setup_finetune(struct bld *b, struct value ft);
 void bld_fill_phases(struct bld *b, struct build *out);
 void bld_setup_rl(struct bld *b);
 bool bld_finish_rl(struct bld *b, struct build *out);
+void bld_walk_rl_models(struct bld *b, struct env *env);
 
 #endif

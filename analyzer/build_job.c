@@ -89,6 +89,20 @@ void bld_layer_close(struct bld *b, struct frame *f)
 	const uint64_t *tfp = layer_parts(b, &f->tf, &f->ctf, &ntf);
 	const uint64_t *tbp = layer_parts(b, &f->tb, &f->ctb, &ntb);
 
+	/* PPO's reward model runs under no_grad in the scoring phase only: its
+	 * largest layer is that phase's transient, nothing of it is in the step */
+	if (b->rl_part == BLD_RL_REWARD) {
+		uint64_t act = saves;
+
+		if (!loss && bld_add_act(b, &act, tf, "the transient bytes of a layer") && act > b->rl_reward_act)
+			b->rl_reward_act = act;
+		saves = tf = tb = f->input = f->input_saved = 0;
+		tfp = tbp = NULL;
+		ntf = ntb = 0;
+		b->nsave_parts = 0;
+		b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
+	}
+
 	b->layers[b->nlayers++] = (struct mem_layer){
 		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
 		.params = b->params, .nparams = b->nparams,
@@ -424,7 +438,9 @@ static enum mem_schedule schedule(struct bld *b)
 	const char *s = key_sym(b, "parallel.schedule", "1f1b");
 
 	return !strcmp(s, "interleaved") ? MEM_PP_INTERLEAVED : !strcmp(s, "gpipe") ? MEM_PP_GPIPE :
-	       !strcmp(s, "zb_h1") ? MEM_PP_ZB_H1 : !strcmp(s, "zb_h2") ? MEM_PP_ZB_H2 : MEM_PP_1F1B;
+	       !strcmp(s, "zb_h1") ? MEM_PP_ZB_H1 : !strcmp(s, "zb_h2") ? MEM_PP_ZB_H2 :
+	       !strcmp(s, "dualpipe") ? MEM_PP_DUALPIPE : !strcmp(s, "dualpipev") ? MEM_PP_DUALPIPEV :
+	       MEM_PP_1F1B;
 }
 
 /* Megatron-Core's DDP: the job sets a megatron { } key, or precision megatron_bf16
@@ -435,7 +451,8 @@ static bool megatron_record(struct bld *b)
 {
 	static const char *const keys[] = { "megatron.distributed_optimizer", "megatron.grad_reduce_in_bf16",
 					    "megatron.overlap_grad_reduce", "megatron.overlap_param_gather",
-					    "megatron.bucket_size", "megatron.recompute_modules" };
+					    "megatron.bucket_size", "megatron.recompute_modules",
+					    "megatron.cpu_offloading_num_layers", "megatron.cpu_offloading_activations" };
 	struct value v;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -617,6 +634,8 @@ static void buffers(struct bld *b, struct mem_job *j, int zero)
 	}
 	j->offload_params_nvme = !strcmp(off_par, "nvme");
 	j->offload_activations = !strcmp(key_sym(b, "offload.activations", "none"), "cpu");
+	if (key_bool(b, "megatron.cpu_offloading_activations", true))
+		j->offload_first = key_u64(b, "megatron.cpu_offloading_num_layers", 0);
 }
 
 /* train.alloc (memory-model.md §5.4).  PyTorch refuses max_split_size_mb
@@ -775,7 +794,9 @@ static bool walk(struct bld *b, struct env *env)
 	b->block_repeat = 1;
 	b->model_repeats = 0;
 	b->nreps = 0;
-	eval_walk(b->ev, b->cj->model, env, &bld_ops, b);
+	if (b->rl == BLD_RL_PPO)
+		bld_walk_rl_models(b, env);	/* first, as PolicyAndValueWrapper runs the critic */
+	eval_walk(b->ev, b->cj->model, env, b->rl_ops ? b->rl_ops : &bld_ops, b);
 	while (b->frame)
 		bld_frame_pop(b);
 	if (eval_quiet_errors(b->ev) != before)

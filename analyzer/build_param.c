@@ -382,7 +382,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	const char *name = t->stmt->tensor.name;
 	struct frame *f = bld_frame(b);
 	bool saved = saved_module(b, t, f);
-	bool frozen = !saved && (b->lora || b->qlora || in_list(&b->freeze, t->stmt, f->decl->name));
+	bool frozen = !saved && (b->lora || b->qlora || b->rl_part == BLD_RL_REWARD ||
+				 in_list(&b->freeze, t->stmt, f->decl->name));
 	const struct attr *ad = find_adaptable(t);
 	bool adapted = (b->lora || b->qlora) && !saved &&
 		       ((linear && (b->all_linear || in_list(&b->targets, t->stmt, NULL))) ||
@@ -397,7 +398,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		dt = kbit_dtype(b, dt, base);
 	else if (base > b->largest_quantised)
 		b->largest_quantised = base;
-	p->name = name;
+	p->name = b->rl_part ? arena_printf(b->arena, "%s.%s", b->rl_part == BLD_RL_VALUE ? "value" : "reward",
+					    name) : name;
 	p->origin = t->stmt;
 	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
 	b->experts |= p->expert;

@@ -1,64 +1,451 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fit.c - -Wcapacity and -Wheadroom (see fit.h). Every candidate fix is
- * re-built and re-analysed from the checked job with one override, under
- * the checker's rules for the edited file (build.c: tp x pp x cp divides
- * the cluster, ep divides dp x tp, every shape divides); a candidate that
- * breaks one is never printed.
+ * fit.c - -Wcapacity and -Wheadroom (see fit.h). The fixes noted on a
+ * -Wcapacity warning are memc fit's (analyzer/cmd/fit_search.c): the
+ * smallest sets of changes, each verified by compiling the file with the
+ * change written into the block, as the user would paste it. A search
+ * runs once per distinct train block text in a file (blocks that read
+ * alike are the same job) and never when -Wcapacity is off.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/cmd/driver.h"
+#include "analyzer/cmd/fit_impl.h"
 #include "analyzer/fit.h"
 #include "analyzer/memory.h"
 #include "lang/arena.h"
+#include "lang/ast.h"
+#include "lang/check.h"
 #include "lang/diag.h"
+#include "lang/import.h"
+#include "lang/intern.h"
+#include "lang/source.h"
+#include "lang/strbuf.h"
 
-/* One change that fits, found once per job and noted on each warning. */
-struct fit_fix {
-	struct loc at;
-	bool edit;	/* @at is the key the block writes: @what replaces it */
-	char what[64];
+/* A -Wcapacity search stops here and says so: a note must not cost what
+ * `memc fit` may (docs/fit.md); nor a file of many distinct blocks that do
+ * not fit more than FIT_FILE_MAX_BUILDS variants in all (a few seconds). */
+enum { FIT_NOTE_MAX_BUILDS = 1000, FIT_NOTE_FIXES = 3, FIT_FILE_MAX_BUILDS = 2000 };
+
+/* One fix as noted: the keys it sets (the same as memc fit's lines). */
+struct fit_note_fix {
+	struct fit_set *v;
+	size_t n, nlines;
+	char *line;		/* the one line to paste when nlines is 1 */
 	uint64_t total;
 };
 
-/* The search's results: one per knob at most (micro_batch, checkpoint,
- * zero, tp), so four slots always suffice. */
-struct fit_fixes {
-	struct fit_fix v[4];
-	size_t n;
-	bool done;
+/* What a search found for one train block text. */
+struct fit_memo_entry {
+	const char *key;
+	size_t keylen;
+	struct fit_note_fix *fixes, closest;	/* closest.n 0: none */
+	size_t nfixes;
+	bool truncated;
+	bool unsearched;	/* the file's variants were spent before it */
+	unsigned long builds;
 };
 
-/* Largest device total over the rank classes of @cj's job with @ov, or 0
- * if that variant cannot be built. The variant is built in its own arena,
- * freed here: a fit search costs no memory once it is over. */
-static uint64_t try_variant(struct eval *ev, const struct check_job *cj, const struct build_override *ov,
-			    bool *fits)
-{
-	struct arena tmp = { 0 };
-	struct build b;
-	struct mem_result r;
-	uint64_t worst = 0;
+struct fit_memo {
+	struct arena *arena;		/* the compilation's: entries live as long as it */
+	const struct driver_opts *opts;
+	const struct src_table *src;
+	const struct program *prog;
+	struct eval *ev;
+	const char *path, *stdlib;
+	/* every GPU the file can name, parsed in full on the first search
+	 * (the compilation parses only what the jobs reach) */
+	const struct program *gpus;
+	struct eval *gpu_ev;
+	bool gpus_tried;
+	struct fit_memo_entry **tab;
+	size_t n, cap;
+	unsigned long builds;	/* variants compiled for this file's notes */
+};
 
-	*fits = false;
-	if (build_job(ev, &tmp, cj, ov, true, &b) && (b.job.no_explain = true) &&	/* never printed */
-	    mem_analyze(&b.job, &r) == MEM_OK) {
-		*fits = true;
-		for (size_t i = 0; i < r.nclasses; i++) {
-			if (r.classes[i].device_total > worst)
-				worst = r.classes[i].device_total;
-			*fits &= r.classes[i].fits;
-		}
-		mem_result_free(&r);
-	}
-	arena_free(&tmp);
-	return worst;
+struct fit_memo *fit_memo_new(struct arena *a, const struct driver_opts *o, const struct src_table *src,
+			      const struct program *p, struct eval *ev)
+{
+	struct fit_memo *m = ARENA_NEW(a, struct fit_memo);
+
+	memset(m, 0, sizeof *m);
+	m->arena = a;
+	m->opts = o;
+	m->src = src;
+	m->prog = p;
+	m->ev = ev;
+	m->stdlib = p->stdlib_dir;
+	m->path = p->root ? src_get(src, p->root->file)->display_name : NULL;
+	return m;
 }
 
-static struct build_override no_override(void)
+void fit_memo_free(struct fit_memo *m)
 {
-	return (struct build_override){ .zero = -1 };
+	if (m)
+		free(m->tab);
+}
+
+/* ---- the file as a variant sees it ---- */
+
+static const struct decl *root_train(const struct fit_memo *m, const char *name)
+{
+	for (const struct decl *d = m->prog->root->decls; d; d = d->next)
+		if (d->kind == DECL_TRAIN && d->name && strcmp(d->name, name) == 0)
+			return d;
+	return NULL;
+}
+
+/* @job and the blocks of this file it derives from (the checker has
+ * refused a cycle or a chain of more than 64). */
+static size_t chain_of(const struct fit_memo *m, const struct decl *job, const struct decl **chain)
+{
+	size_t n = 0;
+
+	for (const struct decl *b = job; b && n < 64; b = b->record.base ? root_train(m, b->record.base) : NULL)
+		chain[n++] = b;
+	return n;
+}
+
+static bool in_chain(const struct decl *const *chain, size_t n, const struct decl *d)
+{
+	for (size_t i = 0; i < n; i++)
+		if (chain[i] == d)
+			return true;
+	return false;
+}
+
+/* The root file's text less every train block but @chain's (all of them
+ * if @n is 0); a run of dropped blocks goes as one range. */
+static size_t keep_ranges(const struct fit_memo *m, const struct decl *const *chain, size_t nchain,
+			  struct arena *a, struct fit_range **out)
+{
+	const struct src_file *f = src_get(m->src, m->prog->root->file);
+	size_t n = 1, k = 0;
+	uint32_t at = 0;
+	bool dropping = false;
+
+	for (const struct decl *d = m->prog->root->decls; d; d = d->next)
+		n++;
+	struct fit_range *r = ARENA_NEW_ARRAY(a, struct fit_range, n);
+
+	for (const struct decl *d = m->prog->root->decls; d; d = d->next) {
+		bool drop = d->kind == DECL_TRAIN && !in_chain(chain, nchain, d);
+
+		if (drop && !dropping && d->loc.start > at)
+			r[k++] = (struct fit_range){ at, d->loc.start };
+		if (drop)
+			at = d->loc.end;
+		dropping = drop;
+	}
+	if (at < f->len)
+		r[k++] = (struct fit_range){ at, f->len };
+	*out = r;
+	return k;
+}
+
+/* The file without its train blocks, every declaration parsed: what the
+ * larger-GPU fixes choose from. An empty program if it has errors. */
+static void load_gpus(struct fit_memo *m)
+{
+	static const struct program none = { .nfiles = 0 };
+	struct fit_range *keep;
+	size_t n = keep_ranges(m, NULL, 0, m->arena, &keep);
+	const char *text = src_get(m->src, m->prog->root->file)->text;
+	struct strbuf sb;
+	size_t len;
+
+	m->gpus_tried = true;
+	m->gpus = &none;
+	strbuf_init(&sb);
+	for (size_t i = 0; i < n; i++)
+		strbuf_add(&sb, text + keep[i].start, keep[i].end - keep[i].start);
+	char *t = strbuf_detach(&sb, &len), *own = arena_strndup(m->arena, t, len);
+
+	free(t);
+	struct interner *in = interner_new(m->arena);
+	struct src_table *src = src_table_new(m->arena);
+	struct diag_engine *de = diag_new(m->arena, src, NULL);
+	struct import_opts io = { .dirs = m->opts->dirs, .ndirs = m->opts->ndirs, .stdlib_dir = m->stdlib };
+
+	src_set_overlay(src, m->path, own, len);
+	struct program *p = import_load_many(m->arena, in, src, de, &m->path, 1, &io);
+
+	if (!p->root || diag_error_count(de))
+		return;
+	struct check_result *cr = check_program_decls(m->arena, in, de, src, p);
+
+	if (!diag_error_count(de)) {
+		m->gpus = p;
+		m->gpu_ev = cr->ev;
+	}
+}
+
+/* ---- the search, once per distinct block ---- */
+
+/* The block's text after its name, then its bases': alike, the same job. */
+static char *job_key(const struct fit_memo *m, const struct decl *const *chain, size_t n, size_t *len)
+{
+	struct strbuf sb;
+	const char *t = src_get(m->src, m->prog->root->file)->text;
+
+	strbuf_init(&sb);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t from = i ? chain[i]->loc.start : chain[i]->name_loc.end;
+
+		strbuf_add(&sb, t + from, chain[i]->loc.end - from);
+		strbuf_add(&sb, "", 1);	/* a NUL between blocks: no text has one */
+	}
+	return strbuf_detach(&sb, len);
+}
+
+static uint64_t text_hash(const char *k, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)k[i]) * 1099511628211ull;
+	return h;
+}
+
+static struct fit_memo_entry **memo_slot(struct fit_memo *m, const char *key, size_t len)
+{
+	size_t mask = m->cap - 1, i = (size_t)text_hash(key, len) & mask;
+
+	while (m->tab[i] && (m->tab[i]->keylen != len || memcmp(m->tab[i]->key, key, len) != 0))
+		i = (i + 1) & mask;
+	return &m->tab[i];
+}
+
+/* Half full at most; false: no memory, so no memo (each block searches). */
+static bool memo_room(struct fit_memo *m)
+{
+	if (m->cap && (m->n + 1) * 2 <= m->cap)
+		return true;
+	size_t cap = m->cap ? m->cap * 2 : 64, oldcap = m->cap;
+	struct fit_memo_entry **old = m->tab, **nw = calloc(cap, sizeof *nw);
+
+	if (!nw)
+		return false;
+	m->tab = nw;
+	m->cap = cap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			*memo_slot(m, old[i]->key, old[i]->keylen) = old[i];
+	free(old);
+	return true;
+}
+
+/* A fix kept past the search's arena. */
+static void keep_fix(struct arena *a, const struct fit_fix *f, struct fit_note_fix *out)
+{
+	out->n = f->change.n;
+	out->nlines = f->nlines;
+	out->line = f->nlines == 1 ? arena_strdup(a, f->lines[0]) : NULL;
+	out->total = f->total;
+	out->v = ARENA_NEW_ARRAY(a, struct fit_set, f->change.n ? f->change.n : 1);
+	for (size_t i = 0; i < f->change.n; i++) {
+		const struct fit_set *v = &f->change.v[i];
+
+		out->v[i] = (struct fit_set){ arena_strdup(a, v->top), v->sub ? arena_strdup(a, v->sub) : NULL,
+					      arena_strdup(a, v->value) };
+	}
+}
+
+static void run_search(struct fit_memo *m, const struct check_job *cj, const struct decl *const *chain,
+		       size_t nchain, struct fit_memo_entry *e)
+{
+	unsigned long left = m->builds < FIT_FILE_MAX_BUILDS ? FIT_FILE_MAX_BUILDS - m->builds : 0;
+	struct fit_ctx c = { .arena = { 0 }, .max_fixes = FIT_NOTE_FIXES,
+			     .max_builds = left < FIT_NOTE_MAX_BUILDS ? left : FIT_NOTE_MAX_BUILDS };
+	const struct src_file *f = src_get(m->src, m->prog->root->file);
+	struct fit_answer ans;
+	struct value hv;
+
+	if (!left) {
+		e->unsearched = true;
+		return;
+	}
+	if (!m->gpus_tried)
+		load_gpus(m);
+	c.opts = m->opts;
+	c.path = m->path;
+	c.stdlib = m->stdlib;
+	c.text = f->text;
+	c.len = f->len;
+	c.nkeep = keep_ranges(m, chain, nchain, &c.arena, (struct fit_range **)&c.keep);
+	c.src = m->src;
+	c.prog = m->gpus;
+	c.ev = m->ev;
+	c.gpu_ev = m->gpu_ev;
+	c.job = cj;
+	c.job_name = cj->decl->name;
+	c.job_headroom = check_job_field(cj, "headroom", &hv) && hv.kind == VAL_NUM ? num_to_double(hv.num) : 0.10;
+	fit_search_fixes(&c, &ans);
+	e->fixes = ARENA_NEW_ARRAY(m->arena, struct fit_note_fix, ans.nfixes ? ans.nfixes : 1);
+	for (size_t i = 0; i < ans.nfixes; i++)
+		keep_fix(m->arena, &ans.fixes[i], &e->fixes[e->nfixes++]);
+	if (!ans.nfixes && ans.closest.nlines)
+		keep_fix(m->arena, &ans.closest, &e->closest);
+	else
+		e->closest.n = 0;
+	e->truncated = c.truncated;
+	e->builds = c.builds;
+	m->builds += c.builds;
+	fit_ctx_release(&c);
+	arena_free(&c.arena);
+}
+
+/* The search's answer for @cj's block: run once per distinct text. */
+static const struct fit_memo_entry *fixes_for(struct fit_memo *m, const struct check_job *cj)
+{
+	const struct decl *chain[64];
+	size_t n = chain_of(m, cj->decl, chain), len;
+	char *key = job_key(m, chain, n, &len);
+	struct fit_memo_entry **slot = NULL, *e;
+
+	if (memo_room(m) && *(slot = memo_slot(m, key, len))) {
+		free(key);
+		return *slot;
+	}
+	e = ARENA_NEW(m->arena, struct fit_memo_entry);
+	memset(e, 0, sizeof *e);
+	e->key = arena_strndup(m->arena, key, len);
+	e->keylen = len;
+	free(key);
+	run_search(m, cj, chain, n, e);
+	if (slot) {
+		*slot = e;
+		m->n++;
+	}
+	return e;
+}
+
+/* ---- the notes ---- */
+
+/* A field the train block writes itself (an inherited one is not its text). */
+static const struct field *own_field(const struct check_job *cj, const char *name)
+{
+	for (const struct field *f = cj->decl->record.fields; f; f = f->next)
+		if (f->name && strcmp(f->name, name) == 0)
+			return f;
+	return NULL;
+}
+
+static const struct field *sub_field(const struct field *f, const char *name)
+{
+	for (const struct field *s = f ? f->sub : NULL; s; s = s->next)
+		if (s->name && strcmp(s->name, name) == 0)
+			return s;
+	return NULL;
+}
+
+/* What @f changes, shortly: `zero = 3 and parallel { tp = 2 }`, only the
+ * keys it sets (the paste-able line of a record repeats the block's). */
+static void describe(struct strbuf *sb, const struct fit_note_fix *f)
+{
+	for (size_t i = 0, g = 0; i < f->n; i++) {
+		const struct fit_set *v = &f->v[i];
+		bool later = false;
+
+		if (i && v->sub && f->v[i - 1].sub && strcmp(f->v[i - 1].top, v->top) == 0)
+			continue;	/* printed with the first of its record */
+		for (size_t k = i + 1; k < f->n; k++)
+			later |= !f->v[k].sub || strcmp(f->v[k].top, v->top) != 0;
+		strbuf_addstr(sb, !g++ ? "" : later ? ", " : " and ");
+		if (!v->sub) {
+			strbuf_addf(sb, "%s = %s", v->top, v->value);
+			continue;
+		}
+		strbuf_addf(sb, "%s { ", v->top);
+		for (size_t k = i; k < f->n && f->v[k].sub && strcmp(f->v[k].top, v->top) == 0; k++)
+			strbuf_addf(sb, "%s%s = %s", k > i ? ", " : "", f->v[k].sub, f->v[k].value);
+		strbuf_addstr(sb, " }");
+	}
+}
+
+/* The field a note on @v points at: the key itself if the block writes it,
+ * its record if only that. */
+static const struct field *field_of(const struct check_job *cj, const struct fit_set *v)
+{
+	const struct field *top = own_field(cj, v->top), *sub = v->sub ? sub_field(top, v->sub) : NULL;
+
+	return sub ? sub : top;
+}
+
+/* "zero = 1 fits (device total ...)" at the first key it changes that the
+ * block writes, else at the block's name. A change of one line whose key
+ * the block writes carries the edit too (JSON, SARIF): the key alone
+ * (`tp = 2` over `tp = 1` in `parallel { tp = 1 }`), else the whole line. */
+static void note_fix(struct diag *d, const struct check_job *cj, const struct fit_note_fix *f)
+{
+	const struct field *at = NULL, *top = f->nlines == 1 ? own_field(cj, f->v[0].top) : NULL;
+	struct strbuf sb, edit;
+	char buf[32];
+
+	strbuf_init(&sb);
+	strbuf_init(&edit);
+	describe(&sb, f);
+	for (size_t i = 0; i < f->n && !at; i++)
+		at = field_of(cj, &f->v[i]);
+	report_bytes(f->total, buf, sizeof buf);
+	bool one_sub = top && f->n == 1 && f->v[0].sub && at != top;
+
+	if (top)
+		strbuf_addf(&edit, "%s%s%s", one_sub ? f->v[0].sub : f->line, one_sub ? " = " : "",
+			    one_sub ? f->v[0].value : "");
+	if (top)
+		diag_note_fix(d, one_sub ? at->loc : top->loc, edit.buf, "%s fits (device total %s)", sb.buf, buf);
+	else
+		diag_note(d, at ? at->loc : cj->decl->name_loc, "%s %s (device total %s)", sb.buf,
+			  f->nlines > 1 || f->n > 1 ? "together fit" : "fits", buf);
+	strbuf_release(&sb);
+	strbuf_release(&edit);
+}
+
+static void note_closest(struct diag *d, const struct check_job *cj, const struct fit_note_fix *f)
+{
+	struct strbuf sb;
+	char buf[32];
+
+	strbuf_init(&sb);
+	describe(&sb, f);
+	diag_note(d, cj->decl->name_loc, "nothing fits with up to 3 changes; the closest is %s (device total %s)",
+		  sb.buf, report_bytes(f->total, buf, sizeof buf));
+	strbuf_release(&sb);
+}
+
+static void note_fixes(struct fit_memo *m, const struct check_job *cj, struct diag *d)
+{
+	const struct fit_memo_entry *e = fixes_for(m, cj);
+
+	if (e->unsearched) {
+		diag_note(d, NO_LOC, "no fix searched: this file's -Wcapacity searches used their %u variants; "
+			  "`memc fit --job %s %s` searches this one", (unsigned)FIT_FILE_MAX_BUILDS,
+			  cj->decl->name, m->path);
+		return;
+	}
+	for (size_t i = 0; i < e->nfixes; i++)
+		note_fix(d, cj, &e->fixes[i]);
+	if (e->nfixes)
+		return;
+	if (e->closest.n)
+		note_closest(d, cj, &e->closest);
+	else
+		diag_note(d, cj->decl->name_loc, "nothing fits with up to 3 changes");
+	if (e->truncated)
+		diag_note(d, NO_LOC, "the search stopped after %lu variants", e->builds);
+}
+
+/* Classes blamed at the same line with the same warning print once. */
+static bool seen_at(struct loc *seen, size_t *n, struct loc at)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (seen[i].file == at.file && seen[i].start == at.start)
+			return true;
+	seen[(*n)++] = at;
+	return false;
 }
 
 /* The line of the knob that drives @c, or the train block's name. */
@@ -86,138 +473,8 @@ static enum mem_component largest(const struct mem_class *k)
 	return best;
 }
 
-/* "micro_batch = 1 fits (...)" at the field @what changes. A field the
- * block writes gets the edit too (@what replaces it, for JSON and SARIF);
- * a default has no text to replace, so the note sits on the train name. */
-static void add_fix(struct fit_fixes *fx, const struct build *bd, struct loc field, const char *what,
-		    uint64_t total)
-{
-	struct fit_fix *f = &fx->v[fx->n++];
-
-	f->edit = field.file != 0;
-	f->at = f->edit ? field : bd->loc_train;
-	f->total = total;
-	snprintf(f->what, sizeof f->what, "%s", what);
-}
-
-static uint64_t try_micro_batch(struct eval *ev, const struct check_job *cj, uint64_t mb, bool *fits)
-{
-	struct build_override ov = no_override();
-
-	ov.micro_batch = mb;
-	return try_variant(ev, cj, &ov, fits);
-}
-
-/* Largest micro_batch below the current one that fits: totals grow with it.
- * Galloping up from 1 first costs one build when even 1 does not fit (the
- * states alone are too big) and 2 log2(answer) builds otherwise, however
- * large the micro_batch as written. */
-static void fix_micro_batch(struct eval *ev, const struct check_job *cj, const struct build *bd,
-			    struct fit_fixes *fx)
-{
-	uint64_t lo = 0, hi = bd->micro_batch, best_total = 0, t;
-	bool fits;
-
-	for (uint64_t mb = 1; mb < hi; mb = mb > UINT64_MAX / 2 ? hi : mb * 2) {
-		t = try_micro_batch(ev, cj, mb, &fits);
-		if (!fits) {
-			hi = mb;
-			break;
-		}
-		lo = mb;
-		best_total = t;
-	}
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		t = try_micro_batch(ev, cj, mid, &fits);
-		if (fits) {
-			lo = mid;
-			best_total = t;
-		} else {
-			hi = mid;
-		}
-	}
-	if (lo >= 1) {
-		char what[64];
-
-		snprintf(what, sizeof what, "micro_batch = %llu", (unsigned long long)lo);
-		add_fix(fx, bd, bd->loc_micro_batch, what, best_total);
-	}
-}
-
-static void fix_other(struct eval *ev, const struct check_job *cj, const struct build *bd,
-		      struct fit_fixes *fx)
-{
-	struct build_override ov = no_override();
-	bool fits;
-	uint64_t t;
-
-	if (!bd->full_recompute) {
-		ov.checkpoint = "full";
-		if ((t = try_variant(ev, cj, &ov, &fits)) && fits)
-			add_fix(fx, bd, bd->loc_checkpoint, "checkpoint = full", t);
-	}
-	ov = no_override();
-	/* under FSDP the zero key changes nothing: never offer it there */
-	if (bd->job.dp > 1 && bd->zero >= 0 && bd->zero < 3 && bd->job.sharding <= MEM_SHARD_ZERO3) {
-		char what[32];
-
-		ov.zero = bd->zero + 1;
-		snprintf(what, sizeof what, "zero = %d", ov.zero);
-		if ((t = try_variant(ev, cj, &ov, &fits)) && fits)
-			add_fix(fx, bd, bd->loc_zero, what, t);
-	}
-	ov = no_override();
-	for (uint64_t tp = (uint64_t)bd->tp * 2; tp <= 8 && tp <= bd->gpus; tp *= 2) {
-		char what[32];
-
-		ov.tp = tp;
-		snprintf(what, sizeof what, "tp = %llu", (unsigned long long)tp);
-		if ((t = try_variant(ev, cj, &ov, &fits)) && fits) {
-			add_fix(fx, bd, bd->loc_tp, what, t);
-			break;
-		}
-	}
-}
-
-/* The search runs once per job, on the first warning that is printed: every
- * variant's total is the worst over all rank classes, so the fixes are the
- * same for each class. */
-static void note_fixes(struct eval *ev, const struct check_job *cj, const struct build *bd, struct diag *d,
-		       struct fit_fixes *fx)
-{
-	char buf[32];
-
-	if (!fx->done) {
-		if (bd->micro_batch > 1)
-			fix_micro_batch(ev, cj, bd, fx);
-		fix_other(ev, cj, bd, fx);
-		fx->done = true;
-	}
-	for (size_t i = 0; i < fx->n; i++) {
-		const struct fit_fix *f = &fx->v[i];
-
-		report_bytes(f->total, buf, sizeof buf);
-		if (f->edit)
-			diag_note_fix(d, f->at, f->what, "%s fits (device total %s)", f->what, buf);
-		else
-			diag_note(d, f->at, "%s fits (device total %s)", f->what, buf);
-	}
-}
-
-/* Classes blamed at the same line with the same warning print once. */
-static bool seen_at(struct loc *seen, size_t *n, struct loc at)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (seen[i].file == at.file && seen[i].start == at.start)
-			return true;
-	seen[(*n)++] = at;
-	return false;
-}
-
-static void capacity(struct eval *ev, const struct check_job *cj, const struct build *bd,
-		     const struct mem_class *k, struct fit_fixes *fx, struct diag *d)
+static void capacity(struct fit_memo *m, struct eval *ev, const struct check_job *cj, const struct build *bd,
+		     const struct mem_class *k, struct diag *d)
 {
 	char part[32];
 	enum mem_component c = largest(k);
@@ -237,7 +494,7 @@ static void capacity(struct eval *ev, const struct check_job *cj, const struct b
 			  "after freeing its cache; PyTorch raises OutOfMemoryError there",
 			  report_bytes(k->alloc_oom_request, part, sizeof part),
 			  k->alloc_oom_what ? k->alloc_oom_what : "?");
-	note_fixes(ev, cj, bd, d, fx);
+	note_fixes(m, cj, d);
 }
 
 /* The line that asked for @p, or the train block's name. */
@@ -267,8 +524,8 @@ static void note_load(struct arena *a, const struct build *bd, size_t i, struct 
 }
 
 /* The step fits but a phase around it does not (phases.h). */
-static void run_capacity(struct eval *ev, struct arena *a, const struct build *bd, const struct mem_class *k,
-			 size_t i, struct loc *seen, size_t *nseen)
+static void run_capacity(struct fit_memo *m, struct eval *ev, struct arena *a, const struct check_job *cj,
+			 const struct build *bd, const struct mem_class *k, size_t i, struct loc *seen, size_t *nseen)
 {
 	struct diag_engine *de = eval_diag(ev);
 	const struct phase_class *c = bd->rep.run && i < bd->rep.run->nclasses ? &bd->rep.run->classes[i] : NULL;
@@ -291,10 +548,11 @@ static void run_capacity(struct eval *ev, struct arena *a, const struct build *b
 		  report_bytes(k->device_total, step, sizeof step), phase_name(c->run));
 	if (c->run == PHASE_LOADING)
 		note_load(a, bd, i, d);
+	note_fixes(m, cj, d);
 }
 
-static void warn_class(struct eval *ev, const struct check_job *cj, const struct build *bd,
-		       const struct mem_class *k, struct fit_fixes *fx, struct loc *seen[2], size_t nseen[2])
+static void warn_class(struct fit_memo *m, struct eval *ev, const struct check_job *cj, const struct build *bd,
+		       const struct mem_class *k, struct loc *seen[2], size_t nseen[2])
 {
 	struct diag_engine *de = eval_diag(ev);
 	char got[32], cap[32], over[32], free_b[32];
@@ -305,7 +563,7 @@ static void warn_class(struct eval *ev, const struct check_job *cj, const struct
 		/* -Wno-capacity: no warning, so no search either */
 		if (!diag_is_enabled(de, DIAG_CAPACITY) || seen_at(seen[0], &nseen[0], at))
 			return;
-		capacity(ev, cj, bd, k, fx,
+		capacity(m, ev, cj, bd, k,
 			 diag_emit(de, DIAG_CAPACITY, at, "device total %s per GPU exceeds %s (%s) by %s",
 				   report_bytes(k->device_total, got, sizeof got), bd->rep.gpu,
 				   report_bytes(k->capacity, cap, sizeof cap),
@@ -318,10 +576,10 @@ static void warn_class(struct eval *ev, const struct check_job *cj, const struct
 	}
 }
 
-void fit_check(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build *bd)
+void fit_check(struct fit_memo *m, struct eval *ev, struct arena *a, const struct check_job *cj,
+	       const struct build *bd)
 {
 	const struct mem_result *r = bd->rep.result;
-	struct fit_fixes fx = { .n = 0 };
 
 	if (!r || !r->nclasses)
 		return;
@@ -331,8 +589,8 @@ void fit_check(struct eval *ev, struct arena *a, const struct check_job *cj, con
 
 	for (size_t i = 0; i < r->nclasses; i++)
 		if (r->classes[i].capacity) {
-			warn_class(ev, cj, bd, &r->classes[i], &fx, seen, nseen);
+			warn_class(m, ev, cj, bd, &r->classes[i], seen, nseen);
 			if (r->classes[i].fits)
-				run_capacity(ev, a, bd, &r->classes[i], i, seen[0], &nseen[0]);
+				run_capacity(m, ev, a, cj, bd, &r->classes[i], i, seen[0], &nseen[0]);
 		}
 }

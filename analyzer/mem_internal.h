@@ -70,6 +70,8 @@ struct mem_seg {
 	uint64_t units_before;	/* body repeats of this stage before this segment */
 	bool plain;		/* body repeats left out of a per-layer checkpoint policy
 				   (checkpoint_every, recompute_first): not recomputed */
+	uint64_t flight;	/* DualPipe(V): its chunk's forwards in flight
+				   (mem_pp_chunk_flight); 0: the stage's count */
 };
 
 struct mem_stage {
@@ -77,6 +79,8 @@ struct mem_stage {
 	size_t nsegs, cap;
 	struct mem_sums *before;	/* per segment: sums of everything earlier in the stage */
 	struct mem_sums total;
+	struct mem_sums flight;		/* DualPipe(V): each segment x its chunk's in-flight
+					   count (the walked micro-batch's own included) */
 	uint64_t body_units;		/* body repeats on this stage */
 	uint64_t max_unit_gath;		/* largest gathered body repeat */
 	uint64_t max_unit_held;		/* its part kept from forward to backward (FSDP2) */
@@ -220,5 +224,11 @@ uint64_t mem_fsdp_reduce_extra(const struct mem_stage *st);
  * the interleaved schedule with pp > 1, else 1). */
 uint64_t mem_body_repeats(const struct mem_job *job);
 uint32_t mem_chunks_per_stage(const struct mem_job *job);
+/* Bytes of field f (less field `minus`; S__COUNT: none) that the other
+ * micro-batches in flight hold on the stage beside the walked one, `chunks`
+ * model-chunk forwards in flight: the stage's mean chunk (interleaved; the
+ * logits: mem_extra_logits_in_flight), DualPipe(V) chunk by chunk. */
+uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
+		      uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus);
 
 #endif /* MEMC_ANALYZER_MEM_INTERNAL_H */

@@ -20,7 +20,81 @@ uint64_t mem_body_repeats(const struct mem_job *job)
 
 uint32_t mem_chunks_per_stage(const struct mem_job *job)
 {
+	if (job->pp > 1 && mem_pp_dual(job->schedule))
+		return 2;
 	return job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
+}
+
+/* Pipeline stages the body is split into: DualPipeV's V runs over 2 pp
+ * stages ("4 PP ranks (8 PP stages)", dualpipev.py), the others over pp
+ * (DualPipe's two directions are two copies of the same pp stages). */
+static uint32_t model_stages(const struct mem_job *job)
+{
+	return job->schedule == MEM_PP_DUALPIPEV && job->pp > 1 ? 2 * job->pp : job->pp;
+}
+
+/* Model chunks one stage splits into: vp under the interleaved schedule. */
+static uint32_t stage_split(const struct mem_job *job)
+{
+	return job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
+}
+
+uint64_t mem_pp_model_chunks(const struct mem_job *job)
+{
+	return (uint64_t)model_stages(job) * stage_split(job);
+}
+
+/* DualPipe (dualpipe.py DualPipe.__init__/step): rank i runs stage i of the
+ * forward direction and stage pp-1-i of the reverse one, so each stage lives
+ * on two ranks; DualPipeV: rank i holds V stages i and 2pp-1-i; otherwise
+ * chunk c is on stage c mod pp. */
+unsigned mem_pp_chunk_ranks(const struct mem_job *job, uint64_t c, uint32_t r[2])
+{
+	uint32_t p = job->pp;
+
+	if (p <= 1) {
+		r[0] = 0;
+		return 1;
+	}
+	if (job->schedule == MEM_PP_DUALPIPE) {
+		r[0] = (uint32_t)c;
+		r[1] = p - 1 - (uint32_t)c;
+		return 2;
+	}
+	if (job->schedule == MEM_PP_DUALPIPEV) {
+		r[0] = c < p ? (uint32_t)c : 2 * p - 1 - (uint32_t)c;
+		return 1;
+	}
+	r[0] = (uint32_t)(c % p);
+	return 1;
+}
+
+/* Forwards of model chunk c in flight at the rank's peak, from dualpipe.py
+ * DualPipe.step (half_rank h): steps 1-2 (nF0, nF0F1) run pp - h - 1 F0 and
+ * h + 1 F1, step 3 (nB1W1F1) keeps both, and step 4's first F0 runs before
+ * its B1: pp - h of the rank's earlier stage h, h + 1 of stage pp - 1 - h,
+ * i.e. pp - c of stage c, pp + 1 together. DualPipeV.step the same over its
+ * 2 pp stages: 2 pp - c of V stage c, 2 pp + 1 per rank. Counted with the
+ * forward before the backward it is paired with (the non-overlapped order).
+ * 0 for the other schedules (the stage's count). */
+uint64_t mem_pp_chunk_flight(const struct mem_job *job, uint64_t c)
+{
+	if (job->pp <= 1 || !mem_pp_dual(job->schedule))
+		return 0;
+	return mem_pp_model_chunks(job) - c;
+}
+
+uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
+		      uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus)
+{
+	const uint64_t *t = st->total.v, *fl = st->flight.v;
+	uint64_t x = mem_sub(t[f], minus < S__COUNT ? t[minus] : 0);
+
+	if (job->pp > 1 && mem_pp_dual(job->schedule))
+		return mem_sub(mem_sub(fl[f], t[f]), minus < S__COUNT ? mem_sub(fl[minus], t[minus]) : 0);
+	if (f == S_STORED_LOG)
+		return mem_extra_logits_in_flight(ovf, job, x, chunks);
+	return mem_extra_in_flight(ovf, x, chunks, mem_chunks_per_stage(job));
 }
 
 uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, uint32_t stage,
@@ -32,6 +106,12 @@ uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, 
 		return 1;
 	if (s == MEM_PP_GPIPE)
 		return m;		/* all forwards before any backward */
+	if (mem_pp_dual(s)) {
+		/* mem_pp_chunk_flight summed over the rank's two chunks */
+		k = (s == MEM_PP_DUALPIPEV ? 2 * (uint64_t)pp : pp) + 1;
+		cap = m > UINT64_MAX / 2 ? UINT64_MAX : 2 * m;
+		return k < cap ? k : cap;
+	}
 	if (s == MEM_PP_ZB_H2) {
 		/* ZB-H2 fills the tail bubble with p - 1 - i more warm-up forwards */
 		k = 2 * (uint64_t)(pp - stage) - 1;
@@ -52,6 +132,14 @@ uint64_t mem_pp_micro_batches_in_flight(enum mem_schedule s, uint32_t pp, uint32
 	uint64_t k = mem_pp_chunks_in_flight(s, pp, vp, stage, m);
 	uint64_t v = (s == MEM_PP_INTERLEAVED && pp > 1 && vp > 1) ? vp : 1;
 
+	/* a DualPipe micro-batch runs one chunk of a rank (one direction); a
+	 * DualPipeV one runs both, chunk i holding the most: 2 pp - i */
+	if (pp > 1 && s == MEM_PP_DUALPIPE)
+		return k < m ? k : m;
+	if (pp > 1 && stage < pp && s == MEM_PP_DUALPIPEV) {
+		k = 2 * (uint64_t)pp - stage;
+		return k < m ? k : m;
+	}
 	return (k + v - 1) / v;
 }
 
@@ -69,15 +157,16 @@ double mem_pp_interleaved_factor(uint32_t pp, uint32_t vp)
 static uint64_t stage_layers(const struct mem_job *job, uint64_t r, uint32_t s)
 {
 	bool first = job->first_stage_layers != 0, last = job->last_stage_layers != 0;
-	uint64_t left = (uint64_t)job->pp - first - last;
+	uint32_t ns = model_stages(job);
+	uint64_t left = (uint64_t)ns - first - last;
 
 	if (job->pp <= 1)
 		return r;
 	if (!first && !last)
-		return (r + job->pp_account_embedding + job->pp_account_loss) / job->pp;
+		return (r + job->pp_account_embedding + job->pp_account_loss) / ns;
 	if (s == 0 && first)
 		return job->first_stage_layers;
-	if (s == job->pp - 1 && last)
+	if (s == ns - 1 && last)
 		return job->last_stage_layers;
 	return left ? (r - job->first_stage_layers - job->last_stage_layers) / left : 0;
 }
@@ -85,8 +174,9 @@ static uint64_t stage_layers(const struct mem_job *job, uint64_t r, uint32_t s)
 static enum mem_split split_uneven(const struct mem_job *job, uint64_t r, uint64_t *sl)
 {
 	bool first = job->first_stage_layers != 0, last = job->last_stage_layers != 0;
-	uint64_t left = (uint64_t)job->pp - first - last, rest, v = mem_chunks_per_stage(job);
-	uint32_t probe[3] = { 0, job->pp - 1, job->pp > 2 ? 1 : 0 };
+	uint32_t ns = model_stages(job);
+	uint64_t left = (uint64_t)ns - first - last, rest, v = stage_split(job);
+	uint32_t probe[3] = { 0, ns - 1, ns > 2 ? 1 : 0 };
 
 	if (job->pp_account_embedding || job->pp_account_loss)
 		return MEM_SPLIT_ACCOUNT;
@@ -117,23 +207,23 @@ enum mem_split mem_pp_split(const struct mem_job *job, uint64_t *sl)
 	if (job->first_stage_layers || job->last_stage_layers)
 		return split_uneven(job, r, sl);
 	n = r + job->pp_account_embedding + job->pp_account_loss;
-	if (n % job->pp)
+	if (n % model_stages(job))
 		return MEM_SPLIT_EVEN;
-	*sl = n / job->pp;
-	return *sl % mem_chunks_per_stage(job) ? MEM_SPLIT_VP : MEM_SPLIT_OK;
+	*sl = n / model_stages(job);
+	return *sl % stage_split(job) ? MEM_SPLIT_VP : MEM_SPLIT_OK;
 }
 
 uint64_t mem_pp_chunk_layers(const struct mem_job *job, uint64_t c)
 {
-	uint64_t v = mem_chunks_per_stage(job), n;
+	uint64_t v = stage_split(job), n;
 
 	if (job->pp <= 1)
 		return mem_body_repeats(job);
-	n = stage_layers(job, mem_body_repeats(job), (uint32_t)(c % job->pp)) / v;
+	n = stage_layers(job, mem_body_repeats(job), (uint32_t)(c % model_stages(job))) / v;
 	/* the embedding (loss) takes a layer's place in the first (last) chunk */
 	if (c == 0 && job->pp_account_embedding && n)
 		n--;
-	if (c == (uint64_t)job->pp * v - 1 && job->pp_account_loss && n)
+	if (c == mem_pp_model_chunks(job) - 1 && job->pp_account_loss && n)
 		n--;
 	return n;
 }
@@ -141,7 +231,7 @@ uint64_t mem_pp_chunk_layers(const struct mem_job *job, uint64_t c)
 uint64_t mem_extra_logits_in_flight(bool *ovf, const struct mem_job *job, uint64_t stored,
 				    uint64_t chunks)
 {
-	uint64_t v = mem_chunks_per_stage(job), g, rem, n;
+	uint64_t v = stage_split(job), g, rem, n;
 
 	if (v <= 1)
 		return mem_extra_in_flight(ovf, stored, chunks, 1);
@@ -151,4 +241,22 @@ uint64_t mem_extra_logits_in_flight(bool *ovf, const struct mem_job *job, uint64
 	rem = chunks % ((uint64_t)job->pp * v);
 	n = mem_add(ovf, mem_mul(ovf, g, job->pp), rem > (v - 1) * job->pp ? rem - (v - 1) * job->pp : 0);
 	return n > 1 ? mem_mul(ovf, stored, n - 1) : 0;
+}
+
+/* dualpipe.py DualPipe.step: "assert num_ranks % 2 == 0" and "num_chunks > 0
+ * and num_chunks % 2 == 0 and num_chunks >= num_ranks * 2"; dualpipev.py
+ * DualPipeV.step only the last. */
+enum mem_dual_rule mem_pp_dual_rule(const struct mem_job *job)
+{
+	bool v = job->schedule == MEM_PP_DUALPIPEV;
+
+	if (job->pp <= 1 || !mem_pp_dual(job->schedule))
+		return MEM_DUAL_OK;
+	if (!v && job->pp % 2)
+		return MEM_DUAL_PP_ODD;
+	if (!v && job->micro_batches % 2)
+		return MEM_DUAL_MB_ODD;
+	if (job->micro_batches < 2 * (uint64_t)job->pp)
+		return MEM_DUAL_MB_FEW;
+	return MEM_DUAL_OK;
 }

@@ -506,7 +506,8 @@ static void set_layer(struct walk *w, struct pos *p, size_t j)
 }
 
 /* Consecutive segments of one body block that the walk can take as one:
- * same block and recompute mode, each starting where the last ended (its
+ * same block, recompute mode and (DualPipe) chunk in flight, each
+ * starting where the last ended (its
  * sums and units are the last one's plus its repeats, finish_stage).  An interleaved
  * stage's vp chunks are such segments.  Their instants are then exactly
  * those of one segment of the summed count, linear in the repeat but at
@@ -522,7 +523,8 @@ static bool joins(const struct walk *w, size_t e)
 	/* before[e] is before[e - 1] + count x the block's sums by construction
 	 * (finish_stage), so the sums need no comparing */
 	return !w->job->walk_every_segment && b->block == a->block && b->plain == a->plain &&
-	       w->job->blocks[a->block].is_body && b->units_before == a->units_before + a->count;
+	       b->flight == a->flight && w->job->blocks[a->block].is_body &&
+	       b->units_before == a->units_before + a->count;
 }
 
 static size_t run_end(const struct walk *w, size_t s)
@@ -621,7 +623,6 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 	const struct mem_sums *T = &w->st->total;
 	enum mem_sharding m = job->sharding;
 	bool *o = &w->cx->ovf;
-	uint32_t vp = job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
 	struct mem_vec *b = &s->base;
 
 	s->resident = s->accumulating || job->grads_persistent ||
@@ -638,9 +639,8 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 		put_buf(w, b, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
 	if (s->accumulating)
 		put_buf(w, b, MEM_B_BUCKETS, w->ipg);
-	put(w, b, MEM_C_ACTIVATIONS, mem_extra_in_flight(o, mem_sub(T->v[S_STORED_ACT], T->v[S_STORED_OFF]),
-							 chunks, vp));
-	put(w, b, MEM_C_LOGITS, mem_extra_logits_in_flight(o, job, T->v[S_STORED_LOG], chunks));
+	put(w, b, MEM_C_ACTIVATIONS, mem_pp_extra(o, job, w->st, chunks, S_STORED_ACT, S_STORED_OFF));
+	put(w, b, MEM_C_LOGITS, mem_pp_extra(o, job, w->st, chunks, S_STORED_LOG, S__COUNT));
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		s->base_total = mem_add(o, s->base_total, b->c[c]);
 }

@@ -690,12 +690,10 @@ static void backward(struct tr *r, uint32_t *root)
 
 static void micro_batch(struct tr *r, uint64_t chunks)
 {
-	const struct mem_sums *T = &r->st->total;
-	uint32_t vp = r->job->schedule == MEM_PP_INTERLEAVED && r->job->pp > 1 ? r->job->vp : 1;
 	bool *o = &r->cx->ovf;
 	/* the other in-flight micro-batches' stored activations (§4.6) */
-	uint32_t extra = put(r, mem_add(o, mem_extra_in_flight(o, T->v[S_STORED_ACT], chunks, vp),
-					mem_extra_logits_in_flight(o, r->job, T->v[S_STORED_LOG], chunks)),
+	uint32_t extra = put(r, mem_add(o, mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S__COUNT),
+					mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)),
 			     STREAM_COMPUTE);
 	uint32_t root = NO_ID;
 

@@ -119,6 +119,7 @@ const char *mem_status_str(enum mem_status st)
 	case MEM_E_OVERFLOW: return "byte count overflows 64 bits";
 	case MEM_E_NOMEM: return "out of memory";
 	case MEM_E_EXPERT_GROUP: return "ep x etp does not divide dp_shard x cp x tp (expert data parallel group)";
+	case MEM_E_PP_DUALPIPE: return "DualPipe: pp or the micro-batches break DualPipe.step's asserts";
 	}
 	return "unknown status";
 }
@@ -211,8 +212,14 @@ static enum mem_status check_job(const struct mem_job *job)
 	if (mem_pp_split(job, &sl) != MEM_SPLIT_OK)
 		return MEM_E_PP_UNEVEN;
 	/* schedules.py forward_backward_pipelining_with_interleaving refuses it */
-	if (mem_chunks_per_stage(job) > 1 && job->micro_batches % job->pp)
+	if (job->schedule == MEM_PP_INTERLEAVED && mem_chunks_per_stage(job) > 1 &&
+	    job->micro_batches % job->pp)
 		return MEM_E_PP_MICRO_BATCHES;
+	if (mem_pp_dual_rule(job) != MEM_DUAL_OK)
+		return MEM_E_PP_DUALPIPE;
+	/* transformer_config.py: no CPU offloading with recomputation or pp */
+	if (job->offload_first && (job->recompute != MEM_RECOMPUTE_NONE || job->pp > 1))
+		return MEM_E_INVALID;
 	return MEM_OK;
 }
 
@@ -423,7 +430,7 @@ struct cost_key {
 	bool full, flat, body;
 };
 
-_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_job) == 368,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_job) == 376,
 	       "a new mem_job field: add it to struct cost_key if a parameter's cost reads it");
 
 /* One layer's cached cost: the key and a copy of the parameters it was
@@ -558,11 +565,14 @@ void mem_pcache_free(struct mem_ws *ws)
 	ws->pcache = NULL;
 }
 
-static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, bool remat,
+/* plain: the cost of a repeat left out of the per-layer policy (policy_run):
+ * not recomputed, and not offloaded by Megatron's cpu_offloading. */
+static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, bool plain,
 		       struct mem_cost *c)
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_layer *l = &b->layers[j];
+	bool remat = !plain && mem_recomputes_repeat(job->recompute);
 	bool full = remat && b->is_body, flat = mem_fsdp1_flat_grad(job, b);
 
 	cost_params_cached(cx, b, j, full, flat, c);
@@ -589,11 +599,12 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
 	/* torchtune keeps the head and the loss out of OffloadActivations
 	 * (NoOpManager on the output); Unsloth offloads decoder-layer inputs */
-	if (job->offload_activations && b->is_body && !l->loss_region)
+	if ((job->offload_activations || (job->offload_first && !plain)) && b->is_body &&
+	    !l->loss_region)
 		c->stored_off = c->stored;
 }
 
-static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cost ***costs,
+static enum mem_status cost_table(struct mem_ctx *cx, bool plain, struct mem_cost ***costs,
 				  struct mem_sums **iter, struct mem_sums ***prefix)
 {
 	const struct mem_job *job = cx->job;
@@ -613,7 +624,7 @@ static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cos
 			return MEM_E_NOMEM;
 		memset(&(*prefix)[b][0], 0, sizeof(struct mem_sums));
 		for (size_t j = 0; j < blk->nlayers; j++) {
-			cost_layer(cx, blk, j, remat, &(*costs)[b][j]);
+			cost_layer(cx, blk, j, plain, &(*costs)[b][j]);
 			mem_sums_add_cost(&cx->ovf, &(*iter)[b], &(*costs)[b][j]);
 			(*prefix)[b][j + 1] = (*iter)[b];
 		}
@@ -621,17 +632,17 @@ static enum mem_status cost_table(struct mem_ctx *cx, bool remat, struct mem_cos
 	return MEM_OK;
 }
 
-/* Whether some body repeats escape the recompute mode (plain segments). */
+/* Whether some body repeats escape the recompute mode or Megatron's
+ * activation offload (plain segments). */
 static bool has_plain(const struct mem_job *job)
 {
-	return mem_recomputes_repeat(job->recompute) &&
-	       (job->recompute_every > 1 || job->recompute_first > 0);
+	return (mem_recomputes_repeat(job->recompute) &&
+		(job->recompute_every > 1 || job->recompute_first > 0)) || job->offload_first > 0;
 }
 
 static enum mem_status build_costs(struct mem_ctx *cx)
 {
-	bool remat = mem_recomputes_repeat(cx->job->recompute);
-	enum mem_status s = cost_table(cx, remat, &cx->costs, &cx->iter, &cx->prefix);
+	enum mem_status s = cost_table(cx, false, &cx->costs, &cx->iter, &cx->prefix);
 
 	if (s != MEM_OK || !has_plain(cx->job)) {
 		cx->costs_plain = cx->costs;
@@ -639,7 +650,7 @@ static enum mem_status build_costs(struct mem_ctx *cx)
 		cx->prefix_plain = cx->prefix;
 		return s;
 	}
-	return cost_table(cx, false, &cx->costs_plain, &cx->iter_plain, &cx->prefix_plain);
+	return cost_table(cx, true, &cx->costs_plain, &cx->iter_plain, &cx->prefix_plain);
 }
 
 /* Whether any layer has expert params: only then must the expert group be
@@ -700,7 +711,10 @@ static enum mem_status seg_push(struct mem_ws *ws, struct mem_stage *st, struct 
 static uint64_t policy_run(const struct mem_job *job, uint64_t x, uint64_t c0, uint64_t end,
 			   bool *plain)
 {
-	uint64_t n = job->recompute_every, k = job->recompute_first, stop = end;
+	/* Megatron's offload of the first layers works like --recompute-method
+	 * block: the first repeats of the chunk differ (check_job: not both) */
+	uint64_t n = job->recompute_every, stop = end;
+	uint64_t k = job->offload_first ? job->offload_first : job->recompute_first;
 
 	*plain = false;
 	if (!has_plain(job))
@@ -730,9 +744,24 @@ static void chunk_seek(const struct mem_job *job, struct chunk_at *at, uint64_t 
 	}
 }
 
+/* Segment s of model chunk c on each stage holding it (mem_pp_chunk_ranks). */
+static enum mem_status push_chunk(struct mem_ws *ws, const struct mem_job *job,
+				  struct mem_stage *stages, uint64_t c, struct mem_seg s)
+{
+	uint32_t r[2];
+	unsigned n = mem_pp_chunk_ranks(job, c, r);
+	enum mem_status st = MEM_OK;
+
+	s.flight = mem_pp_chunk_flight(job, c);
+	for (unsigned i = 0; i < n && st == MEM_OK; i++)
+		st = seg_push(ws, &stages[r[i]], s);
+	return st;
+}
+
 /* Body repeats [start, end) of block b: cut at chunk boundaries; chunk c
- * lives on stage c mod pp (plain 1F1B/GPipe: vp = 1); and where a per-layer
- * checkpoint policy switches on or off. */
+ * lives on stage c mod pp (plain 1F1B/GPipe: vp = 1; DualPipe(V):
+ * mem_pp_chunk_ranks); and where a per-layer checkpoint policy switches on
+ * or off. */
 static enum mem_status place_body(struct mem_ws *ws, const struct mem_job *job,
 				  struct mem_stage *stages, struct chunk_at *at, size_t b, uint64_t start, uint64_t end)
 {
@@ -741,8 +770,8 @@ static enum mem_status place_body(struct mem_ws *ws, const struct mem_job *job,
 		uint64_t c0 = at->end - mem_pp_chunk_layers(job, at->chunk);
 		bool plain;
 		uint64_t send = policy_run(job, x, c0, at->end < end ? at->end : end, &plain);
-		struct mem_seg s = { b, x - start, send - x, x, 0, plain };
-		enum mem_status st = seg_push(ws, &stages[at->chunk % job->pp], s);
+		struct mem_seg s = { b, x - start, send - x, x, 0, plain, 0 };
+		enum mem_status st = push_chunk(ws, job, stages, at->chunk, s);
 
 		if (st != MEM_OK)
 			return st;
@@ -754,7 +783,7 @@ static enum mem_status place_body(struct mem_ws *ws, const struct mem_job *job,
 static enum mem_status place(struct mem_ws *ws, const struct mem_job *job, struct mem_stage *stages)
 {
 	uint64_t r = mem_body_repeats(job), u = 0;
-	struct chunk_at at = { 0, mem_pp_chunk_layers(job, 0), (uint64_t)job->pp * mem_chunks_per_stage(job) };
+	struct chunk_at at = { 0, mem_pp_chunk_layers(job, 0), mem_pp_model_chunks(job) };
 	enum mem_status st = MEM_OK;
 
 	for (size_t b = 0; b < job->nblocks && st == MEM_OK; b++) {
@@ -767,9 +796,9 @@ static enum mem_status place(struct mem_ws *ws, const struct mem_job *job, struc
 			/* pre/post blocks go with the body repeat before them; after
 			 * the last one, with the last chunk (where the loss is) */
 			uint64_t chunk = u == 0 || r == 0 ? 0 : u == r ? at.n - 1 : at.chunk;
-			struct mem_seg s = { b, 0, blk->repeat, u, 0, false };
+			struct mem_seg s = { b, 0, blk->repeat, u, 0, false, 0 };
 
-			st = seg_push(ws, &stages[chunk % job->pp], s);
+			st = push_chunk(ws, job, stages, chunk, s);
 		}
 	}
 	return st;
@@ -791,6 +820,8 @@ static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
 		st->before[s] = acc;
 		seg->units_before = st->body_units;
 		mem_sums_axpy(&cx->ovf, &acc, &acc, mem_seg_iter(cx, seg), seg->count);
+		mem_sums_axpy(&cx->ovf, &st->flight, &st->flight, mem_seg_iter(cx, seg),
+			      mem_mul(&cx->ovf, seg->count, seg->flight));
 		if (blk->is_body) {
 			st->body_units += seg->count;
 			if (mem_seg_iter(cx, seg)->v[S_GATH] > st->max_unit_gath) {
@@ -1007,15 +1038,14 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 	k->host_bytes = mem_add(&cx->ovf, st->total.v[S_HOST], nvme_staging(cx, st));
 	/* offloaded activations of every micro-batch in flight, pinned host RAM */
 	k->host_bytes = mem_add(&cx->ovf, k->host_bytes, mem_add(&cx->ovf, st->total.v[S_STORED_OFF],
-				mem_extra_in_flight(&cx->ovf, st->total.v[S_STORED_OFF],
-						    k->chunks_in_flight, mem_chunks_per_stage(job))));
+				mem_pp_extra(&cx->ovf, job, st, k->chunks_in_flight, S_STORED_OFF, S__COUNT)));
 	k->stored_act = st->total.v[S_STORED_ACT];
 	k->stored_logits = st->total.v[S_STORED_LOG];
-	k->stored_act_in_flight = mem_add(&cx->ovf, k->stored_act, mem_extra_in_flight(&cx->ovf,
-					  k->stored_act, k->chunks_in_flight, mem_chunks_per_stage(job)));
+	k->stored_act_in_flight = mem_add(&cx->ovf, k->stored_act, mem_pp_extra(&cx->ovf, job, st,
+					  k->chunks_in_flight, S_STORED_ACT, S__COUNT));
 	/* the logits are the last chunk's only (mem_extra_logits_in_flight) */
-	k->stored_logits_in_flight = mem_add(&cx->ovf, k->stored_logits, mem_extra_logits_in_flight(&cx->ovf,
-					     job, k->stored_logits, k->chunks_in_flight));
+	k->stored_logits_in_flight = mem_add(&cx->ovf, k->stored_logits, mem_pp_extra(&cx->ovf, job, st,
+					     k->chunks_in_flight, S_STORED_LOG, S__COUNT));
 	if (job->sharding == MEM_SHARD_ZERO3)
 		k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
 						       mem_round(job, job->zero_reduce_bucket_bytes));

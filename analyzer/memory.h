@@ -70,8 +70,15 @@ static inline bool mem_recomputes_repeat(enum mem_recompute r)
 	return r == MEM_RECOMPUTE_FULL || r == MEM_RECOMPUTE_SELECTIVE_OP;
 }
 
-/* ZB_H1/ZB_H2: zero-bubble schedules (Qi et al., ICLR 2024), B split from W */
-enum mem_schedule { MEM_PP_1F1B, MEM_PP_INTERLEAVED, MEM_PP_GPIPE, MEM_PP_ZB_H1, MEM_PP_ZB_H2 };
+/* ZB_H1/ZB_H2: zero-bubble schedules (Qi et al., ICLR 2024), B split from W;
+ * DUALPIPE/DUALPIPEV: deepseek-ai/DualPipe, two chunks per rank */
+enum mem_schedule { MEM_PP_1F1B, MEM_PP_INTERLEAVED, MEM_PP_GPIPE, MEM_PP_ZB_H1, MEM_PP_ZB_H2,
+		    MEM_PP_DUALPIPE, MEM_PP_DUALPIPEV };
+
+static inline bool mem_pp_dual(enum mem_schedule s)
+{
+	return s == MEM_PP_DUALPIPE || s == MEM_PP_DUALPIPEV;
+}
 
 enum mem_component {
 	MEM_C_WEIGHTS,		/* resident weights (sharded if the mode shards them) */
@@ -114,6 +121,8 @@ enum mem_status {
 	MEM_E_OVERFLOW,		/* a byte count exceeds 2^64 - 1 */
 	MEM_E_NOMEM,
 	MEM_E_EXPERT_GROUP,	/* ep x etp does not divide dp_shard x cp x tp */
+	MEM_E_PP_DUALPIPE,	/* DualPipe(V).step's asserts: pp even (DualPipe), micro_batches
+				   even (DualPipe) and at least 2 pp (mem_pp_dual_rule) */
 };
 
 /* One parameter tensor of ONE layer instance, already split by TP/EP: its size
@@ -243,6 +252,10 @@ struct mem_job {
 	   Unsloth's offloaded checkpointing): the stored activations of body repeats other
 	   than the running one live in pinned host memory */
 	bool offload_activations;
+	/* Megatron --cpu-offloading-num-layers N (Transformer Engine cpu_offload.py
+	   DefaultOffloadSynchronizer): the stored activations of the first N body
+	   repeats live in pinned host memory, the rest on the GPU; 0 = off */
+	uint64_t offload_first;
 	/* torch FSDP1 (train.fsdp1, analyzer/mem_fsdp1.c); all false without the record */
 	bool fsdp1;			/* the record is given: FSDP1's prefetch rules below */
 	bool fsdp1_orig_params;		/* use_orig_params: a unit holding a trainable parameter
@@ -426,6 +439,16 @@ uint64_t mem_pp_chunk_layers(const struct mem_job *job, uint64_t c);
  * (vp - 1)pp; Megatron's forward order, microbatch groups of pp). */
 uint64_t mem_extra_logits_in_flight(bool *ovf, const struct mem_job *job, uint64_t stored,
 				    uint64_t chunks);
+/* Model chunks of the body: pp x vp (interleaved), 2 pp (DualPipeV), else pp. */
+uint64_t mem_pp_model_chunks(const struct mem_job *job);
+/* The stages (ranks) holding chunk c: 2 under DualPipe (stages c and pp-1-c
+ * hold it), else 1; returns how many it wrote to r. */
+unsigned mem_pp_chunk_ranks(const struct mem_job *job, uint64_t c, uint32_t r[2]);
+/* DualPipe(V): forwards of chunk c in flight at a rank's peak; 0 otherwise. */
+uint64_t mem_pp_chunk_flight(const struct mem_job *job, uint64_t c);
+/* Which assert of DualPipe(V).step the job fails (MEM_E_PP_DUALPIPE). */
+enum mem_dual_rule { MEM_DUAL_OK, MEM_DUAL_PP_ODD, MEM_DUAL_MB_ODD, MEM_DUAL_MB_FEW };
+enum mem_dual_rule mem_pp_dual_rule(const struct mem_job *job);
 /* Korthikanti §4.2.3 first-stage memory factor of interleaving: 1 + (p-1)/(p v). */
 double mem_pp_interleaved_factor(uint32_t pp, uint32_t vp);
 

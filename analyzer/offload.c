@@ -13,7 +13,8 @@
 
 bool offload_active(const struct mem_job *job)
 {
-	return job && (job->offload_optimizer || job->offload_params || job->offload_activations);
+	return job && (job->offload_optimizer || job->offload_params || job->offload_activations ||
+		       job->offload_first);
 }
 
 uint64_t offload_ranks_per_node(const struct report_job *j)

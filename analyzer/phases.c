@@ -181,7 +181,37 @@ static uint64_t generation(struct ph *p, const struct mem_class *k)
 	const struct phase_input *in = p->in;
 	uint64_t s = no_grad_pass(p, k, p->body_act, in->gen_batch, in->gen_prompt, in->gen_new);
 
+	s = add(p, s, in->gen_kept);	/* PPO's scores of every chunk (build_rl.c ppo_rollout) */
 	return p->job->sharding == MEM_SHARD_ZERO3 ? add(p, s, p->full) : s;
+}
+
+/* The bytes of @v, measured at the step's tokens, at @tokens. */
+static uint64_t at_tokens(struct ph *p, uint64_t v, uint64_t tokens)
+{
+	uint64_t t = p->in->train_tokens, x = mul(p, v, tokens);
+
+	return t ? x / t + (x % t != 0) : x;
+}
+
+/* PPO's scoring loop, one rollout chunk of seq_len tokens at a time, the
+ * generation's scores still held: the reference's forward (its logits,
+ * ref_output.logits in the compute dtype, or its largest body layer), the
+ * value model's and the reward model's (get_reward: a 1-output score, so
+ * their largest layer), one after another, each holding the hidden states
+ * output_hidden_states=True returns until it ends. */
+static uint64_t scoring(struct ph *p, const struct mem_class *k)
+{
+	const struct phase_input *in = p->in;
+	uint64_t tokens = mul(p, in->rl_chunk, add(p, in->gen_prompt, in->gen_new));
+	uint64_t act = at_tokens(p, p->body_act, tokens);
+	uint64_t logits = mul(p, mul(p, tokens, in->rl_vocab), in->act_size);
+	uint64_t ref = add(p, max_u64(act, logits), at_tokens(p, in->rl_hidden[0], tokens));
+	uint64_t value = add(p, act, at_tokens(p, in->rl_hidden[1], tokens));
+	uint64_t reward = add(p, at_tokens(p, in->rl_reward_act, tokens), at_tokens(p, in->rl_hidden[2], tokens));
+	uint64_t s = add(p, between_steps(p, k), in->gen_kept);
+
+	s = add(p, s, max_u64(ref, max_u64(value, reward)));
+	return shards_weights(p->job->sharding) ? add(p, s, mul(p, p->unit, 2)) : s;
 }
 
 /* The reference model's forward under no_grad (TRL compute_ref_log_probs,
@@ -194,6 +224,8 @@ static uint64_t ref_forward(struct ph *p, const struct mem_class *k)
 {
 	uint64_t s = between_steps(p, k);
 
+	if (p->in->ppo)
+		return scoring(p, k);
 	if (p->in->rl_ref_after_policy) {
 		s = add(p, s, add(p, k->stored_act, k->stored_logits));
 		if (p->job->micro_batches > 1 && !p->job->grads_persistent)

@@ -57,6 +57,13 @@ struct phase_input {
 	bool rl_ref_forward, rl_ref_after_policy;
 	bool generate;
 	uint64_t gen_batch, gen_prompt, gen_new;
+	/* PPO (build_rl.c ppo_rollout): the rollout chunk's rows, the fp32
+	 * scores batch_generation keeps, the reward model's largest layer at
+	 * train_tokens, the policy's vocab / tp, the hidden states a forward
+	 * of the policy, the value and the reward model returns (train_tokens) */
+	bool ppo;
+	uint64_t rl_chunk, gen_kept, rl_reward_act, rl_vocab;
+	uint64_t rl_hidden[3];
 };
 
 struct phase_class {

@@ -76,7 +76,8 @@ static void split_error(struct pipeline *p, const struct build *bd)
 	const struct mem_job *j = &bd->job;
 	uint64_t sl = 0;
 	struct loc pp = at_or(bd->loc_pp, at_or(bd->loc_tp, bd->loc_train));
-	unsigned n = (unsigned)j->pp;
+	bool v = j->schedule == MEM_PP_DUALPIPEV;
+	unsigned n = (unsigned)j->pp * (v ? 2 : 1);
 
 	switch (mem_pp_split(j, &sl)) {
 	case MEM_SPLIT_VP:
@@ -99,9 +100,36 @@ static void split_error(struct pipeline *p, const struct build *bd)
 		break;
 	default:
 		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "the model's repeated blocks%s do not split "
-			   "evenly over pp = %u stages; set first_stage_layers/last_stage_layers or change pp",
+			   "evenly over %s = %u stages; set first_stage_layers/last_stage_layers or change pp",
 			   j->pp_account_embedding || j->pp_account_loss ? " (with the accounted embedding/loss)" : "",
-			   n);
+			   v ? "the dualpipev schedule's 2 x pp" : "pp", n);
+	}
+}
+
+/* DualPipe(V).step's asserts (mem_pp_dual_rule), at pp or grad_accum. */
+static void dual_error(struct pipeline *p, const struct build *bd, struct loc at)
+{
+	const struct mem_job *j = &bd->job;
+	const char *name = j->schedule == MEM_PP_DUALPIPEV ? "dualpipev" : "dualpipe";
+	unsigned long long m = j->micro_batches, need = 2 * (unsigned long long)j->pp;
+	struct loc ga = at_or(bd->loc_grad_accum, at);
+
+	switch (mem_pp_dual_rule(j)) {
+	case MEM_DUAL_PP_ODD:
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_pp, at), "the dualpipe schedule pairs "
+			   "rank i with rank pp - 1 - i, so pp = %u must be even (DualPipe.step asserts "
+			   "it); make pp even or use schedule = \"dualpipev\"", (unsigned)j->pp);
+		break;
+	case MEM_DUAL_MB_ODD:
+		diag_error(p->diag, DIAG_BAD_LAYOUT, ga, "the dualpipe schedule feeds half the "
+			   "micro-batches from each end, so grad_accum = %llu must be even (DualPipe.step "
+			   "asserts it); make grad_accum even", m);
+		break;
+	default:
+		diag_error(p->diag, DIAG_BAD_LAYOUT, ga, "the %s schedule needs at least 2 x pp = %llu "
+			   "micro-batches, but grad_accum = %llu (%s.step asserts num_chunks >= num_ranks "
+			   "* 2); make grad_accum at least %llu", name, need, m,
+			   j->schedule == MEM_PP_DUALPIPEV ? "DualPipeV" : "DualPipe", need);
 	}
 }
 
@@ -121,6 +149,8 @@ static void layout_error(struct pipeline *p, const struct check_job *cj, const s
 			   "'overhead.fragmentation' must be at least 0 and below 99");
 	else if (st == MEM_E_PP_UNEVEN)
 		split_error(p, bd);
+	else if (st == MEM_E_PP_DUALPIPE)
+		dual_error(p, bd, at);
 	else if (st == MEM_E_PP_MICRO_BATCHES)
 		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_grad_accum, at),
 			   "the interleaved schedule needs the micro-batches (grad_accum = %llu) to be a "
@@ -161,6 +191,8 @@ static void analyse(struct check_result *cr, const struct check_job *cj, struct 
 		return;
 	}
 	bd->job.phase_series = p->opts->format == DRIVER_FORMAT_HTML;	/* the chart */
+	/* explain strings only for what prints them (--explain, the HTML page) */
+	bd->job.no_explain = !p->opts->explain && p->opts->format != DRIVER_FORMAT_HTML;
 	enum mem_status st = mem_analyze(&bd->job, res);
 
 	if (st != MEM_OK) {
@@ -172,7 +204,7 @@ static void analyse(struct check_result *cr, const struct check_job *cj, struct 
 	bd->rep.analysed = true;
 	if (phases_analyze(scratch, &bd->job, res, &bd->run_in, &bd->run))
 		bd->rep.run = &bd->run;
-	fit_check(cr->ev, scratch, cj, bd);
+	fit_check(p->fit, cr->ev, scratch, cj, bd);
 	offload_check(cr->ev, bd);
 }
 
@@ -288,12 +320,15 @@ int pipeline_run(struct pipeline *p)
 	bool json = p->opts->command == DRIVER_REPORT && p->opts->format == DRIVER_FORMAT_JSON;
 	size_t i = 0;
 
+	p->fit = fit_memo_new(p->arena, p->opts, p->src, p->program, cr->ev);
 	diag_flush(p->diag);
 	if (json)
 		report_json_file_begin(&jw, stdout, src_get(p->src, 1)->display_name, json_first_file);
 	for (const struct decl *d = p->program->root->decls; cr->jobs_follow && d; d = d->next)
 		if (d->kind == DECL_TRAIN)
 			one_job(p, cr, d, &jw, i++);
+	fit_memo_free(p->fit);
+	p->fit = NULL;
 	diag_flush(p->diag);
 	if (json) {
 		report_json_file_end(&jw, p->diag);

@@ -17,6 +17,7 @@ struct diag_engine;
 struct program;
 
 struct diag_out;
+struct fit_memo;
 
 struct driver_totals {
 	unsigned errors, warnings;
@@ -31,6 +32,7 @@ struct pipeline {
 	const struct driver_opts *opts;
 	struct program *program;
 	bool reported;			/* report --format json: this file's entry is written */
+	struct fit_memo *fit;		/* -Wcapacity's fixes, searched once per block text */
 };
 
 /* Called once before the first and after the last file (JSON framing). */

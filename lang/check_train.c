@@ -230,6 +230,7 @@ static const struct field_spec megatron_fields[] = {
 	{ "distributed_optimizer", "bool", false }, { "grad_reduce_in_bf16", "bool", false },
 	{ "overlap_grad_reduce", "bool", false }, { "overlap_param_gather", "bool", false },
 	{ "bucket_size", "count", false }, { "recompute_modules", "list", false },
+	{ "cpu_offloading_num_layers", "count", false }, { "cpu_offloading_activations", "bool", false },
 	{ NULL, NULL, false },
 };
 /* FP8 training: Transformer Engine / Megatron-Core / torchao names (check_fp8.c). */
@@ -265,11 +266,13 @@ static const struct field_spec fsdp2_fields[] = {
 };
 /* A preference or RL job's models and generation (analyzer/build_rl.c). */
 static const struct field_spec rl_fields[] = {
-	{ "algorithm", "enum:dpo|orpo|cpo|simpo|kto|grpo", false },
+	{ "algorithm", "enum:dpo|orpo|cpo|simpo|kto|grpo|ppo", false },
 	{ "reference", "enum:copy|adapter_disabled|precomputed|none", false },
 	{ "num_generations", "count", false }, { "prompt_len", "count", false },
 	{ "generation", "enum:policy|vllm_colocate|vllm_server", false },
 	{ "vllm_gpu_memory_utilization", "ratio", false },
+	{ "reward_model", "model", false }, { "value_model", "model|policy", false },
+	{ "rollout_batch", "count", false },
 	{ NULL, NULL, false },
 };
 /* PYTORCH_CUDA_ALLOC_CONF in PyTorch's spelling, and memc's switch (§5.4). */
@@ -295,7 +298,7 @@ static const struct range_spec train_ranges[] = {
 	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_AT_LEAST_1 },
 	{ "nccl.nchannels_per_net_peer", RANGE_AT_LEAST_1 }, { "nccl.nvls_nchannels", RANGE_AT_LEAST_1 }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
 	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
-	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT },
+	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT }, { "rl.rollout_batch", RANGE_AT_LEAST_1 },
 	{ NULL, RANGE_ANY },
 };
 
@@ -412,6 +415,11 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 {
 	if (!strncmp(type, "enum:", 5))
 		return check_enum(ev, v, type + 5, what);
+	if (!strcmp(type, "model|policy")) {
+		if (v.kind == VAL_SYMBOL && !strcmp(v.str, "policy"))
+			return true;
+		type = "model";
+	}
 	if (!strcmp(type, "cluster")) {
 		if (v.kind == VAL_CLUSTER || v.kind == VAL_ERROR)
 			return v.kind == VAL_CLUSTER;
@@ -497,8 +505,11 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	if (!strncmp(s->type, "enum:", 5) && f->value->kind == EXPR_NAME &&
 	    (v.kind == VAL_DECL || v.kind == VAL_INSTANCE) && is_enum_word(s->type + 5, f->value->name.name))
 		v = (struct value){ .kind = VAL_SYMBOL, .str = f->value->name.name, .loc = v.loc, .origin = v.loc };
-	if (!strcmp(s->type, "model") || !strcmp(s->type, "optimizer") || !strcmp(s->type, "precision"))
-		v = as_decl(ev, f->value, v, !strcmp(s->type, "model") ? DECL_MODEL :
+	/* `value_model = policy`: the policy's architecture (rl, build_rl.c) */
+	if (!strcmp(s->type, "model|policy") && f->value->kind == EXPR_NAME && !strcmp(f->value->name.name, "policy"))
+		v = (struct value){ .kind = VAL_SYMBOL, .str = f->value->name.name, .loc = v.loc, .origin = v.loc };
+	else if (!strncmp(s->type, "model", 5) || !strcmp(s->type, "optimizer") || !strcmp(s->type, "precision"))
+		v = as_decl(ev, f->value, v, !strncmp(s->type, "model", 5) ? DECL_MODEL :
 			    !strcmp(s->type, "optimizer") ? DECL_OPTIMIZER : DECL_PRECISION);
 	v.origin = f->loc;
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))
@@ -734,6 +745,38 @@ static bool recompute_modules_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
+/* megatron { cpu_offloading_num_layers }: what Megatron-Core's
+ * TransformerConfig.__post_init__ refuses with --cpu-offloading (pp > 1,
+ * recomputation), and cpu_offloading_activations = false, with which
+ * Transformer Engine offloads nothing (its weight offload is deprecated). */
+static bool cpu_offloading_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value v, a;
+
+	if (!check_job_field(j, "megatron.cpu_offloading_num_layers", &v) || v.kind != VAL_NUM ||
+	    num_sign(v.num) <= 0)
+		return true;
+	if (degree_above_1(j, "parallel.pp")) {
+		eval_error(ev, DIAG_BAD_LAYOUT, v.origin, "Megatron-Core has no CPU offloading under "
+			   "pipeline parallelism ('Currently there is no support for Pipeline parallelism "
+			   "with CPU offloading'); remove cpu_offloading_num_layers or set pp = 1");
+		return false;
+	}
+	if (check_job_field(j, "checkpoint", &a) && !sym_is(j, "checkpoint", "none")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "Megatron-Core's CPU offloading 'does not "
+			   "work when activation recomputation is enabled'; set checkpoint = none or remove "
+			   "cpu_offloading_num_layers");
+		return false;
+	}
+	if (check_job_field(j, "megatron.cpu_offloading_activations", &a) && a.kind == VAL_BOOL && !a.b) {
+		eval_error(ev, DIAG_IGNORED_SETTING, a.origin, "with cpu_offloading_activations = false "
+			   "Transformer Engine offloads nothing (weight offload is deprecated and has no "
+			   "effect); remove cpu_offloading_num_layers or set it to true");
+		return false;
+	}
+	return true;
+}
+
 /* compile_components: torchtitan's compile.components, under compile = true. */
 static bool compile_ok(struct eval *ev, const struct check_job *j)
 {
@@ -769,6 +812,7 @@ static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 
 	ok = layer_policy_ok(ev, j);
 	ok = recompute_modules_ok(ev, j) && ok;
+	ok = cpu_offloading_ok(ev, j) && ok;
 	ok = compile_ok(ev, j) && ok;
 	if (!check_job_field(j, "checkpoint_saves", &v) || v.kind != VAL_LIST)
 		return ok;
@@ -851,9 +895,10 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 	}
 	if (check_job_field(j, "parallel.schedule", &v) && v.kind == VAL_STRING &&
 	    strcmp(v.str, "1f1b") && strcmp(v.str, "interleaved") && strcmp(v.str, "gpipe") &&
-	    strcmp(v.str, "zb_h1") && strcmp(v.str, "zb_h2")) {
+	    strcmp(v.str, "zb_h1") && strcmp(v.str, "zb_h2") && strcmp(v.str, "dualpipe") &&
+	    strcmp(v.str, "dualpipev")) {
 		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'schedule' must be \"1f1b\", \"interleaved\", "
-			   "\"gpipe\", \"zb_h1\" or \"zb_h2\"");
+			   "\"gpipe\", \"zb_h1\", \"zb_h2\", \"dualpipe\" or \"dualpipev\"");
 		ok = false;
 	}
 	return ok & parallel_ok(ev, j) & offload_ok(ev, j, zero, fsdp);
@@ -1305,16 +1350,26 @@ static void walk_job(struct eval *ev, struct check_job *j)
 	bool interleaved = check_job_field(j, "parallel.schedule", &sched) && sched.kind == VAL_STRING &&
 			   !strcmp(sched.str, "interleaved");
 
-	/* an uneven or accounted split has Megatron-Core's rules, which the
-	 * analyzer checks (mem_pipeline.c mem_pp_split) at the same lines */
+	/* an uneven or accounted split has Megatron-Core's rules, and
+	 * DualPipeV's 2 pp stages their own, which the analyzer checks
+	 * (mem_pipeline.c mem_pp_split) at the same lines */
 	struct value k;
-	bool uneven = check_job_field(j, "parallel.first_stage_layers", &k) ||
+	bool uneven = sym_is(j, "parallel.schedule", "dualpipev") ||
+		      check_job_field(j, "parallel.first_stage_layers", &k) ||
 		      check_job_field(j, "parallel.last_stage_layers", &k) ||
 		      check_job_field(j, "parallel.account_for_embedding", &k) ||
 		      check_job_field(j, "parallel.account_for_loss", &k);
 
 	if (uneven || check_model_split(ev, &m, j, pp, vp, interleaved))
 		check_model_names(ev, &m, j);
+	/* transformer_config.py: "CPU offloading can be done only for layers
+	 * less than num_layers" (the last layer is never offloaded) */
+	uint64_t off = count_key(ev, j, "megatron.cpu_offloading_num_layers", 0, &k);
+
+	if (off && m.body_known && m.have_body && off >= m.body)
+		eval_error(ev, DIAG_OUT_OF_RANGE, k.origin, "cpu_offloading_num_layers = %llu must be "
+			   "less than the model's %llu layers (Megatron-Core offloads all but the last)",
+			   (unsigned long long)off, (unsigned long long)m.body);
 }
 
 /* ---- `train b : a`: a base job and its variants ---- */

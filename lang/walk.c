@@ -498,7 +498,10 @@ static const struct param *param_named(const struct decl *d, const char *name)
 
 /* A count is never negative (a negative `block` or `layers` would pass
  * `numel < min_size`-style tests silently); a ratio lies in [0, 1]. */
-static bool arg_in_range(struct eval *ev, const struct value *v, const char *type, const char *what)
+/* @d and @p name the argument only in the error: formatting that on every
+ * call was a tenth of a job's check. */
+static bool arg_in_range(struct eval *ev, const struct value *v, const char *type, const struct decl *d,
+			 const struct param *p)
 {
 	bool count = !strcmp(type, "count"), ratio = !strcmp(type, "ratio");
 
@@ -506,15 +509,13 @@ static bool arg_in_range(struct eval *ev, const struct value *v, const char *typ
 		return true;
 	if (num_sign(v->num) >= 0 && (!ratio || num_cmp(v->num, num_from_int(1)) <= 0))
 		return true;
-	eval_error(ev, DIAG_OUT_OF_RANGE, v->loc, "%s must be %s", what,
+	eval_error(ev, DIAG_OUT_OF_RANGE, v->loc, "argument '%s' of '%s' must be %s", p->name, d->name,
 		   count ? "0 or more (a count)" : "between 0 and 1 (a ratio: 0% to 100%)");
 	return false;
 }
 
 static bool check_arg(struct eval *ev, const struct decl *d, const struct param *p, struct value *v)
 {
-	char what[128];
-
 	if (v->kind == VAL_ERROR)
 		return true;
 	if (p->nalts > 1) {
@@ -528,12 +529,12 @@ static bool check_arg(struct eval *ev, const struct decl *d, const struct param 
 		diag_note(g, p->type_loc, "parameter '%s' is declared here", p->name);
 		return false;
 	}
-	snprintf(what, sizeof what, "argument '%s' of '%s'", p->name, d->name);
 	if (!matches(v, p->type_alts[0])) {
-		eval_is_type(ev, *v, p->type_alts[0], what, v->loc);
+		eval_is_type(ev, *v, p->type_alts[0], arena_printf(ev->arena, "argument '%s' of '%s'", p->name,
+								    d->name), v->loc);
 		return false;
 	}
-	return arg_in_range(ev, v, p->type_alts[0], what);
+	return arg_in_range(ev, v, p->type_alts[0], d, p);
 }
 
 static void bind_args(struct eval *ev, struct env *frame, const struct decl *d, struct env *caller,

@@ -13,8 +13,14 @@ set -euo pipefail
 # reads JSON and YAML configs. groff-base and man-db render the man pages
 # (tests/cli-extra/check-man.sh). chromium renders the HTML report in
 # tests/html/check-html.sh, whose PNG reader links zlib (zlib1g-dev); where
-# chromium cannot start that suite skips its browser checks.
+# chromium cannot start that suite skips its browser checks. nodejs and npm
+# fetch and run the official SARIF 2.1.0 schema check (tests/output/
+# fetch-sarif-schema.sh); a node from elsewhere (nodesource ships npm in
+# its nodejs) is used as it is.
 packages=(gcc make flex bison libunistring-dev libcmocka-dev pkg-config clang libclang-rt-dev jq libjansson-dev libyaml-dev groff-base man-db zlib1g-dev chromium)
+
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -218,10 +218,11 @@ static void print_json(struct jsonw *w, const char *name, const struct fit_ctx *
 static bool load_base(struct fit_ctx *c, struct fit_args *a)
 {
 	struct interner *in = interner_new(&c->arena);
-	struct diag_engine *de;
+	struct src_table *src = src_table_new(&c->arena);
+	struct diag_engine *de = diag_new(&c->arena, src, stderr);
+	struct program *prog;
 
-	c->src = src_table_new(&c->arena);
-	de = diag_new(&c->arena, c->src, stderr);
+	c->src = src;
 	diag_suppress_warnings(de);	/* memc check says those; fit answers */
 	c->opts = &a->o;
 	c->path = a->file;
@@ -231,12 +232,13 @@ static bool load_base(struct fit_ctx *c, struct fit_args *a)
 	/* every declaration in full, not the lazy stubs of what the job does
 	 * not reach: the larger-GPU fixes read the memory of GPUs it never
 	 * names (each variant loads lazily, as memc check does) */
-	c->prog = import_load_many(&c->arena, in, c->src, de, &a->file, 1, &io);
-	if (c->prog->root && !diag_error_count(de))
-		c->cr = check_program(&c->arena, in, de, c->src, c->prog);
+	c->prog = prog = import_load_many(&c->arena, in, src, de, &a->file, 1, &io);
+	if (prog->root && !diag_error_count(de))
+		c->cr = check_program(&c->arena, in, de, src, prog);
 	diag_flush(de);
-	if (!c->prog->root || diag_error_count(de))
+	if (!prog->root || diag_error_count(de))
 		return false;
+	c->ev = c->gpu_ev = c->cr->ev;
 	c->text = src_get(c->src, 1)->text;
 	c->len = src_get(c->src, 1)->len;
 	return true;
@@ -256,6 +258,7 @@ static bool fit_job(struct fit_ctx *c, const struct check_job *j, struct jsonw *
 	c->have_base = c->truncated = false;
 	c->builds = 0;
 	fit_search(c, &ans);
+	fit_ctx_release(c);	/* the outcomes are this job's variants */
 	if (json)
 		print_json(w, j->decl->name, c, &ans);
 	else

@@ -18,6 +18,7 @@
 enum { FIT_MB_LIMIT = 1 << 20, FIT_SEQ_LIMIT = 1 << 24 };
 
 struct driver_opts;
+struct eval;
 struct check_job;
 struct check_result;
 struct decl;
@@ -48,6 +49,13 @@ struct fit_fix {
 	uint64_t total;
 };
 
+/* A byte range of the file's text that every variant keeps. */
+struct fit_range {
+	uint32_t start, end;
+};
+
+struct fit_memo_slot;
+
 /* The job as written, kept for the whole search. */
 struct fit_ctx {
 	struct arena arena;	/* the base compilation and every result */
@@ -55,16 +63,28 @@ struct fit_ctx {
 	const char *path, *stdlib;
 	const char *text;
 	size_t len;
-	struct src_table *src;
-	struct program *prog;
+	/* nkeep 0: a variant is the whole text; else only these ranges (in
+	 * order, the job's block among them): the other train blocks of a
+	 * file are no part of this job, and compiling them per variant would
+	 * make a search cost the whole file */
+	const struct fit_range *keep;
+	size_t nkeep;
+	const struct src_table *src;	/* the job's keys' text */
+	const struct program *prog;	/* every GPU the file can name, parsed in full */
 	struct check_result *cr;
+	struct eval *ev, *gpu_ev;	/* the job's, and the one prog's GPUs evaluate in */
 	const struct check_job *job;
 	const char *job_name;
 	double job_headroom;
 	unsigned base_warnings;	/* the checker's, which a variant must not add to */
 	bool have_base;
 	unsigned long builds, max_builds;
+	size_t max_fixes;	/* 0: as many as memc fit lists */
 	bool truncated;		/* max_builds reached */
+	/* outcomes by the lines of their change: the mildest tuple of a
+	 * combination is often one tried before */
+	struct fit_memo_slot *seen;
+	size_t nseen, capseen;
 };
 
 struct fit_answer {
@@ -85,5 +105,10 @@ void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome 
 void fit_lines(struct fit_ctx *c, const struct fit_change *ch, char ***lines, size_t *n);
 /* The whole search for c->job. */
 void fit_search(struct fit_ctx *c, struct fit_answer *ans);
+/* Only the job as written and, if it does not fit, the fixes and the
+ * closest (the -Wcapacity notes, analyzer/fit.c). */
+void fit_search_fixes(struct fit_ctx *c, struct fit_answer *ans);
+/* Free what fit_try keeps between variants (not c->arena). */
+void fit_ctx_release(struct fit_ctx *c);
 
 #endif

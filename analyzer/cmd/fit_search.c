@@ -29,6 +29,7 @@ enum { FIT_MAX_KNOBS = 3, FIT_MAX_FIXES = 6, FIT_MAX_ALTS = 24 };
 struct knob_alts {
 	struct fit_change alt[FIT_MAX_ALTS];	/* more are never generated: see add_alt */
 	size_t n;
+	size_t strong;		/* the strongest the checker takes alone (set when it is tried) */
 };
 
 static uint64_t key_u64(const struct fit_ctx *c, const char *key, uint64_t dflt)
@@ -104,7 +105,7 @@ static void read_layout(struct fit_ctx *c, struct layout *l)
 	l->gpu = cl->decl;
 	l->capacity = 0;
 	if (l->gpu)
-		build_gpu_u64(c->cr->ev, l->gpu, "memory", &l->capacity);
+		build_gpu_u64(c->ev, l->gpu, "memory", &l->capacity);
 }
 
 /* micro_batch divided, grad_accum multiplied: the global batch stays. */
@@ -247,7 +248,7 @@ static void knob_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts
 			uint64_t m = 0;
 
 			/* 5% more at least: a 24 GB card is no fix for a 23.99 GiB one */
-			if (d->kind == DECL_GPU && build_gpu_u64(c->cr->ev, d, "memory", &m) &&
+			if (d->kind == DECL_GPU && build_gpu_u64(c->gpu_ev, d, "memory", &m) &&
 			    m / 21 > l->capacity / 20)
 				g[n++] = (struct gpu_choice){ d, m };
 		}
@@ -287,6 +288,11 @@ struct search {
 	uint64_t closest;	/* the smallest total of a variant that did not fit */
 	unsigned found[FIT_MAX_FIXES];	/* the knobs of each fix, as bits */
 };
+
+static size_t most_fixes(const struct fit_ctx *c)
+{
+	return c->max_fixes && c->max_fixes < FIT_MAX_FIXES ? c->max_fixes : FIT_MAX_FIXES;
+}
 
 /* The alternatives @idx of the picked knobs as one change. */
 static struct fit_change combine(struct search *s, const size_t *idx)
@@ -355,25 +361,44 @@ static bool mildest(struct search *s, size_t *best, uint64_t *best_total)
 	}
 }
 
+/* The strongest tuple, analysed: false if it does not fit, so no milder
+ * one would. Alone, a knob's strongest alternative may be one the checker
+ * refuses (tp = 8 that the experts do not divide) while a milder one is
+ * taken: that is no answer about the milder ones, so the next strongest is
+ * tried, and the one found stands for the knob in larger combinations. */
+static bool strongest_fits(struct search *s, size_t *strong)
+{
+	struct fit_outcome o;
+	struct knob_alts *k = &s->k[s->pick[0]];
+
+	for (size_t i = 0; i < s->npick; i++)
+		strong[i] = s->k[s->pick[i]].strong;
+	for (;;) {
+		struct fit_change ch = combine(s, strong);
+
+		if (probe(s, &ch, &o))
+			return true;
+		if (o.ok || s->npick > 1 || !strong[0] || s->c->truncated)
+			return false;
+		k->strong = --strong[0];
+	}
+}
+
 static void try_combination(struct search *s)
 {
 	size_t strong[FIT_MAX_KNOBS], best[FIT_MAX_KNOBS];
-	struct fit_outcome o;
 	uint64_t total = 0;
 	unsigned mask = 0;
 
-	for (size_t i = 0; i < s->npick; i++) {
-		strong[i] = s->k[s->pick[i]].n - 1;
+	for (size_t i = 0; i < s->npick; i++)
 		mask |= 1u << s->pick[i];
-	}
 	for (size_t i = 0; i < s->ans->nfixes; i++)
 		if ((s->found[i] & mask) == s->found[i])
 			return;		/* a fix with fewer knobs is inside this one */
-	struct fit_change ch = combine(s, strong);
-
-	if (!probe(s, &ch, &o) || !mildest(s, best, &total) || s->ans->nfixes == FIT_MAX_FIXES)
+	if (!strongest_fits(s, strong) || !mildest(s, best, &total) || s->ans->nfixes == most_fixes(s->c))
 		return;
-	ch = combine(s, best);
+	struct fit_change ch = combine(s, best);
+
 	s->found[s->ans->nfixes] = mask;
 	keep(s->c, &s->ans->fixes[s->ans->nfixes++], &ch, total);
 }
@@ -385,7 +410,7 @@ static void combinations(struct search *s, enum knob from, size_t left)
 		try_combination(s);
 		return;
 	}
-	for (int k = from; k < K__COUNT && s->ans->nfixes < FIT_MAX_FIXES && !s->c->truncated; k++)
+	for (int k = from; k < K__COUNT && s->ans->nfixes < most_fixes(s->c) && !s->c->truncated; k++)
 		if (s->k[k].n) {
 			s->pick[s->npick++] = (enum knob)k;
 			combinations(s, (enum knob)(k + 1), left - 1);
@@ -400,10 +425,13 @@ static void find_fixes(struct fit_ctx *c, struct fit_answer *ans)
 
 	memset(k, 0, K__COUNT * sizeof *k);
 	knobs(c, k);
+	for (int i = 0; i < K__COUNT; i++)
+		k[i].strong = k[i].n ? k[i].n - 1 : 0;
 	ans->fixes = ARENA_NEW_ARRAY(&c->arena, struct fit_fix, FIT_MAX_FIXES);
 	/* a level with fixes ends the search unless it found fewer than 3:
 	 * then larger combinations that hold none of them are offered too */
-	for (size_t n = 1; n <= FIT_MAX_KNOBS && ans->nfixes < 3 && !c->truncated; n++)
+	for (size_t n = 1; n <= FIT_MAX_KNOBS && ans->nfixes < 3 && ans->nfixes < most_fixes(c) &&
+	     !c->truncated; n++)
 		combinations(&s, K_MICRO_BATCH, n);
 }
 
@@ -500,7 +528,8 @@ static void fewest_gpus(struct fit_ctx *c, struct fit_answer *ans)
 	ans->min_gpus = gallop(c, "cluster", NULL, step, BUILD_MAX_GPUS, true, &ans->gpus_total);
 }
 
-void fit_search(struct fit_ctx *c, struct fit_answer *ans)
+/* The GPU and its capacity, and the job as written. */
+static void as_written(struct fit_ctx *c, struct fit_answer *ans)
 {
 	struct layout l;
 
@@ -510,6 +539,18 @@ void fit_search(struct fit_ctx *c, struct fit_answer *ans)
 	ans->gpu = l.gpu ? l.gpu->name : "?";
 	ans->headroom = c->job_headroom;
 	fit_try(c, NULL, &ans->as_written);
+}
+
+void fit_search_fixes(struct fit_ctx *c, struct fit_answer *ans)
+{
+	as_written(c, ans);
+	if (ans->as_written.ok && !ans->as_written.fits)
+		find_fixes(c, ans);
+}
+
+void fit_search(struct fit_ctx *c, struct fit_answer *ans)
+{
+	as_written(c, ans);
 	ans->max_micro_batch = gallop(c, "micro_batch", NULL, 1, FIT_MB_LIMIT, false, &ans->mb_total);
 	/* lengths in steps of 128 (or of the largest power of two dividing
 	 * seq_len as written, if smaller): the checker's divisibility by

@@ -123,39 +123,62 @@ static uint32_t insert_point(const struct fit_ctx *c, bool *own_line)
 struct fit_edit {
 	uint32_t start, end;
 	const char *text;
+	size_t order;		/* inserts share one point: they keep this order */
 };
 
 static int edit_cmp(const void *a, const void *b)
 {
 	const struct fit_edit *x = a, *y = b;
 
-	return x->start < y->start ? -1 : x->start > y->start;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* The file's text with @ch written into the train block (malloc'ed). */
+/* The text between the kept ranges, as edits that delete it. */
+static size_t drop_edits(const struct fit_ctx *c, struct fit_edit *e)
+{
+	size_t k = 0;
+	uint32_t at = 0;
+
+	for (size_t i = 0; i < c->nkeep; i++) {
+		if (c->keep[i].start > at)
+			e[k] = (struct fit_edit){ at, c->keep[i].start, "", k }, k++;
+		at = c->keep[i].end;
+	}
+	if (c->nkeep && at < c->len)
+		e[k] = (struct fit_edit){ at, (uint32_t)c->len, "", k }, k++;
+	return k;
+}
+
+/* The file's text with @ch (NULL: nothing) written into the train block
+ * and only the kept ranges left (malloc'ed). */
 static char *apply(struct fit_ctx *c, const struct fit_change *ch, size_t *len)
 {
-	char **lines;
-	size_t n, k = 0;
+	char **lines = NULL;
+	size_t n = 0, k;
 	bool own_line;
 	uint32_t ins = insert_point(c, &own_line);
 
-	fit_lines(c, ch, &lines, &n);
-	struct fit_edit *e = calloc(n ? n : 1, sizeof *e);
+	if (ch)
+		fit_lines(c, ch, &lines, &n);
+	struct fit_edit *e = calloc(n + c->nkeep + 1, sizeof *e);
 
 	if (!e)
 		return NULL;
-	for (size_t i = 0; i < ch->n; i++) {
+	k = drop_edits(c, e);
+	for (size_t i = 0, l = 0; ch && i < ch->n; i++) {
 		if (seen_top(ch, i))
 			continue;
 		const struct field *f = own_field(c, ch->v[i].top);
 
 		e[k].start = f ? f->loc.start : ins;
 		e[k].end = f ? f->loc.end : ins;
-		e[k].text = f ? lines[k] : arena_printf(&c->arena, own_line ? "  %s\n" : "\n  %s\n", lines[k]);
-		k++;
+		e[k].text = f ? lines[l] : arena_printf(&c->arena, own_line ? "  %s\n" : "\n  %s\n", lines[l]);
+		e[k].order = k;
+		k++, l++;
 	}
-	qsort(e, k, sizeof *e, edit_cmp);	/* inserts share one point: keep their order */
+	qsort(e, k, sizeof *e, edit_cmp);
 	struct strbuf sb;
 	uint32_t at = 0;
 
@@ -176,6 +199,7 @@ static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
 	struct mem_result res;
 	struct phase_result run;
 
+	bd->job.no_explain = true;	/* a variant is never printed */
 	if (mem_analyze(&bd->job, &res) != MEM_OK)
 		return;
 	bool phases = phases_analyze(a, &bd->job, &res, &bd->run_in, &run);
@@ -220,7 +244,78 @@ static void analyse(struct fit_ctx *c, struct arena *a, struct diag_engine *de, 
 		judge(a, bd, out);
 }
 
-void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+/* ---- outcomes already known ---- */
+
+struct fit_memo_slot {
+	char *key;		/* the change's lines, one per line; "" as written */
+	struct fit_outcome out;
+};
+
+static uint64_t key_hash(const char *k)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 1099511628211ull;
+	return h;
+}
+
+static char *change_key(struct fit_ctx *c, const struct fit_change *ch)
+{
+	struct strbuf sb;
+	char **lines;
+	size_t n = 0, len;
+
+	strbuf_init(&sb);
+	if (ch) {
+		fit_lines(c, ch, &lines, &n);
+		for (size_t i = 0; i < n; i++)
+			strbuf_addf(&sb, "%s\n", lines[i]);
+	}
+	char *s = strbuf_detach(&sb, &len), *k = arena_strdup(&c->arena, s);
+
+	free(s);
+	return k;
+}
+
+/* The slot of @key: its own, or the empty one it goes in. */
+static struct fit_memo_slot *memo_slot(struct fit_ctx *c, const char *key)
+{
+	size_t mask = c->capseen - 1, i = (size_t)key_hash(key) & mask;
+
+	while (c->seen[i].key && strcmp(c->seen[i].key, key) != 0)
+		i = (i + 1) & mask;
+	return &c->seen[i];
+}
+
+/* Half full at most, doubled as it fills; false: no memory, no memo. */
+static bool memo_room(struct fit_ctx *c)
+{
+	if (c->capseen && (c->nseen + 1) * 2 <= c->capseen)
+		return true;
+	size_t cap = c->capseen ? c->capseen * 2 : 64;
+	struct fit_memo_slot *old = c->seen, *nw = calloc(cap, sizeof *nw);
+	size_t oldcap = c->capseen;
+
+	if (!nw)
+		return false;
+	c->seen = nw;
+	c->capseen = cap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i].key)
+			*memo_slot(c, old[i].key) = old[i];
+	free(old);
+	return true;
+}
+
+void fit_ctx_release(struct fit_ctx *c)
+{
+	free(c->seen);
+	c->seen = NULL;
+	c->nseen = c->capseen = 0;
+}
+
+static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
 {
 	struct arena a = { 0 };
 	struct interner *in = interner_new(&a);
@@ -228,12 +323,14 @@ void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome 
 	struct diag_engine *de = diag_new(&a, src, NULL);
 	struct import_opts io = { .dirs = c->opts->dirs, .ndirs = c->opts->ndirs, .stdlib_dir = c->stdlib };
 	size_t len = c->len;
-	char *text = ch ? apply(c, ch, &len) : NULL;
+	char *text = ch || c->nkeep ? apply(c, ch, &len) : NULL;
 
 	memset(out, 0, sizeof *out);
 	c->builds++;
-	if (ch && !text)
+	if ((ch || c->nkeep) && !text) {
+		arena_free(&a);
 		return;
+	}
 	src_set_overlay(src, c->path, text ? text : c->text, len);
 	struct program *p = import_load(&a, in, src, de, c->path, &io);
 
@@ -241,4 +338,26 @@ void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome 
 		analyse(c, &a, de, check_program(&a, in, de, src, p), out);
 	arena_free(&a);
 	free(text);
+}
+
+void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+{
+	char *key = change_key(c, ch);
+
+	if (c->capseen) {
+		struct fit_memo_slot *s = memo_slot(c, key);
+
+		if (s->key) {
+			*out = s->out;
+			return;
+		}
+	}
+	compile_variant(c, ch, out);
+	if (memo_room(c)) {
+		struct fit_memo_slot *s = memo_slot(c, key);
+
+		s->key = key;
+		s->out = *out;
+		c->nseen++;
+	}
 }

@@ -72,6 +72,18 @@ static const struct map_row hf_args_rows[] = {
 	IGN("ref_model_sync_steps"), IGN("ref_model_mixup_alpha"), IGN("mask_truncated_completions"),
 	IGN("vllm_server_host"), IGN("vllm_server_port"), IGN("vllm_server_base_url"),
 	IGN("dataset_num_proc"), IGN("max_prompt_length_ratio"),
+	/* TRL's PPOConfig (trl/experimental/ppo/ppo_config.py) */
+	K("reward_model_path", "rl.algorithm", "ppo"),
+	NOTE("reward_model_path", "the reward model: import its config.json and write rl { reward_model = <model> } "
+	     "(the value model is its architecture unless rl { value_model } says otherwise)"),
+	NOTE("sft_model_path", "the policy: import its config.json"),
+	C("local_rollout_forward_batch_size", "rl.rollout_batch"),
+	NOTE("response_length", "PPO: seq_len = the prompt + response_length; rl { prompt_len } is the prompt"),
+	NOTE("ds3_gather_for_generation", "memc gathers the whole model for generation under ZeRO-3"),
+	IGN("num_ppo_epochs"), IGN("num_mini_batches"), IGN("total_episodes"), IGN("num_sample_generations"),
+	IGN("stop_token"), IGN("stop_token_id"), IGN("missing_eos_penalty"), IGN("whiten_rewards"),
+	IGN("kl_coef"), IGN("kl_estimator"), IGN("cliprange"), IGN("vf_coef"), IGN("cliprange_value"),
+	IGN("gamma"), IGN("lam"), IGN("model_adapter_name"), IGN("ref_adapter_name"),
 	E("attn_implementation", "attention", "flash_attention_2=flash|sdpa=flash|eager=eager"),
 	T("use_liger_kernel", "loss", "chunked"),
 	NOTE("deepspeed", "a DeepSpeed config: import it too"),
@@ -174,6 +186,53 @@ static const struct map_row torchtune_rows[] = {
 	IGN("fsdp_reshard_after_forward"), IGN("loss.*"), END
 };
 
+/* torchtune's PPO recipe (recipes/ppo_full_finetune_single_device.py):
+ * tokenizer.max_seq_len bounds the query, max_generated_tokens the
+ * response; the backward batch is ppo_batch_size / gradient_accumulation_steps
+ * (_setup_training_parameters: _ppo_backward_batch_size), the trajectory
+ * is generated forward_batch_size rows at a time. */
+static const struct map_row torchtune_ppo_rows[] = {
+	E("loss._component_", "rl.algorithm", "torchtune.rlhf.loss.PPOLoss=ppo|torchtune.modules.rlhf.loss.PPOLoss=ppo"),
+	C("tokenizer.max_seq_len", "rl.prompt_len"), C("forward_batch_size", "rl.rollout_batch"),
+	NOTE("batch_size", "the trajectory: memc generates micro_batch x grad_accum rows"),
+	NOTE("ppo_batch_size", "micro_batch = ppo_batch_size / gradient_accumulation_steps"),
+	NOTE("max_generated_tokens", "seq_len = tokenizer.max_seq_len + max_generated_tokens"),
+	NOTE("policy_model._component_", "the policy: import its config.json"),
+	NOTE("reward_and_value_model._component_", "the reward and value models (classifier_model): "
+	     "write rl { reward_model = <model> }"),
+	IGN("reward_and_value_model.*"), IGN("policy_model.*"), IGN("ref_policy_checkpointer.*"),
+	IGN("value_checkpointer.*"), IGN("reward_checkpointer.*"), IGN("enable_kv_cache"), IGN("num_steps"),
+	IGN("ppo_epochs"), IGN("temperature"), IGN("top_k"), IGN("min_response_length"), IGN("penalise_no_eos"),
+	IGN("reward_penalty"), IGN("stop_token_ids"), IGN("whiten_rewards"), IGN("gamma"), IGN("lmbda"),
+	IGN("kl_coeff"), END
+};
+
+static const struct map_row *rows_cat(struct arena *arena, const struct map_row *a, const struct map_row *b);
+
+static long long cfg_int(const struct cfg *c, const char *path, long long dflt)
+{
+	const struct cfg_item *it = cfg_find(c, path);
+
+	return it && it->kind == CFG_INT ? it->i : dflt;
+}
+
+/* The two keys the recipe derives from others. */
+static bool torchtune_ppo(struct cfg *c, struct imp_out *o)
+{
+	long long ppo = cfg_int(c, "ppo_batch_size", 0), ga = cfg_int(c, "gradient_accumulation_steps", 1);
+	long long prompt = cfg_int(c, "tokenizer.max_seq_len", 0), gen = cfg_int(c, "max_generated_tokens", 0);
+
+	if (!map_apply(c, rows_cat(c->arena, torchtune_ppo_rows, torchtune_rows), o))
+		return false;
+	if (ppo > 0 && ga > 0 && ppo % ga == 0)
+		imp_set(o, "micro_batch", arena_printf(c->arena, "%lld", ppo / ga), "ppo_batch_size",
+			"ppo_batch_size / gradient_accumulation_steps");
+	if (prompt > 0 && gen > 0 && prompt <= (1LL << 40) && gen <= (1LL << 40))
+		imp_set(o, "seq_len", arena_printf(c->arena, "%lld", prompt + gen), "max_generated_tokens",
+			"tokenizer.max_seq_len + max_generated_tokens");
+	return true;
+}
+
 static bool any_component(const struct cfg *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
@@ -241,6 +300,8 @@ bool yaml_import(struct cfg *c, struct imp_out *o)
 {
 	if (cfg_find(c, "distributed_type") || cfg_find(c, "compute_environment"))
 		return accelerate_import(c, o);
+	if (cfg_find(c, "policy_model._component_"))
+		return torchtune_ppo(c, o);
 	if (any_component(c))
 		return map_apply(c, torchtune_rows, o);
 	if (!map_apply(c, hf_args_rows, o))

@@ -98,17 +98,34 @@ instructions() {
 	echo 'A generated file: the four stdlib imports of the llama examples and'
 	echo '10,000 train blocks of Llama-2-7B on 8 x A100 80GB (micro_batch 1..16,'
 	echo 'checkpoint none/full, ZeRO 0..3). Wall time and peak RSS of one'
-	echo '`memc check` and one `memc report` (tests/bench/rusage.c).'
+	echo '`memc check` and one `memc report` (tests/bench/rusage.c). The'
+	echo 'blocks repeat every 128, and the -Wcapacity fix search runs once per'
+	echo 'distinct block text that does not fit (analyzer/fit.c): the row'
+	echo 'with `-Wno-capacity` is the same check without any search.'
 	echo
 	row 'command' 'wall' 'peak RSS' 'exit status' 'per block'
 	row '---' '---:' '---:' '---:' '---:'
-	for cmd in check report; do
-		"$b/bench-rusage" "$tmp/ru" "$memc" "$cmd" "$many" >/dev/null 2>&1 || true
+	for cmd in check check\ -Wno-capacity report; do
+		read -r -a argv <<<"$cmd"
+		"$b/bench-rusage" "$tmp/ru" "$memc" "${argv[@]}" "$many" >/dev/null 2>&1 || true
 		read -r wall rss rc <"$tmp/ru"
 		per=$(awk -v w="$wall" 'BEGIN { printf "%.1f us", w * 1e6 / 10000 }')
 		row "memc $cmd" "$wall s" "$rss MiB" "$rc" "$per"
 	done
 	echo
+	if command -v valgrind >/dev/null; then
+		# the first 1,280 blocks: every distinct block once, ten times
+		head -n $((4 + 1280 * 10)) "$many" >"$tmp/k128.mem"
+		echo 'Instructions (callgrind, load-independent) of `memc check` on the'
+		echo 'first 1,280 blocks of that file, with and without the fix searches:'
+		echo
+		echo '| command | instructions |'
+		echo '| --- | ---: |'
+		for flag in -Wcapacity -Wno-capacity; do
+			printf '| memc check %s | %s |\n' "$flag" "$(instructions "$memc" check "$flag" "$tmp/k128.mem")"
+		done
+		echo
+	fi
 	echo '## Variants in one process'
 	echo
 	echo 'tests/bench/sweep.c loads and checks a file once, then builds and'

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "analyzer/build.h"
+#include "analyzer/cmd/driver.h"
 #include "analyzer/fit.h"
 #include "analyzer/memory.h"
 #include "analyzer/out/diag_out.h"
@@ -63,7 +64,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* One job through the analyzer and both reports, as pipeline.c does. */
 static void analyse_one(struct arena *arena, struct check_result *cr, const struct check_job *cj,
-			struct diag_engine *de)
+			struct diag_engine *de, struct fit_memo *fit)
 {
 	struct build_override none = { .zero = -1 };
 	struct build bd;
@@ -73,7 +74,7 @@ static void analyse_one(struct arena *arena, struct check_result *cr, const stru
 		return;
 	bd.rep.result = &res;
 	bd.rep.analysed = true;
-	fit_check(cr->ev, arena, cj, &bd);
+	fit_check(fit, cr->ev, arena, cj, &bd);
 	report_text(dump_sink, &bd.rep, true);
 	report_json_begin(dump_sink);
 	report_json_file(dump_sink, "fuzz.mem", &bd.rep, 1, de, true);
@@ -88,9 +89,12 @@ static void check_one(struct arena *arena, struct interner *in, struct diag_engi
 	struct file_ast *files[1] = { ast };
 	struct program prog = { .files = files, .nfiles = 1, .root = ast };
 	struct check_result *cr = check_program(arena, in, de, src, &prog);
+	struct driver_opts o = { .ndirs = 0 };
+	struct fit_memo *fit = fit_memo_new(arena, &o, src, &prog, cr->ev);
 
 	for (const struct check_job *j = cr->jobs; j && !diag_error_count(de); j = j->next)
-		analyse_one(arena, cr, j, de);
+		analyse_one(arena, cr, j, de, fit);
+	fit_memo_free(fit);
 }
 
 static void fuzz_one(const uint8_t *data, size_t size)

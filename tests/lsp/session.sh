@@ -121,7 +121,7 @@ ok "didChange: the fixed text's capacity warning, its note as related" "$pub | .
 	| .severity == 2 and .code == \"capacity\" and .range.start == {\"line\":25,\"character\":2}
 	  and .relatedInformation[0].location.uri == \"$uri\"
 	  and .relatedInformation[0].location.range.start == {\"line\":20,\"character\":6}
-	  and (.relatedInformation[0].message | startswith(\"tp = 2 fits\")))"
+	  and (.relatedInformation[0].message | startswith(\"zero = 1 fits\")))"
 ok "didClose: clears the diagnostics" "$pub | length == 3 and .[2].params.diagnostics == []"
 ok "shutdown: null result" '.[] | select(.id == 9) | has("result") and .result == null'
 ok "request after shutdown: -32600" '.[] | select(.id == 10) | .error.code == -32600'

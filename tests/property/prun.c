@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/cmd/driver.h"
 #include "analyzer/fit.h"
 #include "analyzer/report.h"
 #include "lang/arena.h"
@@ -116,7 +117,8 @@ static void copy_result(struct arena *keep, const struct build *bd, const struct
 
 /* Build, analyse and report the first job, as pipeline.c's analyse(). */
 static void analyse(struct arena *keep, struct arena *a, struct check_result *cr,
-		    struct diag_engine *de, const struct build_override *ov, struct prun *out)
+		    struct diag_engine *de, const struct build_override *ov, struct prun *out,
+		    struct fit_memo *fit)
 {
 	struct build_override none = { .zero = -1 };
 	const struct check_job *cj = cr->jobs;
@@ -131,7 +133,7 @@ static void analyse(struct arena *keep, struct arena *a, struct check_result *cr
 	bd.rep.analysed = true;
 	bd.rep.file = "job.mem";
 	bd.rep.line = 1;
-	fit_check(cr->ev, a, cj, &bd);
+	fit_check(fit, cr->ev, a, cj, &bd);
 	copy_result(keep, &bd, &res, out);
 	reports(keep, &bd, de, out);
 	out->ok = diag_error_count(de) == 0;
@@ -161,8 +163,11 @@ void prun_job(struct arena *keep, const struct prun_opts *o, const char *text,
 
 	if (prog->root && !diag_error_count(de)) {
 		struct check_result *cr = check_program(&a, in, de, src, prog);
+		struct driver_opts dopts = { .ndirs = 0 };
+		struct fit_memo *fit = fit_memo_new(&a, &dopts, src, prog, cr->ev);
 
-		analyse(keep, &a, cr, de, ov, out);
+		analyse(keep, &a, cr, de, ov, out, fit);
+		fit_memo_free(fit);
 	}
 	diag_flush(de);
 	out->diags = take(keep, df, &db, &dl);

@@ -128,6 +128,28 @@ static void offload_forward(void **state)
 	assert_int_equal(analyze(&f.j).phase_peak[MEM_PHASE_FORWARD], 173700 + (N - 1) * 29000);
 }
 
+/* Megatron --cpu-offloading-num-layers 2: repeats 0 and 1 on the host
+ * (2 x 29,000 B), the other 4 on the GPU: the forward peak above less
+ * 2 x 29,000 = 260,700 (not 173,700: only two repeats move). */
+static void offload_first_layers(void **state)
+{
+	struct fixture f;
+	struct mem_class k;
+
+	(void)state;
+	setup(&f);
+	f.j.sharding = MEM_SHARD_NONE;
+	f.j.dp = 1;
+	f.j.offload_first = 2;
+	k = analyze(&f.j);
+	assert_int_equal(k.host_bytes, 2 * 29000);
+	assert_int_equal(k.phase_peak[MEM_PHASE_FORWARD], 173700 + (N - 1) * 29000 - 2 * 29000);
+	f.j.recompute = MEM_RECOMPUTE_FULL;	/* Megatron refuses it */
+	struct mem_result r;
+
+	assert_int_equal(mem_analyze(&f.j, &r), MEM_E_INVALID);
+}
+
 static void check_fold(struct fixture *f)
 {
 	struct mem_class a, b;
@@ -163,6 +185,11 @@ static void folded_equals_unrolled(void **state)
 					f.j.recompute = (enum mem_recompute)rc;
 					f.j.micro_batches = mb;
 					check_fold(&f);
+					if (rc)
+						continue;
+					f.j.offload_activations = false;
+					f.j.offload_first = v & 4 ? 1 : N - 1;
+					check_fold(&f);
 				}
 }
 
@@ -172,6 +199,7 @@ int main(void)
 		cmocka_unit_test(orig_params_grads),
 		cmocka_unit_test(no_sync_resident),
 		cmocka_unit_test(offload_forward),
+		cmocka_unit_test(offload_first_layers),
 		cmocka_unit_test(folded_equals_unrolled),
 	};
 

@@ -395,6 +395,52 @@ static void pp_split_megatron(void **state)
 	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_EDGES);
 }
 
+/* DualPipe(V).step, simulated event by event (forward before the backward
+ * it is paired with): pp 8, 16 micro-batches: rank i holds pp - i forwards
+ * of stage i and i + 1 of stage 7 - i, 9 in all; DualPipeV on 4 ranks (8
+ * V stages) holds 2 pp - c of V stage c, 9 per rank; the asserts. */
+static void pp_dualpipe(void **state)
+{
+	struct mem_block b = { NULL, 0, 32, true };
+	struct mem_job j = { .blocks = &b, .nblocks = 1, .pp = 8, .vp = 1, .micro_batches = 16,
+			     .schedule = MEM_PP_DUALPIPE };
+	uint32_t r[2];
+	uint64_t sl;
+
+	(void)state;
+	for (uint32_t i = 0; i < 8; i++)
+		assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_DUALPIPE, 8, 1, i, 16), 9);
+	assert_int_equal(mem_pp_micro_batches_in_flight(MEM_PP_DUALPIPE, 8, 1, 3, 16), 9);
+	assert_int_equal(mem_pp_chunk_ranks(&j, 2, r), 2);
+	assert_int_equal(r[0], 2);
+	assert_int_equal(r[1], 5);
+	assert_int_equal(mem_pp_chunk_flight(&j, 0), 8);
+	assert_int_equal(mem_pp_chunk_flight(&j, 7), 1);
+	assert_int_equal(mem_pp_model_chunks(&j), 8);
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_OK);
+	assert_int_equal(mem_pp_chunk_layers(&j, 5), 4);
+	assert_int_equal(mem_pp_dual_rule(&j), MEM_DUAL_OK);
+	j.micro_batches = 15;
+	assert_int_equal(mem_pp_dual_rule(&j), MEM_DUAL_MB_ODD);
+	j.micro_batches = 14;
+	assert_int_equal(mem_pp_dual_rule(&j), MEM_DUAL_MB_FEW);
+	j.pp = 7;
+	assert_int_equal(mem_pp_dual_rule(&j), MEM_DUAL_PP_ODD);
+	j.schedule = MEM_PP_DUALPIPEV;
+	j.pp = 4;
+	j.micro_batches = 9;		/* DualPipeV: odd is fine, >= 2 pp */
+	assert_int_equal(mem_pp_dual_rule(&j), MEM_DUAL_OK);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_DUALPIPEV, 4, 1, 1, 9), 9);
+	assert_int_equal(mem_pp_micro_batches_in_flight(MEM_PP_DUALPIPEV, 4, 1, 1, 9), 7);
+	assert_int_equal(mem_pp_model_chunks(&j), 8);
+	assert_int_equal(mem_pp_chunk_ranks(&j, 6, r), 1);
+	assert_int_equal(r[0], 1);
+	assert_int_equal(mem_pp_chunk_flight(&j, 6), 2);
+	assert_int_equal(mem_pp_chunk_layers(&j, 6), 4);	/* 32 over 8 V stages */
+	b.repeat = 36;			/* 36 over 4 ranks, not over 8 V stages */
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_EVEN);
+}
+
 /* Logits live in the last chunk: pp 4, vp 5, 17 forwards of the last stage
  * hold one micro-batch's, all 4 x 5 x 2 = 40 (m = 8 in warm-up) hold 8. */
 static void pp_logits_last_chunk(void **state)
@@ -879,6 +925,11 @@ static void explain_strings(void **state)
 	(void)state;
 	m->job.dp = 8;
 	m->job.sharding = MEM_SHARD_ZERO3;
+	m->job.no_explain = true;	/* never printed: not formatted */
+	k = analyze_one(&m->job);
+	assert_string_equal(k.explain[MEM_C_WEIGHTS], "");
+	assert_string_equal(k.explain_peak, "");
+	m->job.no_explain = false;
 	k = analyze_one(&m->job);
 	assert_non_null(strstr(k.explain[MEM_C_WEIGHTS], "13,476,831,232 B for 6,738,415,616 params"));
 	assert_non_null(strstr(k.explain[MEM_C_WEIGHTS], "group (§3.1, §3.3), = 1,684,603,904 B (ZeRO-3)"));
@@ -906,6 +957,7 @@ int main(void)
 		cmocka_unit_test(tv17d_ddp_buckets),
 		cmocka_unit_test(tv21_pipeline_factors),
 		cmocka_unit_test(pp_split_megatron),
+		cmocka_unit_test(pp_dualpipe),
 		cmocka_unit_test(pp_logits_last_chunk),
 		cmocka_unit_test(tv21_first_stage_activations),
 		cmocka_unit_test(tv23_example_a_foreach),

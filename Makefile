@@ -122,6 +122,12 @@ $(B)/%.o: %.c $(FLAGS_FILE) | $(GEN_H)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
+# The timeline walk is the compiled model's inner loop: -O3 there is
+# measured in docs/performance.md ("The compiled model"); `make
+# HOT_CFLAGS=` builds it as the rest.
+HOT_CFLAGS ?= -O3
+$(B)/analyzer/mem_timeline.o: ALL_CFLAGS += $(HOT_CFLAGS)
+
 $(GEN_OBJS): %.o: %.c $(FLAGS_FILE) | $(GEN_H)
 	$(CC) $(ALL_CPPFLAGS) $(GEN_CFLAGS) -c -o $@ $<
 

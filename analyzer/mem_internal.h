@@ -103,6 +103,7 @@ struct mem_ctx {
 	struct mem_sums **prefix;	/* [block][layer]: sums of layers 0..layer-1 of one
 					   repeat (set_layer in O(1)); [nlayers] = iter */
 	struct mem_sums **prefix_plain;
+	size_t pslot;			/* next slot of ws->pcache (cost_table's layer order) */
 };
 
 struct mem_walk_out {
@@ -170,6 +171,7 @@ void *mem_ws_calloc(struct mem_ws *ws, size_t n, size_t size);
 void *mem_ws_alloc(struct mem_ws *ws, size_t n, size_t size);	/* not zeroed */
 void mem_ws_release(struct mem_ws *ws, void *p);
 void mem_ws_reset(struct mem_ws *ws);	/* start of a call: last call's blocks are free */
+void mem_pcache_free(struct mem_ws *ws);	/* memory.c: the cost cache of mem_ws_free */
 uint64_t mem_round(const struct mem_job *job, uint64_t bytes);
 void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c);
 /* out = x + k * y */

@@ -505,17 +505,70 @@ static void set_layer(struct walk *w, struct pos *p, size_t j)
 	p->c = &mem_seg_costs(w->cx, p->seg)[j];
 }
 
+/* Consecutive segments of one body block that the walk can take as one:
+ * same block, recompute mode and (DualPipe) chunk in flight, each
+ * starting where the last ended (its
+ * sums and units are the last one's plus its repeats, finish_stage).  An interleaved
+ * stage's vp chunks are such segments.  Their instants are then exactly
+ * those of one segment of the summed count, linear in the repeat but at
+ * the stage's first and last body units, which are the run's ends; so
+ * {0, 1, N-2, N-1} of the run finds the peak and each phase's, with the
+ * same earliest instant on a tie, that every segment's own four find
+ * (§"Folding" of docs/memory-model.md).  job->walk_every_segment keeps
+ * the segments apart (the tests compare the two). */
+static bool joins(const struct walk *w, size_t e)
+{
+	const struct mem_seg *a = &w->st->segs[e - 1], *b = &w->st->segs[e];
+
+	/* before[e] is before[e - 1] + count x the block's sums by construction
+	 * (finish_stage), so the sums need no comparing */
+	return !w->job->walk_every_segment && b->block == a->block && b->plain == a->plain &&
+	       b->flight == a->flight && w->job->blocks[a->block].is_body &&
+	       b->units_before == a->units_before + a->count;
+}
+
+static size_t run_end(const struct walk *w, size_t s)
+{
+	size_t e = s + 1;
+
+	while (e < w->st->nsegs && joins(w, e))
+		e++;
+	return e;
+}
+
+static uint64_t run_count(const struct walk *w, size_t s, size_t e)
+{
+	uint64_t n = 0;
+
+	for (size_t i = s; i < e; i++)
+		n += w->st->segs[i].count;	/* <= the stage's body units */
+	return n;
+}
+
+/* Repeat @r of the run [@s, @e): its segment and the repeat within it. */
+static void run_locate(const struct walk *w, size_t s, size_t e, uint64_t r, size_t *seg, uint64_t *rr)
+{
+	for (; s + 1 < e && r >= w->st->segs[s].count; s++)
+		r -= w->st->segs[s].count;
+	*seg = s;
+	*rr = r;
+}
+
 static void walk_forward(struct walk *w)
 {
-	for (size_t s = 0; s < w->st->nsegs; s++) {
+	for (size_t s = 0, e; s < w->st->nsegs; s = e) {
+		e = run_end(w, s);
 		const struct mem_seg *seg = &w->st->segs[s];
 		uint64_t rs[4];
-		size_t nr = eval_set(seg->count, rs);
+		size_t nr = eval_set(run_count(w, s, e), rs);
 
 		for (size_t k = 0; k < nr; k++) {
 			struct pos p;
+			size_t at;
+			uint64_t r;
 
-			set_repeat(w, &p, s, rs[k]);
+			run_locate(w, s, e, rs[k], &at, &r);
+			set_repeat(w, &p, at, r);
 			for (size_t j = 0; j < w->job->blocks[seg->block].nlayers; j++) {
 				set_layer(w, &p, j);
 				eval_forward(w, &p);
@@ -524,18 +577,32 @@ static void walk_forward(struct walk *w)
 	}
 }
 
+/* The runs of walk_forward, last first. */
+static size_t run_start(const struct walk *w, size_t e)
+{
+	size_t s = e - 1;
+
+	while (s > 0 && joins(w, s))
+		s--;
+	return s;
+}
+
 static void walk_backward(struct walk *w)
 {
-	for (size_t s = w->st->nsegs; s-- > 0;) {
+	for (size_t e = w->st->nsegs, s; e > 0; e = s) {
+		s = run_start(w, e);
 		const struct mem_seg *seg = &w->st->segs[s];
 		const struct mem_block *b = &w->job->blocks[seg->block];
 		uint64_t rs[4];
-		size_t nr = eval_set(seg->count, rs);
+		size_t nr = eval_set(run_count(w, s, e), rs);
 
 		for (size_t k = nr; k-- > 0;) {
 			struct pos p;
+			size_t at;
+			uint64_t r;
 
-			set_repeat(w, &p, s, rs[k]);
+			run_locate(w, s, e, rs[k], &at, &r);
+			set_repeat(w, &p, at, r);
 			for (size_t j = 0; mem_seg_recomputes(w->cx, seg) && b->is_body && j < b->nlayers;
 			     j++) {
 				set_layer(w, &p, j);

@@ -85,6 +85,7 @@ void mem_ws_reset(struct mem_ws *ws)
 void mem_ws_free(struct mem_ws *ws)
 {
 	mem_ws_reset(ws);
+	mem_pcache_free(ws);
 	free(ws->buf);
 	memset(ws, 0, sizeof(*ws));
 }

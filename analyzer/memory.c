@@ -69,11 +69,30 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	mem_fsdp_add_sums(ovf, s, c);
 }
 
+/* mem_add(x, mem_mul(y, k)) field by field, without a branch per field:
+ * the walk calls it for every repeat it visits.  A product or sum that
+ * overflows saturates, as mem_add of a saturated product does. @out may
+ * be @x. */
 void mem_sums_axpy(bool *ovf, struct mem_sums *out, const struct mem_sums *x,
 		   const struct mem_sums *y, uint64_t k)
 {
-	for (int i = 0; i < S__COUNT; i++)
-		out->v[i] = mem_add(ovf, x->v[i], mem_mul(ovf, y->v[i], k));
+	bool any = false;
+
+	if (k == 0) {
+		if (out != x)
+			*out = *x;
+		return;
+	}
+	for (int i = 0; i < S__COUNT; i++) {
+		uint64_t t, r;
+		bool o = __builtin_mul_overflow(y->v[i], k, &t);
+
+		o |= __builtin_add_overflow(x->v[i], t, &r);
+		out->v[i] = o ? UINT64_MAX : r;
+		any |= o;
+	}
+	if (any)
+		*ovf = true;
 }
 
 uint64_t mem_extra_in_flight(bool *ovf, uint64_t stored, uint64_t chunks, uint32_t vp)
@@ -360,19 +379,16 @@ static uint64_t sac_kept(const struct mem_job *job, const struct mem_block *b, s
 	return sdpa + l->op_mm[before % 2];
 }
 
-/* plain: the cost of a repeat left out of the per-layer policy (policy_run):
- * not recomputed, and not offloaded by Megatron's cpu_offloading. */
-static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, bool plain,
-		       struct mem_cost *c)
+/* The parameters' part of a layer's cost: what cost_key and the mem_param
+ * array feed, nothing a micro-batch changes. */
+static void cost_params(struct mem_ctx *cx, const struct mem_block *b, size_t j, bool full, bool flat,
+			struct mem_cost *c)
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_layer *l = &b->layers[j];
-	bool remat = !plain && mem_recomputes_repeat(job->recompute);
-	bool full = remat && b->is_body, flat = mem_fsdp1_flat_grad(job, b);
 
 	memset(c, 0, sizeof(*c));
 	c->body = b->is_body;
-	c->act = l->loss_region ? MEM_C_LOGITS : MEM_C_ACTIVATIONS;
 	for (size_t i = 0; i < l->nparams; i++) {
 		const struct mem_param *p = &l->params[i];
 		uint32_t n = p->shard_group ? p->shard_group : p->expert ? cx->expert_n : cx->shard_n;
@@ -399,6 +415,168 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 		if (p->cast_saved && full)
 			c->cast_fwd = mem_add(&cx->ovf, c->cast_fwd, cast);
 	}
+}
+
+/* What cost_params reads of the job besides the layer's parameters and
+ * block.  A mem_job field that a parameter's cost starts to read must be
+ * added here, or a workspace's cache would keep the cost of the last job
+ * (the _Static_assert below stops the build when mem_job changes).  Zeroed
+ * before it is filled, so that memcmp also compares the padding. */
+struct cost_key {
+	enum mem_sharding sharding;
+	uint32_t shard_n, expert_n, fsdp_reshard_to;
+	bool offload_params, offload_params_nvme, offload_optimizer, offload_optimizer_nvme;
+	bool no_rounding, grad_as_bucket_view, optimizer_in_backward, fsdp_no_sync;
+	bool full, flat, body;
+};
+
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_job) == 416,
+	       "a new mem_job field: add it to struct cost_key if a parameter's cost reads it");
+
+/* One layer's cached cost: the key and a copy of the parameters it was
+ * computed from (compared by value: a caller may rebuild a job at the same
+ * addresses, as cm_eval's fallback does). */
+struct mem_pcache_slot {
+	bool valid, ovf;
+	struct cost_key key;
+	struct mem_param *params;
+	size_t nparams, cap;
+	struct mem_cost cost;
+};
+
+struct mem_pcache {
+	struct mem_pcache_slot *slot;
+	size_t nslots;
+};
+
+static void cost_key_of(const struct mem_ctx *cx, bool full, bool flat, bool body, struct cost_key *k)
+{
+	const struct mem_job *job = cx->job;
+
+	memset(k, 0, sizeof(*k));
+	k->sharding = job->sharding;
+	k->shard_n = cx->shard_n;
+	k->expert_n = cx->expert_n;
+	k->fsdp_reshard_to = job->fsdp_reshard_to;
+	k->offload_params = job->offload_params;
+	k->offload_params_nvme = job->offload_params_nvme;
+	k->offload_optimizer = job->offload_optimizer;
+	k->offload_optimizer_nvme = job->offload_optimizer_nvme;
+	k->no_rounding = job->no_rounding;
+	k->grad_as_bucket_view = job->grad_as_bucket_view;
+	k->optimizer_in_backward = job->optimizer_in_backward;
+	k->fsdp_no_sync = job->fsdp_no_sync;
+	k->full = full;
+	k->flat = flat;
+	k->body = body;
+}
+
+/* The next slot of this call (layers are costed in the same order for the
+ * same job); NULL without a workspace, or when it cannot grow. */
+static struct mem_pcache_slot *pcache_next(struct mem_ctx *cx)
+{
+	struct mem_ws *ws = cx->ws;
+	struct mem_pcache *pc;
+	size_t i = cx->pslot++;
+
+	if (!ws)
+		return NULL;
+	if (!ws->pcache && !(ws->pcache = calloc(1, sizeof(*ws->pcache))))
+		return NULL;
+	pc = ws->pcache;
+	if (i >= pc->nslots) {
+		size_t n = pc->nslots ? pc->nslots * 2 : 16;
+		struct mem_pcache_slot *s;
+
+		while (n <= i)
+			n *= 2;
+		if (n > SIZE_MAX / sizeof(*s) || !(s = realloc(pc->slot, n * sizeof(*s))))
+			return NULL;
+		memset(s + pc->nslots, 0, (n - pc->nslots) * sizeof(*s));
+		pc->slot = s;
+		pc->nslots = n;
+	}
+	return &pc->slot[i];
+}
+
+/* Keep @c as the slot's cost of @l under @k; a copy that cannot be made
+ * leaves the slot invalid (recomputed next time). */
+static void pcache_store(struct mem_pcache_slot *sl, const struct cost_key *k, const struct mem_layer *l,
+			 const struct mem_cost *c, bool ovf)
+{
+	sl->valid = false;
+	if (l->nparams > sl->cap) {
+		struct mem_param *p = l->nparams <= SIZE_MAX / sizeof(*p) ?
+				      realloc(sl->params, l->nparams * sizeof(*p)) : NULL;
+
+		if (!p)
+			return;
+		sl->params = p;
+		sl->cap = l->nparams;
+	}
+	if (l->nparams)
+		memcpy(sl->params, l->params, l->nparams * sizeof(*l->params));
+	sl->nparams = l->nparams;
+	sl->key = *k;
+	sl->cost = *c;
+	sl->ovf = ovf;
+	sl->valid = true;
+}
+
+/* cost_params, from the workspace's cache when the layer's parameters and
+ * the key are those it was computed from (memc search and the compiled
+ * model analyse one job's variants, most of which change only what a
+ * parameter's cost does not read). */
+static void cost_params_cached(struct mem_ctx *cx, const struct mem_block *b, size_t j, bool full,
+			       bool flat, struct mem_cost *c)
+{
+	const struct mem_layer *l = &b->layers[j];
+	struct mem_pcache_slot *sl = pcache_next(cx);
+	struct cost_key k;
+	bool ovf = cx->ovf;
+
+	if (!sl) {
+		cost_params(cx, b, j, full, flat, c);
+		return;
+	}
+	cost_key_of(cx, full, flat, b->is_body, &k);
+	if (sl->valid && sl->nparams == l->nparams && !memcmp(&sl->key, &k, sizeof k) &&
+	    (!l->nparams || !memcmp(sl->params, l->params, l->nparams * sizeof(*l->params)))) {
+		*c = sl->cost;
+		cx->ovf |= sl->ovf;
+		cx->ws->pcache_hits++;
+		return;
+	}
+	cx->ovf = false;
+	cost_params(cx, b, j, full, flat, c);
+	pcache_store(sl, &k, l, c, cx->ovf);
+	cx->ovf |= ovf;
+}
+
+void mem_pcache_free(struct mem_ws *ws)
+{
+	struct mem_pcache *pc = ws->pcache;
+
+	for (size_t i = 0; pc && i < pc->nslots; i++)
+		free(pc->slot[i].params);
+	if (pc)
+		free(pc->slot);
+	free(pc);
+	ws->pcache = NULL;
+}
+
+/* plain: the cost of a repeat left out of the per-layer policy (policy_run):
+ * not recomputed, and not offloaded by Megatron's cpu_offloading. */
+static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, bool plain,
+		       struct mem_cost *c)
+{
+	const struct mem_job *job = cx->job;
+	const struct mem_layer *l = &b->layers[j];
+	bool remat = !plain && mem_recomputes_repeat(job->recompute);
+	bool full = remat && b->is_body, flat = mem_fsdp1_flat_grad(job, b);
+
+	cost_params_cached(cx, b, j, full, flat, c);
+	c->act = l->loss_region ? MEM_C_LOGITS : MEM_C_ACTIVATIONS;
 	c->saves = mem_round(job, l->saves_bytes);
 	c->stored = c->saves;
 	if (full) {

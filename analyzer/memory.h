@@ -302,6 +302,8 @@ struct mem_job {
 					   that is never printed does not format them */
 	uint64_t engine_bytes;		/* a colocated generation engine (vLLM) outside the
 					   trainer's allocator: in the device total */
+	bool walk_every_segment;	/* tests: walk each pipeline chunk on its own, not
+					   consecutive chunks of a stage as one run */
 };
 
 /* One instant of the timeline. */
@@ -390,11 +392,16 @@ void mem_result_free(struct mem_result *res);
  * is taken from the heap for that call and makes the next call's `buf`
  * big enough, so a caller that analyses many jobs stops allocating once
  * it has seen the largest.  Zero-initialise; release with mem_ws_free(). */
+struct mem_pcache;
+
 struct mem_ws {
 	unsigned char *buf;
 	size_t cap, used;
 	size_t spilled;			/* bytes asked past cap during this call */
 	void *heap;			/* list of this call's heap blocks */
+	struct mem_pcache *pcache;	/* per-layer parameter costs of the last call, reused
+					   where the parameters and what they read are equal */
+	uint64_t pcache_hits;		/* layers whose cost came from it (the tests' check) */
 };
 
 /* mem_analyze() with its scratch (and out->classes) in `ws`: the result

@@ -387,7 +387,7 @@ static void pick(struct search_ctx *c, const struct search_opts *o, struct list 
 			continue;
 		double e0 = now_s();
 
-		search_eval(s, l, &m);
+		search_eval(s, l, &c->ws, &m);
 		c->eval_seconds += now_s() - e0;
 		c->analysed++;
 		if (!m.ok || !m.fits)
@@ -476,6 +476,7 @@ bool search_job(struct search_ctx *c, const struct search_opts *o)
 		layouts_of(c, &ls, (uint32_t)gpus);
 	qsort(ls.v, ls.n, sizeof *ls.v, by_speed);
 	pick(c, o, &ls, t0);
+	mem_ws_free(&c->ws);
 	free(ls.v);
 	c->seconds = now_s() - t0;
 	return true;

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * search_eval.c - the memory of one layout of memc search: the layout
- * written on a copy of its shape's struct mem_job, then mem_analyze().
- * This is the search's only call into the memory model, so that a
- * faster model of the same job can take its place behind the same
- * signature.
+ * written on a copy of its shape's struct mem_job, then mem_analyze_ws()
+ * with no explain strings: a layout's figures are only ranked and
+ * filtered (the picks are re-checked from their pasted text), so the
+ * strings would be formatted for nothing, and the scratch is reused from
+ * layout to layout rather than allocated and freed per call.  This is
+ * the search's only call into the memory model, so that a faster model
+ * of the same job can take its place behind the same signature.
  */
 #include "analyzer/cmd/search_impl.h"
 #include "analyzer/memory.h"
@@ -35,7 +38,8 @@ static void set_layout(struct mem_job *j, const struct search_layout *l)
 	j->phase_series = false;
 }
 
-void search_eval(const struct search_shape *s, const struct search_layout *l, struct search_mem *out)
+void search_eval(const struct search_shape *s, const struct search_layout *l, struct mem_ws *ws,
+		 struct search_mem *out)
 {
 	struct mem_job j = s->bd.job;
 	struct mem_result res;
@@ -44,7 +48,8 @@ void search_eval(const struct search_shape *s, const struct search_layout *l, st
 	out->device_total = 0;
 	set_layout(&j, l);
 	j.sharding = layout_sharding(&s->bd.job, l);
-	if (mem_analyze(&j, &res) != MEM_OK)
+	j.no_explain = true;
+	if (mem_analyze_ws(&j, ws, &res) != MEM_OK)
 		return;
 	out->ok = out->fits = true;
 	for (size_t i = 0; i < res.nclasses; i++) {
@@ -54,5 +59,4 @@ void search_eval(const struct search_shape *s, const struct search_layout *l, st
 		if (k->device_total > out->device_total)
 			out->device_total = k->device_total;
 	}
-	mem_result_free(&res);
 }

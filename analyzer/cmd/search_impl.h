@@ -52,8 +52,10 @@ struct search_mem {
 };
 
 /* The memory of @l on the job built as @s: the one entry point of the
- * search into the memory model (a compiled model can replace it). */
-void search_eval(const struct search_shape *s, const struct search_layout *l, struct search_mem *out);
+ * search into the memory model (a compiled model can replace it).  @ws
+ * is the search's scratch, reused from layout to layout. */
+void search_eval(const struct search_shape *s, const struct search_layout *l, struct mem_ws *ws,
+		 struct search_mem *out);
 
 /* What the step-time model reads of the model and the GPU (docs/search.md). */
 struct search_facts {
@@ -123,6 +125,7 @@ struct search_ctx {
 	size_t npicks;
 	uint64_t layouts, analysed, verified;
 	double seconds, eval_seconds;	/* the whole search; search_eval() alone */
+	struct mem_ws ws;		/* search_eval()'s scratch, freed by search_job */
 	bool no_facts;			/* the model or GPU lacks what the time model reads */
 	const char *why;
 };

@@ -7,7 +7,9 @@
  * reserved, device total, fit and live components are compared with a
  * rebuild under the same overrides.  A model whose activations are not
  * affine in micro_batch takes the rebuild path and still agrees; the
- * workspace stops allocating once it has seen the largest variant.
+ * workspace stops allocating once it has seen the largest variant; and
+ * the workspace's cache of parameter costs is hit where only the
+ * activations change, yet follows every field it is keyed on.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -281,6 +283,169 @@ static void the_fast_path_stops_allocating(void **state)
 	unload(&l);
 }
 
+/* memc search's order: micro_batch innermost, so that the layers'
+ * parameter costs come from the workspace's cache (memory.c cost_key);
+ * every variant still equals the rebuild, and the cache was used. */
+static void the_cost_cache_is_used_and_exact(void **state)
+{
+	struct loaded l;
+	struct cm_scratch s = { 0 };
+	(void)state;
+	assert_true(load(&l, "examples/llama2-13b-zero3.mem"));
+	struct cm_model *m = cm_compile(l.cr->ev, &l.a, l.cr->jobs, 0);
+
+	assert_non_null(m);
+	for (int z = -1; z <= 3; z++)
+		for (int c = 0; c < CM_CKPT__COUNT; c++)
+			for (uint64_t mb = 1; mb <= 4; mb++) {
+				struct cm_variant v = { mb, 2, z, (enum cm_checkpoint)c };
+				const struct mem_result *cr;
+				struct mem_result fr;
+				uint64_t hits = s.ws.pcache_hits;
+				enum mem_status cs = cm_eval(m, &v, &s, &cr), fs = full(l.cr->ev, l.cr->jobs, &v, &fr);
+
+				assert_int_equal(cs, fs);
+				if (fs != MEM_OK)
+					continue;
+				assert_same(cr, &fr);
+				mem_result_free(&fr);
+				if (mb > 1)	/* only the activations changed: every layer hit */
+					assert_true(s.ws.pcache_hits > hits);
+			}
+	cm_scratch_free(&s);
+	assert_null(s.ws.pcache);
+	unload(&l);
+}
+
+/* Field changes that a parameter's cost reads (memory.c cost_key):
+ * case @k's first part is the job a workspace analyses first, the
+ * second (@test) what it then analyses with that cache. */
+static void change(struct mem_job *j, struct mem_param *p, int k, bool test)
+{
+	switch (k) {
+	case 0: if (test) j->sharding = MEM_SHARD_ZERO1; break;
+	case 1: p->shard_group = 0; if (test) j->dp_shard = j->dp / 2; break;	/* shard_n */
+	case 2: if (test) j->offload_optimizer = true; break;
+	case 3: j->offload_optimizer = true; if (test) j->offload_optimizer_nvme = true; break;
+	case 4: if (test) j->offload_params = true; break;
+	case 5: j->offload_params = true; if (test) j->offload_params_nvme = true; break;
+	case 6: if (test) j->no_rounding = true; break;
+	case 7: j->sharding = MEM_SHARD_DDP; if (test) j->grad_as_bucket_view = true; break;
+	case 8: if (test) j->optimizer_in_backward = true; break;
+	case 9: j->sharding = MEM_SHARD_FSDP_FULL; if (test) j->fsdp_reshard_to = 2; break;
+	case 10: j->sharding = MEM_SHARD_FSDP_FULL; if (test) j->fsdp_no_sync = true; break;
+	case 11: p->cast_saved = true, p->cast_bytes = 1 << 20;	/* an AMP cast: key.full */
+		j->recompute = test ? MEM_RECOMPUTE_NONE : MEM_RECOMPUTE_FULL;
+		break;
+	case 12: if (test) p->weight_bytes += 4096, p->grad_bytes += 4096; break;	/* in place */
+	case 13: if (test) p->trainable = !p->trainable; break;
+	default: break;
+	}
+}
+enum { NCHANGES = 14 };
+
+/* The cache cannot go stale: for each change, one workspace analyses the
+ * job before it, then the job after it (same addresses); the second
+ * result equals a fresh mem_analyze of the same job. */
+static void the_cost_cache_follows_every_key_field(void **state)
+{
+	struct loaded l;
+	struct build b;
+	struct build_override ov = { .zero = 3 };
+	(void)state;
+	assert_true(load(&l, "examples/llama2-13b-zero3.mem"));
+	assert_true(build_job(l.cr->ev, &l.a, l.cr->jobs, &ov, true, &b));
+	struct mem_job base = b.job, *j = &b.job;
+	struct mem_param *p = NULL, p0;
+
+	for (size_t k = 0; k < j->nblocks && !p; k++)
+		for (size_t i = 0; i < j->blocks[k].nlayers && !p; i++)
+			if (j->blocks[k].is_body && j->blocks[k].layers[i].nparams)
+				/* the build's own arena memory: writable */
+				p = (struct mem_param *)(uintptr_t)&j->blocks[k].layers[i].params[0];
+	assert_non_null(p);
+	p0 = *p;
+	for (int k = 0; k < NCHANGES; k++) {
+		struct mem_ws ws = { 0 };
+		struct mem_result wr, fr;
+
+		*j = base, *p = p0;
+		change(j, p, k, false);
+		assert_int_equal(mem_analyze_ws(j, &ws, &wr), MEM_OK);
+		*j = base, *p = p0;
+		change(j, p, k, true);
+		enum mem_status ws_st = mem_analyze_ws(j, &ws, &wr), fs = mem_analyze(j, &fr);
+
+		assert_int_equal(ws_st, fs);
+		if (fs == MEM_OK)
+			assert_same(&wr, &fr);
+		mem_result_free(&fr);
+		mem_ws_free(&ws);
+	}
+	*j = base, *p = p0;
+	unload(&l);
+}
+
+/* Both walks of @j, every segment on its own and runs of consecutive
+ * chunks, give the same classes, byte for byte (explain strings, chart
+ * series and peak instants included); returns whether @j analysed. */
+static bool same_walks(struct mem_job *j)
+{
+	struct mem_result x, y;
+
+	j->walk_every_segment = true;
+	enum mem_status sx = mem_analyze(j, &x);
+
+	j->walk_every_segment = false;
+	enum mem_status sy = mem_analyze(j, &y);
+
+	assert_int_equal(sx, sy);
+	if (sx == MEM_OK) {
+		assert_int_equal(x.nclasses, y.nclasses);
+		assert_memory_equal(x.classes, y.classes, x.nclasses * sizeof *x.classes);
+	}
+	mem_result_free(&x);
+	mem_result_free(&y);
+	return sx == MEM_OK;
+}
+
+/* An interleaved stage's vp chunks are walked as one run (mem_timeline.c
+ * joins): the same figures as chunk by chunk, over the 70B example's
+ * pp x vp x grad_accum, with the chart's series on and off. */
+static void chunk_runs_equal_the_chunk_walk(void **state)
+{
+	static const uint32_t pps[] = { 1, 2, 4, 8 }, vps[] = { 1, 2, 3, 4, 5, 10, 20 };
+	static const uint64_t gas[] = { 1, 8, 32 };
+	struct loaded l;
+	struct build b;
+	struct build_override ov = { .zero = -1 };
+	unsigned ok = 0;
+	(void)state;
+	assert_true(load(&l, "examples/llama2-70b-3d.mem"));
+	assert_true(build_job(l.cr->ev, &l.a, l.cr->jobs, &ov, true, &b));
+	struct mem_job base = b.job, *j = &b.job;
+	uint64_t world = (uint64_t)base.dp * base.pp;
+
+	for (size_t a = 0; a < sizeof pps / sizeof pps[0]; a++)
+		for (size_t v = 0; v < sizeof vps / sizeof vps[0]; v++)
+			for (size_t g = 0; g < sizeof gas / sizeof gas[0]; g++)
+				for (int series = 0; series < 2; series++) {
+					if (world % pps[a])
+						continue;
+					*j = base;
+					j->pp = pps[a];
+					j->dp = (uint32_t)(world / pps[a]);
+					j->vp = vps[v];
+					j->schedule = vps[v] > 1 ? MEM_PP_INTERLEAVED : MEM_PP_1F1B;
+					j->micro_batches = gas[g];
+					j->phase_series = series;
+					ok += same_walks(j);
+				}
+	assert_true(ok >= 40);
+	*j = base;
+	unload(&l);
+}
+
 int main(int argc, char **argv)
 {
 	static char dir[4096];
@@ -295,6 +460,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(a_non_affine_model_is_rebuilt),
 		cmocka_unit_test(the_allocator_replay_is_rebuilt),
 		cmocka_unit_test(the_fast_path_stops_allocating),
+		cmocka_unit_test(the_cost_cache_is_used_and_exact),
+		cmocka_unit_test(the_cost_cache_follows_every_key_field),
+		cmocka_unit_test(chunk_runs_equal_the_chunk_walk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

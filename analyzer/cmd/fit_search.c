@@ -548,17 +548,33 @@ void fit_search_fixes(struct fit_ctx *c, struct fit_answer *ans)
 		find_fixes(c, ans);
 }
 
+/* The largest value of @key that fits, in multiples of @step. Values the
+ * checker refuses (GRPO's micro_batch x grad_accum a multiple of
+ * num_generations, a seq_len above rl.prompt_len) read as "does not fit"
+ * and stop the gallop below the job as written; then the multiples of the
+ * written value are searched, which keep every such rule. */
+static uint64_t largest(struct fit_ctx *c, const struct fit_answer *ans, const char *key, uint64_t step,
+			uint64_t limit, uint64_t *total)
+{
+	uint64_t v = gallop(c, key, NULL, step, limit, false, total);
+	uint64_t written = key_u64(c, key, 1);
+
+	if (v < written && ans->as_written.ok && ans->as_written.fits && written <= limit)
+		v = gallop(c, key, NULL, written, limit, false, total);
+	return v;
+}
+
 void fit_search(struct fit_ctx *c, struct fit_answer *ans)
 {
 	as_written(c, ans);
-	ans->max_micro_batch = gallop(c, "micro_batch", NULL, 1, FIT_MB_LIMIT, false, &ans->mb_total);
+	ans->max_micro_batch = largest(c, ans, "micro_batch", 1, FIT_MB_LIMIT, &ans->mb_total);
 	/* lengths in steps of 128 (or of the largest power of two dividing
 	 * seq_len as written, if smaller): the checker's divisibility by
 	 * sp and cp holds as it does for the job as written */
 	uint64_t seq = key_u64(c, "seq_len", 1), step = seq & (~seq + 1);
 
 	step = step > 128 || !step ? 128 : step;
-	ans->max_seq_len = gallop(c, "seq_len", NULL, step, FIT_SEQ_LIMIT, false, &ans->seq_total);
+	ans->max_seq_len = largest(c, ans, "seq_len", step, FIT_SEQ_LIMIT, &ans->seq_total);
 	fewest_gpus(c, ans);
 	if (!ans->as_written.fits)
 		find_fixes(c, ans);

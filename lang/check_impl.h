@@ -46,6 +46,11 @@ void check_unknown_field(struct eval *ev, const struct field_spec *specs, const 
 			 const char *what);
 bool check_value_type(struct eval *ev, struct value v, const char *type, const char *what);
 void check_body_static(struct eval *ev, const struct decl *d);
+/* A tensor statement's attributes (check_attrs.c), in templates and jobs alike. */
+struct walk_tensor;
+void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t);
+/* One of Megatron's --recompute-modules names. */
+bool check_is_recompute_module(const char *name);
 /* The fp8 { } record (check_fp8.c): its keys, library and recipe. */
 bool check_fp8_ok(struct eval *ev, const struct check_job *j);
 void check_fp8_capability(struct eval *ev, const struct check_job *j, double cc);

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * check_attrs.c - the attributes of tensor statements (`linear`, `hf(...)`,
+ * `op(...)`, `recompute(...)`, ...), and template bodies no job
+ * instantiates: walked with unknown parameters and unknown job bindings,
+ * so types, units and attributes are checked, shapes are not.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lang/arena.h"
+#include "lang/check_impl.h"
+#include "lang/diag.h"
+#include "lang/dtypes.h"
+#include "lang/eval_impl.h"
+#include "lang/intern.h"
+#include "lang/scope.h"
+#include "lang/strbuf.h"
+
+static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
+					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
+					    "shared_dropout", NULL };
+
+static bool is_word(const char *name)
+{
+	for (const char *const *w = tensor_words; *w; w++)
+		if (!strcmp(*w, name))
+			return true;
+	return false;
+}
+
+/* hf(q_proj, ...): the Hugging Face / PEFT names of a parameter, for
+ * `freeze` and LoRA `targets`. */
+static void check_hf(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_PARAM || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "hf(name, ...) names a param tensor's module");
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME)
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "hf() takes module names such as q_proj");
+}
+
+/* op(mm) / op(sdpa): the aten op that produced a saved tensor, which an
+ * op-level checkpoint policy keeps (language.md). A save waiting on
+ * for_grad may vanish, an op output does not. */
+static void check_op(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	const struct arg *x = a->args;
+	bool named = x && !x->next && !x->name && x->value->kind == EXPR_NAME;
+
+	if (!named || (strcmp(x->value->name.name, "mm") && strcmp(x->value->name.name, "sdpa")))
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "op() takes one op name: mm or sdpa");
+	else if (s->tensor.kind != TENSOR_SAVES)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "op() marks a saves tensor");
+	for (const struct attr *o = s->tensor.attrs; o; o = o->next)
+		if (!strcmp(o->name, "for_grad"))
+			eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "an op() output is saved whatever trains: "
+				   "drop for_grad(...)");
+}
+
+/* Megatron-Core's --recompute-modules that memc models (language.md). */
+static const char *const recompute_modules[] = { "core_attn", "mlp", "moe", "moe_act", "layernorm",
+						 "mla_up_proj", "shared_experts", NULL };
+
+bool check_is_recompute_module(const char *name)
+{
+	for (const char *const *m = recompute_modules; *m; m++)
+		if (!strcmp(*m, name))
+			return true;
+	return false;
+}
+
+/* recompute(mlp, ...): the Megatron modules whose selective recomputation
+ * drops this save (it exists again during the layer's backward). */
+static void check_recompute(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_SAVES || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "recompute(module, ...) marks a saves tensor");
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME || !check_is_recompute_module(x->value->name.name))
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "recompute() takes Megatron modules: "
+				   "core_attn, mlp, moe, moe_act, layernorm, mla_up_proj, shared_experts");
+}
+
+/* shared_dropout: the adapters of this layer's params so marked read one
+ * dropped input (LitGPT LoRAQKVLinear), which only a param can have. */
+static void check_shared_dropout(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_PARAM || a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "shared_dropout marks a param, without arguments");
+}
+
+/* Attributes: a known word, or something that evaluates to a dtype. */
+void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
+{
+	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
+		if (!strcmp(a->name, "hf"))
+			check_hf(ev, t->stmt, a);
+		if (!strcmp(a->name, "op"))
+			check_op(ev, t->stmt, a);
+		if (!strcmp(a->name, "recompute"))
+			check_recompute(ev, t->stmt, a);
+		if (!strcmp(a->name, "shared_dropout"))
+			check_shared_dropout(ev, t->stmt, a);
+		if (is_word(a->name))
+			continue;
+		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
+		struct value v = eval_expr(ev, t->env, &name);
+
+		if (v.kind == VAL_DTYPE || v.kind == VAL_ERROR)
+			continue;
+		struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, a->loc,
+					    "'%s' is neither a dtype nor a tensor attribute", a->name);
+		const char *s = dtype_suggest(a->name);
+
+		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
+			  "for_grad(...), op(...), recompute(...), shared_dropout, forward, backward, loss, "
+			  "grouped, paged%s", s ? s : "");
+	}
+}
+
+static void static_tensor(void *ctx, const struct walk_tensor *t)
+{
+	check_tensor_attrs(ctx, t);
+}
+
+/* Unknown bindings for a template that no job instantiates. */
+static struct env *unknown_job(struct eval *ev)
+{
+	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp",
+					      "vp", "numel", "rows", "cols", "rank" };
+	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss", "cp_comm" };
+	struct env *e = env_new(ev, NULL);
+
+	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+		env_bind(e, intern_cstr(ev->interner, counts[i]), val_unknown_num(DIM_SCALAR, NO_LOC));
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		struct value v = val_symbol(ev, syms[i], NO_LOC);
+
+		v.unknown = true;
+		env_bind(e, intern_cstr(ev->interner, syms[i]), v);
+	}
+	struct value act = { .kind = VAL_DTYPE, .dtype = dtype_find("bf16"), .unknown = true };
+	struct value ac = { .kind = VAL_BOOL, .unknown = true };
+
+	env_bind(e, intern_cstr(ev->interner, "autocast"), ac);
+	env_bind(e, intern_cstr(ev->interner, "compile"), ac);
+	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
+
+	env_bind(e, intern_cstr(ev->interner, "act"), act);
+	return e;
+}
+
+void check_body_static(struct eval *ev, const struct decl *d)
+{
+	static const struct walk_ops ops = { .tensor = static_tensor };
+
+	if (!ev->static_job)
+		ev->static_job = unknown_job(ev);
+	eval_walk(ev, eval_instantiate_unknown(ev, d), ev->static_job, &ops, ev);
+}

@@ -45,10 +45,10 @@ FUZZ_CPPFLAGS := -I. -I$(FUZZ_B) $(MEMC_DEFS)
 FUZZ_CFLAGS   := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(FUZZ_SAN)
 FUZZ_GEN_OBJS := $(if $(PARSER_Y),$(FUZZ_B)/lang/parser.tab.o) $(if $(LEXER_L),$(FUZZ_B)/lang/lexer.o)
 FUZZ_GEN_H    := $(if $(PARSER_Y),$(FUZZ_B)/lang/parser.tab.h) $(if $(LEXER_L),$(FUZZ_B)/lang/lexer.h)
-# The analyzer without its command line (main, driver, list, pipeline, lsp,
-# the commands under analyzer/cmd): the harness calls the phases itself.
+# The analyzer without its command line (main, pipeline, lsp, and the
+# commands under analyzer/cmd): the harness calls the phases itself.
 # The fit search stays: the -Wcapacity notes of fit.c run it.
-FUZZ_ANALYZER_SRCS ?= $(filter-out analyzer/main.c analyzer/driver.c analyzer/list.c analyzer/pipeline.c analyzer/lsp/% analyzer/cmd/%,\
+FUZZ_ANALYZER_SRCS ?= $(filter-out analyzer/main.c analyzer/pipeline.c analyzer/lsp/% analyzer/cmd/%,\
 			$(wildcard analyzer/*.c analyzer/*/*.c)) analyzer/cmd/fit_search.c analyzer/cmd/fit_variant.c
 FUZZ_OBJS     := $(patsubst %.c,$(FUZZ_B)/%.o,$(FUZZ_LANG_SRCS) $(FUZZ_ANALYZER_SRCS)) $(FUZZ_GEN_OBJS)
 # The SARIF help text the Makefile generates (DIAG_HELP_C).

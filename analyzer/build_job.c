@@ -161,20 +161,6 @@ void bld_repeat_next(struct bld *b)
 		open_block(b, 1, b->blocks[b->nblocks - 1].is_body);
 }
 
-static bool params_equal(const struct mem_param *x, const struct mem_param *y)
-{
-	return !strcmp(x->name, y->name) && x->origin == y->origin && x->numel == y->numel &&
-	       x->weight_bytes == y->weight_bytes && x->grad_bytes == y->grad_bytes &&
-	       x->master_bytes == y->master_bytes && x->state_bytes == y->state_bytes &&
-	       x->paged_state_bytes == y->paged_state_bytes &&
-	       x->step_temp_bytes == y->step_temp_bytes && x->step_temp_grouped == y->step_temp_grouped &&
-	       x->gather_bytes == y->gather_bytes && x->gather_grad_bytes == y->gather_grad_bytes &&
-	       x->cast_bytes == y->cast_bytes && x->cast_saved == y->cast_saved &&
-	       x->trainable == y->trainable && x->replicated_dp == y->replicated_dp &&
-	       x->expert == y->expert && x->shard_group == y->shard_group &&
-	       x->load_bytes == y->load_bytes;
-}
-
 static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 {
 	if (strcmp(x->name, y->name) || x->origin != y->origin || x->nparams != y->nparams ||
@@ -194,7 +180,7 @@ static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 		if (x->temp_bwd_parts[i] != y->temp_bwd_parts[i])
 			return false;
 	for (size_t i = 0; i < x->nparams; i++)
-		if (!params_equal(&x->params[i], &y->params[i]))
+		if (!mem_param_equal(&x->params[i], &y->params[i]))
 			return false;
 	return true;
 }

@@ -108,6 +108,22 @@ uint64_t mem_extra_in_flight(bool *ovf, uint64_t stored, uint64_t chunks, uint32
 	return mem_add(ovf, mem_mul(ovf, stored / vp, x), (stored % vp * x + vp - 1) / vp);
 }
 
+bool mem_param_equal(const struct mem_param *x, const struct mem_param *y)
+{
+	return (x->name == y->name || (x->name && y->name && !strcmp(x->name, y->name))) &&
+	       x->origin == y->origin && x->numel == y->numel &&
+	       x->weight_bytes == y->weight_bytes && x->grad_bytes == y->grad_bytes &&
+	       x->master_bytes == y->master_bytes && x->state_bytes == y->state_bytes &&
+	       x->paged_state_bytes == y->paged_state_bytes &&
+	       x->step_temp_bytes == y->step_temp_bytes && x->step_temp_grouped == y->step_temp_grouped &&
+	       x->gather_bytes == y->gather_bytes && x->gather_grad_bytes == y->gather_grad_bytes &&
+	       x->cast_bytes == y->cast_bytes && x->cast_saved == y->cast_saved &&
+	       x->resident_bytes == y->resident_bytes && x->trainable == y->trainable &&
+	       x->replicated_dp == y->replicated_dp && x->expert == y->expert &&
+	       x->shard_group == y->shard_group && x->acc_grad_bytes == y->acc_grad_bytes &&
+	       x->load_bytes == y->load_bytes;
+}
+
 const char *mem_status_str(enum mem_status st)
 {
 	switch (st) {

@@ -410,6 +410,11 @@ enum mem_status mem_analyze_ws(const struct mem_job *job, struct mem_ws *ws,
 			       struct mem_result *out);
 void mem_ws_free(struct mem_ws *ws);
 
+/* Every field of two parameter tensors equal (names by content): the
+ * builder folds identical repeats with it, the compiled model compares two
+ * builds with it. */
+bool mem_param_equal(const struct mem_param *x, const struct mem_param *y);
+
 const char *mem_status_str(enum mem_status st);
 const char *mem_component_name(enum mem_component c);	/* "weights", "logits+loss", ... */
 const char *mem_buffer_name(enum mem_buffer b);

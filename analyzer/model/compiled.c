@@ -31,13 +31,13 @@ enum { CM_NACT = sizeof act_off / sizeof act_off[0] };
 
 /* A field added to mem_layer or mem_param must be sorted here: scaled by
  * the micro-batch (act_off, or dropped as the parts are) or compared
- * between the builds (same_layer, same_param).  Otherwise a lowering
+ * between the builds (same_layer; mem_param_equal in memory.c).  Otherwise a lowering
  * would carry the micro_batch-1 value of a new per-token field into every
  * variant.  The sizes on x86-64 / LP64 stop the build until it is. */
 _Static_assert(sizeof(void *) != 8 || sizeof(struct mem_layer) == 160,
 	       "a new mem_layer field: sort it in compiled.c (act_off or same_layer)");
 _Static_assert(sizeof(void *) != 8 || sizeof(struct mem_param) == 144,
-	       "a new mem_param field: compare it in compiled.c (same_param)");
+	       "a new mem_param field: compare it in memory.c (mem_param_equal)");
 
 /* Micro-batches the affine form is checked at, besides the two it is
  * made from, ascending.  The last one that builds bounds the fast path:
@@ -91,27 +91,13 @@ static bool same_str(const char *x, const char *y)
 	return x == y || (x && y && !strcmp(x, y));
 }
 
-static bool same_param(const struct mem_param *x, const struct mem_param *y)
-{
-	return same_str(x->name, y->name) && x->origin == y->origin && x->numel == y->numel &&
-	       x->weight_bytes == y->weight_bytes && x->grad_bytes == y->grad_bytes &&
-	       x->master_bytes == y->master_bytes && x->state_bytes == y->state_bytes &&
-	       x->paged_state_bytes == y->paged_state_bytes &&
-	       x->step_temp_bytes == y->step_temp_bytes && x->step_temp_grouped == y->step_temp_grouped &&
-	       x->gather_bytes == y->gather_bytes && x->gather_grad_bytes == y->gather_grad_bytes &&
-	       x->cast_bytes == y->cast_bytes && x->cast_saved == y->cast_saved &&
-	       x->trainable == y->trainable && x->replicated_dp == y->replicated_dp &&
-	       x->expert == y->expert && x->shard_group == y->shard_group &&
-	       x->resident_bytes == y->resident_bytes;
-}
-
 static bool same_layer(const struct mem_layer *x, const struct mem_layer *y)
 {
 	if (!same_str(x->name, y->name) || x->origin != y->origin || x->nparams != y->nparams ||
 	    x->loss_region != y->loss_region || x->op_mm_count != y->op_mm_count)
 		return false;
 	for (size_t i = 0; i < x->nparams; i++)
-		if (!same_param(&x->params[i], &y->params[i]))
+		if (!mem_param_equal(&x->params[i], &y->params[i]))
 			return false;
 	return true;
 }

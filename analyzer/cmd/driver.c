@@ -188,3 +188,28 @@ int driver_usage(const char *command, const char *msg, const char *arg)
 		arg ? " " : "", arg ? arg : "", command);
 	return 2;
 }
+
+int driver_parse_file_args(const char *command, int argc, char **argv, const char **file,
+			   int (*option)(void *ctx, int argc, char **argv, int *i), void *ctx)
+{
+	char msg[64];
+
+	for (int i = 2; i < argc; i++) {
+		int rc;
+
+		if (argv[i][0] == '-' && argv[i][1]) {
+			if ((rc = option(ctx, argc, argv, &i)) >= 0)
+				return rc;
+		} else if (*file) {
+			snprintf(msg, sizeof msg, "%s takes one FILE; also given", command);
+			return driver_usage(command, msg, argv[i]);
+		} else {
+			*file = argv[i];
+		}
+	}
+	if (!*file || strcmp(*file, "-") == 0) {
+		snprintf(msg, sizeof msg, "%s needs one FILE (not standard input)", command);
+		return driver_usage(command, msg, NULL);
+	}
+	return -1;
+}

@@ -49,6 +49,11 @@ const char *driver_option_value(int argc, char **argv, int *i, const char *name,
 /* -I and --stdlib folders must exist: a typo would otherwise let an import
  * resolve to a same-named file further down the path. */
 bool driver_is_dir(const char *p);
+/* The command line of `memc CMD [OPTION]... FILE` from argv[2]: each
+ * option goes to @option (-1: go on, else the exit status to return), the
+ * one FILE (not standard input) to *@file. -1 when it parsed. */
+int driver_parse_file_args(const char *command, int argc, char **argv, const char **file,
+			   int (*option)(void *ctx, int argc, char **argv, int *i), void *ctx);
 /* "memc: MSG ARG" and where to find help for @command; returns 2. */
 int driver_usage(const char *command, const char *msg, const char *arg);
 

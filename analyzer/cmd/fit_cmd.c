@@ -71,25 +71,16 @@ static int parse_one(struct fit_args *a, int argc, char **argv, int *i)
 	return driver_usage("fit", "unknown option", argv[*i]);
 }
 
+static int option_of(void *ctx, int argc, char **argv, int *i)
+{
+	return parse_one(ctx, argc, argv, i);
+}
+
 static int parse_fit_args(struct fit_args *a, int argc, char **argv, const char **dirs)
 {
 	a->o.dirs = dirs;
 	a->o.argv0 = argv[0];
-	for (int i = 2; i < argc; i++) {
-		int rc;
-
-		if (argv[i][0] == '-' && argv[i][1]) {
-			if ((rc = parse_one(a, argc, argv, &i)) >= 0)
-				return rc;
-		} else if (a->file) {
-			return driver_usage("fit", "fit takes one FILE; also given", argv[i]);
-		} else {
-			a->file = argv[i];
-		}
-	}
-	if (!a->file || strcmp(a->file, "-") == 0)
-		return driver_usage("fit", "fit needs one FILE (not standard input)", NULL);
-	return -1;
+	return driver_parse_file_args("fit", argc, argv, &a->file, option_of, a);
 }
 
 static void print_lines(const struct fit_fix *f)

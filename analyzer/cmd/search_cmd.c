@@ -147,6 +147,11 @@ static int parse_one(struct search_args *a, int argc, char **argv, int *i)
 	return driver_usage("search", "unknown option", argv[*i]);
 }
 
+static int option_of(void *ctx, int argc, char **argv, int *i)
+{
+	return parse_one(ctx, argc, argv, i);
+}
+
 static int parse_search_args(struct search_args *a, int argc, char **argv, const char **dirs)
 {
 	a->o.dirs = dirs;
@@ -154,21 +159,7 @@ static int parse_search_args(struct search_args *a, int argc, char **argv, const
 	a->so.top = 5;
 	a->so.mfu = SEARCH_DEFAULT_MFU;
 	a->so.progress = isatty(STDERR_FILENO);
-	for (int i = 2; i < argc; i++) {
-		int rc;
-
-		if (argv[i][0] == '-' && argv[i][1]) {
-			if ((rc = parse_one(a, argc, argv, &i)) >= 0)
-				return rc;
-		} else if (a->file) {
-			return driver_usage("search", "search takes one FILE; also given", argv[i]);
-		} else {
-			a->file = argv[i];
-		}
-	}
-	if (!a->file || strcmp(a->file, "-") == 0)
-		return driver_usage("search", "search needs one FILE (not standard input)", NULL);
-	return -1;
+	return driver_parse_file_args("search", argc, argv, &a->file, option_of, a);
 }
 
 /* ---- output ---- */

@@ -63,6 +63,7 @@ struct tr {
 	struct idl parts;	/* saved tensors of every instance (inst runs) */
 	struct idl loads;	/* weights as loaded, before FSDP shards them (inst runs) */
 	struct idl tmp;		/* the running layer's temporaries */
+	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
 	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
 	size_t share_cap;
 	bool states;		/* optimizer states exist (created by the first step) */
@@ -481,6 +482,45 @@ static void states(struct tr *r)
 	r->states = true;
 }
 
+/* FSDP1 frees a unit's gathered flat parameter after record_stream() on the
+ * compute stream (_flat_param.py FlatParamHandle._free_unsharded_flat_param),
+ * so the all-gather stream gets the block back only once the compute stream
+ * is past the unit.  The CPU learns it when the rate limiter
+ * (limit_all_gathers; _runtime_utils.py _unshard: _free_event_queue
+ * dequeue_if_needed, two events in flight) waits on the oldest free event
+ * before an all-gather; the trace assumes the GPU no further ahead. */
+static bool records(const struct tr *r)
+{
+	return r->job->fsdp1 && shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3;
+}
+
+static void unshard_wait(struct tr *r)
+{
+	if (!records(r) || r->agq.n < 2)
+		return;
+	alloc_trace_complete(r->t, r->agq.v[0]);
+	memmove(r->agq.v, r->agq.v + 1, (r->agq.n - 1) * sizeof(*r->agq.v));
+	r->agq.n--;
+}
+
+static uint32_t gather(struct tr *r, uint64_t n)
+{
+	if (n)
+		unshard_wait(r);
+	return put(r, n, STREAM_COMM);
+}
+
+static void reshard(struct tr *r, uint32_t *g)
+{
+	if (!records(r) || *g == NO_ID) {
+		drop(r, g);
+		return;
+	}
+	alloc_trace_release_recorded(r->t, *g);
+	idl_push(r, &r->agq, *g);
+	*g = NO_ID;
+}
+
 static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			  const struct mem_layer *l)
 {
@@ -521,7 +561,7 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 	uint32_t g = NO_ID;
 
 	if (b->is_body && shards(r->job->sharding))
-		g = put(r, mem_seg_iter(r->cx, seg)->v[S_GATH], STREAM_COMM);
+		g = gather(r, mem_seg_iter(r->cx, seg)->v[S_GATH]);
 	for (size_t j = 0; j < b->nlayers; j++) {
 		/* ZeRO-3 gathers a non-body module around its own forward */
 		uint32_t ng = !b->is_body && z3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
@@ -531,7 +571,7 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		forward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j]);
 		drop(r, &ng);
 	}
-	drop(r, &g);
+	reshard(r, &g);
 }
 
 static void forward(struct tr *r, uint32_t *root)
@@ -541,7 +581,7 @@ static void forward(struct tr *r, uint32_t *root)
 
 	/* FSDP's root unit stays gathered through forward and backward */
 	if (shards(m) && m != MEM_SHARD_ZERO3)
-		*root = put(r, r->st->total.v[S_GATH_NB], STREAM_COMM);
+		*root = gather(r, r->st->total.v[S_GATH_NB]);
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
 		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
@@ -684,7 +724,7 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 	const struct mem_block *b = &r->job->blocks[seg->block];
 	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
 	bool unit = b->is_body && shards(r->job->sharding);
-	uint32_t g = unit ? put(r, mem_seg_iter(r->cx, seg)->v[S_GATH], STREAM_COMM) : NO_ID;
+	uint32_t g = unit ? gather(r, mem_seg_iter(r->cx, seg)->v[S_GATH]) : NO_ID;
 
 	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
 			   j < b->nlayers; j++) {
@@ -702,7 +742,7 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		set_quad(r, seg->block, j);
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit);
 	}
-	drop(r, &g);
+	reshard(r, &g);
 	if (unit)
 		reduce_scatter(r, s, k);
 }
@@ -730,7 +770,7 @@ static void backward(struct tr *r, uint32_t *root)
 		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
 				drop(r, &inst_of(r, s, k, j)->unsh);
-	drop(r, root);
+	reshard(r, root);
 	r->parts.n = 0;		/* every run is freed: reuse the list */
 }
 
@@ -893,6 +933,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	free(r.parts.v);
 	free(r.loads.v);
 	free(r.tmp.v);
+	free(r.agq.v);
 	free(r.share);
 	return ok && !out->nomem;
 }

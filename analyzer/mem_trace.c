@@ -510,6 +510,16 @@ static uint32_t gather(struct tr *r, uint64_t n)
 	return put(r, n, STREAM_COMM);
 }
 
+/* The GPU has caught up: every recorded free completes.  The trace takes
+ * the end of each micro-batch for it (a loop reads its loss on the host
+ * once per micro-batch, as torchtune's does for its progress bar). */
+static void caught_up(struct tr *r)
+{
+	for (size_t i = 0; i < r->agq.n; i++)
+		alloc_trace_complete(r->t, r->agq.v[i]);
+	r->agq.n = 0;
+}
+
 static void reshard(struct tr *r, uint32_t *g)
 {
 	if (!records(r) || *g == NO_ID) {
@@ -785,6 +795,7 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 
 	forward(r, &root);
 	backward(r, &root);
+	caught_up(r);
 	drop(r, &extra);
 	r->have_grads = !r->job->optimizer_in_backward;
 }

@@ -590,6 +590,7 @@ static void forward(struct tr *r, uint32_t *root)
 	enum mem_sharding m = r->job->sharding;
 
 	/* FSDP's root unit stays gathered through forward and backward */
+	r->t->what = "root unit";	/* not the optimizer step's label of the step before */
 	if (shards(m) && m != MEM_SHARD_ZERO3)
 		*root = gather(r, r->st->total.v[S_GATH_NB]);
 	for (size_t s = 0; s < r->st->nsegs; s++) {

@@ -718,6 +718,54 @@ static void replayed_job_fsdp1_record_stream(void **state)
 	assert_int_equal(k.overhead_frag, 32 * MiB);
 }
 
+/* The same units after a frozen root layer of a 64 MiB weight (FSDP1's
+ * root unit, gathered through forward and backward, resharded at the end
+ * of backward with a recorded free).  The trace takes every recorded free
+ * as complete at the end of the micro-batch (mem_trace.c caught_up), so
+ * the next step's root all-gather reuses the root's block.  By hand: the
+ * shards, 32 + 3 x 16 = 80 MiB; on the all-gather stream the root takes a
+ * 64 MiB segment, units 1 and 2 a 32 MiB one each (the third reuses the
+ * first's): 208 MiB replayed, at a trace peak of 80 + 64 + 32 = 176 MiB;
+ * the timeline's peak is 208 MiB (backward_pre: the running and the
+ * prefetched unit), so reserved = 208 + 32 = 240 MiB, cache 32 MiB.  Were
+ * the root still pending at the next forward, the rate limiter would free
+ * only a 32 MiB unit block before the root's gather, which then takes a
+ * second 64 MiB segment: 304 MiB. */
+static void replayed_job_fsdp1_root_caught_up(void **state)
+{
+	struct mem_param p, q;
+	struct mem_layer l, rl;
+	struct mem_block b[2];
+	struct mem_job j = frag_job(&l, &b[1]);
+	struct mem_class k;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	p.name = "w";
+	p.numel = 16 * MiB;
+	p.weight_bytes = 32 * MiB;
+	q = p;
+	q.name = "r";
+	q.numel = 32 * MiB;
+	q.weight_bytes = 64 * MiB;
+	l.params = &p;
+	l.nparams = 1;
+	l.saves_bytes = l.temp_fwd_bytes = 0;
+	rl = l;
+	rl.params = &q;
+	rl.name = "root";
+	b[0] = (struct mem_block){ &rl, 1, 1, false };
+	j.blocks = b;
+	j.nblocks = 2;
+	j.dp = 2;
+	j.sharding = MEM_SHARD_FSDP_FULL;
+	j.fsdp1 = j.fsdp1_backward_pre = true;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 208 * MiB);
+	assert_int_equal(k.peak_reserved, 240 * MiB);
+	assert_int_equal(k.overhead_frag, 32 * MiB);
+}
+
 /* Steps are marked; the replay stops at a mark once the step before it
  * left peak reserved unchanged (from the third mark on). */
 static void trace_stops_when_steady(void **state)
@@ -833,6 +881,7 @@ int main(void)
 		cmocka_unit_test(replayed_job_shapes_quadratic),
 		cmocka_unit_test(replayed_job_fsdp_streams),
 		cmocka_unit_test(replayed_job_fsdp1_record_stream),
+		cmocka_unit_test(replayed_job_fsdp1_root_caught_up),
 		cmocka_unit_test(replayed_job_expandable),
 		cmocka_unit_test(replayed_job_at_capacity),
 	};

@@ -29,6 +29,7 @@
  */
 #include "analyzer/mem_internal.h"
 #include "analyzer/alloc.h"
+#include "analyzer/mem_fsdp1.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,7 @@ struct tr {
 	struct idl loads;	/* weights as loaded, before FSDP shards them (inst runs) */
 	struct idl tmp;		/* the running layer's temporaries */
 	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
+	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
 	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
 	size_t share_cap;
 	bool states;		/* optimizer states exist (created by the first step) */
@@ -520,6 +522,40 @@ static void caught_up(struct tr *r)
 	r->agq.n = 0;
 }
 
+/* The gathered bytes of the body unit after (s, k) in this pass, 0 if
+ * none follows among the kept repeats (the folded middle gathers nothing). */
+static uint64_t next_unit(const struct tr *r, size_t s, uint64_t k, bool bwd)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+
+	if (bwd ? k > 0 : k + 1 < kept(seg->count))
+		return mem_seg_iter(r->cx, seg)->v[S_GATH];
+	for (size_t i = s; bwd ? i-- > 0 : ++i < r->st->nsegs;) {
+		const struct mem_seg *o = &r->st->segs[i];
+
+		if (r->job->blocks[o->block].is_body && o->count)
+			return mem_seg_iter(r->cx, o)->v[S_GATH];
+	}
+	return 0;
+}
+
+/* A body unit's all-gather, or the one its predecessor prefetched; then,
+ * as FSDP1 does with forward_prefetch / BACKWARD_PRE (_runtime_utils.py
+ * _pre_forward_unshard, _pre_backward_hook -> _prefetch_handle), the next
+ * unit's, through the same rate limiter (mem_fsdp1_prefetch). */
+static uint32_t unit_gather(struct tr *r, size_t s, uint64_t k, bool bwd)
+{
+	uint32_t g = r->pre;
+	uint64_t next = next_unit(r, s, k, bwd);
+
+	if (g == NO_ID)
+		g = gather(r, mem_seg_iter(r->cx, &r->st->segs[s])->v[S_GATH]);
+	r->pre = NO_ID;
+	if (next && records(r) && mem_fsdp1_prefetch(r->job, bwd, 1))
+		r->pre = gather(r, next);
+	return g;
+}
+
 static void reshard(struct tr *r, uint32_t *g)
 {
 	if (!records(r) || *g == NO_ID) {
@@ -570,8 +606,10 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 	bool z3 = r->job->sharding == MEM_SHARD_ZERO3;
 	uint32_t g = NO_ID;
 
+	if (b->nlayers)
+		r->t->what = b->layers[0].name;
 	if (b->is_body && shards(r->job->sharding))
-		g = gather(r, mem_seg_iter(r->cx, seg)->v[S_GATH]);
+		g = unit_gather(r, s, k, false);
 	for (size_t j = 0; j < b->nlayers; j++) {
 		/* ZeRO-3 gathers a non-body module around its own forward */
 		uint32_t ng = !b->is_body && z3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
@@ -735,8 +773,11 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 	const struct mem_block *b = &r->job->blocks[seg->block];
 	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
 	bool unit = b->is_body && shards(r->job->sharding);
-	uint32_t g = unit ? gather(r, mem_seg_iter(r->cx, seg)->v[S_GATH]) : NO_ID;
+	uint32_t g;
 
+	if (b->nlayers)
+		r->t->what = b->layers[b->nlayers - 1].name;
+	g = unit ? unit_gather(r, s, k, true) : NO_ID;
 	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
 			   j < b->nlayers; j++) {
 		struct inst *x = inst_of(r, s, k, j);
@@ -922,6 +963,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 		     (job->sharding == MEM_SHARD_DDP || job->sharding == MEM_SHARD_NONE ||
 		      job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2);
 	r.zeros = job->grads_persistent && !r.resident;
+	r.pre = NO_ID;
 	ok = make_ids(&r);
 	if (ok)
 		setup(&r);

@@ -687,12 +687,13 @@ static void replayed_job_fsdp_streams(void **state)
  * Three frozen units of a 32 MiB weight over dp 2: 3 x 16 MiB shards on the
  * compute stream.  By hand, on the all-gather stream: unit 1 takes a
  * 32 MiB segment and is freed pending; unit 2 cannot reuse it (a second
- * segment, 64 MiB); unit 3 waits for unit 1's event and reuses its block,
- * and every later unit the block freed two units before: 48 + 64 = 112 MiB
- * replayed, at a trace peak of 48 + 32 = 80 MiB.  The timeline's peak is
- * 112 MiB (backward_pre: running + prefetched unit), so reserved is
- * 112 + (112 - 80) = 144 MiB and the cache 32 MiB; without the recorded
- * frees one 32 MiB segment serves every unit: no cache. */
+ * segment); unit 3 waits for unit 1's event and reuses its block.  In
+ * backward (backward_pre) unit 3's gather reuses unit 2's block, freed by
+ * the limiter's wait, and the prefetched unit 2, issued while unit 3's
+ * forward block is pending, takes a third: 48 + 96 = 144 MiB replayed, at
+ * a trace peak of 48 + 64 = 112 MiB, the timeline's (the running and the
+ * prefetched unit): reserved 144 MiB, cache 32 MiB.  Without the recorded
+ * frees two segments serve every unit: no cache. */
 static void replayed_job_fsdp1_record_stream(void **state)
 {
 	struct mem_param p;
@@ -724,13 +725,12 @@ static void replayed_job_fsdp1_record_stream(void **state)
  * as complete at the end of the micro-batch (mem_trace.c caught_up), so
  * the next step's root all-gather reuses the root's block.  By hand: the
  * shards, 32 + 3 x 16 = 80 MiB; on the all-gather stream the root takes a
- * 64 MiB segment, units 1 and 2 a 32 MiB one each (the third reuses the
- * first's): 208 MiB replayed, at a trace peak of 80 + 64 + 32 = 176 MiB;
- * the timeline's peak is 208 MiB (backward_pre: the running and the
- * prefetched unit), so reserved = 208 + 32 = 240 MiB, cache 32 MiB.  Were
- * the root still pending at the next forward, the rate limiter would free
- * only a 32 MiB unit block before the root's gather, which then takes a
- * second 64 MiB segment: 304 MiB. */
+ * 64 MiB segment and the units three 32 MiB ones (as in the test above):
+ * 240 MiB replayed, at a trace peak of 80 + 64 + 2 x 32 = 208 MiB, the
+ * timeline's: reserved 240 MiB, cache 32 MiB.  Were the root still pending
+ * at the next forward, the rate limiter would free only a 32 MiB unit
+ * block before the root's gather, which then takes a second 64 MiB
+ * segment: 304 MiB. */
 static void replayed_job_fsdp1_root_caught_up(void **state)
 {
 	struct mem_param p, q;

@@ -218,6 +218,35 @@ static size_t prune_phase(const struct rec_instant *in, const struct line *t, si
 	return k;
 }
 
+/* Of the lines @idx[0, k) (in the walk's order), those that are the first
+ * highest at some t of 0 .. @tmax: the dominance above keeps lines that
+ * two others cover between them, this keeps only the upper envelope's at
+ * the micro-batches a plan answers for (a line whose value overflows is
+ * kept: the evaluation then reports it).  Returns the new k. */
+static size_t envelope(const struct line *t, size_t *idx, size_t k, uint64_t tmax, bool *won)
+{
+	size_t m = 0;
+
+	memset(won, 0, k * sizeof *won);
+	for (uint64_t x = 0; x <= tmax; x++) {
+		size_t best = k;
+		uint64_t top = 0, v;
+
+		for (size_t i = 0; i < k; i++) {
+			if (!at(&t[idx[i]], x, &v))
+				won[i] = true;
+			else if (best == k || v > top)
+				best = i, top = v;
+		}
+		if (best < k)
+			won[best] = true;
+	}
+	for (size_t i = 0; i < k; i++)
+		if (won[i])
+			idx[m++] = idx[i];
+	return m;
+}
+
 /* Both recordings' instants [lo, hi) of one stage as lines; false where
  * the two walks differ in anything but the bytes. */
 static bool stage_lines(const struct recorder *r1, const struct recorder *r2, size_t lo, size_t hi,
@@ -275,10 +304,11 @@ static bool build_stage(struct arena *a, struct stage *S, const struct recorder 
 	size_t n = hi - lo;
 	struct line *t = xcalloc(n + 1, sizeof *t);
 	size_t *out = xcalloc(n + 1, sizeof *out), *tmp = xcalloc(n + 1, sizeof *tmp);
+	bool *won = xcalloc(n + 1, sizeof *won);
 	bool ok = stage_lines(r1, r2, lo, hi, t) && stage_class(S, r1, r2, si);
 
 	for (int sc = 0; ok && sc < 2; sc++) {
-		size_t k = prune_peaks(r1->in + lo, t, n, sc, tmax, out, tmp);
+		size_t k = envelope(t, out, prune_peaks(r1->in + lo, t, n, sc, tmax, out, tmp), tmax, won);
 
 		S->npeak[sc] = k;
 		S->peak[sc] = ARENA_NEW_ARRAY(a, struct cand, k + 1);
@@ -287,6 +317,8 @@ static bool build_stage(struct arena *a, struct stage *S, const struct recorder 
 	}
 	for (int ph = 0; ok && ph < MEM_PHASE__COUNT; ph++) {
 		size_t k = prune_phase(r1->in + lo, t, n, (enum mem_phase)ph, tmax, out);
+
+		k = envelope(t, out, k, tmax, won);
 
 		S->nph[ph] = k;
 		S->ph[ph] = ARENA_NEW_ARRAY(a, struct line, k + 1);
@@ -297,6 +329,7 @@ static bool build_stage(struct arena *a, struct stage *S, const struct recorder 
 	free(t);
 	free(out);
 	free(tmp);
+	free(won);
 	return ok;
 }
 

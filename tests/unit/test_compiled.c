@@ -269,11 +269,17 @@ static void the_fast_path_stops_allocating(void **state)
 		assert_same(r, &fr);
 	mem_result_free(&fr);
 	assert_int_equal(cm_eval(m, &v, &s, &r), MEM_OK);	/* sized by the largest */
+	v.micro_batch = 1;
+	assert_int_equal(cm_eval(m, &v, &s, &r), MEM_OK);	/* the plan made */
 	buf = s.ws.buf;
 	cap = s.ws.cap;
+	const struct mem_class *classes = s.classes;
+
 	for (uint64_t mb = 1; mb <= 16; mb++) {
 		v.micro_batch = mb;
 		assert_int_equal(cm_eval(m, &v, &s, &r), MEM_OK);
+		assert_int_equal(s.path, CM_PATH_PLAN);
+		assert_ptr_equal(r->classes, classes);
 		assert_ptr_equal(s.ws.buf, buf);
 		assert_int_equal(s.ws.cap, cap);
 		assert_null(s.ws.heap);

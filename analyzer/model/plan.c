@@ -9,10 +9,13 @@
  * instants in the same order whatever the micro_batch.  So each instant's
  * total and components are lines, the peak is the first of the highest
  * lines at that micro_batch, and a line that another one reaches at both
- * ends of the range can never be the (first) peak: it is dropped.  What is
- * left per stage is typically a handful of lines out of the walk's dozens.
- * The assumptions are not trusted: the plan must reproduce mem_analyze
- * at five micro-batches (verify()), else there is none.
+ * ends of the range can never be the (first) peak: it is dropped; of the
+ * rest, only those on the upper envelope at some micro_batch the plan
+ * answers for are kept (envelope()).  What is left per stage is typically
+ * one to three lines out of the walk's dozens.  Where rounding steps with
+ * the micro_batch, the lines run along one residue modulo a period
+ * (plan.h).  The assumptions are not trusted: the plan must reproduce
+ * mem_analyze at five micro-batches (verify()), else there is none.
  */
 #include "analyzer/model/plan.h"
 

@@ -20,9 +20,12 @@
 
 enum { CM_NZERO = 5 };	/* as written, then ZeRO 0..3 */
 
-/* Plans a lowering keeps (one per grad_accum asked for); past them, a
- * variant is filled and analysed: slower, never different. */
-enum { CM_MAX_PLANS = 64 };
+/* grad_accum values a lowering keeps plans for, and plans a model makes
+ * in all (one per residue where there is a period: a plan holds a class
+ * per stage, 3 KiB, and its lines, so 4,096 of a 4-stage job are about
+ * 50 MiB); past them, a variant is filled and analysed: slower, never
+ * different. */
+enum { CM_MAX_PLANS = 64, CM_MAX_MADE = 4096 };
 
 /* The per-micro-batch fields of a layer: what build_job scales by tokens. */
 static const size_t act_off[] = {
@@ -87,6 +90,7 @@ struct cm_lowering {
  * const, as it reads it, and these are reached through a pointer. */
 struct cm_lazy {
 	size_t maxblocks, maxlayers;
+	size_t made;			/* plans tried (CM_MAX_MADE) */
 	struct cm_lowering low[CM_NZERO][CM_CKPT__COUNT];
 };
 
@@ -417,6 +421,9 @@ static struct cm_plan *make_plan(const struct cm_model *m, const struct cm_lower
 {
 	struct plan_src src = { { plan_analyze, &L->job, r, period, L->affine_max }, L, grad_accum, s };
 
+	if (m->z->made >= CM_MAX_MADE)
+		return NULL;
+	m->z->made++;
 	return cm_plan_build(m->a, &src.src);
 }
 

@@ -473,6 +473,9 @@ static const char *const plan_files[] = {
 	"tests/pipelines/dualpipe.mem",		/* DualPipe: chunk by chunk in flight */
 	"tests/pipelines/zero-bubble.mem",	/* ZB-H1 */
 	"tests/fsdp1/cpu-offload.mem",		/* FSDP1 */
+	"tests/comm/sp-buffer.mem",		/* SP gather buffer, async TP workspace */
+	"tests/fsdp2/no-sync-accum.mem",	/* FSDP2 without gradient sync */
+	"tests/fsdp2/policy-default-pp.mem",	/* FSDP2 under pp: the final reduce-scatter */
 };
 
 /* Every variant of one train block over micro_batch 1 .. 40 (each residue
@@ -520,6 +523,39 @@ static void plans_equal_the_full_build(void **state)
 				assert_true(plan_grid(l.cr->ev, cj, &l.a) >= 40);
 		unload(&l);
 	}
+}
+
+/* GRPO's micro_batch must be a multiple of its group (2 here): the
+ * lowering at micro_batch 1 does not build, yet the even micro-batches
+ * do, and are answered by rebuilding them (they used to be refused). */
+static void a_lowering_that_does_not_build_at_1_rebuilds(void **state)
+{
+	struct loaded l;
+	struct cm_scratch s = { 0 };
+	unsigned ok = 0;
+
+	(void)state;
+	assert_true(load(&l, "tests/rl/grpo-generate.mem"));
+	struct cm_model *m = cm_compile(l.cr->ev, &l.a, l.cr->jobs, 0);
+
+	assert_non_null(m);
+	for (uint64_t mb = 1; mb <= 6; mb++) {
+		struct cm_variant v = { mb, 0, -1, CM_CKPT_WRITTEN };
+		const struct mem_result *cr;
+		struct mem_result fr;
+		enum mem_status cs = cm_eval(m, &v, &s, &cr);
+
+		assert_int_equal(cs, full(l.cr->ev, l.cr->jobs, &v, &fr));
+		if (cs == MEM_OK) {
+			assert_int_equal(s.path, CM_PATH_REBUILT);
+			assert_same(cr, &fr);
+			ok++;
+		}
+		mem_result_free(&fr);
+	}
+	assert_int_equal(ok, 3);	/* 2, 4 and 6 */
+	cm_scratch_free(&s);
+	unload(&l);
 }
 
 /* The 13B example at ZeRO-0 with its full checkpointing: up to
@@ -607,6 +643,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(plans_equal_the_full_build),
 		cmocka_unit_test(the_plan_follows_the_peak_across_micro_batches),
 		cmocka_unit_test(plans_per_grad_accum),
+		cmocka_unit_test(a_lowering_that_does_not_build_at_1_rebuilds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

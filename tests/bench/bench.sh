@@ -173,24 +173,38 @@ replay_section() {
 	echo '## The compiled model'
 	echo
 	echo 'tests/bench/compiled.c compiles the first train block once'
-	echo '(analyzer/model/compiled.h: a lowering per ZeRO stage and checkpoint'
-	echo 'mode, activation bytes affine in micro_batch), then evaluates 1,000,000'
-	echo 'variants of the same grid as above with `cm_eval`: no AST walk, no'
-	echo 'explain strings, no allocation once the scratch has grown. The figures'
-	echo 'are those of `build_job` + `mem_analyze`, byte for byte'
+	echo '(analyzer/model/compiled.h; `cm_compile` builds the job as written,'
+	echo 'nothing more), then evaluates 1,000,000 variants of the same grid as'
+	echo 'above with `cm_eval`: no AST walk, no timeline walk, no explain'
+	echo 'strings, no allocation once the scratch has grown. The figures are'
+	echo 'those of `build_job` + `mem_analyze`, byte for byte'
 	echo '(tests/unit/test_compiled.c). The CPU-time rate is what one core'
 	echo 'spent (CLOCK_THREAD_CPUTIME_ID); the wall rate also counts whatever'
 	echo 'else the machine ran. Issue 14 asks for 10^6 variants/s on one core for'
 	echo 'the 13B example, and a cost independent of depth within 10 %.'
 	echo
-	echo 'Two things keep work out of the variant loop. The parameters'"'"' part of'
-	echo 'each layer'"'"'s cost is cached in the `mem_ws` (memory.c `cost_key`: the'
-	echo 'parameters by value and the job fields they read), so a variant that'
-	echo 'changes only micro_batch or grad_accum recomputes only the activations.'
-	echo 'And analyzer/mem_timeline.c, the walk, is built at -O3 (`HOT_CFLAGS`;'
-	echo 'portable, no -march): measured when it was introduced, 13B, CPU time,'
-	echo 'about 420k -> 465k variants/s from that file alone, while memory.c at'
-	echo '-O3 changed nothing measurable, so the rest stays at -O2.'
+	echo 'What a variant costs: each ZeRO stage x checkpoint mode is lowered on'
+	echo 'the first variant that asks for it (builds at micro_batch 1, 2, 3, 16'
+	echo 'and 1024), and each lowering gets a plan per grad_accum'
+	echo '(analyzer/model/plan.h): two analyses report every instant of the'
+	echo 'timeline and every stage, each instant becomes a line in micro_batch'
+	echo '(states, buffers and persistent terms its intercept, activations its'
+	echo 'slope), only the lines of the upper envelope over the micro-batches'
+	echo 'the plan answers for are kept (typically one to three per stage out'
+	echo 'of dozens), and the plan is kept only if it reproduces `mem_analyze`'
+	echo 'at five micro-batches. A variant is then a max over those lines and'
+	echo 'the class'"'"'s last figures (`mem_class_totals`). Where 512-byte'
+	echo 'rounding or the interleaved schedule'"'"'s share of the micro-batches in'
+	echo 'flight makes a figure step, the lines run along each residue of the'
+	echo 'micro_batch modulo a period (the 70B example: vp = 5). That first-use'
+	echo 'work is inside the timed loop below. Before plans (one'
+	echo '`mem_analyze_ws` per variant, the walk at -O3) the 13B example took'
+	echo '33,273 instructions per variant, about 4.8 x 10^5 variants/s; that'
+	echo 'path remains the fallback, and `memc search` still analyses each'
+	echo 'layout with it: for it analyzer/mem_timeline.c stays at -O3'
+	echo '(`HOT_CFLAGS`; portable, no -march), measured when introduced at about'
+	echo '420k -> 465k variants/s, 13B, CPU time, while memory.c at -O3 changed'
+	echo 'nothing measurable. The plan path (plan.c, compiled.c) is at -O2.'
 	echo
 	echo '```'
 	"$b/bench-compiled" examples/llama2-13b-zero3.mem 1000000
@@ -200,9 +214,13 @@ replay_section() {
 	if command -v valgrind >/dev/null; then
 		i1=$(instructions "$b/bench-compiled" examples/llama2-13b-zero3.mem 1)
 		i2=$(instructions "$b/bench-compiled" examples/llama2-13b-zero3.mem 10001)
+		i3=$(instructions "$b/bench-compiled" examples/llama2-13b-zero3.mem 100001)
 		echo 'Load-independent: callgrind instructions of the 13B run with 10,001'
-		echo 'variants less those with 1, over 10,000:'
-		echo "$(( (i2 - i1) / 10000 )) instructions per variant."
+		echo 'variants less those with 1, over 10,000 (the 8 lowerings and plans'
+		echo 'of the grid included):'
+		echo "$(( (i2 - i1) / 10000 )) instructions per variant;"
+		echo 'with 100,001, over 100,000:'
+		echo "$(( (i3 - i1) / 100000 )) instructions per variant."
 		echo
 	fi
 	echo '`memc search` analyses each layout with `mem_analyze_ws` and'
@@ -217,7 +235,7 @@ replay_section() {
 	echo
 	echo 'Depth: the 13B job over Llama-2-13B'"'"'s layer shape with 32 and with'
 	echo '1,000,000 layers (the walk folds a body of N repeats into four, §"Folding"'
-	echo 'of docs/memory-model.md).'
+	echo 'of docs/memory-model.md, and a plan's lines do not grow with it).'
 	echo
 	echo '```'
 	d32=$("$b/bench-compiled" "$tmp/depth-32.mem" 1000000)

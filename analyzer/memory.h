@@ -125,6 +125,18 @@ enum mem_status {
 				   even (DualPipe) and at least 2 pp (mem_pp_dual_rule) */
 };
 
+/* Which model a parameter belongs to: the job's (sharded and gathered with
+ * its units), or a frozen model prepared apart from it, gathered only
+ * while its own forward runs (never in the step): TRL's reference and
+ * reward models (trl/models/utils.py prepare_deepspeed keeps stage 3,
+ * prepare_fsdp wraps it in an FSDP of its own; PPOTrainer under FSDP
+ * moves them whole to the GPU, ppo_trainer.py `.to(device)`). */
+enum mem_engine {
+	MEM_ENGINE_JOB,
+	MEM_ENGINE_APART,	/* sharded as the job's weights are */
+	MEM_ENGINE_APART_ZERO3,	/* sharded under ZeRO-3; whole under FSDP */
+};
+
 /* One parameter tensor of ONE layer instance, already split by TP/EP: its size
  * on one device before DP sharding.  Fields for frozen tensors (!trainable):
  * grad, master, state and step temps are ignored. */
@@ -151,6 +163,8 @@ struct mem_param {
 	bool replicated_dp;		/* never partitioned (ZeRO-3 persistence threshold) */
 	bool expert;			/* an MoE expert weight: sharded over the expert-data-parallel
 					   group, not the dense one (mem_expert_group) */
+	uint8_t engine;			/* enum mem_engine: frozen, of a model prepared apart
+					   (rl { }); in the padding before shard_group */
 	uint32_t shard_group;		/* sharding group size; 0 = the job's (mem_shard_group, or
 					   mem_expert_group for expert params) */
 	uint64_t acc_grad_bytes;	/* FSDP2 without gradient sync: the unsharded gradient kept

@@ -244,24 +244,40 @@ static bool frame_trains(const struct frame *f, const char *name)
 	return false;
 }
 
-/* Saves waiting on for_grad: kept if any named param trains. */
+static bool frame_retains(const struct frame *f, const char *name)
+{
+	for (size_t i = 0; i < f->nnames; i++)
+		if (f->names[i] == name)
+			return f->retains[i];
+	return false;
+}
+
+/* Saves waiting on for_grad: kept if any named param trains.  A save a
+ * 4-bit matmul keeps in ctx.tensors is also counted, over the block's
+ * repeats, as what the graph holds after backward (b->graph_kept). */
 static void resolve_pending(struct bld *b, struct frame *f)
 {
 	for (size_t i = 0; i < f->npending; i++) {
 		struct pending *p = &f->pending[i];
-		bool keep = false;
+		bool keep = false, retained = false;
+		uint64_t all = 0;
 
 		for (const struct arg *a = p->names; a; a = a->next)
-			if (a->value->kind == EXPR_NAME && frame_trains(f, a->value->name.name))
-				keep = true;
+			if (a->value->kind == EXPR_NAME) {
+				keep |= frame_trains(f, a->value->name.name);
+				retained |= frame_retains(f, a->value->name.name);
+			}
 		if (keep)
 			bld_add_saves(b, p->bytes, p->loss);
+		if (retained && bld_mul(b, p->bytes, b->block_repeat, &all, "the saved activations of a layer"))
+			bld_add_act(b, &b->graph_kept, all, "the saved activations of a layer");
 	}
 	free(f->pending);
 	free(f->names);
 	free(f->trains);
 	free(f->learns);
 	free(f->linear);
+	free(f->retains);
 }
 
 void bld_parts_push(struct bld_parts *p, uint64_t bytes)
@@ -324,7 +340,8 @@ void bld_frame_pop(struct bld *b)
 	frame_free(f);
 }
 
-void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear)
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear,
+		     bool retains)
 {
 	if (f->nnames == f->capnames) {
 		f->capnames = f->capnames ? f->capnames * 2 : 8;
@@ -332,12 +349,14 @@ void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns
 		f->trains = realloc(f->trains, f->capnames * sizeof *f->trains);
 		f->learns = realloc(f->learns, f->capnames * sizeof *f->learns);
 		f->linear = realloc(f->linear, f->capnames * sizeof *f->linear);
-		if (!f->names || !f->trains || !f->learns || !f->linear)
+		f->retains = realloc(f->retains, f->capnames * sizeof *f->retains);
+		if (!f->names || !f->trains || !f->learns || !f->linear || !f->retains)
 			xdie_oom();
 	}
 	f->names[f->nnames] = name;
 	f->linear[f->nnames] = linear;
 	f->learns[f->nnames] = learns;
+	f->retains[f->nnames] = retains;
 	f->trains[f->nnames++] = trains;
 }
 

@@ -153,7 +153,7 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged", "op", "recompute" };
+					     "grouped", "paged", "op", "recompute", "input_of" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -267,7 +267,7 @@ static void resolve_pending(struct bld *b, struct frame *f)
 				keep |= frame_trains(f, a->value->name.name);
 				retained |= frame_retains(f, a->value->name.name);
 			}
-		if (keep)
+		if (keep && !p->kept)
 			bld_add_saves(b, p->bytes, p->loss);
 		if (retained && bld_mul(b, p->bytes, b->block_repeat, &all, "the saved activations of a layer"))
 			bld_add_act(b, &b->graph_kept, all, "the saved activations of a layer");
@@ -372,7 +372,7 @@ static bool for_linear(const struct frame *f, const struct attr *fg)
 	return false;
 }
 
-static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes, bool loss)
+static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes, bool loss, bool kept)
 {
 	if (f->npending == f->cappending) {
 		f->cappending = f->cappending ? f->cappending * 2 : 8;
@@ -380,7 +380,7 @@ static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes
 		if (!f->pending)
 			xdie_oom();
 	}
-	f->pending[f->npending++] = (struct pending){ names, bytes, loss };
+	f->pending[f->npending++] = (struct pending){ names, bytes, loss, kept };
 }
 
 /* ---- tensors ---- */
@@ -442,10 +442,14 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		bld_add_act(b, &bld_frame(b)->temp_bwd, bytes, "the transient bytes of a layer");
 		return;
 	}
+	const struct attr *io = find_attr(t->stmt, "input_of");
+
 	if (fg && b->frame)
-		add_pending(b->frame, fg->args, bytes, loss);
+		add_pending(b->frame, fg->args, bytes, loss, false);
 	else
 		bld_add_saves(b, bytes, loss);
+	if (!fg && io && b->frame)
+		add_pending(b->frame, io->args, bytes, loss, true);
 	note_op(b, find_attr(t->stmt, "op"), bytes);
 	/* A save of the input's shape and dtype is the input itself (a norm's
 	 * x_in; HF RMSNorm's x.to(fp32) when x is already fp32): a checkpoint

@@ -12,9 +12,10 @@
 struct dtype;
 
 struct pending {
-	const struct arg *names;	/* for_grad(...) */
+	const struct arg *names;	/* for_grad(...), or input_of(...) */
 	uint64_t bytes;
 	bool loss;
+	bool kept;			/* input_of: saved anyway; only the graph's share waits */
 };
 
 /* Byte sizes of single tensors, in walk order (heap). */

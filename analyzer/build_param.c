@@ -443,8 +443,12 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
 	 * anyway (bitsandbytes MatMul4Bit before 0.43.2: ctx.tensors = (A, B)). */
 	bool retains = quantised && b->quant_saves_input;
+	/* an adapter reads its own dropped copy of the input (PEFT lora.Linear,
+	 * LitGPT LoRALinear: lora_A(lora_dropout(x))), which add_lora counts;
+	 * x itself is what lora_A saves only without dropout */
+	bool reads_input = adapted && (b->lora_dropout <= 0 || b->dora);
 
-	bld_frame_param(f, name, !frozen || adapted || retains, !frozen || adapted, linear, retains);
+	bld_frame_param(f, name, !frozen || reads_input || retains, !frozen || adapted, linear, retains);
 	if (adapted) {
 		bool expert = p->expert;
 		size_t first = b->nparams;

@@ -342,8 +342,14 @@ static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v
 					  p->c->body ? p->it : NULL, !p->c->body && p->unit_idx > 0, in_unit,
 					  in_acc, w->accumulating);
 	}
-	if (mem_fsdp1_accumulates_unsharded(w->job, w->accumulating))
-		unsh = 0;	/* resident since the first micro-batch (make_base) */
+	/* the flat gradient of a unit made at its last backward layer */
+	uint64_t cat = 0;
+
+	if (is_fsdp(m) && !remat && p->c->body && p->j == 0)
+		cat = p->it->v[S_GUNSH];
+	else if (is_fsdp(m) && !p->c->body && p->c->gunsh && !pv(p, S_GUNSH_NB))
+		cat = T->v[S_GUNSH_NB];
+	unsh = mem_fsdp1_view_grads(w->cx, w->accumulating, unsh, cat);
 	if (w->job->optimizer_in_backward) {
 		/* stepped as produced: only this layer's gradients, and one
 		 * tensor's step temporaries, ever exist (no optimizer phase) */

@@ -371,6 +371,7 @@ static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool 
 	 * (F.dequantize_4bit), then `.to(A.dtype)` copies it when that is not
 	 * the compute dtype: both exist while the copy is made */
 	if (quantised) {
+		p->cast_each = true;
 		p->cast_bytes = bld_bytes(b, cd, base);
 		if (b->dequant && b->dequant != cd)
 			bld_add(b, &p->cast_bytes, bld_bytes(b, b->dequant, base), "the size of this tensor");

@@ -159,6 +159,7 @@ static void cost_params(struct mem_ctx *cx, const struct mem_block *b, size_t j,
 {
 	const struct mem_job *job = cx->job;
 	const struct mem_layer *l = &b->layers[j];
+	uint64_t each = 0;
 
 	memset(c, 0, sizeof(*c));
 	c->body = b->is_body;
@@ -185,13 +186,18 @@ static void cost_params(struct mem_ctx *cx, const struct mem_block *b, size_t j,
 		 * the cache is cleared when the outermost autocast exits); the
 		 * recomputation in backward casts again and, grad enabled, saves
 		 * those casts until each layer's backward (mem_timeline.c). */
-		if (p->cast_saved && !full)
+		if (p->cast_each)
+			each = cast > each ? cast : each;
+		else if (p->cast_saved && !full)
 			c->cast_keep = mem_add(&cx->ovf, c->cast_keep, cast);
 		else
 			c->cast_tmp = mem_add(&cx->ovf, c->cast_tmp, cast);
 		if (p->cast_saved && full)
 			c->cast_fwd = mem_add(&cx->ovf, c->cast_fwd, cast);
 	}
+	/* MatMul4Bit.forward/backward and torchao's linear_nf4 dequantise one
+	 * weight per matmul and free it after: the layer's largest copy */
+	c->cast_tmp = mem_add(&cx->ovf, c->cast_tmp, each);
 }
 
 /* What cost_params reads of the job besides the layer's parameters and

@@ -157,6 +157,8 @@ struct mem_param {
 					   0 = grad_bytes.  Used by ZeRO-2/3 and FSDP. */
 	uint64_t cast_bytes;		/* transient low-precision copy made while the layer runs */
 	bool cast_saved;		/* AMP: the cast lives from forward to this layer's backward */
+	bool cast_each;			/* a 4-bit weight's dequantised copy, made per matmul and
+					   freed after it: a layer holds its largest, not the sum */
 	uint64_t resident_bytes;	/* kept all step beside the weight, never sharded: FP8
 					   weight caches and scaling state (build_fp8.c) */
 	bool trainable;

@@ -115,6 +115,7 @@ struct bld {
 	bool dora;			/* use_dora: magnitude vector, two more saved outputs */
 	bool prepare_kbit;		/* prepare_model_for_kbit_training: 16-bit params to fp32 */
 	uint64_t adapters;		/* loaded adapters; one trains */
+	enum mem_quantizer quantizer;	/* qlora(quantizer): who packs the 4-bit weights */
 	const struct dtype *quant_compute;	/* bnb_4bit_compute_dtype; NULL: the compute dtype */
 	const struct dtype *dequant;	/* QuantState.dtype, what dequantize_4bit returns; NULL:
 					   the compute dtype (no second copy) */

@@ -429,8 +429,10 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
 	b->experts |= p->expert;
 	all = param_weight(b, p, base, mult, quantised ? b->quant : dt, saved);
-	if (quantised)		/* loaded in 16 bits, quantised on the GPU (§5.4 loading) */
+	if (quantised) {	/* loaded in 16 bits, quantised on the GPU (§5.4 loading) */
 		p->load_bytes = bld_bytes_x(b, dt, base, mult);
+		p->load_quantizer = (uint8_t)b->quantizer;
+	}
 	if (!frozen) {
 		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);
 		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
@@ -565,6 +567,9 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 		b->quant_compute = v.dtype;
 	if (ft_arg(b, &ft, "dequant_dtype", &v) && v.kind == VAL_DTYPE)
 		b->dequant = v.dtype;
+	if (ft_arg(b, &ft, "quantizer", &v) && v.kind == VAL_STRING)
+		b->quantizer = !strcmp(v.str, "torchao") ? MEM_QUANT_TORCHAO :
+			       !strcmp(v.str, "torchao-0.1") ? MEM_QUANT_TORCHAO_WHOLE : MEM_QUANT_BNB;
 	b->skip_given = ft_arg(b, &ft, "skip_modules", &b->skip_modules) && b->skip_modules.kind == VAL_LIST;
 	/* bnb_4bit_use_double_quant picks the absmax layout (docs/language.md) */
 	if (!ft_arg(b, &ft, "quant", &v) && ft_arg(b, &ft, "double_quant", &v) && v.kind == VAL_BOOL)
@@ -628,6 +633,7 @@ void bld_fill_phases(struct bld *b, struct build *out)
 	in->prepare_kbit = b->prepare_kbit;
 	in->double_quant = b->quant && b->quant->block2;
 	in->quant_8bit = b->quant && b->quant->bits == 8;
+	in->quantizer = b->quantizer;
 	in->asked = out->loc_load.file || out->loc_save.file || in->eval || b->prepare_kbit;
 	in->load_weights = b->load_weights;
 	in->largest_quantised = b->largest_quantised;

@@ -311,6 +311,29 @@ static bool loads_whole(const struct tr *r)
 	return shards(r->job->sharding) && (ld == MEM_LOAD_FROM_PRETRAINED || ld == MEM_LOAD_RANK0_CPU);
 }
 
+/* torchao's to_nf4 beside a weight's 16-bit source (phases.c
+ * torchao_transient): scaled_blocks, then the two [elements, 16] tensors
+ * of quantize_tensor_nearest, freed before the packed weight is made. */
+static void quant_temps(struct tr *r, const struct mem_param *p)
+{
+	uint64_t e = p->numel ? p->load_bytes / p->numel : 0, n = p->numel;
+	uint32_t sc, qb = NO_ID, d1, d2;
+
+	if (p->load_quantizer == MEM_QUANT_BNB || !p->load_bytes)
+		return;
+	if (p->load_quantizer == MEM_QUANT_TORCHAO && n > (1u << 20))
+		n = 1u << 20;
+	sc = put(r, mem_round(r->job, p->load_bytes), STREAM_COMPUTE);
+	if (p->load_quantizer == MEM_QUANT_TORCHAO)
+		qb = put(r, mem_round(r->job, p->numel), STREAM_COMPUTE);
+	d1 = put(r, mem_round(r->job, mem_mul(&r->cx->ovf, n * e, 16)), STREAM_COMPUTE);
+	d2 = put(r, mem_round(r->job, mem_mul(&r->cx->ovf, n * e, 16)), STREAM_COMPUTE);
+	drop(r, &d1);
+	drop(r, &d2);
+	drop(r, &qb);
+	drop(r, &sc);
+}
+
 /* One layer's weights as loaded, unsharded, onto r->loads: a quantised
  * weight's 16-bit source goes to the GPU, is packed there and freed
  * (bitsandbytes Params4bit._quantize). */
@@ -324,6 +347,7 @@ static void load_originals(struct tr *r, struct inst *x, const struct mem_layer 
 		for (size_t i = 0; i < l->nparams; i++) {
 			uint32_t src = put(r, mem_round(r->job, l->params[i].load_bytes), STREAM_COMPUTE);
 
+			quant_temps(r, &l->params[i]);
 			idl_push(r, &r->loads, put(r, r->share[i], STREAM_COMPUTE));
 			drop(r, &src);
 		}
@@ -354,8 +378,10 @@ static void load_in_place(struct tr *r, const struct mem_layer *l, const struct 
 	for (size_t i = 0; i < l->nparams; i++) {
 		uint64_t src = mem_round(r->job, l->params[i].load_bytes);
 		uint32_t a = put(r, src ? src : w[i] < u[i] ? u[i] : 0, STREAM_COMPUTE);
-		uint32_t q = src && w[i] < u[i] ? put(r, u[i], STREAM_COMPUTE) : NO_ID;
+		uint32_t q;
 
+		quant_temps(r, &l->params[i]);
+		q = src && w[i] < u[i] ? put(r, u[i], STREAM_COMPUTE) : NO_ID;
 		put(r, w[i], STREAM_COMPUTE);
 		drop(r, &a);
 		drop(r, &q);

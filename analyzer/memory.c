@@ -118,7 +118,7 @@ bool mem_param_equal(const struct mem_param *x, const struct mem_param *y)
 	       x->step_temp_bytes == y->step_temp_bytes && x->step_temp_grouped == y->step_temp_grouped &&
 	       x->gather_bytes == y->gather_bytes && x->gather_grad_bytes == y->gather_grad_bytes &&
 	       x->cast_bytes == y->cast_bytes && x->cast_saved == y->cast_saved &&
-	       x->cast_each == y->cast_each &&
+	       x->cast_each == y->cast_each && x->load_quantizer == y->load_quantizer &&
 	       x->resident_bytes == y->resident_bytes && x->trainable == y->trainable &&
 	       x->replicated_dp == y->replicated_dp && x->expert == y->expert &&
 	       x->shard_group == y->shard_group && x->acc_grad_bytes == y->acc_grad_bytes &&

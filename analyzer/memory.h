@@ -109,6 +109,14 @@ enum mem_load {
 	MEM_LOAD_RANK0_CPU,	/* one unit at a time moved to the GPU and sharded */
 };
 
+/* Who quantises a 4-bit weight while it is loaded (qlora(quantizer)): the
+ * transient each leaves beside the 16-bit source (§5.4 loading). */
+enum mem_quantizer {
+	MEM_QUANT_BNB,		/* bitsandbytes Params4bit._quantize */
+	MEM_QUANT_TORCHAO,	/* torchao >= 0.2 to_nf4, 2^20 elements a chunk */
+	MEM_QUANT_TORCHAO_WHOLE,/* torchao 0.1 to_nf4, the whole tensor at once */
+};
+
 enum mem_phase { MEM_PHASE_FORWARD, MEM_PHASE_LOSS, MEM_PHASE_BACKWARD, MEM_PHASE_OPTIMIZER,
 		 MEM_PHASE__COUNT };
 
@@ -159,6 +167,7 @@ struct mem_param {
 	bool cast_saved;		/* AMP: the cast lives from forward to this layer's backward */
 	bool cast_each;			/* a 4-bit weight's dequantised copy, made per matmul and
 					   freed after it: a layer holds its largest, not the sum */
+	uint8_t load_quantizer;		/* enum mem_quantizer: who packs load_bytes into the weight */
 	uint64_t resident_bytes;	/* kept all step beside the weight, never sharded: FP8
 					   weight caches and scaling state (build_fp8.c) */
 	bool trainable;

@@ -83,6 +83,25 @@ static void measure(struct ph *p)
 	}
 }
 
+/* torchao's to_nf4 (NF4Tensor.from_tensor, convert_to_norm_float_weight)
+ * on the GPU: beside the source, `scaled_blocks = blocks / scales` in its
+ * dtype, then quantize_tensor_nearest's `(value.unsqueeze(-1) - nf4)` and
+ * its `.abs()`, both [elements, 16] in that dtype while abs runs. torchao
+ * 0.1 does it over the whole tensor; 0.2 (pytorch/ao#196) over chunks of
+ * 2^20 elements into a uint8 `quantized_blocks` of every element. The
+ * per-block scalers (under 5 B per 64 elements) are left out. */
+static uint64_t torchao_transient(struct ph *p)
+{
+	const struct phase_input *in = p->in;
+	uint64_t n = in->largest_quantised, e = in->load_elem_size;
+	uint64_t chunk = in->quantizer == MEM_QUANT_TORCHAO && n > (1u << 20) ? 1u << 20 : n;
+	uint64_t t = mul(p, mul(p, n, e), 2);
+
+	if (in->quantizer == MEM_QUANT_TORCHAO)
+		t = add(p, t, n);
+	return add(p, t, mul(p, mul(p, chunk, e), 32));
+}
+
 /* bitsandbytes Params4bit._quantize: the weight as loaded is copied to
  * the GPU (`self.data.contiguous().to(device)`) and quantize_4bit makes
  * fp32 absmax per 64-element block beside it; compress_statistics
@@ -93,6 +112,9 @@ static uint64_t quantise_transient(struct ph *p)
 	const struct phase_input *in = p->in;
 	uint64_t n = in->largest_quantised, blocks = n / 64 + (n % 64 != 0);
 	uint64_t t = add(p, mul(p, n, in->load_elem_size), mul(p, blocks, 4));
+
+	if (in->quantizer != MEM_QUANT_BNB)
+		return torchao_transient(p);
 
 	/* Int8Params._quantize: an fp16 copy on the GPU, then double_quant's
 	 * row- and column-wise int8 matrices (CBt is freed after; the

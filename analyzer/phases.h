@@ -40,6 +40,7 @@ struct phase_input {
 	enum phase_save save;
 	bool qlora, prepare_kbit, double_quant;
 	bool quant_8bit;		/* qlora(quant = int8): LLM.int8 Int8Params */
+	enum mem_quantizer quantizer;	/* qlora(quantizer): bitsandbytes or torchao's to_nf4 */
 	uint64_t load_weights;		/* every base weight as loaded, whole model (one copy) */
 	uint64_t largest_quantised;	/* numel of the largest 4-bit weight */
 	uint32_t load_elem_size;	/* bytes per element of the weights as loaded */

@@ -25,7 +25,7 @@ static const struct field_spec lora_args[] = {
 	{ "quant", "dtype", false }, { "save_input", "bool", false }, { "quant_storage", "dtype", false },
 	{ "double_quant", "bool", false }, { "compute_dtype", "dtype", false },
 	{ "prepare_kbit", "bool", false }, { "skip_modules", "list", false },
-	{ "dequant_dtype", "dtype", false }, { NULL, NULL, false },
+	{ "dequant_dtype", "dtype", false }, { "quantizer", "string", false }, { NULL, NULL, false },
 };
 static const struct range_spec lora_ranges[] = {
 	{ "r", RANGE_AT_LEAST_1 }, { "alpha", RANGE_POSITIVE }, { "dropout", RANGE_FRACTION },
@@ -54,7 +54,8 @@ static const char *lora_synonym(const char *name)
 static bool qlora_only(const char *name)
 {
 	static const char *const only[] = { "quant", "save_input", "quant_storage", "double_quant",
-					    "compute_dtype", "prepare_kbit", "skip_modules", "dequant_dtype" };
+					    "compute_dtype", "prepare_kbit", "skip_modules", "dequant_dtype",
+					    "quantizer" };
 
 	for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)
 		if (!strcmp(only[i], name))
@@ -67,6 +68,19 @@ static bool all_linear(struct value v)
 {
 	return (v.kind == VAL_SYMBOL && !strcmp(v.str, "all_linear")) ||
 	       (v.kind == VAL_STRING && !strcmp(v.str, "all-linear"));
+}
+
+/* Who packs the 4-bit weights while they load: their transients differ
+ * (docs/memory-model.md, the run's loading). */
+static bool quantizer_ok(struct eval *ev, struct value v)
+{
+	if (v.kind != VAL_STRING || !strcmp(v.str, "bitsandbytes") || !strcmp(v.str, "torchao") ||
+	    !strcmp(v.str, "torchao-0.1"))
+		return true;
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'quantizer' must be \"bitsandbytes\" (Params4bit), "
+		   "\"torchao\" (to_nf4 in chunks, torchao 0.2 and later) or \"torchao-0.1\" (to_nf4 over "
+		   "the whole tensor)");
+	return false;
 }
 
 static bool lora_arg(struct eval *ev, const char *call, const char *name, struct value v)
@@ -82,7 +96,7 @@ static bool lora_arg(struct eval *ev, const char *call, const char *name, struct
 			diag_note(d, NO_LOC, "%s() takes r, alpha, targets, dropout, dtype, modules_to_save, "
 				  "use_dora, use_rslora, adapters%s%s%s%s", call,
 				  strcmp(call, "qlora") ? "" : ", quant, save_input, quant_storage, double_quant, "
-				  "compute_dtype, prepare_kbit, skip_modules, dequant_dtype", syn ? "; did you mean '" : "",
+				  "compute_dtype, prepare_kbit, skip_modules, dequant_dtype, quantizer", syn ? "; did you mean '" : "",
 				  syn ? syn : "", syn ? "'?" : "");
 		else
 			diag_note(d, NO_LOC, "'%s' is an argument of qlora(...)", name);
@@ -91,7 +105,10 @@ static bool lora_arg(struct eval *ev, const char *call, const char *name, struct
 	if (!strcmp(name, "targets") && all_linear(v))
 		return true;
 	snprintf(what, sizeof what, "'%s' of %s()", name, call);
-	return check_value_type(ev, v, s->type, what) && check_range(ev, v, check_range_of(lora_ranges, name), what);
+	if (!check_value_type(ev, v, s->type, what))
+		return false;
+	return !strcmp(name, "quantizer") ? quantizer_ok(ev, v) :
+	       check_range(ev, v, check_range_of(lora_ranges, name), what);
 }
 
 /* FSDP flattens a unit's parameters into one tensor of one dtype (torch

@@ -361,6 +361,25 @@ static uint64_t param_weight(struct bld *b, struct mem_param *p, uint64_t base, 
 	return all;
 }
 
+/* bitsandbytes keeps a 4-bit weight's absmax (and double quant's second
+ * level) in Params4bit.quant_state, a plain attribute: FSDP flattens and
+ * shards the packed data only (fsdp_qlora train.py load_and_quantize: "FSDP
+ * only syncs parameters and buffers, so the quant_state isn't copied").
+ * The packed codes are what a shard and a gather hold. torchao's NF4Tensor
+ * shards its scalers with the data (fsdp_pre_all_gather). */
+static void quant_state(struct bld *b, struct mem_param *p)
+{
+	uint64_t bits = b->quant ? b->quant->bits : 0, codes;
+
+	if (b->quantizer != MEM_QUANT_BNB || bits != 4)
+		return;
+	codes = p->numel / 8 * bits + ((p->numel % 8) * bits + 7) / 8;
+	if (codes >= p->weight_bytes)
+		return;
+	p->quant_state_bytes = p->weight_bytes - codes;
+	p->gather_bytes = codes;
+}
+
 /* The low-precision copy a weight gets while its layer runs. */
 static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool linear, uint64_t base,
 		       uint64_t mult)
@@ -432,6 +451,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	if (quantised) {	/* loaded in 16 bits, quantised on the GPU (§5.4 loading) */
 		p->load_bytes = bld_bytes_x(b, dt, base, mult);
 		p->load_quantizer = (uint8_t)b->quantizer;
+		quant_state(b, p);
 	}
 	if (!frozen) {
 		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);

@@ -44,11 +44,16 @@ static void cost_weights(struct mem_ctx *cx, const struct mem_param *p, uint32_t
 	c->raw_w = mem_add(o, c->raw_w, p->weight_bytes);
 	c->numel = mem_add(o, c->numel, p->numel);
 	if (mem_shards_weights(job->sharding) && !p->replicated_dp) {
-		/* §3.1 ZeRO-3 / §3.3 FSDP: resident shard + gathered copy while running */
+		/* §3.1 ZeRO-3 / §3.3 FSDP: resident shard + gathered copy while running;
+		 * a 4-bit weight's QuantState stays whole on every GPU */
+		uint64_t part = p->weight_bytes - p->quant_state_bytes;
+
 		if (!job->offload_params)
-			c->w = mem_add(o, c->w, mem_round(job, mem_shard_bytes(p->weight_bytes, n)));
+			c->w = mem_add(o, c->w, mem_round(job, mem_shard_bytes(part, n)));
 		else
-			offload_to(cx, c, job->offload_params_nvme, mem_shard_bytes(p->weight_bytes, n));
+			offload_to(cx, c, job->offload_params_nvme, mem_shard_bytes(part, n));
+		if (p->quant_state_bytes)
+			c->w = mem_add(o, c->w, mem_round(job, p->quant_state_bytes));
 		c->gath = mem_add(o, c->gath,
 				  mem_round(job, p->gather_bytes ? p->gather_bytes : p->weight_bytes));
 	} else {

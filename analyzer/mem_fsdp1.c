@@ -44,7 +44,7 @@ void mem_fsdp1_frozen_grad(struct mem_ctx *cx, const struct mem_param *p, uint32
 {
 	const struct mem_job *job = cx->job;
 	bool *o = &cx->ovf;
-	uint64_t g = p->weight_bytes, ug = p->gather_bytes ? p->gather_bytes : g;
+	uint64_t g = p->weight_bytes - p->quant_state_bytes, ug = p->gather_bytes ? p->gather_bytes : g;
 	uint64_t sh = n <= 1 ? g : g / n + (g % n != 0);
 
 	c->raw_g = mem_add(o, c->raw_g, g);

@@ -122,7 +122,8 @@ bool mem_param_equal(const struct mem_param *x, const struct mem_param *y)
 	       x->resident_bytes == y->resident_bytes && x->trainable == y->trainable &&
 	       x->replicated_dp == y->replicated_dp && x->expert == y->expert &&
 	       x->shard_group == y->shard_group && x->acc_grad_bytes == y->acc_grad_bytes &&
-	       x->load_bytes == y->load_bytes && x->engine == y->engine;
+	       x->load_bytes == y->load_bytes && x->engine == y->engine &&
+	       x->quant_state_bytes == y->quant_state_bytes;
 }
 
 const char *mem_status_str(enum mem_status st)

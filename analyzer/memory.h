@@ -181,6 +181,10 @@ struct mem_param {
 	uint64_t acc_grad_bytes;	/* FSDP2 without gradient sync: the unsharded gradient kept
 					   to the last micro-batch (unsharded_accumulated_grad in
 					   reduce_dtype); 0 = gather_grad_bytes */
+	uint64_t quant_state_bytes;	/* of weight_bytes, a bitsandbytes 4-bit weight's QuantState
+					   (absmax and its second level): attributes of the
+					   Params4bit, outside the FlatParameter, so FSDP/ZeRO-3
+					   neither shard nor offload them */
 	uint64_t load_bytes;		/* the tensor as loaded onto the GPU when that differs
 					   from its stored form (a 4-bit weight's 16-bit source,
 					   quantised there); 0 = its stored bytes.  Trace only. */

@@ -47,7 +47,7 @@ enum { CM_NACT = sizeof act_off / sizeof act_off[0] };
  * variant.  The sizes on x86-64 / LP64 stop the build until it is. */
 _Static_assert(sizeof(void *) != 8 || sizeof(struct mem_layer) == 160,
 	       "a new mem_layer field: sort it in compiled.c (act_off or same_layer)");
-_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_param) == 144,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_param) == 152,
 	       "a new mem_param field: compare it in memory.c (mem_param_equal)");
 
 /* Micro-batches the affine form is checked at, besides the two it is

@@ -408,6 +408,8 @@ static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
 	 * runs with set_requires_gradient_sync(False) and
 	 * set_reshard_after_backward(False); post_backward runs after the last */
 	j->fsdp_keep_after_backward = j->pp > 1;
+	/* a stage FSDP2 wraps is a torch.distributed.pipelining PipelineStage */
+	j->pp_stage_buffers = j->pp > 1;
 	j->fsdp_split_root = !strcmp(key_sym(b, "fsdp2.root_unit", "model"), "split");
 	j->fsdp_no_sync = j->pp > 1 || (!key_bool(b, "fsdp2.requires_gradient_sync", true) &&
 					j->micro_batches > 1);

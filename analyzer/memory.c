@@ -616,6 +616,9 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 						       mem_round(job, job->zero_reduce_bucket_bytes));
 	k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
 					       mem_comm_sp_buffer(job, &cx->ovf));
+	/* every receive buffer, none of them counted as in flight */
+	k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
+					       mem_pp_recv_bytes(&cx->ovf, job, st->index, 0));
 }
 
 /* The group is named by size where it is not plain dp (cp inside it,
@@ -724,6 +727,7 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	memset(&w, 0, sizeof(w));
 	memset(k, 0, sizeof(*k));
 	in_flight(job, i, &a, &b);
+	st->index = i;
 	mem_walk_stage(cx, st, a, b, &w);
 	k->stage = i;
 	k->nstages = 1;

@@ -483,6 +483,7 @@ static void on_tensor(void *ctx, const struct walk_tensor *t)
 			b->frame->input_dtype = tensor_dtype(b, t) ? tensor_dtype(b, t) : b->act;
 			b->frame->input_numel = numel;
 			b->frame->input = bld_bytes(b, b->frame->input_dtype, numel);
+			b->frame->input_width = axis(t, t->ndims ? t->ndims - 1 : 0);
 		}
 		break;
 	default: break;

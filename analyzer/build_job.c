@@ -421,6 +421,41 @@ static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
 	return true;
 }
 
+/* megatron { moe_token_dispatcher_type = "flex" }: MoEFlexTokenDispatcher
+ * with its default backend, DeepEP, over the tp x ep group; fused_a2a.py
+ * get_hidden_bytes is a token's hidden x max(element size, 2). DeepEP
+ * asserts on a group size its config table lacks and on an odd SM count
+ * (Buffer.set_num_sms). */
+static bool deepep_layout(struct bld *b, struct mem_job *j)
+{
+	struct value t, n;
+	bool flex = key(b, "megatron.moe_token_dispatcher_type", &t) && t.kind == VAL_SYMBOL &&
+		    !strcmp(t.str, "flex");
+	bool sms = key(b, "megatron.moe_flex_dispatcher_num_sms", &n);
+	uint64_t elem = b->act && b->act->bits > 16 ? b->act->bits / 8 : 2;
+
+	if (sms && !flex)
+		return bld_error(b, DIAG_IGNORED_SETTING, n.origin.file ? n.origin : n.loc,
+				 "moe_flex_dispatcher_num_sms sizes DeepEP's buffer, which only "
+				 "moe_token_dispatcher_type = flex uses");
+	if (!flex)
+		return true;
+	if (!b->experts)
+		return bld_error(b, DIAG_IGNORED_SETTING, t.origin.file ? t.origin : t.loc,
+				 "the flex dispatcher routes tokens to experts, and this model has none");
+	j->deepep_num_sms = (uint32_t)key_u64(b, "megatron.moe_flex_dispatcher_num_sms", 20);
+	if (j->deepep_num_sms % 2)
+		return bld_error(b, DIAG_OUT_OF_RANGE, n.origin.file ? n.origin : n.loc,
+				 "DeepEP's SM count must be even ('The SM count must be even'); "
+				 "moe_flex_dispatcher_num_sms = %u", (unsigned)j->deepep_num_sms);
+	if (!mem_comm_deepep_supported(mem_comm_deepep_ranks(j)))
+		return bld_error(b, DIAG_BAD_LAYOUT, t.origin.file ? t.origin : t.loc,
+				 "DeepEP has no dispatch config for a tp x ep group of %u ranks "
+				 "(Buffer.get_dispatch_config: 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144 "
+				 "or 160)", (unsigned)mem_comm_deepep_ranks(j));
+	return bld_mul(b, b->expert_width, elem, &j->deepep_hidden_bytes, "DeepEP's bytes per token");
+}
+
 static enum mem_schedule schedule(struct bld *b)
 {
 	const char *s = key_sym(b, "parallel.schedule", "1f1b");
@@ -440,7 +475,8 @@ static bool megatron_record(struct bld *b)
 	static const char *const keys[] = { "megatron.distributed_optimizer", "megatron.grad_reduce_in_bf16",
 					    "megatron.overlap_grad_reduce", "megatron.overlap_param_gather",
 					    "megatron.bucket_size", "megatron.recompute_modules",
-					    "megatron.cpu_offloading_num_layers", "megatron.cpu_offloading_activations" };
+					    "megatron.cpu_offloading_num_layers", "megatron.cpu_offloading_activations",
+					    "megatron.moe_token_dispatcher_type", "megatron.moe_flex_dispatcher_num_sms" };
 	struct value v;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -530,7 +566,7 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
 	if (j->sharding == MEM_SHARD_ZERO1 && megatron_job(b, zero))
 		shard_name = "distributed optimizer";
-	if (!dp_shard(b, j) || !fsdp2_layout(b, j, &shard_name))
+	if (!dp_shard(b, j) || !fsdp2_layout(b, j, &shard_name) || !deepep_layout(b, j))
 		return false;
 	b->out->rep.sharding = shard_label(b, j, shard_name);
 	const char *ck = bound_sym(b, "checkpoint", "none");

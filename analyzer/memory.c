@@ -470,8 +470,9 @@ static uint64_t nccl_bytes(struct mem_ctx *cx, uint32_t *ncomms)
 	if (ncomms)
 		*ncomms = n;
 	/* the symmetric-memory workspace is cuMem as well: outside the allocator */
-	return mem_add(&cx->ovf, mem_comm_total(cx->job, g, n, &cx->ovf),
-		       mem_comm_symm_workspace(cx->job, &cx->ovf));
+	return mem_add(&cx->ovf, mem_add(&cx->ovf, mem_comm_total(cx->job, g, n, &cx->ovf),
+					 mem_comm_symm_workspace(cx->job, &cx->ovf)),
+		       mem_comm_deepep_bytes(cx->job, &cx->ovf));
 }
 
 /* Device memory the caching allocator does not own (§5.3.2-5.3.3). */

@@ -280,6 +280,11 @@ struct mem_job {
 	bool sequence_parallel;		/* Megatron SP: the gathered input lives in the global
 					   memory buffer (mem_comm_sp_buffer) */
 	bool async_tp;			/* torch symmetric-memory workspace per tp group */
+	/* Megatron's flex dispatcher (moe_token_dispatcher_type = flex): DeepEP's
+	   Buffer over the tp x ep group, sized for get_hidden_bytes (mem_comm.c);
+	   0 = none */
+	uint64_t deepep_hidden_bytes;
+	uint32_t deepep_num_sms;	/* Buffer.num_sms (moe_flex_dispatcher_num_sms, 20) */
 	bool pp_stage_buffers;		/* torch.distributed.pipelining's PipelineStage: receive
 					   buffers per micro-batch, outputs kept to backward */
 	double frag_factor;		/* reserved/allocated; 0 = 1.10 (§5.3.4); else >= 1 */

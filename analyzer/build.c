@@ -153,7 +153,7 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged", "op", "recompute" };
+					     "grouped", "paged", "op", "recompute", "fp8_copy" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -427,6 +427,12 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		add_pending(b->frame, fg->args, bytes, loss);
 	else
 		bld_add_saves(b, bytes, loss);
+	/* TE's _Linear and torchao's saved casts keep the FP8 input they made,
+	 * beside this high-precision tensor its own layer keeps */
+	const struct attr *fc = find_attr(t->stmt, "fp8_copy");
+
+	if (fc && b->linear_input && for_linear(b->frame, fc))
+		add_pending(b->frame, fc->args, bld_bytes(b, b->linear_input, numel), loss);
 	note_op(b, find_attr(t->stmt, "op"), bytes);
 	/* A save of the input's shape and dtype is the input itself (a norm's
 	 * x_in; HF RMSNorm's x.to(fp32) when x is already fp32): a checkpoint

@@ -19,7 +19,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    "shared_dropout", NULL };
+					    "shared_dropout", "fp8_copy", NULL };
 
 static bool is_word(const char *name)
 {
@@ -90,6 +90,18 @@ static void check_shared_dropout(struct eval *ev, const struct stmt *s, const st
 		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "shared_dropout marks a param, without arguments");
 }
 
+/* fp8_copy(o, ...): a save that the named FP8 Linears read as their input
+ * and quantise, saving the quantised copy beside it (the out-projection
+ * reading the flash output that attention keeps). */
+static void check_fp8_copy(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_SAVES || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "fp8_copy(param, ...) marks a saves tensor");
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME)
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "fp8_copy() takes param names");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -102,6 +114,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_recompute(ev, t->stmt, a);
 		if (!strcmp(a->name, "shared_dropout"))
 			check_shared_dropout(ev, t->stmt, a);
+		if (!strcmp(a->name, "fp8_copy"))
+			check_fp8_copy(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -114,7 +128,7 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), recompute(...), shared_dropout, forward, backward, loss, "
+			  "for_grad(...), fp8_copy(...), op(...), recompute(...), shared_dropout, forward, backward, loss, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }

@@ -832,6 +832,7 @@ static void override_degrees(struct bld *b, struct env *e, struct env *base, con
 		env_bind(e, bld_intern(b, "etp"), etpv);
 	}
 	env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
+	env_bind(e, bld_intern(b, "sp_in"), sp && !check_tp_saves_gathered(b->cj) ? tpv : val_count(1, NO_LOC));
 	if (ov->layout_free) {
 		env_bind(e, bld_intern(b, "dp"), val_count(1, NO_LOC));
 		return;
@@ -903,7 +904,7 @@ static void count(struct bld *real, struct env *env)
 {
 	struct bld b = *real;
 	struct env *e = env_new(real->ev, env);
-	static const char *const ones[] = { "tp", "sp", "ep", "etp", "cp", "pp" };
+	static const char *const ones[] = { "tp", "sp", "sp_in", "ep", "etp", "cp", "pp" };
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)
 		env_bind(e, bld_intern(real, ones[i]), val_count(1, NO_LOC));
@@ -1146,7 +1147,8 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 /* The neutral job of `memc list`: every degree 1, one token. */
 static struct env *neutral_bindings(struct bld *b)
 {
-	static const char *const ones[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp", "vp" };
+	static const char *const ones[] = { "batch", "seq", "tgt", "tp", "sp", "sp_in", "cp", "ep", "etp", "pp", "dp",
+					    "vp" };
 	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
 					       { "kernels", "hf" }, { "loss", "standard" },
 					       { "cp_comm", "allgather" } };

@@ -141,7 +141,7 @@ static void static_tensor(void *ctx, const struct walk_tensor *t)
 /* Unknown bindings for a template that no job instantiates. */
 static struct env *unknown_job(struct eval *ev)
 {
-	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp",
+	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "sp_in", "cp", "ep", "etp", "pp", "dp",
 					      "vp", "numel", "rows", "cols", "rank" };
 	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss", "cp_comm" };
 	struct env *e = env_new(ev, NULL);

@@ -276,5 +276,8 @@ uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_sta
  * send/recv buffers"). */
 uint64_t mem_pp_recv_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
 uint64_t mem_pp_output_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
+/* ... and, at a later micro-batch, the input gradients its receive buffers
+ * hold (mem_pp_input_grad_bytes) */
+uint64_t mem_pp_input_grad_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
 
 #endif /* MEMC_ANALYZER_MEM_INTERNAL_H */

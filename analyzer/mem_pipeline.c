@@ -293,6 +293,23 @@ uint64_t mem_pp_recv_bytes(bool *ovf, const struct mem_job *job, uint32_t stage,
 	return mem_mul(ovf, mem_add(ovf, mem_sub(act, chunks), grad), stage_io_bytes(job));
 }
 
+/* stage.py stage_backward returns each input's `.grad`: the gradient stays
+ * on its receive buffer until the next step's clear_runtime_states. A later
+ * micro-batch's backward, with `chunks` forwards in flight, follows the
+ * backwards of all the others that are not: those gradients are live (none
+ * on the first stage, whose input is the token ids). */
+uint64_t mem_pp_input_grad_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks)
+{
+	uint64_t m = job->micro_batches, act;
+
+	if (!job->pp_stage_buffers || job->pp <= 1 || mem_pp_dual(job->schedule))
+		return 0;
+	act = mem_mul(ovf, m, mem_chunks_per_stage(job));
+	if (stage == 0)
+		act = mem_sub(act, m);
+	return mem_mul(ovf, mem_sub(act, chunks), stage_io_bytes(job));
+}
+
 /* _PipelineStageBase.forward_one_chunk keeps each micro-batch's stage
  * output in fwd_cache until its backward_one_chunk: one per chunk forward
  * in flight, but the last stage's, which is the logits (the loss region).

@@ -780,6 +780,7 @@ static void nccl_conf(struct bld *b, struct mem_job *j)
 	j->nccl.local_ranks = j->gpus_per_node;
 	j->sequence_parallel = bound_u64(b, "sp", 1) > 1;
 	j->async_tp = key_bool(b, "parallel.async_tp", false);
+	j->tp_saves_gathered = check_tp_saves_gathered(b->cj);
 }
 
 static void overheads(struct bld *b, struct mem_job *j)

@@ -136,7 +136,11 @@ static uint64_t max_body_input(const struct mem_job *job)
  * throughout stands for them too. */
 uint64_t mem_comm_sp_buffer(const struct mem_job *job, bool *ovf)
 {
-	if (!job->sequence_parallel || job->tp < 2)
+	/* DTensor's Shard(1) all-gather (_functional_collectives.py
+	 * all_gather_tensor) gathers on dim 0 and cats along the sequence: the
+	 * dim-0 buffer beside the gathered input the Linear saves. AsyncTP's
+	 * fused_all_gather_matmul gathers in place (restride, no cat) */
+	if (!job->sequence_parallel || job->tp < 2 || (job->tp_saves_gathered && job->async_tp))
 		return 0;
 	return mem_round(job, mem_mul(ovf, max_body_input(job), job->tp));
 }

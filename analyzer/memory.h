@@ -280,6 +280,8 @@ struct mem_job {
 	bool sequence_parallel;		/* Megatron SP: the gathered input lives in the global
 					   memory buffer (mem_comm_sp_buffer) */
 	bool async_tp;			/* torch symmetric-memory workspace per tp group */
+	bool tp_saves_gathered;		/* torch's DTensor plan (a job with fsdp2 keys): the
+					   column-parallel Linears save the gathered input */
 	/* Megatron's flex dispatcher (moe_token_dispatcher_type = flex): DeepEP's
 	   Buffer over the tp x ep group, sized for get_hidden_bytes (mem_comm.c);
 	   0 = none */

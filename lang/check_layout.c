@@ -191,6 +191,13 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 	bind(ev, e, "vp", vp);
 	bind(ev, e, "sp", sp ? tp : val_count(1, j->decl->name_loc));
 	bind(ev, e, "sp_in", sp && !check_tp_saves_gathered(j) ? tp : val_count(1, j->decl->name_loc));
+	bool atp = false;
+	struct value av;
+
+	if (check_job_field(j, "parallel.async_tp", &av))
+		eval_to_bool(ev, av, "async_tp", &atp);
+	bind(ev, e, "async_tp", (struct value){ .kind = VAL_BOOL, .b = atp, .loc = j->decl->name_loc,
+						.origin = j->decl->name_loc });
 	bind(ev, e, "dp", val_count(dp, gpus.loc));
 }
 

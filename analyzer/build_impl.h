@@ -198,5 +198,6 @@ void bld_fill_phases(struct bld *b, struct build *out);
 void bld_setup_rl(struct bld *b);
 bool bld_finish_rl(struct bld *b, struct build *out);
 void bld_walk_rl_models(struct bld *b, struct env *env);
+void bld_rl_apart(struct bld *b, struct mem_param *p, bool ref);
 
 #endif

@@ -373,6 +373,7 @@ static void ref_copy(struct bld *b, size_t i)
 	r.gather_grad_bytes = r.acc_grad_bytes = 0;
 	r.cast_bytes = r.resident_bytes = 0;	/* its casts are its own forward's (phases.c) */
 	r.cast_saved = false;
+	bld_rl_apart(b, &r, true);
 	*new_param(b) = r;
 }
 
@@ -400,6 +401,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		b->largest_quantised = base;
 	p->name = b->rl_part ? arena_printf(b->arena, "%s.%s", b->rl_part == BLD_RL_VALUE ? "value" : "reward",
 					    name) : name;
+	if (b->rl_part == BLD_RL_REWARD)
+		bld_rl_apart(b, p, false);
 	p->origin = t->stmt;
 	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
 	b->experts |= p->expert;

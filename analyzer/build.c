@@ -153,7 +153,7 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged", "op", "recompute", "input_of" };
+					     "grouped", "paged", "op", "recompute", "input_of", "fp8_copy" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -450,6 +450,12 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		bld_add_saves(b, bytes, loss);
 	if (!fg && io && b->frame)
 		add_pending(b->frame, io->args, bytes, loss, true);
+	/* TE's _Linear and torchao's saved casts keep the FP8 input they made,
+	 * beside this high-precision tensor its own layer keeps */
+	const struct attr *fc = find_attr(t->stmt, "fp8_copy");
+
+	if (fc && b->linear_input && for_linear(b->frame, fc))
+		add_pending(b->frame, fc->args, bld_bytes(b, b->linear_input, numel), loss, false);
 	note_op(b, find_attr(t->stmt, "op"), bytes);
 	/* A save of the input's shape and dtype is the input itself (a norm's
 	 * x_in; HF RMSNorm's x.to(fp32) when x is already fp32): a checkpoint
@@ -506,6 +512,7 @@ static void on_tensor(void *ctx, const struct walk_tensor *t)
 			b->frame->input_dtype = tensor_dtype(b, t) ? tensor_dtype(b, t) : b->act;
 			b->frame->input_numel = numel;
 			b->frame->input = bld_bytes(b, b->frame->input_dtype, numel);
+			b->frame->input_width = axis(t, t->ndims ? t->ndims - 1 : 0);
 		}
 		break;
 	default: break;

@@ -51,6 +51,7 @@ struct frame {
 	uint64_t input_numel;		/* the declared input, to recognise it among the saves */
 	const struct dtype *input_dtype;
 	uint64_t input_saved;		/* bytes of saves that are the input tensor itself */
+	uint64_t input_width;		/* the declared input's last axis (a token's hidden) */
 	bool loss;
 };
 
@@ -156,6 +157,8 @@ struct bld {
 	size_t nblocks, capblocks;
 	uint64_t params_total, params_trainable;	/* this walk's (tp-sharded) counts */
 	bool experts;			/* a param has the `expert` attribute */
+	uint64_t expert_width;		/* the widest input of a layer with expert params: what
+					   DeepEP dispatches per token (mem_comm_deepep_bytes) */
 	/* a preference / RL job (build_rl.c) */
 	enum bld_rl_algo rl;
 	uint64_t rl_factor;		/* sequences per pair in the policy's batch (chosen, rejected) */

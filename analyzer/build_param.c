@@ -427,6 +427,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	p->origin = t->stmt;
 	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
 	b->experts |= p->expert;
+	if (p->expert && b->frame && b->frame->input_width > b->expert_width)
+		b->expert_width = b->frame->input_width;
 	all = param_weight(b, p, base, mult, quantised ? b->quant : dt, saved);
 	if (quantised)		/* loaded in 16 bits, quantised on the GPU (§5.4 loading) */
 		p->load_bytes = bld_bytes_x(b, dt, base, mult);

@@ -85,6 +85,7 @@ struct mem_stage {
 	uint64_t max_unit_gath;		/* largest gathered body repeat */
 	uint64_t max_unit_held;		/* its part kept from forward to backward (FSDP2) */
 	uint64_t step_max;		/* largest one-at-a-time step temporary */
+	uint32_t index;			/* the stage's pp rank */
 };
 
 /* One analysis. */
@@ -269,5 +270,14 @@ uint32_t mem_chunks_per_stage(const struct mem_job *job);
  * logits: mem_extra_logits_in_flight), DualPipe(V) chunk by chunk. */
 uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
 		      uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus);
+/* torch.distributed.pipelining's PipelineStage (job->pp_stage_buffers):
+ * the receive buffers a stage keeps beyond the `chunks` in flight, and the
+ * stage outputs its fwd_cache holds for them (memory-model.md "Pipeline
+ * send/recv buffers"). */
+uint64_t mem_pp_recv_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
+uint64_t mem_pp_output_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
+/* ... and, at a later micro-batch, the input gradients its receive buffers
+ * hold (mem_pp_input_grad_bytes) */
+uint64_t mem_pp_input_grad_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
 
 #endif /* MEMC_ANALYZER_MEM_INTERNAL_H */

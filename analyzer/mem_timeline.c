@@ -653,6 +653,10 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 		put(w, b, MEM_C_GRADIENTS, T->v[S_GFIN]);
 	put_buf(w, b, MEM_B_BUCKETS, T->v[S_BUCKET]);
 	put_buf(w, b, MEM_B_BUCKETS, mem_comm_sp_buffer(job, o));
+	put_buf(w, b, MEM_B_BUCKETS, mem_add(o, mem_pp_recv_bytes(o, job, w->st->index, chunks),
+					    mem_pp_output_bytes(o, job, w->st->index, chunks)));
+	if (s->accumulating)
+		put_buf(w, b, MEM_B_BUCKETS, mem_pp_input_grad_bytes(o, job, w->st->index, chunks));
 	if (m == MEM_SHARD_ZERO3)
 		put_buf(w, b, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
 	if (s->accumulating)

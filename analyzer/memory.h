@@ -294,6 +294,15 @@ struct mem_job {
 	bool sequence_parallel;		/* Megatron SP: the gathered input lives in the global
 					   memory buffer (mem_comm_sp_buffer) */
 	bool async_tp;			/* torch symmetric-memory workspace per tp group */
+	bool tp_saves_gathered;		/* torch's DTensor plan (a job with fsdp2 keys): the
+					   column-parallel Linears save the gathered input */
+	/* Megatron's flex dispatcher (moe_token_dispatcher_type = flex): DeepEP's
+	   Buffer over the tp x ep group, sized for get_hidden_bytes (mem_comm.c);
+	   0 = none */
+	uint64_t deepep_hidden_bytes;
+	uint32_t deepep_num_sms;	/* Buffer.num_sms (moe_flex_dispatcher_num_sms, 20) */
+	bool pp_stage_buffers;		/* torch.distributed.pipelining's PipelineStage: receive
+					   buffers per micro-batch, outputs kept to backward */
 	double frag_factor;		/* reserved/allocated; 0 = 1.10 (§5.3.4); else >= 1 */
 	bool alloc_replay;		/* reserved from the caching-allocator replay (§5.4) */
 	uint64_t alloc_max_split_bytes;	/* PYTORCH_CUDA_ALLOC_CONF max_split_size; 0 = unset */

@@ -19,7 +19,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    "shared_dropout", NULL };
+					    "shared_dropout", "tied", NULL };
 
 static bool is_word(const char *name)
 {
@@ -90,6 +90,19 @@ static void check_shared_dropout(struct eval *ev, const struct stmt *s, const st
 		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "shared_dropout marks a param, without arguments");
 }
 
+/* tied(embedding): the save is the input of a matmul with an earlier
+ * layer's weight (a tied LM head), whose gradient autograd then holds
+ * until that layer's backward (build.c, memory-model.md).  The layer is
+ * named, not resolved: the head's file need not import it. */
+static void check_tied(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	const struct arg *x = a->args;
+
+	if (s->tensor.kind != TENSOR_SAVES || !x || x->next || x->name || x->value->kind != EXPR_NAME)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "tied(layer) marks a saves tensor with the "
+			   "one layer whose weight it multiplies, such as tied(embedding)");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -102,6 +115,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_recompute(ev, t->stmt, a);
 		if (!strcmp(a->name, "shared_dropout"))
 			check_shared_dropout(ev, t->stmt, a);
+		if (!strcmp(a->name, "tied"))
+			check_tied(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -114,7 +129,7 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), recompute(...), shared_dropout, forward, backward, loss, "
+			  "for_grad(...), op(...), recompute(...), shared_dropout, tied(...), forward, backward, loss, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }

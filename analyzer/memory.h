@@ -414,6 +414,19 @@ void mem_result_free(struct mem_result *res);
  * it has seen the largest.  Zero-initialise; release with mem_ws_free(). */
 struct mem_pcache;
 
+/* A listener on one analysis (the compiled model's plans, analyzer/model/
+ * compiled.c): every instant the walk weighs for the peak, in the order it
+ * weighs them, with what the scenario holds there (scenario 0: the first
+ * micro-batch and the optimizer step; 1: a later micro-batch), then each
+ * stage's class as analysed, before stages merge into classes.  Stages
+ * come in order; the instants before a stage's call are that stage's. */
+struct mem_rec {
+	void (*instant)(struct mem_rec *r, int scenario, enum mem_phase phase, uint64_t total,
+			const uint64_t c[MEM_C__COUNT], const uint64_t b[MEM_B__COUNT],
+			const struct mem_where *where);
+	void (*stage)(struct mem_rec *r, const struct mem_class *k);
+};
+
 struct mem_ws {
 	unsigned char *buf;
 	size_t cap, used;
@@ -422,6 +435,7 @@ struct mem_ws {
 	struct mem_pcache *pcache;	/* per-layer parameter costs of the last call, reused
 					   where the parameters and what they read are equal */
 	uint64_t pcache_hits;		/* layers whose cost came from it (the tests' check) */
+	struct mem_rec *rec;		/* NULL, or told every instant and stage */
 };
 
 /* mem_analyze() with its scratch (and out->classes) in `ws`: the result
@@ -429,6 +443,14 @@ struct mem_ws {
 enum mem_status mem_analyze_ws(const struct mem_job *job, struct mem_ws *ws,
 			       struct mem_result *out);
 void mem_ws_free(struct mem_ws *ws);
+
+/* The figures of class @k that follow from its peak_allocated, overheads,
+ * paged and engine bytes (what mem_analyze does last): peak_reserved
+ * (unless replayed), overhead_frag, device_total, at_peak[MEM_C_OVERHEAD],
+ * capacity, fits and headroom.  Then @k appended to @res, or merged into
+ * its last class where it is the next stage with identical figures. */
+void mem_class_totals(const struct mem_job *job, struct mem_class *k, bool *ovf);
+void mem_class_add(struct mem_result *res, const struct mem_class *k, bool *ovf);
 
 /* Every field of two parameter tensors equal (names by content): the
  * builder folds identical repeats with it, the compiled model compares two

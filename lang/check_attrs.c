@@ -19,7 +19,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    "shared_dropout", "tied", NULL };
+					    "shared_dropout", "input_of", "tied", NULL };
 
 static bool is_word(const char *name)
 {
@@ -90,6 +90,21 @@ static void check_shared_dropout(struct eval *ev, const struct stmt *s, const st
 		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "shared_dropout marks a param, without arguments");
 }
 
+/* input_of(p, ...): a save that is also the input of these Linears (their
+ * 4-bit matmuls keep it in the graph, qlora save_input), of a saves. */
+static void check_input_of(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_SAVES || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "input_of(param, ...) marks a saves tensor");
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME)
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "input_of() takes param names");
+	for (const struct attr *o = s->tensor.attrs; o; o = o->next)
+		if (!strcmp(o->name, "for_grad"))
+			eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "a for_grad(...) save already follows its "
+				   "params: drop input_of(...)");
+}
+
 /* tied(embedding): the save is the input of a matmul with an earlier
  * layer's weight (a tied LM head), whose gradient autograd then holds
  * until that layer's backward (build.c, memory-model.md).  The layer is
@@ -115,6 +130,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_recompute(ev, t->stmt, a);
 		if (!strcmp(a->name, "shared_dropout"))
 			check_shared_dropout(ev, t->stmt, a);
+		if (!strcmp(a->name, "input_of"))
+			check_input_of(ev, t->stmt, a);
 		if (!strcmp(a->name, "tied"))
 			check_tied(ev, t->stmt, a);
 		if (is_word(a->name))
@@ -129,7 +146,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), recompute(...), shared_dropout, tied(...), forward, backward, loss, "
+			  "for_grad(...), op(...), recompute(...), shared_dropout, input_of(...), tied(...), forward, "
+			  "backward, loss, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }

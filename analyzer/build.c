@@ -236,6 +236,16 @@ struct frame *bld_frame_push(struct bld *b, const struct decl *layer)
 	return f;
 }
 
+/* The instance the model uses directly, which becomes one mem_layer. */
+struct frame *bld_frame_top(struct bld *b)
+{
+	struct frame *f = bld_frame(b);
+
+	while (f->parent)
+		f = f->parent;
+	return f;
+}
+
 static bool frame_trains(const struct frame *f, const char *name)
 {
 	for (size_t i = 0; i < f->nnames; i++)
@@ -443,7 +453,10 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		return;
 	}
 	const struct attr *io = find_attr(t->stmt, "input_of");
+	const struct attr *tied = find_attr(t->stmt, "tied");
 
+	if (tied && tied->args && tied->args->value->kind == EXPR_NAME)
+		bld_frame_top(b)->tied_to = tied->args->value->name.name;
 	if (fg && b->frame)
 		add_pending(b->frame, fg->args, bytes, loss, false);
 	else

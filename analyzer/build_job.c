@@ -73,6 +73,32 @@ static const uint64_t *layer_parts(struct bld *b, const struct bld_parts *own,
 	return v;
 }
 
+/* A layer that reads an earlier layer's weight (tied(layer), the LM head
+ * of a tied embedding): the gradient it makes of that weight is held
+ * until the earlier layer's backward (memory-model.md "Tied weights").
+ * The latest instance of that layer before this one is the weight's;
+ * none, or a frozen one, holds nothing. */
+static void tie_layer(struct bld *b, const struct frame *f)
+{
+	struct mem_layer *l = &b->layers[b->nlayers - 1];
+
+	for (size_t i = b->ntie_srcs; f->tied_to && i-- > 0;) {
+		const struct bld_tie_src *t = &b->tie_srcs[i];
+
+		if (strcmp(t->name, f->tied_to))
+			continue;
+		/* a block's layers are this build's own arena array (open_block) */
+		struct mem_layer *owner = (struct mem_layer *)(uintptr_t)&b->blocks[t->block].layers[t->layer];
+
+		l->tied_grad_bytes = t->grad_made;
+		bld_add(b, &owner->tied_grad_end_bytes, t->grad_made, "the gradient of a tied weight");
+		break;
+	}
+	ARENA_GROW(b->arena, b->tie_srcs, b->ntie_srcs, b->captie_srcs);
+	b->tie_srcs[b->ntie_srcs++] = (struct bld_tie_src){ l->name, b->nblocks - 1, b->nlayers - 1,
+							    f->grad_made };
+}
+
 void bld_layer_close(struct bld *b, struct frame *f)
 {
 	if (!b->nblocks)
@@ -134,6 +160,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
+	tie_layer(b, f);
 	b->params = NULL;
 	b->nparams = b->capparams = 0;
 	b->saves = b->loss_saves = 0;
@@ -183,7 +210,8 @@ static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 	if (strcmp(x->name, y->name) || x->origin != y->origin || x->nparams != y->nparams ||
 	    x->saves_bytes != y->saves_bytes || x->input_bytes != y->input_bytes ||
 	    x->temp_fwd_bytes != y->temp_fwd_bytes || x->temp_bwd_bytes != y->temp_bwd_bytes ||
-	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts)
+	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts ||
+	    x->tied_grad_bytes != y->tied_grad_bytes || x->tied_grad_end_bytes != y->tied_grad_end_bytes)
 		return false;
 	for (size_t i = 0; i < x->nsave_parts; i++)
 		if (x->save_parts[i] != y->save_parts[i])
@@ -931,6 +959,8 @@ static void count(struct bld *real, struct env *env)
 	b.params_total = b.params_trainable = 0;
 	b.blocks = NULL;
 	b.nblocks = b.capblocks = 0;
+	b.tie_srcs = NULL;
+	b.ntie_srcs = b.captie_srcs = 0;
 	b.reps = NULL;
 	b.nreps = b.capreps = 0;
 	walk(&b, e);

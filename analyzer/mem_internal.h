@@ -40,6 +40,8 @@ struct mem_cost {
 	uint64_t raw_w, raw_g, raw_s, numel, numel_trainable; /* unsharded, for explain */
 	uint64_t paged;		/* paged optimizer states (unified memory, §2.2) */
 	uint64_t host, nvme;	/* offloaded to host RAM / NVMe, this rank's share (§7) */
+	uint64_t tied, tied_end;	/* a tied weight's gradient held from this layer's
+					   backward / released after it (mem_layer) */
 	enum mem_component act;	/* MEM_C_ACTIVATIONS or MEM_C_LOGITS */
 	bool body;
 };
@@ -49,6 +51,7 @@ enum mem_sum_field {
 	S_CAST_KEEP, S_CAST_FWD, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
 	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED, S_STORED_OFF,
 	S_HELD, S_GACC, S_GACC_NB,	/* FSDP2 (mem_fsdp.c) */
+	S_TIED, S_TIED_END,		/* tied weights' held gradients (mem_timeline.c) */
 	S__COUNT
 };
 

@@ -66,6 +66,8 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_NVME] = mem_add(ovf, v[S_NVME], c->nvme);
 	v[S_PAGED] = mem_add(ovf, v[S_PAGED], c->paged);
 	v[S_STORED_OFF] = mem_add(ovf, v[S_STORED_OFF], c->stored_off);
+	v[S_TIED] = mem_add(ovf, v[S_TIED], c->tied);
+	v[S_TIED_END] = mem_add(ovf, v[S_TIED_END], c->tied_end);
 	mem_fsdp_add_sums(ovf, s, c);
 }
 

@@ -201,6 +201,12 @@ struct mem_layer {
 	/* optional, the same for the temporaries (sum: temp_fwd/bwd_bytes) */
 	const uint64_t *temp_fwd_parts, *temp_bwd_parts;
 	size_t ntemp_fwd_parts, ntemp_bwd_parts;
+	/* a weight tied to an earlier layer's (the LM head reading the token
+	 * embedding's): the gradient this layer makes of it, held in the
+	 * weight's AccumulateGrad input buffer from this layer's backward
+	 * until the earlier layer's (0: frozen); on that earlier layer, the
+	 * bytes whose hold its backward ends (docs/memory-model.md) */
+	uint64_t tied_grad_bytes, tied_grad_end_bytes;
 };
 
 /* Under data.padding = longest: the share of a layer's saves_bytes,

@@ -19,7 +19,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    "shared_dropout", "input_of", "fp8_copy", NULL };
+					    "shared_dropout", "input_of", "fp8_copy", "tied", NULL };
 
 static bool is_word(const char *name)
 {
@@ -112,6 +112,19 @@ static void check_input_of(struct eval *ev, const struct stmt *s, const struct a
 				   "params: drop input_of(...)");
 }
 
+/* tied(embedding): the save is the input of a matmul with an earlier
+ * layer's weight (a tied LM head), whose gradient autograd then holds
+ * until that layer's backward (build.c, memory-model.md).  The layer is
+ * named, not resolved: the head's file need not import it. */
+static void check_tied(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	const struct arg *x = a->args;
+
+	if (s->tensor.kind != TENSOR_SAVES || !x || x->next || x->name || x->value->kind != EXPR_NAME)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "tied(layer) marks a saves tensor with the "
+			   "one layer whose weight it multiplies, such as tied(embedding)");
+}
+
 /* fp8_copy(o, ...): a save that the named FP8 Linears read as their input
  * and quantise, saving the quantised copy beside it (the out-projection
  * reading the flash output that attention keeps). */
@@ -136,6 +149,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_input_of(ev, t->stmt, a);
 		if (!strcmp(a->name, "fp8_copy"))
 			check_fp8_copy(ev, t->stmt, a);
+		if (!strcmp(a->name, "tied"))
+			check_tied(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -148,7 +163,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), fp8_copy(...), op(...), recompute(...), shared_dropout, input_of(...), forward, backward, loss, "
+			  "for_grad(...), fp8_copy(...), op(...), recompute(...), shared_dropout, input_of(...), "
+			  "tied(...), forward, backward, loss, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }

@@ -71,6 +71,9 @@ static void count_tensors(const struct mem_job *job, struct prun *out)
 			for (size_t p = 0; p < ly->nparams; p++)
 				if (ly->params[p].replicated_dp)
 					out->replicated_bytes += blk->repeat * (ly->params[p].weight_bytes + 512);
+				else if (ly->params[p].quant_state_bytes)	/* stays whole (mem_cost.c) */
+					out->replicated_bytes += blk->repeat *
+								 (ly->params[p].quant_state_bytes + 512);
 		}
 	}
 }

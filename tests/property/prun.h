@@ -32,7 +32,8 @@ struct prun {
 	uint32_t dp, tp, pp;
 	uint64_t params_total, params_trainable;
 	uint64_t tensors;		/* parameter tensors over all layer instances */
-	uint64_t replicated_bytes;	/* weights of never-partitioned tensors (ZeRO-3) */
+	uint64_t replicated_bytes;	/* weights of never-partitioned tensors (ZeRO-3), and
+					   the 4-bit weights' QuantState */
 	uint64_t ckpt_extra;		/* what full recompute may hold beyond none: the
 					   checkpoint's stored input of a stage's first body
 					   repeat when no save of its first layer is that input */

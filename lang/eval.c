@@ -125,6 +125,7 @@ static __attribute__((format(printf, 4, 0))) uint64_t report_key(struct eval *ev
 static __attribute__((format(printf, 4, 0))) struct diag *vreport(struct eval *ev, int id, struct loc loc,
 								    const char *fmt, va_list ap)
 {
+	ev->reports++;
 	if (ev->quiet) {
 		if (diag_kind_of((enum diag_id)id) == DIAG_KIND_ERROR)
 			ev->quiet_errors++;

@@ -163,6 +163,12 @@ struct bld {
 
 extern const struct walk_ops bld_ops;
 
+/* analyzer/model/build_cache.c: the walk of an earlier job that read the
+ * same values, restored into @b (true); else false, and bld_cache_put()
+ * after the walk keeps it if the walk failed nothing and reported nothing. */
+bool bld_cache_find(struct bld *b);
+void bld_cache_put(const struct bld *b);
+
 const char *bld_intern(struct bld *b, const char *s);
 bool bld_is_tensor_word(const char *name);
 void bld_overflow(struct bld *b, const char *what, const struct value *extra);

@@ -860,6 +860,21 @@ static bool walk(struct bld *b, struct env *env)
 	return !b->failed;
 }
 
+/* The job's walk, or an earlier job's that read the same values
+ * (analyzer/model/build_cache.c): one that failed or asked for a report
+ * is not kept, so a job reports what it would without the cache. */
+static bool walk_once(struct bld *b)
+{
+	if (bld_cache_find(b))
+		return true;
+	unsigned long reports = eval_reports(b->ev);
+	bool reported = b->reported, ok = walk(b, b->bindings);
+
+	if (ok && !b->failed && b->reported == reported && eval_reports(b->ev) == reports)
+		bld_cache_put(b);
+	return ok;
+}
+
 /* Exact totals with tp = ep = cp = 1: published counts are unsharded. */
 static void count(struct bld *real, struct env *env)
 {
@@ -1034,7 +1049,7 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 	 * every degree 1 the job's own walk gives them */
 	if (!b->quiet && !unsharded)
 		count(b, b->bindings);
-	if (!walk(b, b->bindings) || b->failed)
+	if (!walk_once(b) || b->failed)
 		return false;
 	if (!b->quiet && unsharded) {
 		b->out->rep.params_total = b->params_total;
@@ -1046,7 +1061,15 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build_override *ov,
 	       bool quiet, struct build *out)
 {
-	struct bld b = { .ev = ev, .arena = a, .cj = cj, .out = out, .quiet = quiet };
+	struct bld b;
+
+	/* zeroed padding too: the builder's cache compares the struct's bytes */
+	memset(&b, 0, sizeof b);
+	b.ev = ev;
+	b.arena = a;
+	b.cj = cj;
+	b.out = out;
+	b.quiet = quiet;
 	int zero = (int)key_u64(&b, "zero", 0);
 
 	memset(out, 0, sizeof *out);

@@ -73,6 +73,9 @@ struct arena *eval_use_arena(struct eval *ev, struct arena *a)
 struct diag_engine *eval_diag(struct eval *ev) { return ev->diag; }
 struct interner *eval_interner(struct eval *ev) { return ev->interner; }
 const struct scope *eval_scope(struct eval *ev) { return ev->scope; }
+struct arena *eval_perm(struct eval *ev) { return ev->perm; }
+unsigned long eval_reports(const struct eval *ev) { return ev->reports; }
+void **eval_build_cache(struct eval *ev) { return &ev->build_cache; }
 
 /* ---- reporting once per location ---- */
 
@@ -177,6 +180,11 @@ struct env *env_new(struct eval *ev, struct env *parent)
 void env_set_parent(struct env *e, struct env *parent)
 {
 	e->parent = parent;
+}
+
+struct env *env_parent(const struct env *e)
+{
+	return e->parent;
 }
 
 void env_bind(struct env *e, const char *name, struct value v)

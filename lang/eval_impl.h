@@ -63,6 +63,7 @@ struct eval {
 	unsigned long reports;		/* eval_error calls, printed or not: a walk that
 					   made none can be reused (walk_cache.c) */
 	struct walk_cache *walk_cache;	/* the checker's walks, by model and bindings */
+	void *build_cache;		/* the analyzer's (eval_build_cache) */
 };
 
 /* Limits (docs/limits.md): layers nested inside layers, and statements

@@ -26,18 +26,8 @@
 #include "lang/eval_impl.h"
 #include "lang/walk_cache.h"
 
-/* One atom of a key: a binding's name and value, flattened. A list or an
- * instance is its kind (with its item or argument count) followed by its
- * items or arguments, so that nothing of a key points into a job's scratch
- * arena (an inline `model = llama(...)` has its arguments there). */
-struct walk_atom {
-	const char *name;
-	struct value v;			/* loc, origin, label, items and args cleared */
-};
-
 struct walk_cache_entry {
-	struct walk_atom *atoms;	/* the model, then the bindings */
-	size_t natoms;
+	struct walk_key key;		/* the model, then the bindings */
 	struct check_param *params;	/* the walk's outcome */
 	size_t nparams;
 	bool have_body, body_known;
@@ -47,10 +37,7 @@ struct walk_cache_entry {
 
 struct walk_cache {
 	struct u64map by_hash;
-	struct arena *perm;
-	struct walk_atom *key;		/* the key being looked up (reused) */
-	size_t nkey, capkey;
-	bool key_ok;			/* false: too deep to flatten, not kept */
+	struct walk_key key;		/* the key being looked up (reused) */
 	unsigned long hits, misses;
 };
 
@@ -116,16 +103,16 @@ static unsigned env_count(const struct env *e)
 	return n;
 }
 
-static void flatten_env(struct walk_cache *c, const struct env *e, unsigned depth);
+static void flatten_env(struct walk_key *c, const struct env *e, unsigned depth);
 
-static void flatten(struct walk_cache *c, const char *name, const struct value *v, unsigned depth)
+static void flatten(struct walk_key *c, const char *name, const struct value *v, unsigned depth)
 {
 	if (depth > WALK_KEY_DEPTH) {
-		c->key_ok = false;
+		c->ok = false;
 		return;
 	}
-	ARENA_GROW(c->perm, c->key, c->nkey, c->capkey);
-	struct walk_atom *a = &c->key[c->nkey++];
+	ARENA_GROW(c->arena, c->atoms, c->n, c->cap);
+	struct walk_atom *a = &c->atoms[c->n++];
 
 	a->name = name;
 	a->v = (struct value){ .kind = v->kind, .unknown = v->unknown, .num = v->num, .dim = v->dim,
@@ -142,7 +129,7 @@ static void flatten(struct walk_cache *c, const char *name, const struct value *
 
 /* An environment's own bindings, in binding order (not its parent's: the
  * instance's parent is the job's frame, flattened beside it). */
-static void flatten_env(struct walk_cache *c, const struct env *e, unsigned depth)
+static void flatten_env(struct walk_key *c, const struct env *e, unsigned depth)
 {
 	struct value v;
 	const char *name;
@@ -151,50 +138,81 @@ static void flatten_env(struct walk_cache *c, const struct env *e, unsigned dept
 		flatten(c, name, &v, depth);
 }
 
-static uint64_t make_key(struct walk_cache *c, struct value model, const struct env *bindings)
+void walk_key_clear(struct walk_key *k, struct arena *a)
 {
-	uint64_t h = 0xCBF29CE484222325u;
+	if (k->arena != a) {	/* the atoms grown in another arena are not reused */
+		k->atoms = NULL;
+		k->cap = 0;
+	}
+	k->arena = a;
+	k->n = 0;
+	k->ok = true;
+}
 
-	c->nkey = 0;
-	c->key_ok = true;
-	flatten(c, NULL, &model, 0);
-	flatten_env(c, bindings, 0);
-	for (size_t i = 0; i < c->nkey; i++)
-		h = atom_hash(h, &c->key[i]);
+void walk_key_value(struct walk_key *k, const char *name, const struct value *v)
+{
+	flatten(k, name, v, 0);
+}
+
+void walk_key_env(struct walk_key *k, const struct env *e)
+{
+	flatten_env(k, e, 0);
+}
+
+uint64_t walk_key_hash(const struct walk_key *k, uint64_t h)
+{
+	for (size_t i = 0; i < k->n; i++)
+		h = atom_hash(h, &k->atoms[i]);
 	return h;
 }
 
-static bool entry_matches(const struct walk_cache_entry *e, const struct walk_cache *c)
+bool walk_key_equal(const struct walk_key *x, const struct walk_key *y)
 {
-	if (e->natoms != c->nkey)
+	if (x->n != y->n)
 		return false;
-	for (size_t i = 0; i < c->nkey; i++)
-		if (!atom_same(&e->atoms[i], &c->key[i]))
+	for (size_t i = 0; i < x->n; i++)
+		if (!atom_same(&x->atoms[i], &y->atoms[i]))
 			return false;
 	return true;
 }
 
+void walk_key_copy(struct walk_key *dst, const struct walk_key *src, struct arena *a)
+{
+	dst->arena = a;
+	dst->n = dst->cap = src->n;
+	dst->ok = src->ok;
+	dst->atoms = ARENA_NEW_ARRAY(a, struct walk_atom, src->n ? src->n : 1);
+	if (src->n)
+		memcpy(dst->atoms, src->atoms, src->n * sizeof *src->atoms);
+}
+
+static uint64_t make_key(struct walk_cache *c, struct arena *a, struct value model, const struct env *bindings)
+{
+	walk_key_clear(&c->key, a);
+	walk_key_value(&c->key, NULL, &model);
+	walk_key_env(&c->key, bindings);
+	return walk_key_hash(&c->key, 0xCBF29CE484222325u);
+}
+
 static struct walk_cache *cache_of(struct eval *ev)
 {
-	if (!ev->walk_cache) {
+	if (!ev->walk_cache)
 		ev->walk_cache = ARENA_NEW(ev->perm, struct walk_cache);
-		ev->walk_cache->perm = ev->perm;
-	}
 	return ev->walk_cache;
 }
 
 uint64_t walk_cache_key(struct eval *ev, struct value model, const struct env *bindings)
 {
-	return make_key(cache_of(ev), model, bindings);
+	return make_key(cache_of(ev), ev->perm, model, bindings);
 }
 
 bool walk_cache_find(struct eval *ev, struct value model, const struct env *bindings, struct check_model *out)
 {
 	struct walk_cache *c = cache_of(ev);
-	struct walk_cache_entry *e = u64map_get(&c->by_hash, make_key(c, model, bindings));
+	struct walk_cache_entry *e = u64map_get(&c->by_hash, make_key(c, ev->perm, model, bindings));
 
-	for (; c->key_ok && e; e = e->next)
-		if (entry_matches(e, c)) {
+	for (; c->key.ok && e; e = e->next)
+		if (walk_key_equal(&e->key, &c->key)) {
 			out->params = e->params;
 			out->nparams = out->capparams = e->nparams;
 			out->index = NULL;
@@ -214,9 +232,7 @@ static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cac
 {
 	struct walk_cache_entry *e = ARENA_NEW(a, struct walk_cache_entry);
 
-	e->natoms = c->nkey;
-	e->atoms = ARENA_NEW_ARRAY(a, struct walk_atom, c->nkey ? c->nkey : 1);
-	memcpy(e->atoms, c->key, c->nkey * sizeof *c->key);
+	walk_key_copy(&e->key, &c->key, a);
 	e->params = ARENA_NEW_ARRAY(a, struct check_param, m->nparams ? m->nparams : 1);
 	if (m->nparams)
 		memcpy(e->params, m->params, m->nparams * sizeof *m->params);
@@ -230,9 +246,9 @@ static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cac
 void walk_cache_put(struct eval *ev, struct value model, const struct env *bindings, const struct check_model *m)
 {
 	struct walk_cache *c = cache_of(ev);
-	uint64_t key = make_key(c, model, bindings);
+	uint64_t key = make_key(c, ev->perm, model, bindings);
 
-	if (!c->key_ok)
+	if (!c->key.ok)
 		return;
 	struct walk_cache_entry *first = u64map_get(&c->by_hash, key);
 	struct walk_cache_entry *e = new_entry(ev->perm, c, m);

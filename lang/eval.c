@@ -75,6 +75,7 @@ struct interner *eval_interner(struct eval *ev) { return ev->interner; }
 const struct scope *eval_scope(struct eval *ev) { return ev->scope; }
 struct arena *eval_perm(struct eval *ev) { return ev->perm; }
 unsigned long eval_reports(const struct eval *ev) { return ev->reports; }
+bool eval_walks_stopped(const struct eval *ev) { return ev->steps_reported; }
 void **eval_build_cache(struct eval *ev) { return &ev->build_cache; }
 
 /* ---- reporting once per location ---- */

@@ -41,6 +41,8 @@ struct arena *eval_perm(struct eval *ev);
 /* Reports asked for so far (printed, deduplicated or quiet): a walk that
  * asked for none can be reused by a job that reads the same values. */
 unsigned long eval_reports(const struct eval *ev);
+/* A walk went past EVAL_MAX_STEPS: every later walk returns at once. */
+bool eval_walks_stopped(const struct eval *ev);
 /* A pointer the analyzer keeps per compilation (its builder's cache,
  * analyzer/model/build_cache.c); NULL until set. */
 void **eval_build_cache(struct eval *ev);

@@ -167,7 +167,7 @@ bool bld_cache_find(struct bld *b)
 {
 	struct bld_cache *c = cache_of(b->ev);
 
-	if (c->off || !cacheable(b))
+	if (c->off || !cacheable(b) || eval_walks_stopped(b->ev))
 		return false;
 	make_key(c, b, c->perm);
 	for (const struct bld_cache_entry *e = c->key_ok ? c->by_hash[c->hash & 255] : NULL; e; e = e->next) {
@@ -213,7 +213,8 @@ void bld_cache_put(const struct bld *b)
 {
 	struct bld_cache *c = cache_of(b->ev);
 
-	if (c->off || !cacheable(b) || !c->key_ok || c->entries >= BLD_CACHE_MAX)
+	if (c->off || !cacheable(b) || !c->key_ok || c->entries >= BLD_CACHE_MAX ||
+	    eval_walks_stopped(b->ev))
 		return;
 	struct bld_cache_entry *e = ARENA_NEW(c->perm, struct bld_cache_entry);
 

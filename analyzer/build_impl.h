@@ -12,9 +12,10 @@
 struct dtype;
 
 struct pending {
-	const struct arg *names;	/* for_grad(...) */
+	const struct arg *names;	/* for_grad(...), or input_of(...) */
 	uint64_t bytes;
 	bool loss;
+	bool kept;			/* input_of: saved anyway; only the graph's share waits */
 };
 
 /* Byte sizes of single tensors, in walk order (heap). */
@@ -35,6 +36,8 @@ struct frame {
 	bool *trains;			/* ... and whether each trains or carries an adapter */
 	bool *learns;			/* ... the same, without a 4-bit matmul's kept input (trains(p)) */
 	bool *linear;			/* ... and is a `linear` weight (FP8 GEMMs quantise its input) */
+	bool *retains;			/* ... and is a 4-bit weight whose matmul keeps its input in
+					   ctx.tensors (qlora save_input), which outlives backward */
 	size_t nnames, capnames;
 	struct pending *pending;
 	size_t npending, cappending;
@@ -48,7 +51,19 @@ struct frame {
 	uint64_t input_numel;		/* the declared input, to recognise it among the saves */
 	const struct dtype *input_dtype;
 	uint64_t input_saved;		/* bytes of saves that are the input tensor itself */
+	uint64_t input_width;		/* the declared input's last axis (a token's hidden) */
 	bool loss;
+	uint64_t grad_made;		/* top level: the gradients autograd makes of its trained
+					   params (their dtype in the forward), for a tied use */
+	const char *tied_to;		/* a save's tied(layer): the layer whose weight it reads */
+};
+
+/* A closed top-level layer instance, for a later tied(layer) to find:
+ * where its mem_layer is and the gradient bytes of its trained params. */
+struct bld_tie_src {
+	const char *name;
+	size_t block, layer;
+	uint64_t grad_made;
 };
 
 /* One open repeat, model- or layer-level: the multiplier to restore when
@@ -97,7 +112,12 @@ struct bld {
 	uint64_t fp8_amax_len;		/* DelayedScaling amax history, 0 without one */
 	/* fine-tuning */
 	bool lora, qlora;
-	bool quant_saves_input;		/* bitsandbytes < 0.42 MatMul4Bit keeps its input */
+	bool quant_saves_input;		/* bitsandbytes < 0.43.2 MatMul4Bit keeps its input */
+	bool keeps_graph;		/* the loop holds the previous micro-batch's output, and so
+					   its graph, until the next forward returns (LitGPT) */
+	uint64_t graph_kept;		/* the inputs MatMul4Bit keeps in ctx.tensors, every layer */
+	bool graph_kept_placed;		/* added to the first loss-region layer's forward */
+	uint64_t graph_num, graph_den;	/* the previous batch's length over seq_len (data { }) */
 	uint64_t lora_r;
 	double lora_dropout;
 	const struct dtype *lora_dtype, *quant;
@@ -108,6 +128,10 @@ struct bld {
 	bool prepare_kbit;		/* prepare_model_for_kbit_training: 16-bit params to fp32 */
 	uint64_t adapters;		/* loaded adapters; one trains */
 	const struct dtype *quant_compute;	/* bnb_4bit_compute_dtype; NULL: the compute dtype */
+	const struct dtype *dequant;	/* QuantState.dtype, what dequantize_4bit returns; NULL:
+					   the compute dtype (no second copy) */
+	bool skip_given;		/* qlora(skip_modules = ...): else the head stays 16-bit */
+	struct value skip_modules;	/* llm_int8_skip_modules / Lightning ignore_modules */
 	/* fsdp2 { }: MixedPrecisionPolicy(param_dtype, reduce_dtype); NULL: None */
 	bool fsdp2;
 	const struct dtype *fsdp_param, *fsdp_reduce;
@@ -140,10 +164,14 @@ struct bld {
 	uint64_t op_mm[2], op_sdpa, op_mm_count;	/* op(...)-tagged saves of the open layer */
 	struct mem_layer *layers;	/* of the open block */
 	size_t nlayers, caplayers;
+	struct bld_tie_src *tie_srcs;	/* every closed top-level layer instance (arena) */
+	size_t ntie_srcs, captie_srcs;
 	struct mem_block *blocks;
 	size_t nblocks, capblocks;
 	uint64_t params_total, params_trainable;	/* this walk's (tp-sharded) counts */
 	bool experts;			/* a param has the `expert` attribute */
+	uint64_t expert_width;		/* the widest input of a layer with expert params: what
+					   DeepEP dispatches per token (mem_comm_deepep_bytes) */
 	/* a preference / RL job (build_rl.c) */
 	enum bld_rl_algo rl;
 	uint64_t rl_factor;		/* sequences per pair in the policy's batch (chosen, rejected) */
@@ -185,8 +213,10 @@ uint64_t bld_rep_pop(struct bld *b);
 struct frame *bld_frame_push(struct bld *b, const struct decl *layer);
 void bld_frame_pop(struct bld *b);
 struct frame *bld_frame(struct bld *b);
+struct frame *bld_frame_top(struct bld *b);
 void bld_close_implicit(struct bld *b);
-void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear);
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear,
+		     bool retains);
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss);
 void bld_parts_push(struct bld_parts *p, uint64_t bytes);
 void bld_layer_close(struct bld *b, struct frame *f);

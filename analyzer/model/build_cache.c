@@ -81,6 +81,7 @@ static void image_of(const struct bld *b, struct bld *img)
 	memset(&img->targets, 0, sizeof img->targets);
 	memset(&img->freeze, 0, sizeof img->freeze);
 	memset(&img->modules_to_save, 0, sizeof img->modules_to_save);
+	memset(&img->skip_modules, 0, sizeof img->skip_modules);
 	memset(&img->optimizer, 0, sizeof img->optimizer);
 }
 
@@ -105,6 +106,7 @@ static void make_key(struct bld_cache *c, const struct bld *b, struct arena *a)
 	walk_key_value(k, NULL, &b->targets);
 	walk_key_value(k, NULL, &b->freeze);
 	walk_key_value(k, NULL, &b->modules_to_save);
+	walk_key_value(k, NULL, &b->skip_modules);
 	/* each frame after a marker of its depth: shadowing is part of the key */
 	for (const struct env *e = b->bindings; e; e = env_parent(e)) {
 		walk_key_value(k, NULL, &(struct value){ .kind = VAL_NONE, .nitems = ++level });
@@ -190,6 +192,7 @@ bool bld_cache_find(struct bld *b)
 		b->targets = cur.targets;
 		b->freeze = cur.freeze;
 		b->modules_to_save = cur.modules_to_save;
+		b->skip_modules = cur.skip_modules;
 		b->optimizer = cur.optimizer;
 		b->memo = cur.memo;
 		b->nmemo = cur.nmemo;

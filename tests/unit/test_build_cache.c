@@ -173,7 +173,6 @@ static void kept_builds_equal_fresh_ones(void **state)
 		unload(&l);
 	}
 	globfree(&g);
-	fprintf(stderr, "built %u hits %lu\n", built, total_hits);
 	assert_true(built > 100);
 	assert_true(total_hits >= built / 2);
 }

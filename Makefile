@@ -72,6 +72,17 @@ IMPORT_LIBS  = $(shell $(PKG_CONFIG) --libs jansson yaml-0.1 2>/dev/null || echo
 LIBS         = $(if $(filter /%,$(UNISTRING_A)),$(UNISTRING_A),-lunistring) -lm $(IMPORT_LIBS)
 # Deferred (=): evaluated only when a test is linked, after `make deps`.
 CMOCKA       = $(shell $(PKG_CONFIG) --cflags --libs cmocka)
+# memc itself is linked -static-pie when the C library's archive is
+# installed: loading and relocating libc, libm, jansson and libyaml was a
+# sixth of a `memc report` (docs/architecture.md "Startup"). PIE is kept
+# (ASLR); nothing memc calls needs the dynamic loader (no NSS, iconv or
+# dlopen: the link would warn). STATIC=0 links it dynamically. Sanitizer
+# builds and the unit tests stay dynamic; $(B)/memc-dyn, the same objects
+# linked dynamically, is what `make valgrind` runs, since valgrind cannot
+# follow malloc inside a static binary.
+STATIC      ?= 1
+LIBC_A      := $(if $(filter 1,$(STATIC)),$(if $(filter 0,$(SAN)),$(shell $(CC) -print-file-name=libc.a)))
+MEMC_LDFLAGS := $(if $(filter /%,$(LIBC_A)),-static-pie)
 
 # ---- sources ---------------------------------------------------------------
 
@@ -92,6 +103,7 @@ UNIT_TESTS    := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/te
 
 LIBLANG  := $(B)/liblang.a
 MEMC     := $(B)/$(PROG)
+MEMC_DYN := $(B)/$(PROG)-dyn
 # Without analyzer/main.c there is no program yet, only the library.
 ALL_TARGETS := $(LIBLANG) $(if $(wildcard analyzer/main.c),$(MEMC))
 
@@ -109,7 +121,7 @@ all: $(ALL_TARGETS)
 # Objects depend on the exact compiler command line, so changing PREFIX (or
 # CFLAGS) rebuilds them (git's GIT-CFLAGS trick).
 FLAGS_FILE := $(B)/.build-flags
-BUILD_CMD = $(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(LIBS)
+BUILD_CMD = $(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(LIBS) $(MEMC_LDFLAGS)
 $(FLAGS_FILE): FORCE
 	@mkdir -p $(@D)
 	@echo '$(subst ','\'',$(BUILD_CMD))' | cmp -s - $@ || \
@@ -155,6 +167,9 @@ $(LIBLANG): $(LANG_OBJS) $(GEN_OBJS)
 # Objects before the archive: the linker resolves an archive's symbols only
 # for objects that appear to its left.
 $(MEMC): $(ANALYZER_OBJS) $(LIBLANG) $(FLAGS_FILE)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(MEMC_LDFLAGS) -o $@ $(ANALYZER_OBJS) $(LIBLANG) $(LIBS)
+
+$(MEMC_DYN): $(ANALYZER_OBJS) $(LIBLANG) $(FLAGS_FILE)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(ANALYZER_OBJS) $(LIBLANG) $(LIBS)
 
 $(B)/tests/test_%: tests/unit/test_%.c $(ANALYZER_LIB_OBJS) $(LIBLANG) $(FLAGS_FILE) | $(GEN_H)
@@ -217,9 +232,9 @@ update-golden: all
 
 # Leaks of kind "definite" or "indirect" fail the case: with one arena per
 # run there should be none.
-valgrind: all
+valgrind: all $(MEMC_DYN)
 	@MEMC_WRAP="$(VALGRIND) -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect" \
-		MEMC_COUNTS=$(COUNTS) MEMC_SUITE_NAME=valgrind tests/run-golden.sh $(MEMC)
+		MEMC_COUNTS=$(COUNTS) MEMC_SUITE_NAME=valgrind tests/run-golden.sh $(MEMC_DYN)
 
 check-asan:
 	@$(MAKE) --no-print-directory B=build-asan SAN=1 COUNTS=$(COUNTS) check-unit check-golden

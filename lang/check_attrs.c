@@ -17,16 +17,22 @@
 #include "lang/scope.h"
 #include "lang/strbuf.h"
 
-static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    "shared_dropout", NULL };
+/* The attribute words; those with arguments have checks of their own. */
+enum tensor_word { TW_HF, TW_OP, TW_RECOMPUTE, TW_SHARED_DROPOUT };
 
-static bool is_word(const char *name)
+static const char *const tensor_words[] = {
+	[TW_HF] = "hf", [TW_OP] = "op", [TW_RECOMPUTE] = "recompute", [TW_SHARED_DROPOUT] = "shared_dropout",
+	"linear", "for_grad", "forward", "backward", "loss", "grouped", "paged", "expert", "adaptable", NULL,
+};
+
+/* The index of @name in tensor_words, or -1. Every tensor of every walk
+ * asks, so the first byte is compared before the rest. */
+static int word_index(const char *name)
 {
-	for (const char *const *w = tensor_words; *w; w++)
-		if (!strcmp(*w, name))
-			return true;
-	return false;
+	for (int i = 0; tensor_words[i]; i++)
+		if (tensor_words[i][0] == name[0] && !strcmp(tensor_words[i], name))
+			return i;
+	return -1;
 }
 
 /* hf(q_proj, ...): the Hugging Face / PEFT names of a parameter, for
@@ -94,15 +100,17 @@ static void check_shared_dropout(struct eval *ev, const struct stmt *s, const st
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
-		if (!strcmp(a->name, "hf"))
+		int w = word_index(a->name);
+
+		if (w == TW_HF)
 			check_hf(ev, t->stmt, a);
-		if (!strcmp(a->name, "op"))
+		else if (w == TW_OP)
 			check_op(ev, t->stmt, a);
-		if (!strcmp(a->name, "recompute"))
+		else if (w == TW_RECOMPUTE)
 			check_recompute(ev, t->stmt, a);
-		if (!strcmp(a->name, "shared_dropout"))
+		else if (w == TW_SHARED_DROPOUT)
 			check_shared_dropout(ev, t->stmt, a);
-		if (is_word(a->name))
+		if (w >= 0)
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
 		struct value v = eval_expr(ev, t->env, &name);

@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lang/ast.h"
 
@@ -39,10 +40,20 @@ enum { IMPORT_MAX_DEPTH = 64 };
 /* A root path of "-" is read from standard input and shown as this. */
 #define IMPORT_STDIN_NAME "<stdin>"
 
+/* A stdlib file that `memc check -Werror` found clean on its own when
+ * memc was built (build/gen/stdlib_digests.c): its path under the stdlib
+ * folder and src_digest() of its text. */
+struct stdlib_digest {
+	const char *name;
+	uint64_t digest;
+};
+
 struct import_opts {
 	const char *const *dirs;	/* -I folders, then MEMC_PATH folders, in order */
 	size_t ndirs;
 	const char *stdlib_dir;		/* NULL: no stdlib */
+	const struct stdlib_digest *verified;	/* sorted by name; NULL: none */
+	size_t nverified;
 };
 
 /* Every loaded file, dependencies before the files that import them. */
@@ -52,6 +63,10 @@ struct program {
 	struct file_ast *root;		/* NULL if the root could not be read */
 	const char *stdlib_dir;		/* for "add import" notes on undefined names; may be NULL */
 	const struct reach *reach;	/* lang/reach.h, once computed (lazy loading) */
+	/* Every stdlib file loaded is byte for byte one that checked clean
+	 * when memc was built (import_opts.verified), so the bodies of its
+	 * templates need no static walk (check.c); false if none is loaded. */
+	bool stdlib_verified;
 };
 
 struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,

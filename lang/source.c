@@ -143,6 +143,21 @@ size_t src_ascii_prefix(const char *s, size_t n)
 	return i;
 }
 
+uint64_t src_digest(const char *s, size_t n)
+{
+	uint64_t h = 0x243F6A8885A308D3u ^ n, w;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, sizeof w);
+		h = (h ^ w) * 0x9E3779B97F4A7C15u;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001B3u;
+	return h ^ (h >> 32);
+}
+
 /* u8_check() by runs: ASCII is valid UTF-8, so only each non-ASCII
  * character goes to libunistring, whose verdict on one character does
  * not depend on its neighbours. Comments in the stdlib use "x" signs and

@@ -148,6 +148,9 @@ struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,
 struct src_file *src_get(const struct src_table *t, uint32_t id);
 /* Length of the pure-ASCII prefix of s[0, n), eight bytes at a time. */
 size_t src_ascii_prefix(const char *s, size_t n);
+/* A 64-bit digest of s[0, n), eight bytes at a time: equal texts, equal
+ * digests. Not cryptographic; it tells a stdlib file from an edited copy. */
+uint64_t src_digest(const char *s, size_t n);
 /* The file loaded from @real_path, or NULL. */
 struct src_file *src_find_real(const struct src_table *t, const char *real_path);
 

@@ -165,6 +165,42 @@ static inline uint64_t mem_sub(uint64_t a, uint64_t b)	/* saturates at 0 */
 	return a > b ? a - b : 0;
 }
 
+static inline bool mem_shards_weights(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO3 || m == MEM_SHARD_FSDP_FULL || m == MEM_SHARD_FSDP_GRAD_OP ||
+	       m == MEM_SHARD_FSDP_HYBRID;
+}
+
+static inline bool mem_shards_grads(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO2 || mem_shards_weights(m);
+}
+
+static inline bool mem_shards_states(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO1 || mem_shards_grads(m);
+}
+
+/* ceil(bytes / n): each tensor is padded to a multiple of the group, as
+ * FSDP2's per-parameter dim-0 shards and DeepSpeed's padded flat buffers are
+ * (the per-tensor form; exact for the §13 vectors, whose sizes divide). */
+static inline uint64_t mem_shard_bytes(uint64_t bytes, uint32_t n)
+{
+	if (n <= 1)
+		return bytes;
+	/* groups are mostly powers of two, and a 64-bit division costs as
+	 * much as the rest of a tensor's figures: shift where it is exact */
+	if (!(n & (n - 1)))
+		return (bytes >> __builtin_ctz(n)) + ((bytes & (n - 1)) != 0);
+	return bytes / n + (bytes % n != 0);
+}
+
+/* mem_cost.c: step 2 of mem_analyze, the per-rank cost tables of cx */
+enum mem_status mem_build_costs(struct mem_ctx *cx);
+void mem_free_costs(struct mem_ctx *cx);
+bool mem_has_experts(const struct mem_job *job);
+bool mem_has_plain(const struct mem_job *job);
+
 /* Zeroed scratch from the caller's workspace (mem_analyze_ws), else the
  * heap; mem_ws_release frees only what came from the heap. */
 void *mem_ws_calloc(struct mem_ws *ws, size_t n, size_t size);

@@ -55,6 +55,21 @@ bool check_is_recompute_module(const char *name);
 bool check_fp8_ok(struct eval *ev, const struct check_job *j);
 void check_fp8_capability(struct eval *ev, const struct check_job *j, double cc);
 struct check_job *check_train(struct eval *ev, const struct decl *d);
+/* check_train_keys.c: the train block's keys, its records' keys, ranges. */
+extern const struct field_spec check_train_fields[];
+extern const struct range_spec check_train_ranges[];
+const struct field_spec *check_train_sub_specs(const char *name);
+/* check_train.c helpers the other train-block files share. */
+uint64_t check_count_key(struct eval *ev, const struct check_job *j, const char *key, uint64_t def,
+			 struct value *v);
+struct loc check_key_loc(const struct check_job *j, const char *key);
+bool check_sym_is(const struct check_job *j, const char *key, const char *sym);
+const char *check_list_word(const struct value *v);
+/* check_lora.c: lora()/qlora() arguments. */
+bool check_finetune(struct eval *ev, const struct check_job *j);
+/* check_layout.c: the job's bindings for the model walk, capabilities. */
+struct env *check_job_bindings(struct eval *ev, struct check_job *j);
+void check_capabilities(struct eval *ev, const struct check_job *j);
 /* check_fsdp2.c: whether the job has an fsdp2 { } key, and its rules. */
 bool check_fsdp2_present(const struct check_job *j);
 bool check_fsdp2(struct eval *ev, const struct check_job *j);

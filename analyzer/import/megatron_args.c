@@ -25,6 +25,7 @@ static const struct map_row megatron_rows[] = {
 	T("overlap-param-gather", "megatron.overlap_param_gather", "true"),
 	C("ddp-bucket-size", "megatron.bucket_size"),
 	C("context-parallel-size", "parallel.cp"),
+	E("cp-comm-type", "parallel.cp_comm_type", "p2p=p2p|a2a=a2a|allgather=allgather"),
 	C("expert-model-parallel-size", "parallel.ep"),
 	C("expert-tensor-parallel-size", "parallel.etp"),
 	T("sequence-parallel", "parallel.sequence_parallel", "true"),
@@ -117,7 +118,24 @@ bool cfg_read_args(struct cfg *c)
 	return true;
 }
 
+static bool imp_has(const struct imp_out *o, const char *dst)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->set[i].dst && o->set[i].value && !strcmp(o->set[i].dst, dst))
+			return true;
+	return false;
+}
+
+/* Megatron's --cp-comm-type defaults to p2p (arguments.py
+ * _add_distributed_args), memc's cp_comm_type to torchtitan's allgather:
+ * a job imported with cp but without the flag must say p2p, whatever order
+ * the flags came in. */
 bool megatron_import(struct cfg *c, struct imp_out *o)
 {
-	return map_apply(c, megatron_rows, o);
+	bool ok = map_apply(c, megatron_rows, o);
+
+	if (ok && imp_has(o, "parallel.cp") && !imp_has(o, "parallel.cp_comm_type"))
+		imp_set(o, "parallel.cp_comm_type", "p2p", "context-parallel-size",
+			"Megatron's default --cp-comm-type");
+	return ok;
 }

@@ -126,12 +126,12 @@ ok "didClose: clears the diagnostics" "$pub | length == 3 and .[2].params.diagno
 ok "shutdown: null result" '.[] | select(.id == 9) | has("result") and .result == null'
 ok "request after shutdown: -32600" '.[] | select(.id == 10) | .error.code == -32600'
 
-# The completion keys are the checker's train_fields (lang/check_train.c).
-keys=$(sed -n '/^static const struct field_spec train_fields/,/^};/p' "$here/../../lang/check_train.c" \
+# The completion keys are the checker's check_train_fields (lang/check_train_keys.c).
+keys=$(sed -n '/^const struct field_spec check_train_fields/,/^};/p' "$here/../../lang/check_train_keys.c" \
 	| grep -o '{ "[a-z0-9_]*"' | sed 's/{ "//; s/"//' | sort | tr '\n' ' ')
 got=$(jq -r -s '.[] | select(.id == 5) | .result.items[] | select(.kind == 10) | .label' \
 	"$tmp/responses" | sort | tr '\n' ' ')
-check "completion keys are lang/check_train.c's train_fields" test -n "$keys" -a "$keys" = "$got"
+check "completion keys are lang/check_train_keys.c's check_train_fields" test -n "$keys" -a "$keys" = "$got"
 
 # ---- session 2: an untitled document with a byte order mark; exit without
 # shutdown --------------------------------------------------------------------

@@ -77,11 +77,15 @@ static void gen_extras(struct prop_ctx *pc, struct arena *a, struct pjob *j)
 	}
 }
 
+/* DeepSpeed refuses ZeRO-2/3 under pipeline parallelism (bad-layout), so a
+ * pipelined job draws only stages 0 and 1: every draw then checks. */
 static void gen_sharding(struct prop_ctx *pc, struct arena *a, struct pjob *j)
 {
+	uint64_t stages = pjob_get_u64(j, "parallel.pp", 1) > 1 ? 2 : 4;
+
 	switch (prop_pick(pc, 6)) {
 	case 0: case 1: case 2: case 3:
-		pjob_set_u64(a, j, "zero", prop_pick(pc, 4));
+		pjob_set_u64(a, j, "zero", prop_pick(pc, stages));
 		break;
 	case 4:
 		pjob_set(a, j, "fsdp", PICK(pc, fsdps));

@@ -231,13 +231,15 @@ static bool p_zero(struct prop_ctx *pc, const struct pjob *base)
 {
 	struct side s[4];
 	struct pjob *j = edit(pc, base, "fsdp", NULL);
+	/* ZeRO-2/3 do not combine with pp > 1 (bad-layout): compare 0 and 1 */
+	int n = pjob_get_u64(j, "parallel.pp", 1) > 1 ? 2 : 4;
 
-	for (int k = 0; k < 4; k++) {
+	for (int k = 0; k < n; k++) {
 		pjob_set_u64(&pc->var, j, "zero", (uint64_t)k);
 		if (!run(pc, j, &s[k]))
 			return false;
 	}
-	for (int k = 0; k < 3; k++)
+	for (int k = 0; k < n - 1; k++)
 		le_states(pc, "zero", base, &s[k + 1], &s[k]);
 	return true;
 }

@@ -88,7 +88,7 @@ MEMC_LDFLAGS := $(if $(filter /%,$(LIBC_A)),-static-pie)
 
 PARSER_Y := $(wildcard lang/parser.y)
 LEXER_L  := $(wildcard lang/lexer.l)
-GEN_C    := $(if $(PARSER_Y),$(B)/lang/parser.tab.c) $(if $(LEXER_L),$(B)/lang/lexer.c)
+GEN_C    := $(if $(PARSER_Y),$(B)/lang/parser.tab.c $(B)/lang/parser_nolac.tab.c) $(if $(LEXER_L),$(B)/lang/lexer.c)
 GEN_H    := $(if $(PARSER_Y),$(B)/lang/parser.tab.h) $(if $(LEXER_L),$(B)/lang/lexer.h)
 GEN_OBJS := $(GEN_C:.c=.o)
 
@@ -156,6 +156,14 @@ $(GEN_OBJS): %.o: %.c $(FLAGS_FILE) | $(GEN_H)
 $(B)/lang/parser.tab.c $(B)/lang/parser.tab.h &: lang/parser.y
 	@mkdir -p $(@D)
 	$(BISON) -Wall -Werror -d -o $(B)/lang/parser.tab.c $<
+
+# The same grammar without lookahead correction, for text that checked
+# clean at build time (lang/parse.h parse_file_range_clean); its one
+# external symbol renamed.
+$(B)/lang/parser_nolac.tab.c: lang/parser.y
+	@mkdir -p $(@D)
+	$(BISON) -Wall -Werror -Fparse.lac=none -o $@ $<
+$(B)/lang/parser_nolac.tab.o: ALL_CPPFLAGS += -Dyyparse=parse_yyparse_nolac
 
 $(B)/lang/lexer.c $(B)/lang/lexer.h &: lang/lexer.l $(if $(PARSER_Y),$(B)/lang/parser.tab.h)
 	@mkdir -p $(@D)

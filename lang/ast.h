@@ -179,6 +179,8 @@ struct file_ast {
 	unsigned nerrors;		/* syntax errors reported while parsing it */
 	bool stdlib;			/* found in the stdlib: its names yield to the user's
 					   (scope.h); set by the checker before the scope */
+	bool verified;			/* byte for byte a stdlib file that checked clean
+					   when memc was built (import.h); set by the importer */
 };
 
 extern const char *const ast_expr_kind_name[EXPR__COUNT];

@@ -292,17 +292,18 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 	info->dir = dir_of(ld->arena, path);
 	info->display_dir = display_dir;
 	info->ast = NULL;
-	if (site.file != 0 && import_is_stdlib_name(display)) {
-		ld->nstdlib++;
-		ld->nverified += is_verified(ld->opts, display, f);
-	}
-	if (ld->lazy && site.file != 0 && import_is_stdlib_name(display) &&
-	    (info->ast = lazy_prescan(ld->arena, ld->interner, f))) {
+	bool in_stdlib = site.file != 0 && import_is_stdlib_name(display);
+	bool verified = in_stdlib && is_verified(ld->opts, display, f);
+
+	ld->nstdlib += in_stdlib;
+	ld->nverified += verified;
+	if (ld->lazy && in_stdlib && (info->ast = lazy_prescan(ld->arena, ld->interner, f))) {
 		ARENA_GROW(ld->arena, ld->prescanned, ld->nprescanned, ld->capprescanned);
 		ld->prescanned[ld->nprescanned++] = info->ast;
 	}
 	if (!info->ast)
 		info->ast = parse_file(ld->arena, ld->interner, ld->diag, f);
+	info->ast->verified = verified;
 	f->user = info;
 	f->state = SRC_ACTIVE;
 	ld->depth++;

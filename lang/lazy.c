@@ -328,7 +328,8 @@ static void parse_reached(struct arena *a, struct interner *in, struct diag_engi
 			tail = append(tail, d);
 			continue;
 		}
-		struct file_ast *one = parse_file_range(a, in, de, f, d->loc.start, d->loc.end);
+		struct file_ast *one = (ast->verified ? parse_file_range_clean : parse_file_range)(
+			a, in, de, f, d->loc.start, d->loc.end);
 
 		nerrors += one->nerrors;
 		tail = append(tail, one->decls);

@@ -97,10 +97,59 @@ static void gives_up_on_what_it_does_not_vouch_for(void **state)
 			fail_msg("prescan accepted text %zu: %s", i, texts[i]);
 }
 
+/* ast_dump() of @f, in the arena. */
+static const char *dump(struct fixture *fx, const struct file_ast *f)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(out);
+	ast_dump(out, f);
+	assert_int_equal(fclose(out), 0);
+	const char *s = arena_strdup(&fx->arena, buf);
+
+	free(buf);
+	return s;
+}
+
+/* parse_file_range_clean(), the parser without lookahead correction that
+ * verified stdlib files go through, builds what parse_file_range() builds,
+ * declaration by declaration, on the stdlib's largest files. */
+static void clean_parser_builds_the_same_ast(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const files[] = { "stdlib/layers/attention.mem", "stdlib/layers/head.mem",
+					     "stdlib/layers/mlp.mem", "stdlib/models/llama.mem",
+					     "stdlib/models/mixtral.mem", "stdlib/precision.mem",
+					     "stdlib/gpus/nvidia.mem", "stdlib/optimizers.mem" };
+	unsigned ndecls = 0;
+
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		const struct src_file *f = src_load(fx->t, fx->de, files[i], files[i], NO_LOC);
+
+		assert_non_null(f);
+		struct file_ast *pre = lazy_prescan(&fx->arena, fx->in, f);
+
+		assert_non_null(pre);
+		for (const struct decl *d = pre->decls; d; d = d->next, ndecls++) {
+			struct file_ast *a = parse_file_range(&fx->arena, fx->in, fx->de, f, d->loc.start, d->loc.end);
+			struct file_ast *b = parse_file_range_clean(&fx->arena, fx->in, fx->de, f, d->loc.start,
+								    d->loc.end);
+
+			assert_non_null(a->decls);
+			assert_string_equal(dump(fx, a), dump(fx, b));
+		}
+	}
+	fx_assert_no_diags(fx);
+	assert_true(ndecls > 50);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(splits_like_the_parser, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(clean_parser_builds_the_same_ast, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(cr_and_crlf_line_ends, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(gives_up_on_what_it_does_not_vouch_for, fx_setup,
 						fx_teardown),

@@ -291,13 +291,16 @@ struct param *parse_param(struct parse_ctx *pc, const char *name, struct loc nam
 	memcpy(p->type_locs, type->locs, type->n * sizeof *p->type_locs);
 	p->type_loc = type_loc;
 	p->def = def;
+	if (type == &pc->type)
+		pc->type_busy = false;
 	return p;
 }
 
 struct type_build *parse_type_new(struct parse_ctx *pc, const char *name, struct loc loc)
 {
-	struct type_build *t = ARENA_NEW(pc->arena, struct type_build);
+	struct type_build *t = pc->type_busy ? ARENA_NEW(pc->arena, struct type_build) : &pc->type;
 
+	pc->type_busy = true;
 	t->alts[0] = name;
 	t->locs[0] = loc;
 	t->n = 1;

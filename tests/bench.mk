@@ -19,7 +19,7 @@ $(B)/bench-pairs: tests/bench/pairs.c
 $(B)/bench-empty: tests/bench/empty.c
 	$(CC) $(ALL_CFLAGS) $(MEMC_LDFLAGS) -o $@ $< -Wl,--no-as-needed $(LIBS)
 
-bench: all $(B)/bench-sweep $(B)/bench-compiled $(B)/bench-pairs $(B)/bench-empty $(B)/bench-rusage
+bench: all $(B)/bench-sweep $(B)/bench-compiled $(B)/bench-pairs $(B)/bench-empty $(B)/bench-rusage $(MEMC_DYN)
 	@tests/bench/bench.sh $(MEMC) $(B)
 .PHONY: bench
 

@@ -12,8 +12,12 @@
  *
  * Simplifications (stated in §5.4): an expandable segment is one mapped
  * prefix per (stream, pool); empty_cache unmaps only the free pages at its
- * end, not free pages between live blocks.  Events recorded on other streams
- * (record_stream) and CUDA-graph private pools are not modelled.
+ * end, not free pages between live blocks.  A block freed after
+ * record_stream() is pending until the trace says the other stream's use
+ * completed (the allocator learns it from cudaEventQuery in process_events,
+ * which memc cannot time); empty_cache and the retry path wait for every
+ * pending block first, as synchronize_and_free_events() does.  CUDA-graph
+ * private pools are not modelled.
  */
 #include "analyzer/alloc.h"
 
@@ -336,7 +340,7 @@ static enum alloc_status alloc_segment_block(struct alloc_sim *sim, uint64_t siz
 					     enum alloc_pool pool, uint32_t stream, size_t *idx)
 {
 	uint64_t n = alloc_segment_size(size);
-	struct alloc_block b = { 0, 0, n, 0, NONE, NONE, stream, pool, false, false };
+	struct alloc_block b = { 0, 0, n, 0, NONE, NONE, stream, 0, pool, false, false, false };
 	size_t seg;
 
 	if (over_limit(sim, n))
@@ -384,7 +388,8 @@ static enum alloc_status alloc_expandable(struct alloc_sim *sim, uint64_t size,
 		if (!add_free(sim, *idx))
 			return ALLOC_NOMEM;
 	} else {
-		struct alloc_block b = { seg, s->size, map, 0, s->tail, NONE, stream, pool, false, false };
+		struct alloc_block b = { seg, s->size, map, 0, s->tail, NONE, stream, 0, pool,
+					 false, false, false };
 
 		if (!push_block(sim, b, idx))
 			return ALLOC_NOMEM;
@@ -455,9 +460,18 @@ static void unmap_tail(struct alloc_sim *sim, size_t seg)
 	kill_block(sim, t);
 }
 
-/* release_cached_blocks: every whole cached segment, both pools, all streams. */
+static void complete_all(struct alloc_sim *sim)
+{
+	for (size_t i = 0; i < sim->nblocks; i++)
+		if (sim->blocks[i].pending && !sim->blocks[i].dead)
+			alloc_sim_complete(sim, i);
+}
+
+/* release_cached_blocks: synchronize_and_free_events, then every whole
+ * cached segment, both pools, all streams. */
 void alloc_sim_empty_cache(struct alloc_sim *sim)
 {
+	complete_all(sim);
 	/* downwards: a removal moves the last entry, already visited, into k */
 	for (size_t k = sim->nfree; k-- > 0;)
 		if (k < sim->nfree && whole_segment(sim, sim->freel[k]))
@@ -659,20 +673,52 @@ static void merge(struct alloc_sim *sim, size_t i, size_t j)
 	a->size += b.size;
 }
 
-void alloc_sim_release(struct alloc_sim *sim, size_t handle)
+/* free_block: coalesce with free neighbours, back into the pool. */
+static void free_block(struct alloc_sim *sim, size_t handle)
 {
-	struct alloc_block *b;
-
-	if (handle >= sim->nblocks)
-		return;
-	b = &sim->blocks[handle];
-	if (b->dead || b->free)
-		return;
-	b->freed_at = sim->gc_calls;
-	sim->allocated = sat_sub(sim->allocated, b->size);
+	sim->blocks[handle].pending = false;
 	merge(sim, handle, sim->blocks[handle].prev);
 	merge(sim, handle, sim->blocks[handle].next);
 	add_free(sim, handle);
+}
+
+/* A live block: not free, not pending, not merged away. */
+static struct alloc_block *live_block(struct alloc_sim *sim, size_t handle)
+{
+	struct alloc_block *b = handle < sim->nblocks ? &sim->blocks[handle] : NULL;
+
+	return b && !b->dead && !b->free && !b->pending ? b : NULL;
+}
+
+void alloc_sim_release(struct alloc_sim *sim, size_t handle)
+{
+	struct alloc_block *b = live_block(sim, handle);
+
+	if (!b)
+		return;
+	b->freed_at = sim->gc_calls;
+	sim->allocated = sat_sub(sim->allocated, b->size);
+	free_block(sim, handle);
+}
+
+/* free() with stream_uses: the allocated statistic drops at once
+ * (decrease_stat before insert_events), the block waits for its events. */
+void alloc_sim_release_recorded(struct alloc_sim *sim, size_t handle)
+{
+	struct alloc_block *b = live_block(sim, handle);
+
+	if (!b)
+		return;
+	b->freed_at = sim->gc_calls;
+	sim->allocated = sat_sub(sim->allocated, b->size);
+	b->pending = true;
+}
+
+/* process_events: the block's last event has completed. */
+void alloc_sim_complete(struct alloc_sim *sim, size_t handle)
+{
+	if (handle < sim->nblocks && sim->blocks[handle].pending && !sim->blocks[handle].dead)
+		free_block(sim, handle);
 }
 
 /* ---- traces ---- */
@@ -695,7 +741,7 @@ static void push_event(struct alloc_trace *t, struct alloc_event e)
 
 uint32_t alloc_trace_alloc(struct alloc_trace *t, uint64_t n, uint32_t stream)
 {
-	struct alloc_event e = { n ? n : 1, t->what, t->nids, stream };
+	struct alloc_event e = { n ? n : 1, t->what, t->nids, stream, ALLOC_OP_FREE };
 
 	if (t->nids == UINT32_MAX) {
 		t->nomem = true;
@@ -706,12 +752,27 @@ uint32_t alloc_trace_alloc(struct alloc_trace *t, uint64_t n, uint32_t stream)
 	return e.id;
 }
 
-void alloc_trace_release(struct alloc_trace *t, uint32_t id)
+static void push_free(struct alloc_trace *t, uint32_t id, enum alloc_op op)
 {
-	struct alloc_event e = { 0, t->what, id, 0 };
+	struct alloc_event e = { 0, t->what, id, 0, op };
 
 	if (id < t->nids)
 		push_event(t, e);
+}
+
+void alloc_trace_release(struct alloc_trace *t, uint32_t id)
+{
+	push_free(t, id, ALLOC_OP_FREE);
+}
+
+void alloc_trace_release_recorded(struct alloc_trace *t, uint32_t id)
+{
+	push_free(t, id, ALLOC_OP_FREE_RECORDED);
+}
+
+void alloc_trace_complete(struct alloc_trace *t, uint32_t id)
+{
+	push_free(t, id, ALLOC_OP_COMPLETE);
 }
 
 void alloc_trace_mark(struct alloc_trace *t)
@@ -747,10 +808,20 @@ static enum alloc_status replay_event(struct alloc_sim *sim, const struct alloc_
 	enum alloc_status st;
 
 	if (!e->size) {
-		alloc_sim_release(sim, handle[e->id]);
+		if (e->op == ALLOC_OP_FREE_RECORDED)
+			alloc_sim_release_recorded(sim, handle[e->id]);
+		else if (e->op == ALLOC_OP_COMPLETE) {
+			/* empty_cache may have completed it, and its slot serve another */
+			if (handle[e->id] < sim->nblocks && sim->blocks[handle[e->id]].owner == e->id)
+				alloc_sim_complete(sim, handle[e->id]);
+		}
+		else
+			alloc_sim_release(sim, handle[e->id]);
 		return ALLOC_OK;
 	}
 	st = alloc_sim_malloc_on(sim, e->size, e->stream, &handle[e->id]);
+	if (st == ALLOC_OK)
+		sim->blocks[handle[e->id]].owner = e->id;
 	if (st == ALLOC_OOM) {
 		out->oom = true;
 		out->oom_request = sim->oom_request;

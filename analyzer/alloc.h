@@ -11,7 +11,9 @@
  * (max_split_size), roundup_power2_divisions (one value for every size),
  * garbage_collection_threshold, expandable segments, and the path taken when
  * cudaMalloc fails at the limit: release oversize cached blocks, then every
- * whole cached segment, retry once, else out of memory.
+ * whole cached segment, retry once, else out of memory.  A block freed while
+ * another stream still uses it (record_stream) stays out of the pool until
+ * that use completes (free -> insert_events, process_events).
  *
  * Ownership: struct alloc_sim owns its heap arrays; alloc_sim_free() releases them.
  */
@@ -61,9 +63,11 @@ struct alloc_block {
 	uint64_t freed_at;	/* get_free_block calls on the large pool when freed (gc age) */
 	size_t prev, next;	/* neighbours in the segment; SIZE_MAX at an end */
 	uint32_t stream;
+	uint32_t owner;		/* the trace id it was handed to (alloc_replay) */
 	enum alloc_pool pool;
 	bool free;
 	bool dead;		/* merged into a neighbour or released; slot reusable */
+	bool pending;		/* freed, a use on another stream outstanding (record_stream) */
 };
 
 struct alloc_segment {
@@ -105,17 +109,30 @@ bool alloc_sim_malloc(struct alloc_sim *sim, uint64_t n, size_t *handle);
 enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_t stream,
 				      size_t *handle);
 void alloc_sim_release(struct alloc_sim *sim, size_t handle);
-/* torch.cuda.empty_cache(): release every whole cached segment (and the
- * unused mapped pages at the end of expandable segments). */
+/* Free a block that record_stream() marked as used on another stream: its
+ * bytes leave `allocated` now, but the block is not reusable (nor merged)
+ * until alloc_sim_complete(), when that stream's event has completed. */
+void alloc_sim_release_recorded(struct alloc_sim *sim, size_t handle);
+void alloc_sim_complete(struct alloc_sim *sim, size_t handle);
+/* torch.cuda.empty_cache(): wait for the pending blocks' events, then
+ * release every whole cached segment (and the unused mapped pages at the
+ * end of expandable segments). */
 void alloc_sim_empty_cache(struct alloc_sim *sim);
 
 /* An allocation trace (memory-model.md §5.4): `size` > 0 allocates tensor
- * `id` on `stream`; size 0 frees tensor `id`. */
+ * `id` on `stream`; size 0 frees tensor `id`, as `op` says. */
+enum alloc_op {
+	ALLOC_OP_FREE,		/* free: reusable at once */
+	ALLOC_OP_FREE_RECORDED,	/* free with a use on another stream pending */
+	ALLOC_OP_COMPLETE,	/* that use has completed: the block is reusable */
+};
+
 struct alloc_event {
 	uint64_t size;
 	const char *what;	/* the layer (or step) that asked, for messages */
 	uint32_t id;
 	uint32_t stream;
+	enum alloc_op op;	/* of a free (size 0) */
 };
 
 struct alloc_trace {
@@ -133,6 +150,9 @@ void alloc_trace_free(struct alloc_trace *t);
 /* A new tensor of n bytes; returns its id (for alloc_trace_release). */
 uint32_t alloc_trace_alloc(struct alloc_trace *t, uint64_t n, uint32_t stream);
 void alloc_trace_release(struct alloc_trace *t, uint32_t id);
+/* A free after record_stream(), and the completion of that stream's use. */
+void alloc_trace_release_recorded(struct alloc_trace *t, uint32_t id);
+void alloc_trace_complete(struct alloc_trace *t, uint32_t id);
 /* A step starts at the next event. */
 void alloc_trace_mark(struct alloc_trace *t);
 

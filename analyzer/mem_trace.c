@@ -29,6 +29,7 @@
  */
 #include "analyzer/mem_internal.h"
 #include "analyzer/alloc.h"
+#include "analyzer/mem_fsdp1.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,8 @@ struct tr {
 	struct idl parts;	/* saved tensors of every instance (inst runs) */
 	struct idl loads;	/* weights as loaded, before FSDP shards them (inst runs) */
 	struct idl tmp;		/* the running layer's temporaries */
+	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
+	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
 	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
 	size_t share_cap;
 	bool states;		/* optimizer states exist (created by the first step) */
@@ -481,6 +484,89 @@ static void states(struct tr *r)
 	r->states = true;
 }
 
+/* FSDP1 frees a unit's gathered flat parameter after record_stream() on the
+ * compute stream (_flat_param.py FlatParamHandle._free_unsharded_flat_param),
+ * so the all-gather stream gets the block back only once the compute stream
+ * is past the unit.  The CPU learns it when the rate limiter
+ * (limit_all_gathers; _runtime_utils.py _unshard: _free_event_queue
+ * dequeue_if_needed, two events in flight) waits on the oldest free event
+ * before an all-gather; the trace assumes the GPU no further ahead. */
+static bool records(const struct tr *r)
+{
+	return r->job->fsdp1 && shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3;
+}
+
+static void unshard_wait(struct tr *r)
+{
+	if (!records(r) || r->agq.n < 2)
+		return;
+	alloc_trace_complete(r->t, r->agq.v[0]);
+	memmove(r->agq.v, r->agq.v + 1, (r->agq.n - 1) * sizeof(*r->agq.v));
+	r->agq.n--;
+}
+
+static uint32_t gather(struct tr *r, uint64_t n)
+{
+	if (n)
+		unshard_wait(r);
+	return put(r, n, STREAM_COMM);
+}
+
+/* The GPU has caught up: every recorded free completes.  The trace takes
+ * the end of each micro-batch for it (a loop reads its loss on the host
+ * once per micro-batch, as torchtune's does for its progress bar). */
+static void caught_up(struct tr *r)
+{
+	for (size_t i = 0; i < r->agq.n; i++)
+		alloc_trace_complete(r->t, r->agq.v[i]);
+	r->agq.n = 0;
+}
+
+/* The gathered bytes of the body unit after (s, k) in this pass, 0 if
+ * none follows among the kept repeats (the folded middle gathers nothing). */
+static uint64_t next_unit(const struct tr *r, size_t s, uint64_t k, bool bwd)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+
+	if (bwd ? k > 0 : k + 1 < kept(seg->count))
+		return mem_seg_iter(r->cx, seg)->v[S_GATH];
+	for (size_t i = s; bwd ? i-- > 0 : ++i < r->st->nsegs;) {
+		const struct mem_seg *o = &r->st->segs[i];
+
+		if (r->job->blocks[o->block].is_body && o->count)
+			return mem_seg_iter(r->cx, o)->v[S_GATH];
+	}
+	return 0;
+}
+
+/* A body unit's all-gather, or the one its predecessor prefetched; then,
+ * as FSDP1 does with forward_prefetch / BACKWARD_PRE (_runtime_utils.py
+ * _pre_forward_unshard, _pre_backward_hook -> _prefetch_handle), the next
+ * unit's, through the same rate limiter (mem_fsdp1_prefetch). */
+static uint32_t unit_gather(struct tr *r, size_t s, uint64_t k, bool bwd)
+{
+	uint32_t g = r->pre;
+	uint64_t next = next_unit(r, s, k, bwd);
+
+	if (g == NO_ID)
+		g = gather(r, mem_seg_iter(r->cx, &r->st->segs[s])->v[S_GATH]);
+	r->pre = NO_ID;
+	if (next && records(r) && mem_fsdp1_prefetch(r->job, bwd, 1))
+		r->pre = gather(r, next);
+	return g;
+}
+
+static void reshard(struct tr *r, uint32_t *g)
+{
+	if (!records(r) || *g == NO_ID) {
+		drop(r, g);
+		return;
+	}
+	alloc_trace_release_recorded(r->t, *g);
+	idl_push(r, &r->agq, *g);
+	*g = NO_ID;
+}
+
 static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			  const struct mem_layer *l)
 {
@@ -520,8 +606,10 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 	bool z3 = r->job->sharding == MEM_SHARD_ZERO3;
 	uint32_t g = NO_ID;
 
+	if (b->nlayers)
+		r->t->what = b->layers[0].name;
 	if (b->is_body && shards(r->job->sharding))
-		g = put(r, mem_seg_iter(r->cx, seg)->v[S_GATH], STREAM_COMM);
+		g = unit_gather(r, s, k, false);
 	for (size_t j = 0; j < b->nlayers; j++) {
 		/* ZeRO-3 gathers a non-body module around its own forward */
 		uint32_t ng = !b->is_body && z3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
@@ -531,7 +619,7 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		forward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j]);
 		drop(r, &ng);
 	}
-	drop(r, &g);
+	reshard(r, &g);
 }
 
 static void forward(struct tr *r, uint32_t *root)
@@ -540,8 +628,9 @@ static void forward(struct tr *r, uint32_t *root)
 	enum mem_sharding m = r->job->sharding;
 
 	/* FSDP's root unit stays gathered through forward and backward */
+	r->t->what = "root unit";	/* not the optimizer step's label of the step before */
 	if (shards(m) && m != MEM_SHARD_ZERO3)
-		*root = put(r, r->st->total.v[S_GATH_NB], STREAM_COMM);
+		*root = gather(r, r->st->total.v[S_GATH_NB]);
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
 		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
@@ -684,8 +773,11 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 	const struct mem_block *b = &r->job->blocks[seg->block];
 	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
 	bool unit = b->is_body && shards(r->job->sharding);
-	uint32_t g = unit ? put(r, mem_seg_iter(r->cx, seg)->v[S_GATH], STREAM_COMM) : NO_ID;
+	uint32_t g;
 
+	if (b->nlayers)
+		r->t->what = b->layers[b->nlayers - 1].name;
+	g = unit ? unit_gather(r, s, k, true) : NO_ID;
 	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
 			   j < b->nlayers; j++) {
 		struct inst *x = inst_of(r, s, k, j);
@@ -702,7 +794,7 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		set_quad(r, seg->block, j);
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit);
 	}
-	drop(r, &g);
+	reshard(r, &g);
 	if (unit)
 		reduce_scatter(r, s, k);
 }
@@ -730,7 +822,7 @@ static void backward(struct tr *r, uint32_t *root)
 		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
 				drop(r, &inst_of(r, s, k, j)->unsh);
-	drop(r, root);
+	reshard(r, root);
 	r->parts.n = 0;		/* every run is freed: reuse the list */
 }
 
@@ -745,6 +837,7 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 
 	forward(r, &root);
 	backward(r, &root);
+	caught_up(r);
 	drop(r, &extra);
 	r->have_grads = !r->job->optimizer_in_backward;
 }
@@ -870,6 +963,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 		     (job->sharding == MEM_SHARD_DDP || job->sharding == MEM_SHARD_NONE ||
 		      job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2);
 	r.zeros = job->grads_persistent && !r.resident;
+	r.pre = NO_ID;
 	ok = make_ids(&r);
 	if (ok)
 		setup(&r);
@@ -893,6 +987,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	free(r.parts.v);
 	free(r.loads.v);
 	free(r.tmp.v);
+	free(r.agq.v);
 	free(r.share);
 	return ok && !out->nomem;
 }

@@ -312,6 +312,101 @@ static void per_stream_pools(void **state)
 	alloc_sim_free(&sim);
 }
 
+/* record_stream (CUDACachingAllocator.cpp free -> insert_events, malloc ->
+ * process_events): a block freed while another stream's use is pending
+ * leaves `allocated` at once but is not reused until that use completes.
+ * By hand: a 30 MiB block on stream 1 freed with a pending use; the next
+ * 30 MiB request on stream 1 needs a second segment (60 MiB reserved, 30
+ * allocated); once the first completes, a third request reuses it; then
+ * empty_cache waits for the second (synchronize_and_free_events) and
+ * releases its segment: 30 MiB. */
+static void record_stream_defers_reuse(void **state)
+{
+	struct alloc_sim sim;
+	size_t a, b, c;
+
+	(void)state;
+	alloc_sim_init(&sim);
+	assert_int_equal(alloc_sim_malloc_on(&sim, 30 * MiB, 1, &a), ALLOC_OK);
+	alloc_sim_release_recorded(&sim, a);
+	assert_int_equal(sim.allocated, 0);
+	assert_int_equal(alloc_sim_malloc_on(&sim, 30 * MiB, 1, &b), ALLOC_OK);
+	assert_int_equal(sim.reserved, 60 * MiB);
+	assert_int_equal(sim.allocated, 30 * MiB);
+	alloc_sim_complete(&sim, a);
+	alloc_sim_release_recorded(&sim, b);
+	assert_int_equal(alloc_sim_malloc_on(&sim, 30 * MiB, 1, &c), ALLOC_OK);
+	assert_int_equal(sim.reserved, 60 * MiB);
+	assert_int_equal(c, a);
+	alloc_sim_empty_cache(&sim);
+	assert_int_equal(sim.reserved, 30 * MiB);
+	assert_int_equal(sim.peak_reserved, 60 * MiB);
+	alloc_sim_free(&sim);
+}
+
+/* A pending block does not coalesce (try_merge_blocks skips a block with
+ * stream uses).  By hand: two 5 MiB blocks split from one 20 MiB segment;
+ * the first freed with a pending use, the second freed: it merges with the
+ * 10 MiB rest only (15 MiB free), so a 16 MiB request takes a new 16 MiB
+ * segment (36 MiB reserved); after completion the 20 MiB block is whole
+ * again and a second 16 MiB request fits in it. */
+static void record_stream_blocks_merge(void **state)
+{
+	struct alloc_sim sim;
+	size_t x, y, z, w;
+
+	(void)state;
+	alloc_sim_init(&sim);
+	assert_true(alloc_sim_malloc(&sim, 5 * MiB, &x));
+	assert_true(alloc_sim_malloc(&sim, 5 * MiB, &y));
+	assert_int_equal(sim.reserved, 20 * MiB);
+	alloc_sim_release_recorded(&sim, x);
+	alloc_sim_release(&sim, y);
+	assert_true(alloc_sim_malloc(&sim, 16 * MiB, &z));
+	assert_int_equal(sim.reserved, 36 * MiB);
+	alloc_sim_complete(&sim, x);
+	assert_true(alloc_sim_malloc(&sim, 16 * MiB, &w));
+	assert_int_equal(sim.reserved, 36 * MiB);
+	assert_int_equal(sim.allocated, 32 * MiB);
+	alloc_sim_free(&sim);
+}
+
+/* The trace's recorded frees and completions replay the same way, and a
+ * completion that empty_cache already made (the retry path at the limit)
+ * is a no-op even when the block's slot serves another tensor by then.
+ * By hand: limit 50 MiB; a (30 MiB, stream 1) freed recorded; b (30 MiB)
+ * cannot get a segment (60 > 50): the retry waits for a and releases its
+ * segment, then b's segment fits (30 MiB); b freed recorded; the late
+ * completion of a must not free b, so c (30 MiB) fails over the limit, which
+ * frees b's segment through the same path: c then fits.  One retry each. */
+static void trace_record_stream(void **state)
+{
+	struct alloc_trace t = { 0 };
+	struct alloc_config cfg;
+	struct alloc_replay r;
+	uint32_t a, b;
+
+	(void)state;
+	alloc_config_default(&cfg);
+	cfg.limit = 50 * MiB;
+	a = alloc_trace_alloc(&t, 30 * MiB, 1);
+	alloc_trace_release_recorded(&t, a);
+	b = alloc_trace_alloc(&t, 30 * MiB, 1);
+	alloc_trace_release_recorded(&t, b);
+	alloc_trace_complete(&t, a);
+	alloc_trace_alloc(&t, 30 * MiB, 1);
+	alloc_trace_complete(&t, b);
+	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_false(r.oom);
+	assert_int_equal(r.retries, 2);
+	assert_int_equal(r.peak_reserved, 30 * MiB);
+	assert_int_equal(r.peak_allocated, 30 * MiB);
+	cfg.limit = 0;
+	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_int_equal(r.peak_reserved, 60 * MiB);
+	alloc_trace_free(&t);
+}
+
 /* Best fit over the sorted free blocks: three freed segments of 12, 16 and
  * 14 MiB; 13 MiB takes the 14 (its 1 MiB rest is not split), 12 the 12,
  * 11 splits the 16 (5 MiB rest); freeing the 11 merges it back, so a
@@ -586,6 +681,91 @@ static void replayed_job_fsdp_streams(void **state)
 	assert_int_equal(k.overhead_frag, 48 * MiB);
 }
 
+/* FSDP1 (the fsdp1 record) frees each gathered unit after record_stream()
+ * and its rate limiter waits for the oldest free event when two are
+ * queued, before the next all-gather (mem_trace.c reshard, unshard_wait).
+ * Three frozen units of a 32 MiB weight over dp 2: 3 x 16 MiB shards on the
+ * compute stream.  By hand, on the all-gather stream: unit 1 takes a
+ * 32 MiB segment and is freed pending; unit 2 cannot reuse it (a second
+ * segment); unit 3 waits for unit 1's event and reuses its block.  In
+ * backward (backward_pre) unit 3's gather reuses unit 2's block, freed by
+ * the limiter's wait, and the prefetched unit 2, issued while unit 3's
+ * forward block is pending, takes a third: 48 + 96 = 144 MiB replayed, at
+ * a trace peak of 48 + 64 = 112 MiB, the timeline's (the running and the
+ * prefetched unit): reserved 144 MiB, cache 32 MiB.  Without the recorded
+ * frees two segments serve every unit: no cache. */
+static void replayed_job_fsdp1_record_stream(void **state)
+{
+	struct mem_param p;
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	p.name = "w";
+	p.numel = 16 * MiB;
+	p.weight_bytes = 32 * MiB;
+	l.params = &p;
+	l.nparams = 1;
+	l.saves_bytes = l.temp_fwd_bytes = 0;
+	j.dp = 2;
+	j.sharding = MEM_SHARD_FSDP_FULL;
+	j.fsdp1 = j.fsdp1_backward_pre = true;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 112 * MiB);
+	assert_int_equal(k.peak_reserved, 144 * MiB);
+	assert_int_equal(k.overhead_frag, 32 * MiB);
+}
+
+/* The same units after a frozen root layer of a 64 MiB weight (FSDP1's
+ * root unit, gathered through forward and backward, resharded at the end
+ * of backward with a recorded free).  The trace takes every recorded free
+ * as complete at the end of the micro-batch (mem_trace.c caught_up), so
+ * the next step's root all-gather reuses the root's block.  By hand: the
+ * shards, 32 + 3 x 16 = 80 MiB; on the all-gather stream the root takes a
+ * 64 MiB segment and the units three 32 MiB ones (as in the test above):
+ * 240 MiB replayed, at a trace peak of 80 + 64 + 2 x 32 = 208 MiB, the
+ * timeline's: reserved 240 MiB, cache 32 MiB.  Were the root still pending
+ * at the next forward, the rate limiter would free only a 32 MiB unit
+ * block before the root's gather, which then takes a second 64 MiB
+ * segment: 304 MiB. */
+static void replayed_job_fsdp1_root_caught_up(void **state)
+{
+	struct mem_param p, q;
+	struct mem_layer l, rl;
+	struct mem_block b[2];
+	struct mem_job j = frag_job(&l, &b[1]);
+	struct mem_class k;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	p.name = "w";
+	p.numel = 16 * MiB;
+	p.weight_bytes = 32 * MiB;
+	q = p;
+	q.name = "r";
+	q.numel = 32 * MiB;
+	q.weight_bytes = 64 * MiB;
+	l.params = &p;
+	l.nparams = 1;
+	l.saves_bytes = l.temp_fwd_bytes = 0;
+	rl = l;
+	rl.params = &q;
+	rl.name = "root";
+	b[0] = (struct mem_block){ &rl, 1, 1, false };
+	j.blocks = b;
+	j.nblocks = 2;
+	j.dp = 2;
+	j.sharding = MEM_SHARD_FSDP_FULL;
+	j.fsdp1 = j.fsdp1_backward_pre = true;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 208 * MiB);
+	assert_int_equal(k.peak_reserved, 240 * MiB);
+	assert_int_equal(k.overhead_frag, 32 * MiB);
+}
+
 /* Steps are marked; the replay stops at a mark once the step before it
  * left peak reserved unchanged (from the third mark on). */
 static void trace_stops_when_steady(void **state)
@@ -687,6 +867,9 @@ int main(void)
 		cmocka_unit_test(roundup_power2),
 		cmocka_unit_test(garbage_collection),
 		cmocka_unit_test(per_stream_pools),
+		cmocka_unit_test(record_stream_defers_reuse),
+		cmocka_unit_test(record_stream_blocks_merge),
+		cmocka_unit_test(trace_record_stream),
 		cmocka_unit_test(best_fit_order),
 		cmocka_unit_test(trace_replay),
 		cmocka_unit_test(replayed_job_fragments),
@@ -697,6 +880,8 @@ int main(void)
 		cmocka_unit_test(replayed_job_shapes),
 		cmocka_unit_test(replayed_job_shapes_quadratic),
 		cmocka_unit_test(replayed_job_fsdp_streams),
+		cmocka_unit_test(replayed_job_fsdp1_record_stream),
+		cmocka_unit_test(replayed_job_fsdp1_root_caught_up),
 		cmocka_unit_test(replayed_job_expandable),
 		cmocka_unit_test(replayed_job_at_capacity),
 	};

@@ -243,9 +243,11 @@ static struct src_file *load_source(struct loader *ld, const char *path, const c
 	return src_load_real(ld->src, ld->diag, path, display, site, real);
 }
 
-/* Whether the stdlib file @f, shown as @display, is one that checked
- * clean when memc was built: same path under the stdlib, same bytes. */
-static bool is_verified(const struct import_opts *o, const char *display, const struct src_file *f)
+/* The entry of the stdlib file @f, shown as @display, if it is one that
+ * checked clean when memc was built: same path under the stdlib, same
+ * bytes; else NULL. */
+static const struct stdlib_digest *verified_entry(const struct import_opts *o, const char *display,
+						  const struct src_file *f)
 {
 	const char *name = display + strlen(IMPORT_STDLIB_DISPLAY) + 1;
 	size_t lo = 0, hi = o ? o->nverified : 0;
@@ -255,13 +257,13 @@ static bool is_verified(const struct import_opts *o, const char *display, const 
 		int c = strcmp(o->verified[mid].name, name);
 
 		if (c == 0)
-			return o->verified[mid].digest == src_digest(f->text, f->len);
+			return o->verified[mid].digest == src_digest(f->text, f->len) ? &o->verified[mid] : NULL;
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return false;
+	return NULL;
 }
 
 static struct file_ast *load_file(struct loader *ld, const char *path, const char *display,
@@ -293,17 +295,19 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 	info->display_dir = display_dir;
 	info->ast = NULL;
 	bool in_stdlib = site.file != 0 && import_is_stdlib_name(display);
-	bool verified = in_stdlib && is_verified(ld->opts, display, f);
+	const struct stdlib_digest *v = in_stdlib ? verified_entry(ld->opts, display, f) : NULL;
 
 	ld->nstdlib += in_stdlib;
-	ld->nverified += verified;
-	if (ld->lazy && in_stdlib && (info->ast = lazy_prescan(ld->arena, ld->interner, f))) {
+	ld->nverified += v != NULL;
+	if (ld->lazy && v && v->decls)	/* prescanned when memc was built */
+		info->ast = lazy_from_index(ld->arena, ld->interner, f, v->decls, v->ndecls);
+	if (ld->lazy && in_stdlib && (info->ast || (info->ast = lazy_prescan(ld->arena, ld->interner, f)))) {
 		ARENA_GROW(ld->arena, ld->prescanned, ld->nprescanned, ld->capprescanned);
 		ld->prescanned[ld->nprescanned++] = info->ast;
 	}
 	if (!info->ast)
 		info->ast = parse_file(ld->arena, ld->interner, ld->diag, f);
-	info->ast->verified = verified;
+	info->ast->verified = v != NULL;
 	f->user = info;
 	f->state = SRC_ACTIVE;
 	ld->depth++;

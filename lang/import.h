@@ -40,12 +40,25 @@ enum { IMPORT_MAX_DEPTH = 64 };
 /* A root path of "-" is read from standard input and shown as this. */
 #define IMPORT_STDIN_NAME "<stdin>"
 
+/* One top-level declaration of a verified stdlib file as lazy_prescan()
+ * finds it (lang/lazy.h): kind, byte ranges, and the name or import path. */
+struct stdlib_decl {
+	int kind;			/* enum decl_kind */
+	uint32_t start, end;		/* decl.loc */
+	const char *name;		/* decl.name, NULL for an import */
+	uint32_t name_start, name_end;	/* decl.name_loc, or import.path_loc */
+};
+
 /* A stdlib file that `memc check -Werror` found clean on its own when
  * memc was built (build/gen/stdlib_digests.c): its path under the stdlib
- * folder and src_digest() of its text. */
+ * folder, src_digest() of its text, and its prescan, so that a file with
+ * those bytes is not prescanned again (ndecls == 0 and decls NULL: the
+ * prescan gave up on it, and it is parsed in full). */
 struct stdlib_digest {
 	const char *name;
 	uint64_t digest;
+	const struct stdlib_decl *decls;
+	size_t ndecls;
 };
 
 struct import_opts {

@@ -6,5 +6,5 @@
  */
 #include "analyzer/cmd/stdlib_digests.h"
 
-const struct stdlib_digest memc_stdlib_digests[] = { { NULL, 0 } };
+const struct stdlib_digest memc_stdlib_digests[] = { { NULL, 0, NULL, 0 } };
 const size_t memc_stdlib_ndigests = 0;

@@ -6,7 +6,7 @@
  * Defined by build/gen/stdlib_digests.c, which tools/gen-stdlib-digests.sh
  * writes from `memc-stage check -Werror` on every stdlib file (memc-stage:
  * memc linked with tools/stdlib-digests-none.c, the empty table). Sorted
- * by name; the last entry is { NULL, 0 }.
+ * by name; the last entry is all zero.
  */
 #ifndef MEMC_ANALYZER_CMD_STDLIB_DIGESTS_H
 #define MEMC_ANALYZER_CMD_STDLIB_DIGESTS_H

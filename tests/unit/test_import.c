@@ -441,7 +441,7 @@ static const char broken_lib[] = "layer norm(hidden: count, wide: bool) {\n"
  * diagnostics, and whether the program counted as verified. */
 static unsigned check_with_digest(struct fixture *fx, uint64_t digest, bool *verified)
 {
-	const struct stdlib_digest table[] = { { "lib.mem", digest } };
+	const struct stdlib_digest table[] = { { "lib.mem", digest, NULL, 0 } };
 
 	put(fx, "std/lib.mem", broken_lib);
 	put(fx, "main.mem", "import \"lib\"\nlet n = norm(hidden = 8, wide = false)\n");

@@ -8,6 +8,8 @@
  */
 #include "lang_fixture.h"
 
+#include "analyzer/cmd/stdlib_digests.h"
+#include "lang/import.h"
 #include "lang/lazy.h"
 
 static const struct src_file *add(struct fixture *fx, const char *text)
@@ -145,11 +147,55 @@ static void clean_parser_builds_the_same_ast(void **state)
 	assert_true(ndecls > 50);
 }
 
+/* Each verified stdlib file's index, linked into memc by the build
+ * (build/gen/stdlib_digests.c), makes the stubs the prescan makes of the
+ * file's bytes: the importer uses it instead of prescanning. */
+static void build_index_is_the_prescan(void **state)
+{
+	struct fixture *fx = *state;
+	size_t nindexed = 0;
+
+	for (size_t i = 0; i < memc_stdlib_ndigests; i++) {
+		const struct stdlib_digest *e = &memc_stdlib_digests[i];
+		const char *path = arena_printf(&fx->arena, "stdlib/%s", e->name);
+		const struct src_file *f = src_load(fx->t, fx->de, path, path, NO_LOC);
+
+		assert_non_null(f);
+		assert_true(src_digest(f->text, f->len) == e->digest);
+		struct file_ast *pre = lazy_prescan(&fx->arena, fx->in, f);
+
+		if (!e->decls) {	/* the prescan gave up, or found nothing */
+			assert_true(!pre || !pre->decls);
+			continue;
+		}
+		nindexed++;
+		struct file_ast *ix = lazy_from_index(&fx->arena, fx->in, f, e->decls, e->ndecls);
+		const struct decl *p, *q;
+
+		assert_non_null(pre);
+		for (p = pre->decls, q = ix->decls; p && q; p = p->next, q = q->next) {
+			assert_int_equal(p->kind, q->kind);
+			assert_ptr_equal(p->name, q->name);
+			assert_same_loc(p->loc, q->loc);
+			assert_same_loc(p->name_loc, q->name_loc);
+			if (p->kind == DECL_IMPORT) {
+				assert_string_equal(p->import.path, q->import.path);
+				assert_same_loc(p->import.path_loc, q->import.path_loc);
+			}
+		}
+		assert_null(p);
+		assert_null(q);
+	}
+	fx_assert_no_diags(fx);
+	assert_true(nindexed > 40);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(splits_like_the_parser, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(clean_parser_builds_the_same_ast, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(build_index_is_the_prescan, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(cr_and_crlf_line_ends, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(gives_up_on_what_it_does_not_vouch_for, fx_setup,
 						fx_teardown),

@@ -299,8 +299,10 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 
 	ld->nstdlib += in_stdlib;
 	ld->nverified += v != NULL;
-	if (ld->lazy && v && v->decls)	/* prescanned when memc was built */
+	if (ld->lazy && v && v->decls) {	/* prescanned when memc was built */
 		info->ast = lazy_from_index(ld->arena, ld->interner, f, v->decls, v->ndecls);
+		info->ast->index = v->decls;
+	}
 	if (ld->lazy && in_stdlib && (info->ast || (info->ast = lazy_prescan(ld->arena, ld->interner, f)))) {
 		ARENA_GROW(ld->arena, ld->prescanned, ld->nprescanned, ld->capprescanned);
 		ld->prescanned[ld->nprescanned++] = info->ast;

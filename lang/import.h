@@ -47,6 +47,10 @@ struct stdlib_decl {
 	uint32_t start, end;		/* decl.loc */
 	const char *name;		/* decl.name, NULL for an import */
 	uint32_t name_start, name_end;	/* decl.name_loc, or import.path_loc */
+	/* the words of its text (reach_each_word) that name a declaration
+	 * of a verified stdlib file, each once: what reach.c would find */
+	const char *const *refs;
+	size_t nrefs;
 };
 
 /* A stdlib file that `memc check -Werror` found clean on its own when

@@ -190,12 +190,58 @@ static void build_index_is_the_prescan(void **state)
 	assert_true(nindexed > 40);
 }
 
+/* Every file of the program loaded from examples/@name, dumped, with
+ * the stdlib table @table (its index used, or not). */
+static const char *load_dump(struct fixture *fx, const char *name, const struct stdlib_digest *table)
+{
+	struct src_table *t = src_table_new(&fx->arena);
+	struct diag_engine *de = diag_new(&fx->arena, t, NULL);
+	struct interner *in = interner_new(&fx->arena);
+	struct import_opts o = { .stdlib_dir = "stdlib", .verified = table, .nverified = memc_stdlib_ndigests };
+	struct program *p = import_load(&fx->arena, in, t, de, arena_printf(&fx->arena, "examples/%s", name), &o);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(out);
+	assert_true(p->stdlib_verified);
+	assert_null(diag_first(de));
+	for (size_t i = 0; i < p->nfiles; i++)
+		ast_dump(out, p->files[i]);
+	assert_int_equal(fclose(out), 0);
+	const char *s = arena_strdup(&fx->arena, buf);
+
+	free(buf);
+	return s;
+}
+
+/* What a job reaches and parses is the same whether the reach reads a
+ * verified file's words from the build's index or scans its text. */
+static void index_reaches_what_the_text_does(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const examples[] = { "llama2-13b-zero3.mem", "llama2-70b-3d.mem", "mixtral-ep.mem",
+						"llama3-8b-lora-a100.mem", "bert-finetune.mem",
+						"resnet50-finetune.mem" };
+	struct stdlib_digest *bare = calloc(memc_stdlib_ndigests + 1, sizeof *bare);
+
+	assert_non_null(bare);
+	for (size_t i = 0; i < memc_stdlib_ndigests; i++)	/* same digests, no index */
+		bare[i] = (struct stdlib_digest){ memc_stdlib_digests[i].name, memc_stdlib_digests[i].digest,
+						  NULL, 0 };
+	for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
+		assert_string_equal(load_dump(fx, examples[i], memc_stdlib_digests),
+				    load_dump(fx, examples[i], bare));
+	free(bare);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(splits_like_the_parser, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(clean_parser_builds_the_same_ast, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(build_index_is_the_prescan, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(index_reaches_what_the_text_does, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(cr_and_crlf_line_ends, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(gives_up_on_what_it_does_not_vouch_for, fx_setup,
 						fx_teardown),

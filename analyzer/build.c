@@ -153,7 +153,7 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged", "op", "recompute" };
+					     "grouped", "paged", "op", "recompute", "input_of" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -244,24 +244,40 @@ static bool frame_trains(const struct frame *f, const char *name)
 	return false;
 }
 
-/* Saves waiting on for_grad: kept if any named param trains. */
+static bool frame_retains(const struct frame *f, const char *name)
+{
+	for (size_t i = 0; i < f->nnames; i++)
+		if (f->names[i] == name)
+			return f->retains[i];
+	return false;
+}
+
+/* Saves waiting on for_grad: kept if any named param trains.  A save a
+ * 4-bit matmul keeps in ctx.tensors is also counted, over the block's
+ * repeats, as what the graph holds after backward (b->graph_kept). */
 static void resolve_pending(struct bld *b, struct frame *f)
 {
 	for (size_t i = 0; i < f->npending; i++) {
 		struct pending *p = &f->pending[i];
-		bool keep = false;
+		bool keep = false, retained = false;
+		uint64_t all = 0;
 
 		for (const struct arg *a = p->names; a; a = a->next)
-			if (a->value->kind == EXPR_NAME && frame_trains(f, a->value->name.name))
-				keep = true;
-		if (keep)
+			if (a->value->kind == EXPR_NAME) {
+				keep |= frame_trains(f, a->value->name.name);
+				retained |= frame_retains(f, a->value->name.name);
+			}
+		if (keep && !p->kept)
 			bld_add_saves(b, p->bytes, p->loss);
+		if (retained && bld_mul(b, p->bytes, b->block_repeat, &all, "the saved activations of a layer"))
+			bld_add_act(b, &b->graph_kept, all, "the saved activations of a layer");
 	}
 	free(f->pending);
 	free(f->names);
 	free(f->trains);
 	free(f->learns);
 	free(f->linear);
+	free(f->retains);
 }
 
 void bld_parts_push(struct bld_parts *p, uint64_t bytes)
@@ -324,7 +340,8 @@ void bld_frame_pop(struct bld *b)
 	frame_free(f);
 }
 
-void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear)
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear,
+		     bool retains)
 {
 	if (f->nnames == f->capnames) {
 		f->capnames = f->capnames ? f->capnames * 2 : 8;
@@ -332,12 +349,14 @@ void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns
 		f->trains = realloc(f->trains, f->capnames * sizeof *f->trains);
 		f->learns = realloc(f->learns, f->capnames * sizeof *f->learns);
 		f->linear = realloc(f->linear, f->capnames * sizeof *f->linear);
-		if (!f->names || !f->trains || !f->learns || !f->linear)
+		f->retains = realloc(f->retains, f->capnames * sizeof *f->retains);
+		if (!f->names || !f->trains || !f->learns || !f->linear || !f->retains)
 			xdie_oom();
 	}
 	f->names[f->nnames] = name;
 	f->linear[f->nnames] = linear;
 	f->learns[f->nnames] = learns;
+	f->retains[f->nnames] = retains;
 	f->trains[f->nnames++] = trains;
 }
 
@@ -353,7 +372,7 @@ static bool for_linear(const struct frame *f, const struct attr *fg)
 	return false;
 }
 
-static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes, bool loss)
+static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes, bool loss, bool kept)
 {
 	if (f->npending == f->cappending) {
 		f->cappending = f->cappending ? f->cappending * 2 : 8;
@@ -361,7 +380,7 @@ static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes
 		if (!f->pending)
 			xdie_oom();
 	}
-	f->pending[f->npending++] = (struct pending){ names, bytes, loss };
+	f->pending[f->npending++] = (struct pending){ names, bytes, loss, kept };
 }
 
 /* ---- tensors ---- */
@@ -423,10 +442,14 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		bld_add_act(b, &bld_frame(b)->temp_bwd, bytes, "the transient bytes of a layer");
 		return;
 	}
+	const struct attr *io = find_attr(t->stmt, "input_of");
+
 	if (fg && b->frame)
-		add_pending(b->frame, fg->args, bytes, loss);
+		add_pending(b->frame, fg->args, bytes, loss, false);
 	else
 		bld_add_saves(b, bytes, loss);
+	if (!fg && io && b->frame)
+		add_pending(b->frame, io->args, bytes, loss, true);
 	note_op(b, find_attr(t->stmt, "op"), bytes);
 	/* A save of the input's shape and dtype is the input itself (a norm's
 	 * x_in; HF RMSNorm's x.to(fp32) when x is already fp32): a checkpoint

@@ -12,9 +12,10 @@
 struct dtype;
 
 struct pending {
-	const struct arg *names;	/* for_grad(...) */
+	const struct arg *names;	/* for_grad(...), or input_of(...) */
 	uint64_t bytes;
 	bool loss;
+	bool kept;			/* input_of: saved anyway; only the graph's share waits */
 };
 
 /* Byte sizes of single tensors, in walk order (heap). */
@@ -35,6 +36,8 @@ struct frame {
 	bool *trains;			/* ... and whether each trains or carries an adapter */
 	bool *learns;			/* ... the same, without a 4-bit matmul's kept input (trains(p)) */
 	bool *linear;			/* ... and is a `linear` weight (FP8 GEMMs quantise its input) */
+	bool *retains;			/* ... and is a 4-bit weight whose matmul keeps its input in
+					   ctx.tensors (qlora save_input), which outlives backward */
 	size_t nnames, capnames;
 	struct pending *pending;
 	size_t npending, cappending;
@@ -97,7 +100,12 @@ struct bld {
 	uint64_t fp8_amax_len;		/* DelayedScaling amax history, 0 without one */
 	/* fine-tuning */
 	bool lora, qlora;
-	bool quant_saves_input;		/* bitsandbytes < 0.42 MatMul4Bit keeps its input */
+	bool quant_saves_input;		/* bitsandbytes < 0.43.2 MatMul4Bit keeps its input */
+	bool keeps_graph;		/* the loop holds the previous micro-batch's output, and so
+					   its graph, until the next forward returns (LitGPT) */
+	uint64_t graph_kept;		/* the inputs MatMul4Bit keeps in ctx.tensors, every layer */
+	bool graph_kept_placed;		/* added to the first loss-region layer's forward */
+	uint64_t graph_num, graph_den;	/* the previous batch's length over seq_len (data { }) */
 	uint64_t lora_r;
 	double lora_dropout;
 	const struct dtype *lora_dtype, *quant;
@@ -108,6 +116,10 @@ struct bld {
 	bool prepare_kbit;		/* prepare_model_for_kbit_training: 16-bit params to fp32 */
 	uint64_t adapters;		/* loaded adapters; one trains */
 	const struct dtype *quant_compute;	/* bnb_4bit_compute_dtype; NULL: the compute dtype */
+	const struct dtype *dequant;	/* QuantState.dtype, what dequantize_4bit returns; NULL:
+					   the compute dtype (no second copy) */
+	bool skip_given;		/* qlora(skip_modules = ...): else the head stays 16-bit */
+	struct value skip_modules;	/* llm_int8_skip_modules / Lightning ignore_modules */
 	/* fsdp2 { }: MixedPrecisionPolicy(param_dtype, reduce_dtype); NULL: None */
 	bool fsdp2;
 	const struct dtype *fsdp_param, *fsdp_reduce;
@@ -180,7 +192,8 @@ struct frame *bld_frame_push(struct bld *b, const struct decl *layer);
 void bld_frame_pop(struct bld *b);
 struct frame *bld_frame(struct bld *b);
 void bld_close_implicit(struct bld *b);
-void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear);
+void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear,
+		     bool retains);
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss);
 void bld_parts_push(struct bld_parts *p, uint64_t bytes);
 void bld_layer_close(struct bld *b, struct frame *f);
@@ -195,5 +208,6 @@ void bld_fill_phases(struct bld *b, struct build *out);
 void bld_setup_rl(struct bld *b);
 bool bld_finish_rl(struct bld *b, struct build *out);
 void bld_walk_rl_models(struct bld *b, struct env *env);
+void bld_rl_apart(struct bld *b, struct mem_param *p, bool ref);
 
 #endif

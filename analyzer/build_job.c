@@ -85,6 +85,23 @@ void bld_layer_close(struct bld *b, struct frame *f)
 	bld_add_act(b, &tf, f->child_fwd, "the transient bytes of a layer");
 	bld_add_act(b, &tb, f->child_bwd, "the transient bytes of a layer");
 
+	/* The previous micro-batch's graph, held by the loop (b->keeps_graph),
+	 * keeps what MatMul4Bit put in ctx.tensors: PyNode::release_variables
+	 * frees saved_variables only.  It is alive through this forward until
+	 * the model returns; the head's forward is that forward's highest
+	 * instant, so it is counted there, once. */
+	if (loss && b->keeps_graph && b->graph_kept && !b->graph_kept_placed) {
+		uint64_t kept = 0;
+
+		uint64_t den = b->graph_den ? b->graph_den : 1;
+
+		if (bld_mul(b, b->graph_kept, b->graph_den ? b->graph_num : 1, &kept, "the transient bytes of a layer"))
+			kept = kept / den + (kept % den != 0);
+		bld_add_act(b, &tf, kept, "the transient bytes of a layer");
+		bld_parts_push(&f->tf, kept);
+		b->graph_kept_placed = true;
+	}
+
 	size_t ntf, ntb;
 	const uint64_t *tfp = layer_parts(b, &f->tf, &f->ctf, &ntf);
 	const uint64_t *tbp = layer_parts(b, &f->tb, &f->ctb, &ntb);

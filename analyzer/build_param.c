@@ -290,6 +290,20 @@ static const struct attr *find_adaptable(const struct walk_tensor *t)
 	return NULL;
 }
 
+/* bitsandbytes replaces every nn.Linear that skip_modules does not name
+ * (transformers replace_with_bnb_linear, Lightning _convert_layers);
+ * without skip_modules transformers keeps the output head in 16 bit
+ * (get_keys_to_not_convert).  An adaptable(embedding) is no Linear. */
+static bool quantises(struct bld *b, const struct walk_tensor *t, const struct frame *f, bool linear,
+		      const struct attr *ad)
+{
+	if (!b->qlora)
+		return false;
+	if (!b->skip_given)
+		return linear;
+	return (linear || (ad && !ad->args)) && !in_list(&b->skip_modules, t->stmt, f->decl->name);
+}
+
 /* PEFT modules_to_save (peft/utils/other.py ModulesToSaveWrapper): the
  * original module stays, frozen, beside a deepcopy that trains. */
 static bool saved_module(struct bld *b, const struct walk_tensor *t, const struct frame *f)
@@ -351,9 +365,16 @@ static uint64_t param_weight(struct bld *b, struct mem_param *p, uint64_t base, 
 static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool linear, uint64_t base,
 		       uint64_t mult)
 {
-	if (quantised)		/* MatMul4Bit dequantises the whole weight per call */
-		p->cast_bytes = bld_bytes(b, b->quant_compute ? b->quant_compute : b->act, base);
-	else if (linear && b->cast_cache) {
+	const struct dtype *cd = b->quant_compute ? b->quant_compute : b->act;
+
+	/* MatMul4Bit dequantises the whole weight per call, to QuantState.dtype
+	 * (F.dequantize_4bit), then `.to(A.dtype)` copies it when that is not
+	 * the compute dtype: both exist while the copy is made */
+	if (quantised) {
+		p->cast_bytes = bld_bytes(b, cd, base);
+		if (b->dequant && b->dequant != cd)
+			bld_add(b, &p->cast_bytes, bld_bytes(b, b->dequant, base), "the size of this tensor");
+	} else if (linear && b->cast_cache) {
 		p->cast_bytes = bld_bytes_x(b, b->cast_cache, base, mult);
 		p->cast_saved = true;
 	} else if (linear && b->weight_copies)
@@ -373,6 +394,7 @@ static void ref_copy(struct bld *b, size_t i)
 	r.gather_grad_bytes = r.acc_grad_bytes = 0;
 	r.cast_bytes = r.resident_bytes = 0;	/* its casts are its own forward's (phases.c) */
 	r.cast_saved = false;
+	bld_rl_apart(b, &r, true);
 	*new_param(b) = r;
 }
 
@@ -388,7 +410,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	bool adapted = (b->lora || b->qlora) && !saved &&
 		       ((linear && (b->all_linear || in_list(&b->targets, t->stmt, NULL))) ||
 			(ad && in_list(&b->targets, t->stmt, NULL)));
-	bool quantised = b->qlora && linear && !dt && !saved;
+	bool quantised = quantises(b, t, f, linear, ad) && !dt && !saved;
 	struct mem_param *p = new_param(b);
 	uint64_t all = 0;
 
@@ -400,6 +422,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 		b->largest_quantised = base;
 	p->name = b->rl_part ? arena_printf(b->arena, "%s.%s", b->rl_part == BLD_RL_VALUE ? "value" : "reward",
 					    name) : name;
+	if (b->rl_part == BLD_RL_REWARD)
+		bld_rl_apart(b, p, false);
 	p->origin = t->stmt;
 	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
 	b->experts |= p->expert;
@@ -420,9 +444,14 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	if (b->rl_ref_copy)
 		ref_copy(b, (size_t)(p - b->params));
 	/* A frozen Linear saves no input, unless its 4-bit matmul keeps it
-	 * anyway (bitsandbytes MatMul4Bit before 0.42: ctx.tensors = (A, B)). */
-	bld_frame_param(f, name, !frozen || adapted || (quantised && b->quant_saves_input), !frozen || adapted,
-			linear);
+	 * anyway (bitsandbytes MatMul4Bit before 0.43.2: ctx.tensors = (A, B)). */
+	bool retains = quantised && b->quant_saves_input;
+	/* an adapter reads its own dropped copy of the input (PEFT lora.Linear,
+	 * LitGPT LoRALinear: lora_A(lora_dropout(x))), which add_lora counts;
+	 * x itself is what lora_A saves only without dropout */
+	bool reads_input = adapted && (b->lora_dropout <= 0 || b->dora);
+
+	bld_frame_param(f, name, !frozen || reads_input || retains, !frozen || adapted, linear, retains);
 	if (adapted) {
 		bool expert = p->expert;
 		size_t first = b->nparams;
@@ -478,6 +507,22 @@ static bool ft_arg(struct bld *b, const struct value *ft, const char *name, stru
 	return ft->kind == VAL_CALL && env_lookup(ft->args, bld_intern(b, name), out);
 }
 
+/* data { padding = longest }: the batch before the longest one is not
+ * assumed as long; its graph is taken at min_seq_len tokens (default 1). */
+static void graph_shape(struct bld *b)
+{
+	struct value v;
+	uint64_t seq = 0, min = 1;
+
+	b->graph_num = b->graph_den = 1;
+	if (!check_job_field(b->cj, "data.padding", &v) || v.kind != VAL_SYMBOL || strcmp(v.str, "longest"))
+		return;
+	if (check_job_field(b->cj, "data.min_seq_len", &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &min);
+	if (check_job_field(b->cj, "seq_len", &v) && v.kind == VAL_NUM && num_to_u64(v.num, &seq) && seq)
+		b->graph_num = min, b->graph_den = seq;
+}
+
 bool bld_setup_finetune(struct bld *b, struct value ft)
 {
 	struct value v;
@@ -499,6 +544,12 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 		b->quant = v.dtype;
 	if (ft_arg(b, &ft, "save_input", &v) && v.kind == VAL_BOOL)
 		b->quant_saves_input = v.b;
+	/* LitGPT's loops bind the model's output to `logits` (lora.py
+	 * chunked_kept, full.py chunked_ce), so the previous micro-batch's
+	 * graph lives until the next forward returns */
+	b->keeps_graph = check_job_field(b->cj, "loss", &v) && v.kind == VAL_SYMBOL &&
+			 (!strcmp(v.str, "chunked_kept") || !strcmp(v.str, "chunked_ce"));
+	graph_shape(b);
 	if (!ft_arg(b, &ft, "targets", &b->targets))
 		b->targets = (struct value){ .kind = VAL_LIST };
 	b->all_linear = b->targets.kind == VAL_SYMBOL || b->targets.kind == VAL_STRING;	/* all_linear */
@@ -511,6 +562,9 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 	b->prepare_kbit = ft_arg(b, &ft, "prepare_kbit", &v) && v.kind == VAL_BOOL && v.b;
 	if (ft_arg(b, &ft, "compute_dtype", &v) && v.kind == VAL_DTYPE)
 		b->quant_compute = v.dtype;
+	if (ft_arg(b, &ft, "dequant_dtype", &v) && v.kind == VAL_DTYPE)
+		b->dequant = v.dtype;
+	b->skip_given = ft_arg(b, &ft, "skip_modules", &b->skip_modules) && b->skip_modules.kind == VAL_LIST;
 	/* bnb_4bit_use_double_quant picks the absmax layout (docs/language.md) */
 	if (!ft_arg(b, &ft, "quant", &v) && ft_arg(b, &ft, "double_quant", &v) && v.kind == VAL_BOOL)
 		b->quant = dtype_find(v.b ? "nf4_dq" : "nf4");

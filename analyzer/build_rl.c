@@ -257,7 +257,8 @@ static uint64_t engine_share(struct bld *b, uint64_t capacity)
  * local_rollout_forward_batch_size (64) queries, each with its own KV
  * cache, and keeps every chunk's `logitss`, torch.stack(output.scores):
  * rows x response_length x vocab in fp32 (generate upcasts the next
- * token's logits); the scoring loop walks the same chunks. */
+ * token's logits), held through the update (phases.c ppo_update); the
+ * scoring loop walks the same chunks. */
 static bool ppo_rollout(struct bld *b, struct build *out, uint64_t rows)
 {
 	struct phase_input *in = &out->run_in;
@@ -272,6 +273,8 @@ static bool ppo_rollout(struct bld *b, struct build *out, uint64_t rows)
 	    !bld_mul(b, kept, b->rl_vocab, &kept, "the generation's scores") ||
 	    !bld_mul(b, kept, 4, &in->gen_kept, "the generation's scores"))
 		return false;
+	/* one chunk's: gen_kept is rows x (new x vocab x 4), and chunk <= rows */
+	in->gen_chunk_kept = rows ? in->gen_kept / rows * in->rl_chunk : 0;
 	in->ppo = true;
 	in->rl_reward_act = b->rl_reward_act;
 	memcpy(in->rl_hidden, b->rl_hidden, sizeof in->rl_hidden);
@@ -311,6 +314,24 @@ bool bld_finish_rl(struct bld *b, struct build *out)
 	if (b->rl == BLD_RL_PPO)
 		ppo_rollout(b, out, rows);
 	return !b->failed;
+}
+
+/* The reference copy (@ref) and PPO's reward model are models of their own:
+ * TRL prepares them apart from the policy (trl/models/utils.py
+ * prepare_deepspeed: a DeepSpeed engine of their own, ZeRO-3 kept, else
+ * stage 0; prepare_fsdp in the DPO, KTO, GRPO and RLOO trainers;
+ * ppo_trainer.py __init__ under FSDP: `.to(self.accelerator.device)`,
+ * whole), gathered only while their own forward runs. The reference is
+ * loaded beside the policy (create_reference_model's deepcopy or its own
+ * from_pretrained): its weights join the loading phase's; the reward
+ * model's are counted as the walk meets them. */
+void bld_rl_apart(struct bld *b, struct mem_param *p, bool ref)
+{
+	uint64_t all = 0;
+
+	p->engine = b->rl == BLD_RL_PPO ? MEM_ENGINE_APART_ZERO3 : MEM_ENGINE_APART;
+	if (ref && bld_mul(b, p->weight_bytes, b->block_repeat, &all, "the size of this tensor"))
+		bld_add(b, &b->load_weights, all, "the size of this tensor");
 }
 
 /* ---- PPO's value and reward models, walked before the policy ---- */

@@ -2,10 +2,12 @@
 /*
  * fit.c - -Wcapacity and -Wheadroom (see fit.h). The fixes noted on a
  * -Wcapacity warning are memc fit's (analyzer/cmd/fit_search.c): the
- * smallest sets of changes, each verified by compiling the file with the
- * change written into the block, as the user would paste it. A search
- * runs once per distinct train block text in a file (blocks that read
- * alike are the same job) and never when -Wcapacity is off.
+ * smallest sets of changes, each checked as the block with the change
+ * written in (among the file's declarations, checked once here) and each
+ * one noted verified by compiling the whole file with it, as the user
+ * would paste it. A search runs once per distinct train block text in a
+ * file (blocks that read alike are the same job) and never when
+ * -Wcapacity is off.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,12 @@ struct fit_memo {
 	const struct program *gpus;
 	struct eval *gpu_ev;
 	bool gpus_tried;
+	/* ... and checked: where a variant's block alone is checked (NULL: the
+	 * file has errors there, each variant compiles the whole text) */
+	struct check_result *ctx;
+	struct src_table *ctx_src;
+	struct interner *ctx_in;
+	struct diag_engine *ctx_de;
 	struct fit_memo_entry **tab;
 	size_t n, cap;
 	unsigned long builds;	/* variants compiled for this file's notes */
@@ -180,6 +188,13 @@ static void load_gpus(struct fit_memo *m)
 		m->gpus = p;
 		m->gpu_ev = cr->ev;
 	}
+	if (diag_error_count(de) || cr->shared_errors || !cr->jobs_follow)
+		return;
+	diag_set_max_errors(de, 0);	/* the variants' errors are counted, never printed */
+	m->ctx = cr;
+	m->ctx_src = src;
+	m->ctx_in = in;
+	m->ctx_de = de;
 }
 
 /* ---- the search, once per distinct block ---- */
@@ -281,6 +296,13 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 	c.gpu_ev = m->gpu_ev;
 	c.job = cj;
 	c.job_name = cj->decl->name;
+	if (nchain == 1 && m->ctx) {	/* a base block is not in the context */
+		c.ctx = m->ctx;
+		c.ctx_src = m->ctx_src;
+		c.ctx_in = m->ctx_in;
+		c.ctx_de = m->ctx_de;
+		c.ctx_arena = m->arena;
+	}
 	c.job_headroom = check_job_field(cj, "headroom", &hv) && hv.kind == VAL_NUM ? num_to_double(hv.num) : 0.10;
 	fit_search_fixes(&c, &ans);
 	e->fixes = ARENA_NEW_ARRAY(m->arena, struct fit_note_fix, ans.nfixes ? ans.nfixes : 1);

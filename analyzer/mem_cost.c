@@ -58,6 +58,23 @@ static void cost_weights(struct mem_ctx *cx, const struct mem_param *p, uint32_t
 		c->w = mem_add(o, c->w, mem_round(job, p->resident_bytes));
 }
 
+/* A frozen model prepared apart from the job's (enum mem_engine): its
+ * resident weights as the job's sharding keeps them, or whole where
+ * PPOTrainer moves it to the GPU; never gathered with the job's units. */
+static void cost_apart(struct mem_ctx *cx, const struct mem_param *p, uint32_t n, struct mem_cost *c)
+{
+	uint64_t gath = c->gath;
+	struct mem_param whole;
+
+	if (p->engine == MEM_ENGINE_APART_ZERO3 && cx->job->sharding != MEM_SHARD_ZERO3) {
+		whole = *p;
+		whole.replicated_dp = true;
+		p = &whole;
+	}
+	cost_weights(cx, p, n, c);
+	c->gath = gath;
+}
+
 static void cost_step_temp(struct mem_ctx *cx, const struct mem_param *p, uint32_t n,
 			   struct mem_cost *c)
 {
@@ -150,12 +167,16 @@ static void cost_params(struct mem_ctx *cx, const struct mem_block *b, size_t j,
 		uint32_t n = p->shard_group ? p->shard_group : p->expert ? cx->expert_n : cx->shard_n;
 		uint64_t cast = mem_round(job, p->cast_bytes);
 
-		cost_weights(cx, p, n, c);
-		if (p->trainable)
-			cost_trainable(cx, p, n, c);
-		else if (flat)
-			mem_fsdp1_frozen_grad(cx, p, n, c);
-		mem_fsdp_cost_param(cx, p, c);
+		if (p->engine != MEM_ENGINE_JOB) {
+			cost_apart(cx, p, n, c);
+		} else {
+			cost_weights(cx, p, n, c);
+			if (p->trainable)
+				cost_trainable(cx, p, n, c);
+			else if (flat)
+				mem_fsdp1_frozen_grad(cx, p, n, c);
+			mem_fsdp_cost_param(cx, p, c);
+		}
 		/* AMP casts are saved for backward unless the layer is recomputed (§2.1).
 		 * In a recomputed layer autocast's weight-cast cache still holds them
 		 * until the autocast region exits at the end of the forward pass

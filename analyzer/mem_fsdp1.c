@@ -74,11 +74,29 @@ uint64_t mem_fsdp1_prefetch(const struct mem_job *job, bool bwd, uint64_t pre)
 /* no_sync(): a later micro-batch starts with every unit's unsharded
  * gradient (_post_backward_hook returns before _reduce_grad while
  * _sync_gradients is False; .grad accumulates in place), so they are the
- * resident gradients and no unit allocates one in backward. */
+ * resident gradients; its backward's own are mem_fsdp1_view_grads. */
 bool mem_fsdp1_accumulates_unsharded(const struct mem_job *job, bool accumulating)
 {
 	return accumulating && job->fsdp1_no_sync && job->sharding >= MEM_SHARD_FSDP_FULL &&
 	       job->sharding != MEM_SHARD_FSDP_NO_SHARD;
+}
+
+/* FSDP1's modules compute with views of the unsharded FlatParameter
+ * (_flat_param.py _use_unsharded_views -> _get_unflat_views_unaligned:
+ * torch.split(flat_param, _numels) then .view(shape)), so autograd gives
+ * each view a gradient of its own and holds it until the unit's last view
+ * has one (the root's head gradient through the whole backward);
+ * SplitWithSizesBackward then concatenates them into a new flat-size
+ * gradient (split_with_sizes_backward: at::cat) for the FlatParameter's
+ * AccumulateGrad, beside them.  Under no_sync() that sum is added to the
+ * resident .grad in place: a later micro-batch makes the same tensors. */
+uint64_t mem_fsdp1_view_grads(struct mem_ctx *cx, bool accumulating, uint64_t views, uint64_t cat)
+{
+	const struct mem_job *job = cx->job;
+
+	if (!job->fsdp1)
+		return mem_fsdp1_accumulates_unsharded(job, accumulating) ? 0 : views;
+	return mem_add(&cx->ovf, views, cat);
 }
 
 /* SHARD_GRAD_OP under no_sync() keeps every unit gathered between

@@ -18,6 +18,10 @@ void mem_fsdp1_frozen_grad(struct mem_ctx *cx, const struct mem_param *p, uint32
 uint64_t mem_fsdp1_prefetch(const struct mem_job *job, bool bwd, uint64_t pre);
 /* A later micro-batch under no_sync(): every unsharded gradient resident. */
 bool mem_fsdp1_accumulates_unsharded(const struct mem_job *job, bool accumulating);
+/* The unsharded gradients a unit's backward holds at an instant: @views,
+ * its parameters' own so far, + @cat, the flat gradient SplitWithSizesBackward
+ * makes at the unit's last backward layer (0 elsewhere). */
+uint64_t mem_fsdp1_view_grads(struct mem_ctx *cx, bool accumulating, uint64_t views, uint64_t cat);
 /* ... and, under SHARD_GRAD_OP, every unit still gathered. */
 bool mem_fsdp1_all_gathered(const struct mem_job *job, bool accumulating);
 

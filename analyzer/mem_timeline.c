@@ -93,6 +93,7 @@ struct walk {
 	bool accumulating;	/* of sc[sc0], where an instant itself depends on it
 				   (FSDP2 gathers and no_sync: shared_instants()) */
 	struct mem_walk_out *out;
+	struct mem_rec *rec;	/* the workspace's listener (mem_ws.rec), or NULL */
 };
 
 /* An instant beyond the scenario's base: v, the gradients of finished
@@ -209,6 +210,13 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 			total = mem_add(o, total, in->after);
 		if (in->ipg && !s->accumulating)
 			total = mem_add(o, total, w->ipg);
+		if (w->rec) {
+			struct mem_vec rv;
+			struct mem_where rw = where_of(w, p, bwd, rec, s->accumulating);
+
+			materialize(w, s, in, &rv);
+			w->rec->instant(w->rec, s->accumulating, ph, total, rv.c, rv.b, &rw);
+		}
 		if (!w->job->phase_series && total <= w->out->phase_peak[ph] && s->any && total <= s->peak)
 			continue;
 		struct mark m = { p->s, p->j, p->r, bwd, rec, false, false };
@@ -334,8 +342,14 @@ static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v
 					  p->c->body ? p->it : NULL, !p->c->body && p->unit_idx > 0, in_unit,
 					  in_acc, w->accumulating);
 	}
-	if (mem_fsdp1_accumulates_unsharded(w->job, w->accumulating))
-		unsh = 0;	/* resident since the first micro-batch (make_base) */
+	/* the flat gradient of a unit made at its last backward layer */
+	uint64_t cat = 0;
+
+	if (is_fsdp(m) && !remat && p->c->body && p->j == 0)
+		cat = p->it->v[S_GUNSH];
+	else if (is_fsdp(m) && !p->c->body && p->c->gunsh && !pv(p, S_GUNSH_NB))
+		cat = T->v[S_GUNSH_NB];
+	unsh = mem_fsdp1_view_grads(w->cx, w->accumulating, unsh, cat);
 	if (w->job->optimizer_in_backward) {
 		/* stepped as produced: only this layer's gradients, and one
 		 * tensor's step temporaries, ever exist (no optimizer phase) */
@@ -426,6 +440,8 @@ static void eval_optimizer(struct walk *w)
 	optimizer_instant(w, &v, &wh);
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		total = mem_add(&w->cx->ovf, total, v.c[c]);
+	if (w->rec)
+		w->rec->instant(w->rec, 0, MEM_PHASE_OPTIMIZER, total, v.c, v.b, &wh);
 	keep(w, &w->sc[0], total, MEM_PHASE_OPTIMIZER, &m, &v, &wh);	/* after the first micro-batch */
 }
 
@@ -465,6 +481,8 @@ static void eval_final_reduce(struct walk *w, struct scenario *s)
 	final_reduce_instant(w, s, &v, &wh);
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		total = mem_add(&w->cx->ovf, total, v.c[c]);
+	if (w->rec)
+		w->rec->instant(w->rec, s->accumulating, MEM_PHASE_BACKWARD, total, v.c, v.b, &wh);
 	keep(w, s, total, MEM_PHASE_BACKWARD, &m, &v, &wh);
 }
 
@@ -709,6 +727,7 @@ void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fir
 	w.job = job;
 	w.st = st;
 	w.out = out;
+	w.rec = cx->ws ? cx->ws->rec : NULL;
 	if (job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2)
 		w.ipg = mem_mul(&cx->ovf, mem_round(job, job->zero_reduce_bucket_bytes),
 				job->overlap_comm ? 2 : 1);

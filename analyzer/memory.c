@@ -121,7 +121,7 @@ bool mem_param_equal(const struct mem_param *x, const struct mem_param *y)
 	       x->resident_bytes == y->resident_bytes && x->trainable == y->trainable &&
 	       x->replicated_dp == y->replicated_dp && x->expert == y->expert &&
 	       x->shard_group == y->shard_group && x->acc_grad_bytes == y->acc_grad_bytes &&
-	       x->load_bytes == y->load_bytes;
+	       x->load_bytes == y->load_bytes && x->engine == y->engine;
 }
 
 const char *mem_status_str(enum mem_status st)
@@ -543,28 +543,32 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem_class *k)
 {
 	const struct mem_job *job = cx->job;
-	bool *o = &cx->ovf;
 
 	k->peak_allocated = w->peak;
-	if (!k->replayed)
-		k->peak_reserved = reserved_of(o, job, w->peak);
 	k->overhead_context = job->cuda_context_bytes;
 	k->overhead_cublas = job->cublas_workspace_bytes;
 	k->overhead_nccl = nccl_bytes(cx, &k->ncomms);
-	k->overhead_frag = k->peak_reserved - k->peak_allocated;
-	k->device_total = mem_add(o, mem_add(o, k->peak_reserved, k->overhead_context),
-				  mem_add(o, k->overhead_cublas, k->overhead_nccl));
-	k->device_total = mem_add(o, k->device_total, k->paged_bytes);
 	k->engine_bytes = job->engine_bytes;
-	k->device_total = mem_add(o, k->device_total, k->engine_bytes);
 	memcpy(k->at_peak, w->at.c, sizeof(k->at_peak));
 	memcpy(k->buffers_at_peak, w->at.b, sizeof(k->buffers_at_peak));
 	memcpy(k->phase_peak, w->phase_peak, sizeof(k->phase_peak));
 	if (job->phase_series)	/* else both are zero */
 		memcpy(k->series, w->series, sizeof(k->series));
+	k->peak = w->where;
+	mem_class_totals(job, k, &cx->ovf);
+}
+
+void mem_class_totals(const struct mem_job *job, struct mem_class *k, bool *o)
+{
+	if (!k->replayed)
+		k->peak_reserved = reserved_of(o, job, k->peak_allocated);
+	k->overhead_frag = k->peak_reserved - k->peak_allocated;
+	k->device_total = mem_add(o, mem_add(o, k->peak_reserved, k->overhead_context),
+				  mem_add(o, k->overhead_cublas, k->overhead_nccl));
+	k->device_total = mem_add(o, k->device_total, k->paged_bytes);
+	k->device_total = mem_add(o, k->device_total, k->engine_bytes);
 	/* paged states are their own figure, not overhead */
 	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->paged_bytes - k->engine_bytes - k->peak_allocated;
-	k->peak = w->where;
 	k->capacity = job->capacity_bytes;
 	k->fits = !k->capacity || k->device_total <= k->capacity;
 	k->fits_headroom = !k->capacity ||
@@ -742,6 +746,8 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	}
 	figures(cx, &w, k);
 	persistent(cx, st, k);
+	if (cx->ws && cx->ws->rec)
+		cx->ws->rec->stage(cx->ws->rec, k);
 	if (job->no_explain)
 		return MEM_OK;
 	explain_states(cx, st, k);
@@ -763,7 +769,7 @@ static bool same_class(const struct mem_class *x, const struct mem_class *y)
 	       x->paged_bytes == y->paged_bytes;
 }
 
-static void add_class(struct mem_result *res, const struct mem_class *k, bool *ovf)
+void mem_class_add(struct mem_result *res, const struct mem_class *k, bool *ovf)
 {
 	struct mem_class *last = res->nclasses ? &res->classes[res->nclasses - 1] : NULL;
 
@@ -800,7 +806,7 @@ static enum mem_status run_stages(struct mem_ctx *cx, struct mem_stage *stages,
 
 		s = analyze_stage(cx, &stages[i], i, k);
 		if (s == MEM_OK)
-			add_class(res, k, &cx->ovf);
+			mem_class_add(res, k, &cx->ovf);
 	}
 	return s;
 }

@@ -125,6 +125,18 @@ enum mem_status {
 				   even (DualPipe) and at least 2 pp (mem_pp_dual_rule) */
 };
 
+/* Which model a parameter belongs to: the job's (sharded and gathered with
+ * its units), or a frozen model prepared apart from it, gathered only
+ * while its own forward runs (never in the step): TRL's reference and
+ * reward models (trl/models/utils.py prepare_deepspeed keeps stage 3,
+ * prepare_fsdp wraps it in an FSDP of its own; PPOTrainer under FSDP
+ * moves them whole to the GPU, ppo_trainer.py `.to(device)`). */
+enum mem_engine {
+	MEM_ENGINE_JOB,
+	MEM_ENGINE_APART,	/* sharded as the job's weights are */
+	MEM_ENGINE_APART_ZERO3,	/* sharded under ZeRO-3; whole under FSDP */
+};
+
 /* One parameter tensor of ONE layer instance, already split by TP/EP: its size
  * on one device before DP sharding.  Fields for frozen tensors (!trainable):
  * grad, master, state and step temps are ignored. */
@@ -151,6 +163,8 @@ struct mem_param {
 	bool replicated_dp;		/* never partitioned (ZeRO-3 persistence threshold) */
 	bool expert;			/* an MoE expert weight: sharded over the expert-data-parallel
 					   group, not the dense one (mem_expert_group) */
+	uint8_t engine;			/* enum mem_engine: frozen, of a model prepared apart
+					   (rl { }); in the padding before shard_group */
 	uint32_t shard_group;		/* sharding group size; 0 = the job's (mem_shard_group, or
 					   mem_expert_group for expert params) */
 	uint64_t acc_grad_bytes;	/* FSDP2 without gradient sync: the unsharded gradient kept
@@ -394,6 +408,19 @@ void mem_result_free(struct mem_result *res);
  * it has seen the largest.  Zero-initialise; release with mem_ws_free(). */
 struct mem_pcache;
 
+/* A listener on one analysis (the compiled model's plans, analyzer/model/
+ * compiled.c): every instant the walk weighs for the peak, in the order it
+ * weighs them, with what the scenario holds there (scenario 0: the first
+ * micro-batch and the optimizer step; 1: a later micro-batch), then each
+ * stage's class as analysed, before stages merge into classes.  Stages
+ * come in order; the instants before a stage's call are that stage's. */
+struct mem_rec {
+	void (*instant)(struct mem_rec *r, int scenario, enum mem_phase phase, uint64_t total,
+			const uint64_t c[MEM_C__COUNT], const uint64_t b[MEM_B__COUNT],
+			const struct mem_where *where);
+	void (*stage)(struct mem_rec *r, const struct mem_class *k);
+};
+
 struct mem_ws {
 	unsigned char *buf;
 	size_t cap, used;
@@ -402,6 +429,7 @@ struct mem_ws {
 	struct mem_pcache *pcache;	/* per-layer parameter costs of the last call, reused
 					   where the parameters and what they read are equal */
 	uint64_t pcache_hits;		/* layers whose cost came from it (the tests' check) */
+	struct mem_rec *rec;		/* NULL, or told every instant and stage */
 };
 
 /* mem_analyze() with its scratch (and out->classes) in `ws`: the result
@@ -409,6 +437,14 @@ struct mem_ws {
 enum mem_status mem_analyze_ws(const struct mem_job *job, struct mem_ws *ws,
 			       struct mem_result *out);
 void mem_ws_free(struct mem_ws *ws);
+
+/* The figures of class @k that follow from its peak_allocated, overheads,
+ * paged and engine bytes (what mem_analyze does last): peak_reserved
+ * (unless replayed), overhead_frag, device_total, at_peak[MEM_C_OVERHEAD],
+ * capacity, fits and headroom.  Then @k appended to @res, or merged into
+ * its last class where it is the next stage with identical figures. */
+void mem_class_totals(const struct mem_job *job, struct mem_class *k, bool *ovf);
+void mem_class_add(struct mem_result *res, const struct mem_class *k, bool *ovf);
 
 /* Every field of two parameter tensors equal (names by content): the
  * builder folds identical repeats with it, the compiled model compares two

@@ -55,7 +55,9 @@ static uint64_t layer_weights(struct ph *p, const struct mem_layer *l)
 	uint64_t s = 0;
 
 	for (size_t i = 0; i < l->nparams; i++)
-		s = add(p, s, l->params[i].gather_bytes ? l->params[i].gather_bytes : l->params[i].weight_bytes);
+		if (l->params[i].engine == MEM_ENGINE_JOB)	/* a model apart gathers its own */
+			s = add(p, s, l->params[i].gather_bytes ? l->params[i].gather_bytes :
+								 l->params[i].weight_bytes);
 	return s;
 }
 
@@ -170,6 +172,23 @@ static uint64_t evaluation(struct ph *p, const struct mem_class *k)
 	return no_grad_pass(p, k, p->layer_act, p->in->eval_batch, p->in->eval_seq, p->in->eval_generate);
 }
 
+/* PPO's scores during batch_generation (ppo_trainer.py): while a chunk
+ * decodes, the chunks before it are stacked and its own output.scores
+ * grow (one fp32 [rows, vocab] per token): @pass + the kept scores.
+ * generate() then stacks its chunk's scores (torch.stack(output.scores,
+ * 1)) while `output` still holds them and the KV cache; at the end pad()
+ * (trl/trainer/utils.py: torch.full, then a copy of each chunk) makes the
+ * padded copy of every chunk's scores before the list is dropped. */
+static uint64_t ppo_scores(struct ph *p, const struct mem_class *k, uint64_t pass)
+{
+	const struct phase_input *in = p->in;
+	uint64_t cache = no_grad_pass(p, k, 0, in->gen_batch, in->gen_prompt, in->gen_new);
+	uint64_t stack = add(p, add(p, cache, in->gen_kept), in->gen_chunk_kept);
+	uint64_t padded = add(p, between_steps(p, k), mul(p, in->gen_kept, 2));
+
+	return max_u64(add(p, pass, in->gen_kept), max_u64(stack, padded));
+}
+
 /* GRPO's generation with the policy (TRL unwrap_model_for_generation,
  * then generate with a DynamicCache): the prompts of the whole generation
  * batch prefilled, their completions' KV cache of every layer; generate
@@ -181,8 +200,20 @@ static uint64_t generation(struct ph *p, const struct mem_class *k)
 	const struct phase_input *in = p->in;
 	uint64_t s = no_grad_pass(p, k, p->body_act, in->gen_batch, in->gen_prompt, in->gen_new);
 
-	s = add(p, s, in->gen_kept);	/* PPO's scores of every chunk (build_rl.c ppo_rollout) */
+	if (in->ppo)
+		s = ppo_scores(p, k, s);
 	return p->job->sharding == MEM_SHARD_ZERO3 ? add(p, s, p->full) : s;
+}
+
+/* PPO's update (ppo_trainer.py train): the PPO epochs run in the scope
+ * of the rollout, whose `logitss` (the fp32 scores of every generated
+ * token, build_rl.c ppo_rollout) is only rebound by the next rollout's
+ * batch_generation; every step of the update holds it. The rollout's
+ * [rows, response_length] tensors (logprobs, values, advantages, ...)
+ * are left out. */
+static uint64_t ppo_update(struct ph *p, const struct mem_class *k)
+{
+	return add(p, k->peak_allocated, p->in->gen_kept);
 }
 
 /* The bytes of @v, measured at the step's tokens, at @tokens. */
@@ -296,6 +327,8 @@ static void one_class(struct ph *p, const struct mem_class *k, struct phase_clas
 		c->alloc[PHASE_REF_FORWARD] = ref_forward(p, k);
 	if (in->generate)
 		c->alloc[PHASE_GENERATE] = generation(p, k);
+	if (in->ppo && in->gen_kept)
+		c->alloc[PHASE_UPDATE] = ppo_update(p, k);
 	c->device[PHASE_STEP] = k->device_total;
 	c->run = PHASE_STEP;
 	for (int i = PHASE_LOADING; i < PHASE__COUNT; i++) {
@@ -332,7 +365,7 @@ bool phases_analyze(struct arena *a, const struct mem_job *job, const struct mem
 const char *phase_name(enum phase_id p)
 {
 	static const char *const names[PHASE__COUNT] = { "the step", "loading", "prepare_kbit", "evaluation",
-							  "saving", "ref forward", "generation" };
+							  "saving", "ref forward", "generation", "the update" };
 
 	return (unsigned)p < PHASE__COUNT ? names[p] : "?";
 }

@@ -31,7 +31,7 @@ enum phase_load {
 enum phase_save { PHASE_SAVE_NONE, PHASE_SAVE_FULL, PHASE_SAVE_FULL_CPU };
 
 enum phase_id { PHASE_STEP, PHASE_LOADING, PHASE_PREPARE, PHASE_EVAL, PHASE_SAVE, PHASE_REF_FORWARD,
-		PHASE_GENERATE, PHASE__COUNT };
+		PHASE_GENERATE, PHASE_UPDATE, PHASE__COUNT };
 
 /* Facts of the job the builder gathers while it walks the model. */
 struct phase_input {
@@ -63,6 +63,7 @@ struct phase_input {
 	 * of the policy, the value and the reward model returns (train_tokens) */
 	bool ppo;
 	uint64_t rl_chunk, gen_kept, rl_reward_act, rl_vocab;
+	uint64_t gen_chunk_kept;	/* one rollout chunk's fp32 scores */
 	uint64_t rl_hidden[3];
 };
 

@@ -532,7 +532,7 @@ static void json_stored(struct report_jw *w, const struct mem_class *k)
 static void json_run(struct report_jw *w, const struct report_job *j, size_t i)
 {
 	static const char *const keys[PHASE__COUNT] = { "step", "loading", "prepare_kbit", "eval", "save",
-							 "ref_forward", "generate" };
+							 "ref_forward", "generate", "update" };
 	const struct phase_class *c;
 
 	if (!j->run || !j->run->shown || i >= j->run->nclasses)

@@ -18,10 +18,11 @@
 #include "lang/strbuf.h"
 
 /* The attribute words; those with arguments have checks of their own. */
-enum tensor_word { TW_HF, TW_OP, TW_RECOMPUTE, TW_SHARED_DROPOUT };
+enum tensor_word { TW_HF, TW_OP, TW_RECOMPUTE, TW_SHARED_DROPOUT, TW_INPUT_OF };
 
 static const char *const tensor_words[] = {
 	[TW_HF] = "hf", [TW_OP] = "op", [TW_RECOMPUTE] = "recompute", [TW_SHARED_DROPOUT] = "shared_dropout",
+	[TW_INPUT_OF] = "input_of",
 	"linear", "for_grad", "forward", "backward", "loss", "grouped", "paged", "expert", "adaptable", NULL,
 };
 
@@ -96,6 +97,21 @@ static void check_shared_dropout(struct eval *ev, const struct stmt *s, const st
 		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "shared_dropout marks a param, without arguments");
 }
 
+/* input_of(p, ...): a save that is also the input of these Linears (their
+ * 4-bit matmuls keep it in the graph, qlora save_input), of a saves. */
+static void check_input_of(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_SAVES || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "input_of(param, ...) marks a saves tensor");
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME)
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "input_of() takes param names");
+	for (const struct attr *o = s->tensor.attrs; o; o = o->next)
+		if (!strcmp(o->name, "for_grad"))
+			eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "a for_grad(...) save already follows its "
+				   "params: drop input_of(...)");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -110,6 +126,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_recompute(ev, t->stmt, a);
 		else if (w == TW_SHARED_DROPOUT)
 			check_shared_dropout(ev, t->stmt, a);
+		else if (w == TW_INPUT_OF)
+			check_input_of(ev, t->stmt, a);
 		if (w >= 0)
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -122,7 +140,7 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), recompute(...), shared_dropout, forward, backward, loss, "
+			  "for_grad(...), op(...), recompute(...), shared_dropout, input_of(...), forward, backward, loss, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }

@@ -24,7 +24,8 @@ static const struct field_spec lora_args[] = {
 	{ "use_dora", "bool", false }, { "use_rslora", "bool", false }, { "adapters", "count", false },
 	{ "quant", "dtype", false }, { "save_input", "bool", false }, { "quant_storage", "dtype", false },
 	{ "double_quant", "bool", false }, { "compute_dtype", "dtype", false },
-	{ "prepare_kbit", "bool", false }, { NULL, NULL, false },
+	{ "prepare_kbit", "bool", false }, { "skip_modules", "list", false },
+	{ "dequant_dtype", "dtype", false }, { NULL, NULL, false },
 };
 static const struct range_spec lora_ranges[] = {
 	{ "r", RANGE_AT_LEAST_1 }, { "alpha", RANGE_POSITIVE }, { "dropout", RANGE_FRACTION },
@@ -40,7 +41,9 @@ static const char *lora_synonym(const char *name)
 					      { "bnb_4bit_quant_storage", "quant_storage" },
 					      { "bnb_4bit_use_double_quant", "double_quant" },
 					      { "bnb_4bit_compute_dtype", "compute_dtype" },
-					      { "prepare_model_for_kbit_training", "prepare_kbit" } };
+					      { "prepare_model_for_kbit_training", "prepare_kbit" },
+					      { "llm_int8_skip_modules", "skip_modules" },
+					      { "ignore_modules", "skip_modules" } };
 
 	for (size_t i = 0; i < sizeof syn / sizeof syn[0]; i++)
 		if (!strcmp(syn[i][0], name))
@@ -51,7 +54,7 @@ static const char *lora_synonym(const char *name)
 static bool qlora_only(const char *name)
 {
 	static const char *const only[] = { "quant", "save_input", "quant_storage", "double_quant",
-					    "compute_dtype", "prepare_kbit" };
+					    "compute_dtype", "prepare_kbit", "skip_modules", "dequant_dtype" };
 
 	for (size_t i = 0; i < sizeof only / sizeof only[0]; i++)
 		if (!strcmp(only[i], name))
@@ -79,7 +82,7 @@ static bool lora_arg(struct eval *ev, const char *call, const char *name, struct
 			diag_note(d, NO_LOC, "%s() takes r, alpha, targets, dropout, dtype, modules_to_save, "
 				  "use_dora, use_rslora, adapters%s%s%s%s", call,
 				  strcmp(call, "qlora") ? "" : ", quant, save_input, quant_storage, double_quant, "
-				  "compute_dtype, prepare_kbit", syn ? "; did you mean '" : "",
+				  "compute_dtype, prepare_kbit, skip_modules, dequant_dtype", syn ? "; did you mean '" : "",
 				  syn ? syn : "", syn ? "'?" : "");
 		else
 			diag_note(d, NO_LOC, "'%s' is an argument of qlora(...)", name);

@@ -323,6 +323,9 @@ bool check_model_names(struct eval *ev, const struct check_model *m, const struc
 		if (env_lookup(j->finetune.args, intern_cstr(ev->interner, "modules_to_save"), &mts) &&
 		    mts.kind == VAL_LIST && !check_freeze(ev, m, &mts, model, "modules_to_save"))
 			return false;
+		if (env_lookup(j->finetune.args, intern_cstr(ev->interner, "skip_modules"), &mts) &&
+		    mts.kind == VAL_LIST && !check_freeze(ev, m, &mts, model, "skip_modules"))
+			return false;
 		return check_targets(ev, m, &j->finetune, model);
 	}
 	size_t trainable = 0;

@@ -4,6 +4,9 @@
  * (fit_cmd.c). A variant is the user's file with some keys of one train
  * block rewritten as text, compiled and analysed from scratch like
  * `memc check` would: what is verified is exactly what the user pastes.
+ * The -Wcapacity notes check only the rewritten block, among the file's
+ * declarations checked once, and verify what they print by the text
+ * (fit_variant.c, docs/fit.md "Verified").
  */
 #ifndef MEMC_ANALYZER_CMD_FIT_IMPL_H
 #define MEMC_ANALYZER_CMD_FIT_IMPL_H
@@ -55,6 +58,8 @@ struct fit_range {
 };
 
 struct fit_memo_slot;
+struct diag_engine;
+struct interner;
 
 /* The job as written, kept for the whole search. */
 struct fit_ctx {
@@ -81,6 +86,14 @@ struct fit_ctx {
 	unsigned long builds, max_builds;
 	size_t max_fixes;	/* 0: as many as memc fit lists */
 	bool truncated;		/* max_builds reached */
+	/* The block path (fit_variant.c, docs/fit.md "Verified"): the file
+	 * without its train blocks, checked once; a variant parses and checks
+	 * only its block in it. NULL: each variant compiles the whole text. */
+	struct check_result *ctx;
+	struct src_table *ctx_src;
+	struct interner *ctx_in;
+	struct diag_engine *ctx_de;	/* no error limit: its counts are exact */
+	struct arena *ctx_arena;	/* the blocks' ASTs, kept: no address is reused */
 	/* outcomes by the lines of their change: the mildest tuple of a
 	 * combination is often one tried before */
 	struct fit_memo_slot *seen;
@@ -108,6 +121,9 @@ void fit_search(struct fit_ctx *c, struct fit_answer *ans);
 /* Only the job as written and, if it does not fit, the fixes and the
  * closest (the -Wcapacity notes, analyzer/fit.c). */
 void fit_search_fixes(struct fit_ctx *c, struct fit_answer *ans);
+/* Whether @ch's outcome by the block path, @got, is what compiling the
+ * whole text with @ch written in gives (not counted in c->builds). */
+bool fit_verify(struct fit_ctx *c, const struct fit_change *ch, const struct fit_outcome *got);
 /* Free what fit_try keeps between variants (not c->arena). */
 void fit_ctx_release(struct fit_ctx *c);
 

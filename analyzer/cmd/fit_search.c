@@ -541,8 +541,37 @@ static void as_written(struct fit_ctx *c, struct fit_answer *ans)
 	fit_try(c, NULL, &ans->as_written);
 }
 
+/* What the block path found is what the text gives: the job as written
+ * does not fit (the caller's own analysis said so), and each fix noted,
+ * or the closest, compiled from the whole text as it would be pasted. */
+static bool verified(struct fit_ctx *c, const struct fit_answer *ans)
+{
+	struct fit_outcome got = { .ok = true, .fits = false, .total = ans->closest.total };
+
+	if (!ans->as_written.ok || ans->as_written.fits)
+		return false;
+	for (size_t i = 0; i < ans->nfixes; i++) {
+		struct fit_outcome fix = { .ok = true, .fits = true, .total = ans->fixes[i].total };
+
+		if (!fit_verify(c, &ans->fixes[i].change, &fix))
+			return false;
+	}
+	return ans->nfixes || !ans->closest.nlines || fit_verify(c, &ans->closest.change, &got);
+}
+
 void fit_search_fixes(struct fit_ctx *c, struct fit_answer *ans)
 {
+	as_written(c, ans);
+	if (ans->as_written.ok && !ans->as_written.fits)
+		find_fixes(c, ans);
+	if (!c->ctx || verified(c, ans))
+		return;
+	/* the block path and the text disagree: the text decides, every
+	 * variant of it compiled whole (docs/fit.md "Verified") */
+	fit_ctx_release(c);
+	c->ctx = NULL;
+	c->have_base = c->truncated = false;
+	c->builds = 0;
 	as_written(c, ans);
 	if (ans->as_written.ok && !ans->as_written.fits)
 		find_fixes(c, ans);

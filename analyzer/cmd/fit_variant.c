@@ -2,9 +2,11 @@
 /*
  * fit_variant.c - one variant of the user's file: the change written into
  * the train block's text, then the whole file compiled, checked, built
- * and analysed as `memc check` would, in an arena of its own. A variant
- * that the checker refuses (a layout that does not divide, a target the
- * model lacks), or that adds a warning, never counts as a fix.
+ * and analysed as `memc check` would, in an arena of its own; or (the
+ * block path, with c->ctx) only the rewritten block parsed and checked
+ * among the declarations checked once. A variant that the checker refuses
+ * (a layout that does not divide, a target the model lacks), or that adds
+ * a warning, never counts as a fix.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include "lang/diag.h"
 #include "lang/import.h"
 #include "lang/intern.h"
+#include "lang/parse.h"
 #include "lang/source.h"
 #include "lang/strbuf.h"
 
@@ -135,25 +138,26 @@ static int edit_cmp(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* The text between the kept ranges, as edits that delete it. */
-static size_t drop_edits(const struct fit_ctx *c, struct fit_edit *e)
+/* The text between the kept ranges @keep, as edits that delete it. */
+static size_t drop_edits(const struct fit_ctx *c, const struct fit_range *keep, size_t nkeep, struct fit_edit *e)
 {
 	size_t k = 0;
 	uint32_t at = 0;
 
-	for (size_t i = 0; i < c->nkeep; i++) {
-		if (c->keep[i].start > at)
-			e[k] = (struct fit_edit){ at, c->keep[i].start, "", k }, k++;
-		at = c->keep[i].end;
+	for (size_t i = 0; i < nkeep; i++) {
+		if (keep[i].start > at)
+			e[k] = (struct fit_edit){ at, keep[i].start, "", k }, k++;
+		at = keep[i].end;
 	}
-	if (c->nkeep && at < c->len)
+	if (nkeep && at < c->len)
 		e[k] = (struct fit_edit){ at, (uint32_t)c->len, "", k }, k++;
 	return k;
 }
 
 /* The file's text with @ch (NULL: nothing) written into the train block
- * and only the kept ranges left (malloc'ed). */
-static char *apply(struct fit_ctx *c, const struct fit_change *ch, size_t *len)
+ * and only the ranges @keep left (malloc'ed). */
+static char *apply(struct fit_ctx *c, const struct fit_change *ch, const struct fit_range *keep, size_t nkeep,
+		   size_t *len)
 {
 	char **lines = NULL;
 	size_t n = 0, k;
@@ -162,11 +166,11 @@ static char *apply(struct fit_ctx *c, const struct fit_change *ch, size_t *len)
 
 	if (ch)
 		fit_lines(c, ch, &lines, &n);
-	struct fit_edit *e = calloc(n + c->nkeep + 1, sizeof *e);
+	struct fit_edit *e = calloc(n + nkeep + 1, sizeof *e);
 
 	if (!e)
 		return NULL;
-	k = drop_edits(c, e);
+	k = drop_edits(c, keep, nkeep, e);
 	for (size_t i = 0, l = 0; ch && i < ch->n; i++) {
 		if (seen_top(ch, i))
 			continue;
@@ -219,29 +223,46 @@ static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
 	mem_result_free(&res);
 }
 
-/* The base compilation (c->base_warnings unset) records its warnings; a
- * variant must add none, or -Werror would refuse the pasted fix. */
-static void analyse(struct fit_ctx *c, struct arena *a, struct diag_engine *de, struct check_result *cr,
-		    struct fit_outcome *out)
+/* Build and judge @j, checked in @de since it had @e0 errors and @w0
+ * warnings. The job as written (c->have_base unset) records the warnings
+ * its check and build add; a variant must add no more, or -Werror would
+ * refuse the pasted fix. The declarations' own warnings are no variant's:
+ * both paths count from after them. */
+static void analyse(struct fit_ctx *c, struct arena *a, struct eval *ev, struct diag_engine *de,
+		    const struct check_job *j, unsigned e0, unsigned w0, struct fit_outcome *out)
 {
 	struct build_override none = { .zero = -1 };
 	struct build *bd = ARENA_NEW(a, struct build);
-	const struct check_job *j = cr->jobs;
-
 	bool base = !c->have_base;
 
-	while (j && strcmp(j->decl->name, c->job_name) != 0)
-		j = j->next;
 	c->have_base = true;	/* even if the job as written is not built */
 	if (base)
-		c->base_warnings = diag_warning_count(de);
-	if (!j || !j->ok || cr->shared_errors || diag_error_count(de) ||
-	    !build_job(cr->ev, a, j, &none, false, bd))
+		c->base_warnings = diag_warning_count(de) - w0;
+	if (!j || !j->ok || diag_error_count(de) != e0 || !build_job(ev, a, j, &none, false, bd))
 		return;
 	if (base)
-		c->base_warnings = diag_warning_count(de);
-	if (!diag_error_count(de) && diag_warning_count(de) <= c->base_warnings)
+		c->base_warnings = diag_warning_count(de) - w0;
+	if (diag_error_count(de) == e0 && diag_warning_count(de) - w0 <= c->base_warnings)
 		judge(a, bd, out);
+}
+
+/* The whole text compiled: its declarations, then its train blocks in
+ * order as check_program() does, the job's judged. */
+static void analyse_text(struct fit_ctx *c, struct arena *a, struct interner *in, struct diag_engine *de,
+			 const struct src_table *src, const struct program *p, struct fit_outcome *out)
+{
+	struct check_result *cr = check_program_decls(a, in, de, src, p);
+	unsigned w0 = diag_warning_count(de);
+	const struct check_job *job = NULL;
+
+	for (const struct decl *d = p->root->decls; cr->jobs_follow && !cr->shared_errors && d; d = d->next)
+		if (d->kind == DECL_TRAIN) {
+			const struct check_job *j = check_program_job(cr, d);
+
+			if (strcmp(d->name, c->job_name) == 0)
+				job = j;
+		}
+	analyse(c, a, cr->ev, de, cr->shared_errors ? NULL : job, 0, w0, out);
 }
 
 /* ---- outcomes already known ---- */
@@ -315,7 +336,9 @@ void fit_ctx_release(struct fit_ctx *c)
 	c->nseen = c->capseen = 0;
 }
 
-static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+/* The whole file's text with @ch written in, compiled from scratch in an
+ * arena of its own: what `memc check` would see after the paste. */
+static void text_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
 {
 	struct arena a = { 0 };
 	struct interner *in = interner_new(&a);
@@ -323,10 +346,9 @@ static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, stru
 	struct diag_engine *de = diag_new(&a, src, NULL);
 	struct import_opts io = { .dirs = c->opts->dirs, .ndirs = c->opts->ndirs, .stdlib_dir = c->stdlib };
 	size_t len = c->len;
-	char *text = ch || c->nkeep ? apply(c, ch, &len) : NULL;
+	char *text = ch || c->nkeep ? apply(c, ch, c->keep, c->nkeep, &len) : NULL;
 
 	memset(out, 0, sizeof *out);
-	c->builds++;
 	if ((ch || c->nkeep) && !text) {
 		arena_free(&a);
 		return;
@@ -335,9 +357,54 @@ static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, stru
 	struct program *p = import_load(&a, in, src, de, c->path, &io);
 
 	if (p->root && !diag_error_count(de))
-		analyse(c, &a, de, check_program(&a, in, de, src, p), out);
+		analyse_text(c, &a, in, de, src, p, out);
 	arena_free(&a);
 	free(text);
+}
+
+/* Only the job's block, @ch written in, parsed as a file of its own and
+ * checked among the declarations checked once (c->ctx): the same checker
+ * and builder on the same text of the block, without re-reading the
+ * file and the stdlib around it. */
+static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+{
+	const struct decl *d = c->job->decl;
+	struct fit_range block = { d->loc.start, d->loc.end };
+	struct diag_engine *de = c->ctx_de;
+	unsigned e0 = diag_error_count(de), w0 = diag_warning_count(de);
+	size_t len;
+	char *text = apply(c, ch, &block, 1, &len);
+	const struct src_file *f = text ? src_add_string(c->ctx_src, de, c->path, text, len) : NULL;
+	const struct file_ast *fa = f ? parse_file(c->ctx_arena, c->ctx_in, de, f) : NULL;
+
+	memset(out, 0, sizeof *out);
+	free(text);
+	if (!fa || diag_error_count(de) != e0 || !fa->decls || fa->decls->kind != DECL_TRAIN || fa->decls->next)
+		return;
+	struct arena a = { 0 };
+	struct eval *ev = c->ctx->ev;
+	struct arena *was = eval_use_arena(ev, &a);
+
+	analyse(c, &a, ev, de, check_program_job(c->ctx, fa->decls), e0, w0, out);
+	eval_use_arena(ev, was);
+	arena_free(&a);
+}
+
+static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+{
+	c->builds++;
+	if (c->ctx)
+		block_variant(c, ch, out);
+	else
+		text_variant(c, ch, out);
+}
+
+bool fit_verify(struct fit_ctx *c, const struct fit_change *ch, const struct fit_outcome *got)
+{
+	struct fit_outcome text;
+
+	text_variant(c, ch, &text);
+	return text.ok == got->ok && text.fits == got->fits && text.total == got->total;
 }
 
 void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)

@@ -168,7 +168,7 @@ static const struct map_row torchtune_rows[] = {
 	T("fsdp_cpu_offload", "offload.params", "cpu"),
 	C("tokenizer.max_seq_len", "seq_len"), IGN("tokenizer.*"),
 	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_output|"
-	  "torch.nn.CrossEntropyLoss=standard|torchtune.modules.loss.LinearCrossEntropyLoss=chunked|"
+	  "torch.nn.CrossEntropyLoss=upcast_output|torchtune.modules.loss.LinearCrossEntropyLoss=chunked|"
 	  TUNE_PREFERENCE("", "", "")),
 	/* the DPO recipes (recipes/lora_dpo_single_device.py, full_dpo_distributed.py):
 	 * the policy's log-probs from concatenated_forward, the reference's after

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * compiled.c - lower a train block once per ZeRO stage and checkpoint
- * mode (compiled.h), then evaluate variants with no walk and no
- * allocation.  Lowerings are made eagerly: 5 x 5 of them at five
- * micro-batches each cost 125 builds, about 5 ms, against the millions
- * of evaluations a search makes of them.
+ * compiled.c - lower a train block per ZeRO stage and checkpoint mode
+ * (compiled.h), then evaluate variants with no walk and no allocation.
+ * Lowerings are made lazily, on a variant's first use of them: the 5 x 5
+ * of them at five micro-batches each would be 125 builds, about 6 ms,
+ * for a caller (the fix search) that compiles once per layout and may
+ * evaluate a few of them.  Each lowering then keeps a plan per grad_accum
+ * (plan.h), also made on first use.
  */
 #include "analyzer/model/compiled.h"
 
@@ -12,9 +14,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/alloc.h"
 #include "analyzer/build.h"
+#include "analyzer/model/plan.h"
 
 enum { CM_NZERO = 5 };	/* as written, then ZeRO 0..3 */
+
+/* grad_accum values a lowering keeps plans for, and plans a model makes
+ * in all (one per residue where there is a period: a plan holds a class
+ * per stage, 3 KiB, and its lines, so 4,096 of a 4-stage job are about
+ * 50 MiB); past them, a variant is filled and analysed: slower, never
+ * different. */
+enum { CM_MAX_PLANS = 64, CM_MAX_MADE = 4096 };
 
 /* The per-micro-batch fields of a layer: what build_job scales by tokens. */
 static const size_t act_off[] = {
@@ -52,7 +63,18 @@ struct cm_layer {
 	uint64_t d[CM_NACT];		/* ... and what one more micro-batch adds */
 };
 
+/* A lowering's plans at one grad_accum: one, or one per residue of the
+ * micro_batch modulo a period (plan.h); NULL: none, analyse. */
+struct cm_planned {
+	struct cm_planned *next;
+	uint64_t micro_batches;
+	uint64_t period;
+	struct cm_plan **plan;		/* [period]: micro_batch 1 + i + period x t */
+	bool *tried;
+};
+
 struct cm_lowering {
+	bool lowered;			/* lower() ran */
 	bool built;			/* the variant builds at micro_batch 1 */
 	bool affine;			/* else cm_eval rebuilds it */
 	uint64_t affine_max;		/* largest micro_batch checked: above, rebuilt */
@@ -60,14 +82,24 @@ struct cm_lowering {
 	struct mem_block *blocks;	/* .layers = NULL; nlayers, repeat, is_body */
 	struct cm_layer *layers;	/* every block's layers, in order */
 	size_t nblocks, nlayers;
+	struct cm_planned *plans, *last;	/* last: the one used last */
+	size_t nplans;
+};
+
+/* What the evaluations make as they need it: cm_eval() takes the model
+ * const, as it reads it, and these are reached through a pointer. */
+struct cm_lazy {
+	size_t maxblocks, maxlayers;
+	size_t made;			/* plans tried (CM_MAX_MADE) */
+	struct cm_lowering low[CM_NZERO][CM_CKPT__COUNT];
 };
 
 struct cm_model {
 	struct eval *ev;
+	struct arena *a;
 	const struct check_job *cj;
 	uint64_t tp, mb_written;
-	size_t maxblocks, maxlayers;
-	struct cm_lowering low[CM_NZERO][CM_CKPT__COUNT];
+	struct cm_lazy *z;
 };
 
 static const char *const ckpt_name[CM_CKPT__COUNT] = {
@@ -199,7 +231,7 @@ static bool affine_at(const struct cm_lowering *L, const struct mem_job *j, uint
 
 /* The builds at micro_batch 2, 3 and 16, in an arena freed here: only
  * their numbers are compared. */
-static bool check_affine(struct cm_model *m, struct arena *a, struct cm_lowering *L,
+static bool check_affine(const struct cm_model *m, struct arena *a, struct cm_lowering *L,
 			 const struct build *b1, size_t zi, size_t ci)
 {
 	struct arena tmp = { 0 };
@@ -221,13 +253,14 @@ static bool check_affine(struct cm_model *m, struct arena *a, struct cm_lowering
 	return ok;
 }
 
-static void lower(struct cm_model *m, struct arena *a, size_t zi, size_t ci)
+static void lower(const struct cm_model *m, size_t zi, size_t ci)
 {
-	struct cm_lowering *L = &m->low[zi][ci];
+	struct cm_lowering *L = &m->z->low[zi][ci];
 	struct build b1;
 	struct build_override ov = override(m, zi, ci, 1);
 
-	if (!build_job(m->ev, a, m->cj, &ov, true, &b1))
+	L->lowered = true;
+	if (!build_job(m->ev, m->a, m->cj, &ov, true, &b1))
 		return;
 	L->built = true;
 	L->job = b1.job;
@@ -236,11 +269,11 @@ static void lower(struct cm_model *m, struct arena *a, size_t zi, size_t ci)
 	/* the allocator replay (§5.4) reads each saved tensor's bytes
 	 * (mem_layer.save_parts), which the affine form does not keep:
 	 * such a job is rebuilt per variant */
-	L->affine = !b1.job.alloc_replay && check_affine(m, a, L, &b1, zi, ci);
-	if (L->nblocks > m->maxblocks)
-		m->maxblocks = L->nblocks;
-	if (L->nlayers > m->maxlayers)
-		m->maxlayers = L->nlayers;
+	L->affine = !b1.job.alloc_replay && check_affine(m, m->a, L, &b1, zi, ci);
+	if (L->nblocks > m->z->maxblocks)
+		m->z->maxblocks = L->nblocks;
+	if (L->nlayers > m->z->maxlayers)
+		m->z->maxlayers = L->nlayers;
 }
 
 struct cm_model *cm_compile(struct eval *ev, struct arena *a, const struct check_job *cj, uint64_t tp)
@@ -251,14 +284,13 @@ struct cm_model *cm_compile(struct eval *ev, struct arena *a, const struct check
 
 	memset(m, 0, sizeof *m);
 	m->ev = ev;
+	m->a = a;
 	m->cj = cj;
 	m->tp = tp;
+	m->z = arena_alloc(a, sizeof *m->z);	/* zeroed: nothing lowered yet */
 	if (!build_job(ev, a, cj, &ov, true, &b))
 		return NULL;
 	m->mb_written = b.micro_batch;
-	for (size_t zi = 0; zi < CM_NZERO; zi++)
-		for (size_t ci = 0; ci < CM_CKPT__COUNT; ci++)
-			lower(m, a, zi, ci);
 	return m;
 }
 
@@ -268,7 +300,9 @@ static const struct cm_lowering *lowering(const struct cm_model *m, const struct
 {
 	if (!m || v->zero < -1 || v->zero > 3 || (unsigned)v->checkpoint >= CM_CKPT__COUNT)
 		return NULL;
-	return &m->low[v->zero + 1][v->checkpoint];
+	if (!m->z->low[v->zero + 1][v->checkpoint].lowered)
+		lower(m, (size_t)(v->zero + 1), (size_t)v->checkpoint);
+	return &m->z->low[v->zero + 1][v->checkpoint];
 }
 
 static uint64_t micro_batch(const struct cm_model *m, const struct cm_variant *v)
@@ -285,21 +319,23 @@ bool cm_is_affine(const struct cm_model *m, const struct cm_variant *v)
 
 static bool reserve(struct cm_scratch *s, const struct cm_model *m)
 {
-	if (s->capblocks < m->maxblocks) {
-		struct mem_block *b = realloc(s->blocks, m->maxblocks * sizeof *b);
+	const struct cm_lazy *z = m->z;
+
+	if (s->capblocks < z->maxblocks) {
+		struct mem_block *b = realloc(s->blocks, z->maxblocks * sizeof *b);
 
 		if (!b)
 			return false;
 		s->blocks = b;
-		s->capblocks = m->maxblocks;
+		s->capblocks = z->maxblocks;
 	}
-	if (s->caplayers < m->maxlayers) {
-		struct mem_layer *l = realloc(s->layers, m->maxlayers * sizeof *l);
+	if (s->caplayers < z->maxlayers) {
+		struct mem_layer *l = realloc(s->layers, z->maxlayers * sizeof *l);
 
 		if (!l)
 			return false;
 		s->layers = l;
-		s->caplayers = m->maxlayers;
+		s->caplayers = z->maxlayers;
 	}
 	return true;
 }
@@ -347,28 +383,175 @@ static enum mem_status rebuild(const struct cm_model *m, const struct cm_variant
 	return MEM_OK;
 }
 
+/* The filled lowering, analysed with the variant's grad_accum. */
+static enum mem_status analyse(struct cm_scratch *s, uint64_t grad_accum, struct mem_rec *rec)
+{
+	enum mem_status st;
+
+	if (grad_accum)
+		s->job.micro_batches = grad_accum;
+	s->job.no_explain = true;
+	s->job.phase_series = false;
+	s->ws.rec = rec;
+	st = mem_analyze_ws(&s->job, &s->ws, &s->res);
+	s->ws.rec = NULL;
+	return st;
+}
+
+/* What a plan is made from: the lowering filled at a micro_batch. */
+struct plan_src {
+	struct cm_plan_src src;		/* first: what cm_plan_build calls back with */
+	const struct cm_lowering *L;
+	uint64_t grad_accum;
+	struct cm_scratch *s;
+};
+
+static enum mem_status plan_analyze(struct cm_plan_src *src, uint64_t mb, struct mem_rec *rec,
+				    const struct mem_result **out)
+{
+	struct plan_src *p = (struct plan_src *)(void *)src;
+	enum mem_status st = fill(p->L, mb, p->s) ? analyse(p->s, p->grad_accum, rec) : MEM_E_OVERFLOW;
+
+	*out = &p->s->res;
+	return st;
+}
+
+static struct cm_plan *make_plan(const struct cm_model *m, const struct cm_lowering *L,
+				 uint64_t grad_accum, uint64_t r, uint64_t period, struct cm_scratch *s)
+{
+	struct plan_src src = { { plan_analyze, &L->job, r, period, L->affine_max }, L, grad_accum, s };
+
+	if (m->z->made >= CM_MAX_MADE)
+		return NULL;
+	m->z->made++;
+	return cm_plan_build(m->a, &src.src);
+}
+
+static uint64_t gcd(uint64_t x, uint64_t y)
+{
+	while (y) {
+		uint64_t t = x % y;
+
+		x = y;
+		y = t;
+	}
+	return x;
+}
+
+/* The period after which every figure of @L is affine again: each
+ * activation tensor costs its bytes rounded up to 512 (mem_round), which
+ * is affine along micro-batches @P apart once d x P is a multiple of 512
+ * for every per-micro-batch slope d; and under the interleaved schedule
+ * the other micro-batches in flight hold stored x (chunks - vp) / vp
+ * (mem_extra_in_flight), affine along steps that are multiples of vp. */
+static uint64_t period_of(const struct cm_lowering *L)
+{
+	uint64_t g = 0, p = 1;
+
+	for (size_t n = 0; n < L->nlayers; n++)
+		for (int k = 0; k < CM_NACT; k++)
+			g = gcd(g, L->layers[n].d[k]);
+	if (!L->job.no_rounding && g)
+		p = ALLOC_MIN_BLOCK / gcd(g, ALLOC_MIN_BLOCK);
+	if (L->job.vp > 1)
+		p = p / gcd(p, L->job.vp) * L->job.vp;
+	return p;
+}
+
+/* A new entry for grad_accum @g: a plan over every micro_batch, else room
+ * for one per residue modulo period_of() (each made on first use). */
+static struct cm_planned *new_planned(const struct cm_model *m, struct cm_lowering *W, uint64_t g,
+				      uint64_t grad_accum, struct cm_scratch *s)
+{
+	struct cm_planned *p = arena_alloc(m->a, sizeof *p);
+
+	p->micro_batches = g;
+	p->period = 1;
+	p->plan = arena_alloc(m->a, sizeof *p->plan);
+	p->tried = arena_alloc(m->a, sizeof *p->tried);
+	p->tried[0] = true;
+	p->plan[0] = make_plan(m, W, grad_accum, 1, 1, s);
+	if (!p->plan[0] && period_of(W) > 1 && period_of(W) < W->affine_max) {
+		p->period = period_of(W);
+		p->plan = ARENA_NEW_ARRAY(m->a, struct cm_plan *, p->period);
+		p->tried = ARENA_NEW_ARRAY(m->a, bool, p->period);
+	}
+	p->next = W->plans;
+	W->plans = p;
+	W->nplans++;
+	return p;
+}
+
+/* The plan of lowering @L for the variant's grad_accum and micro_batch
+ * @mb, made on first use; NULL where it has none. */
+static const struct cm_plan *plan_of(const struct cm_model *m, const struct cm_lowering *L,
+				     uint64_t grad_accum, uint64_t mb, struct cm_scratch *s)
+{
+	struct cm_lowering *W = (struct cm_lowering *)(uintptr_t)L;	/* m->z's: writable */
+	uint64_t g = grad_accum ? grad_accum : L->job.micro_batches;
+	struct cm_planned *p = W->last;
+	size_t i;
+
+	if (!p || p->micro_batches != g) {
+		for (p = W->plans; p && p->micro_batches != g; p = p->next)
+			;
+		if (!p && W->nplans >= CM_MAX_PLANS)
+			return NULL;
+		if (!p)
+			p = new_planned(m, W, g, grad_accum, s);
+		W->last = p;
+	}
+	i = (size_t)((mb - 1) % p->period);
+	if (!p->tried[i]) {
+		p->tried[i] = true;
+		p->plan[i] = make_plan(m, W, grad_accum, i + 1, p->period, s);
+	}
+	return p->plan[i];
+}
+
+/* Room for a plan's classes; false if it cannot be had. */
+static bool reserve_classes(struct cm_scratch *s, size_t n)
+{
+	if (s->capclasses >= n)
+		return true;
+	free(s->classes);
+	/* zeroed: the explain strings and chart series are never written */
+	s->classes = calloc(n, sizeof *s->classes);
+	s->capclasses = s->classes ? n : 0;
+	return s->classes != NULL;
+}
+
+static bool eval_plan(const struct cm_plan *p, uint64_t mb, struct cm_scratch *s)
+{
+	return reserve_classes(s, cm_plan_stages(p)) && cm_plan_eval(p, mb, &s->res, s->classes);
+}
+
 enum mem_status cm_eval(const struct cm_model *m, const struct cm_variant *v, struct cm_scratch *s,
 			const struct mem_result **out)
 {
 	const struct cm_lowering *L = lowering(m, v);
+	const struct cm_plan *p;
 	enum mem_status st;
 
 	*out = NULL;
-	if (!L || !L->built)
+	if (!L)
 		return MEM_E_INVALID;
-	if (!cm_is_affine(m, v))
+	s->path = CM_PATH_REBUILT;
+	if (!cm_is_affine(m, v))	/* also where micro_batch 1 does not build */
 		st = rebuild(m, v, s);
 	else if (!reserve(s, m))
 		st = MEM_E_NOMEM;
-	else
+	else if ((p = plan_of(m, L, v->grad_accum, micro_batch(m, v), s)) &&
+		 eval_plan(p, micro_batch(m, v), s)) {
+		s->path = CM_PATH_PLAN;
+		*out = &s->res;
+		return MEM_OK;
+	} else {
+		s->path = CM_PATH_FILLED;
 		st = fill(L, micro_batch(m, v), s) ? MEM_OK : MEM_E_OVERFLOW;
-	if (st != MEM_OK)
-		return st;
-	if (v->grad_accum)
-		s->job.micro_batches = v->grad_accum;
-	s->job.no_explain = true;
-	s->job.phase_series = false;
-	st = mem_analyze_ws(&s->job, &s->ws, &s->res);
+	}
+	if (st == MEM_OK)
+		st = analyse(s, v->grad_accum, NULL);
 	if (st == MEM_OK)
 		*out = &s->res;
 	return st;
@@ -391,6 +574,7 @@ void cm_scratch_free(struct cm_scratch *s)
 {
 	free(s->blocks);
 	free(s->layers);
+	free(s->classes);
 	mem_ws_free(&s->ws);
 	arena_free(&s->rebuild);
 	memset(s, 0, sizeof *s);

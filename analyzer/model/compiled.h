@@ -2,21 +2,29 @@
 /*
  * compiled.h - a train block lowered once, evaluated for many variants.
  *
- * cm_compile() walks the job's model (build_job) once per ZeRO stage and
- * checkpoint mode, at micro_batch 1 and 2, and keeps each result as a flat
- * list of blocks of layer kinds with their repeat counts: parameter bytes
- * as built, activation bytes as c + micro_batch x d.  That the activations
+ * cm_compile() builds the job as written, once.  Each ZeRO stage and
+ * checkpoint mode is lowered on the first variant that asks for it: the
+ * model walked (build_job) at micro_batch 1 and 2 and kept as a flat list
+ * of blocks of layer kinds with their repeat counts, parameter bytes as
+ * built, activation bytes as c + micro_batch x d.  That the activations
  * are affine in micro_batch is checked at micro_batch 3, 16 and 1024 too;
  * where they are not (a model that rounds per sample), or where the walks
  * differ in anything else, that lowering is marked and cm_eval() rebuilds
  * it for each variant instead: slower, never different.  A micro_batch
  * above the largest checked one is rebuilt too.
  *
- * cm_eval() is then a fill of preallocated arrays and mem_analyze_ws():
- * no AST walk, no string formatting (explain strings stay empty), and no
- * allocation once the scratch has grown to the job's size.  Its figures
- * are those of build_job() + mem_analyze() with the same overrides, byte
- * for byte (tests/unit/test_compiled.c checks every example over a grid).
+ * A lowering then gets a plan per grad_accum on first use (plan.h): each
+ * pipeline stage's instants as lines in micro_batch (or along each residue
+ * modulo a period, where 512-byte rounding or the interleaved schedule's
+ * share of in-flight micro-batches steps), only those that can be the
+ * peak somewhere in range, checked byte for byte against mem_analyze.
+ * cm_eval() of a planned variant is a max over those lines and the last
+ * figures of each class: no walk, no string formatting (explain strings
+ * stay empty), no allocation once the scratch has grown.  Without a plan
+ * it fills preallocated arrays and runs mem_analyze_ws().  Either way its
+ * figures are those of build_job() + mem_analyze() with the same
+ * overrides, byte for byte (tests/unit/test_compiled.c checks every
+ * example over a grid).
  *
  * What a variant may change: micro_batch, grad_accum, the ZeRO stage and
  * the checkpoint mode.  What fixes a compiled model (its shape): the model
@@ -35,10 +43,11 @@
  *	}
  *	cm_scratch_free(&s);
  *
- * The model lives in `arena` (with the evaluator it was compiled with);
- * *r lives until the next cm_eval() with the same scratch.  The fast path
- * only reads the model (one scratch per thread would do); a rebuild uses
- * the evaluator, which is not shared between threads.
+ * The model lives in `arena` (with the evaluator it was compiled with),
+ * and what cm_eval() lowers and plans is added to that arena: both must
+ * outlive the model.  *r lives until the next cm_eval() with the same
+ * scratch.  Not for several threads at once: a first use lowers or plans
+ * into the model, and a rebuild uses the evaluator.
  */
 #ifndef MEMC_ANALYZER_MODEL_COMPILED_H
 #define MEMC_ANALYZER_MODEL_COMPILED_H
@@ -69,6 +78,13 @@ struct cm_variant {
 
 struct cm_model;
 
+/* How cm_eval() got its last figures. */
+enum cm_path {
+	CM_PATH_PLAN,		/* evaluated the lowering's plan (analyzer/model/plan.h) */
+	CM_PATH_FILLED,		/* filled the lowering at the micro_batch, then mem_analyze */
+	CM_PATH_REBUILT,	/* build_job + mem_analyze (not affine, or past its range) */
+};
+
 /* Scratch of cm_eval(): zero-initialise, reuse, free with cm_scratch_free. */
 struct cm_scratch {
 	struct mem_job job;
@@ -78,6 +94,9 @@ struct cm_scratch {
 	struct mem_ws ws;
 	struct mem_result res;
 	struct arena rebuild;		/* the fallback's build (non-affine lowerings) */
+	struct mem_class *classes;	/* a plan's result */
+	size_t capclasses;
+	enum cm_path path;		/* of the last cm_eval() */
 };
 
 /* Lower @cj (with tp = @tp, 0: as written).  NULL if the job as written

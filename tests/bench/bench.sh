@@ -27,6 +27,12 @@ many=$tmp/many-trains.mem
 			"$( ((i / 16 % 2)) && echo full || echo none)" $((i / 32 % 4))
 	done
 } >"$many"
+# The same grid with grad_accum 1 + i / 128: no two blocks alike, so no
+# search answer is reused (memoising the repetition must not be the
+# reason the file above is fast).
+distinct=$tmp/distinct-trains.mem
+awk '/^train t/ { n = substr($2, 2) } { print } /micro_batch =/ { printf "  grad_accum = %d\n", 1 + int(n / 128) }' \
+	"$many" >"$distinct"
 
 # The 13B example's train block over Llama-2-13B's shape at two depths:
 # the compiled model's cost must not depend on the layer count.
@@ -39,6 +45,19 @@ for n in 32 1000000; do
 		printf '  checkpoint = full\n  attention = flash\n  zero = 3\n}\n'
 	} >"$tmp/depth-$n.mem"
 done
+# Inclusive instructions of functions in one callgrind run: cg_run CMD...
+# then cg_fn NAME (the first function of that name; recursion not counted
+# twice) or cg_fn 'PROGRAM TOTALS'.
+cg_run() {
+	valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$@" >/dev/null 2>&1 || true
+	callgrind_annotate --inclusive=yes --threshold=100 "$tmp/cg.out" >"$tmp/cg.txt" 2>/dev/null || true
+}
+cg_fn() {
+	# a line: "1,234 ( 5.6%)  file.c:function [binary]" (the percentage may hold a space)
+	awk -v f="$1" '{ hit = f == "PROGRAM TOTALS" && /PROGRAM TOTALS/
+		for (i = 2; i <= NF && !hit; i++) hit = $i ~ (":" f "$") }
+		hit { gsub(",", "", $1); print $1; found = 1; exit } END { if (!found) print 0 }' "$tmp/cg.txt"
+}
 # variants/s by CPU time, from a bench-compiled line
 cpu_rate() { sed -n 's/.*CPU time: \([0-9]*\) variants.*/\1/p'; }
 
@@ -197,37 +216,74 @@ where_section() {
 	fi
 	echo '## 10,000 train blocks in one file'
 	echo
-	echo 'A generated file: the four stdlib imports of the llama examples and'
+	echo 'Two generated files: the four stdlib imports of the llama examples and'
 	echo '10,000 train blocks of Llama-2-7B on 8 x A100 80GB (micro_batch 1..16,'
-	echo 'checkpoint none/full, ZeRO 0..3). Wall time and peak RSS of one'
-	echo '`memc check` and one `memc report` (tests/bench/rusage.c). The'
-	echo 'blocks repeat every 128, and the -Wcapacity fix search runs once per'
-	echo 'distinct block text that does not fit (analyzer/fit.c): the row'
-	echo 'with `-Wno-capacity` is the same check without any search.'
+	echo 'checkpoint none/full, ZeRO 0..3). In `repeating` the blocks repeat'
+	echo 'every 128; `distinct` adds `grad_accum = 1 + i / 128`, so no two blocks'
+	echo 'are alike. Wall time and peak RSS of one `memc check` and one'
+	echo '`memc report` (tests/bench/rusage.c). The -Wcapacity fix search runs'
+	echo 'once per distinct block text that does not fit (analyzer/fit.c), the'
+	echo 'searches of a file 2000 variants in all (docs/fit.md): the row with'
+	echo '`-Wno-capacity` is the same check without any search.'
 	echo
-	row 'command' 'wall' 'peak RSS' 'exit status' 'per block'
-	row '---' '---:' '---:' '---:' '---:'
-	for cmd in check check\ -Wno-capacity report; do
-		read -r -a argv <<<"$cmd"
-		"$b/bench-rusage" "$tmp/ru" "$memc" "${argv[@]}" "$many" >/dev/null 2>&1 || true
-		read -r wall rss rc <"$tmp/ru"
-		per=$(awk -v w="$wall" 'BEGIN { printf "%.1f us", w * 1e6 / 10000 }')
-		row "memc $cmd" "$wall s" "$rss MiB" "$rc" "$per"
+	echo '| file | command | wall | peak RSS | exit status | per block |'
+	echo '| --- | --- | ---: | ---: | ---: | ---: |'
+	for f in many distinct; do
+		for cmd in check check\ -Wno-capacity report; do
+			read -r -a argv <<<"$cmd"
+			file=$many name=repeating
+			[[ $f = distinct ]] && file=$distinct name=distinct
+			"$b/bench-rusage" "$tmp/ru" "$memc" "${argv[@]}" "$file" >/dev/null 2>&1 || true
+			read -r wall rss rc <"$tmp/ru"
+			per=$(awk -v w="$wall" 'BEGIN { printf "%.1f us", w * 1e6 / 10000 }')
+			printf '| %s | memc %s | %s s | %s MiB | %s | %s |\n' "$name" "$cmd" "$wall" "$rss" "$rc" "$per"
+		done
 	done
 	echo
-	if command -v valgrind >/dev/null; then
+	if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
 		# the first 1,280 blocks: every distinct block once, ten times
 		head -n $((4 + 1280 * 10)) "$many" >"$tmp/k128.mem"
+		head -n $((4 + 1280 * 11)) "$distinct" >"$tmp/d1280.mem"
 		echo 'Instructions (callgrind, load-independent) of `memc check` on the'
-		echo 'first 1,280 blocks of that file, with and without the fix searches:'
+		echo 'first 1,280 blocks of each file, with and without the fix searches,'
+		echo 'and where they go (inclusive: `check_program_job` is the checker on'
+		echo 'one block, its walk of the model under the job'"'"'s bindings included;'
+		echo '`build_job` the builder'"'"'s walk; `mem_analyze` the numeric model;'
+		echo '`fit_try` the searches'"'"' variants, each its block checked and built'
+		echo 'again; `fit_verify` the fixes noted, each compiled from the whole text):'
 		echo
-		echo '| command | instructions |'
-		echo '| --- | ---: |'
-		for flag in -Wcapacity -Wno-capacity; do
-			printf '| memc check %s | %s |\n' "$flag" "$(instructions "$memc" check "$flag" "$tmp/k128.mem")"
+		echo '| file | command | instructions | check_program_job | build_job | mem_analyze | fit_try | fit_verify |'
+		echo '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |'
+		for f in k128 d1280; do
+			for flag in -Wcapacity -Wno-capacity; do
+				cg_run "$memc" check "$flag" "$tmp/$f.mem"
+				printf '| %s | memc check %s | %s | %s | %s | %s | %s | %s |\n' \
+					"$([[ $f = k128 ]] && echo repeating || echo distinct)" "$flag" \
+					"$(cg_fn 'PROGRAM TOTALS')" "$(cg_fn check_program_job)" "$(cg_fn build_job)" \
+					"$(cg_fn mem_analyze)" "$(cg_fn fit_try)" "$(cg_fn fit_verify)"
+			done
 		done
 		echo
+		echo 'The same split of `memc report examples/does-not-fit.mem`, the one'
+		echo 'example whose job does not fit (its -Wcapacity notes search 25'
+		echo 'variants; `load_program` is every file read and parsed, the'
+		echo 'verifications'"'"' and the one full parse of the file'"'"'s GPUs included):'
+		echo
+		cg_run "$memc" report examples/does-not-fit.mem
+		echo '| instructions | fit_search_fixes | fit_try | fit_verify | load_program |'
+		echo '| ---: | ---: | ---: | ---: | ---: |'
+		printf '| %s | %s | %s | %s | %s |\n' "$(cg_fn 'PROGRAM TOTALS')" "$(cg_fn fit_search_fixes)" \
+			"$(cg_fn fit_try)" "$(cg_fn fit_verify)" "$(cg_fn load_program)"
+		echo
 	fi
+	echo 'A variant of a note is its block alone, checked among the file'"'"'s'
+	echo 'declarations checked once, not the whole file compiled again (docs/fit.md'
+	echo '"Verified"); only the fixes noted are compiled from the whole text.'
+	echo 'What a block costs with the search off is the checker'"'"'s walk of the'
+	echo 'model under the block'"'"'s bindings and the builder'"'"'s walk of it again'
+	echo '(lang/walk.c `eval_walk`, about equal halves), the numeric model a few'
+	echo 'percent: the same per block whether or not blocks repeat.'
+	echo
 	echo '## Variants in one process'
 	echo
 	echo 'tests/bench/sweep.c loads and checks a file once, then builds and'
@@ -251,24 +307,38 @@ where_section() {
 	echo '## The compiled model'
 	echo
 	echo 'tests/bench/compiled.c compiles the first train block once'
-	echo '(analyzer/model/compiled.h: a lowering per ZeRO stage and checkpoint'
-	echo 'mode, activation bytes affine in micro_batch), then evaluates 1,000,000'
-	echo 'variants of the same grid as above with `cm_eval`: no AST walk, no'
-	echo 'explain strings, no allocation once the scratch has grown. The figures'
-	echo 'are those of `build_job` + `mem_analyze`, byte for byte'
+	echo '(analyzer/model/compiled.h; `cm_compile` builds the job as written,'
+	echo 'nothing more), then evaluates 1,000,000 variants of the same grid as'
+	echo 'above with `cm_eval`: no AST walk, no timeline walk, no explain'
+	echo 'strings, no allocation once the scratch has grown. The figures are'
+	echo 'those of `build_job` + `mem_analyze`, byte for byte'
 	echo '(tests/unit/test_compiled.c). The CPU-time rate is what one core'
 	echo 'spent (CLOCK_THREAD_CPUTIME_ID); the wall rate also counts whatever'
 	echo 'else the machine ran. Issue 14 asks for 10^6 variants/s on one core for'
 	echo 'the 13B example, and a cost independent of depth within 10 %.'
 	echo
-	echo 'Two things keep work out of the variant loop. The parameters'"'"' part of'
-	echo 'each layer'"'"'s cost is cached in the `mem_ws` (memory.c `cost_key`: the'
-	echo 'parameters by value and the job fields they read), so a variant that'
-	echo 'changes only micro_batch or grad_accum recomputes only the activations.'
-	echo 'And analyzer/mem_timeline.c, the walk, is built at -O3 (`HOT_CFLAGS`;'
-	echo 'portable, no -march): measured when it was introduced, 13B, CPU time,'
-	echo 'about 420k -> 465k variants/s from that file alone, while memory.c at'
-	echo '-O3 changed nothing measurable, so the rest stays at -O2.'
+	echo 'What a variant costs: each ZeRO stage x checkpoint mode is lowered on'
+	echo 'the first variant that asks for it (builds at micro_batch 1, 2, 3, 16'
+	echo 'and 1024), and each lowering gets a plan per grad_accum'
+	echo '(analyzer/model/plan.h): two analyses report every instant of the'
+	echo 'timeline and every stage, each instant becomes a line in micro_batch'
+	echo '(states, buffers and persistent terms its intercept, activations its'
+	echo 'slope), only the lines of the upper envelope over the micro-batches'
+	echo 'the plan answers for are kept (typically one to three per stage out'
+	echo 'of dozens), and the plan is kept only if it reproduces `mem_analyze`'
+	echo 'at five micro-batches. A variant is then a max over those lines and'
+	echo 'the class'"'"'s last figures (`mem_class_totals`). Where 512-byte'
+	echo 'rounding or the interleaved schedule'"'"'s share of the micro-batches in'
+	echo 'flight makes a figure step, the lines run along each residue of the'
+	echo 'micro_batch modulo a period (the 70B example: vp = 5). That first-use'
+	echo 'work is inside the timed loop below. Before plans (one'
+	echo '`mem_analyze_ws` per variant, the walk at -O3) the 13B example took'
+	echo '33,273 instructions per variant, about 4.8 x 10^5 variants/s; that'
+	echo 'path remains the fallback, and `memc search` still analyses each'
+	echo 'layout with it: for it analyzer/mem_timeline.c stays at -O3'
+	echo '(`HOT_CFLAGS`; portable, no -march), measured when introduced at about'
+	echo '420k -> 465k variants/s, 13B, CPU time, while memory.c at -O3 changed'
+	echo 'nothing measurable. The plan path (plan.c, compiled.c) is at -O2.'
 	echo
 	echo '```'
 	"$b/bench-compiled" examples/llama2-13b-zero3.mem 1000000
@@ -278,9 +348,13 @@ where_section() {
 	if command -v valgrind >/dev/null; then
 		i1=$(instructions "$b/bench-compiled" examples/llama2-13b-zero3.mem 1)
 		i2=$(instructions "$b/bench-compiled" examples/llama2-13b-zero3.mem 10001)
+		i3=$(instructions "$b/bench-compiled" examples/llama2-13b-zero3.mem 100001)
 		echo 'Load-independent: callgrind instructions of the 13B run with 10,001'
-		echo 'variants less those with 1, over 10,000:'
-		echo "$(( (i2 - i1) / 10000 )) instructions per variant."
+		echo 'variants less those with 1, over 10,000 (the 8 lowerings and plans'
+		echo 'of the grid included):'
+		echo "$(( (i2 - i1) / 10000 )) instructions per variant;"
+		echo 'with 100,001, over 100,000:'
+		echo "$(( (i3 - i1) / 100000 )) instructions per variant."
 		echo
 	fi
 	echo '`memc search` analyses each layout with `mem_analyze_ws` and'
@@ -295,7 +369,7 @@ where_section() {
 	echo
 	echo 'Depth: the 13B job over Llama-2-13B'"'"'s layer shape with 32 and with'
 	echo '1,000,000 layers (the walk folds a body of N repeats into four, §"Folding"'
-	echo 'of docs/memory-model.md).'
+	echo 'of docs/memory-model.md, and a plan's lines do not grow with it).'
 	echo
 	echo '```'
 	d32=$("$b/bench-compiled" "$tmp/depth-32.mem" 1000000)

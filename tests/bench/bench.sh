@@ -369,7 +369,7 @@ where_section() {
 	echo
 	echo 'Depth: the 13B job over Llama-2-13B'"'"'s layer shape with 32 and with'
 	echo '1,000,000 layers (the walk folds a body of N repeats into four, §"Folding"'
-	echo 'of docs/memory-model.md, and a plan's lines do not grow with it).'
+	echo 'of docs/memory-model.md, and a plan'"'"'s lines do not grow with it).'
 	echo
 	echo '```'
 	d32=$("$b/bench-compiled" "$tmp/depth-32.mem" 1000000)

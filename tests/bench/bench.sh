@@ -142,11 +142,14 @@ where_section() {
 		write the report|report_text
 	EOF
 	echo
-	echo 'So a report is now mostly the front end on the stdlib: lexing and'
-	echo 'parsing the reached declarations, the prescan and the reach, which'
-	echo 'read the imported files'"'"' text; the checks of the job, its build and'
-	echo 'the memory model are a sixth. What was there before is in the table of'
-	echo 'docs/architecture.md "The stdlib, lazily" and the sections after it.'
+	echo 'So a report is now mostly lexing and parsing the stdlib declarations'
+	echo 'the job reaches; reading the files (and their digests) is next. The'
+	echo 'prescan and the reach of a verified stdlib file come from the'
+	echo 'build'"'"'s index, and the static walk of its templates is skipped'
+	echo '(docs/architecture.md "The stdlib, verified at build time"); the'
+	echo 'checks of the job, its build and the memory model are a fifth. What'
+	echo 'was there before is in the tables of docs/architecture.md "The stdlib,'
+	echo 'lazily" and "Startup".'
 	echo
 	echo 'Page faults (minor, GNU time): kernel work that callgrind does not'
 	echo 'see. `build/memc-dyn` is the same objects linked against the'

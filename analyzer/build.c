@@ -153,7 +153,7 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged", "op", "recompute", "input_of" };
+					     "grouped", "paged", "op", "recompute", "input_of", "fp8_copy" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -233,6 +233,16 @@ struct frame *bld_frame_push(struct bld *b, const struct decl *layer)
 	f->mult = b->frame ? b->frame->mult : b->model_mult;
 	f->depth = b->frame ? b->frame->depth + 1 : 0;
 	b->frame = f;
+	return f;
+}
+
+/* The instance the model uses directly, which becomes one mem_layer. */
+struct frame *bld_frame_top(struct bld *b)
+{
+	struct frame *f = bld_frame(b);
+
+	while (f->parent)
+		f = f->parent;
 	return f;
 }
 
@@ -443,13 +453,22 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		return;
 	}
 	const struct attr *io = find_attr(t->stmt, "input_of");
+	const struct attr *tied = find_attr(t->stmt, "tied");
 
+	if (tied && tied->args && tied->args->value->kind == EXPR_NAME)
+		bld_frame_top(b)->tied_to = tied->args->value->name.name;
 	if (fg && b->frame)
 		add_pending(b->frame, fg->args, bytes, loss, false);
 	else
 		bld_add_saves(b, bytes, loss);
 	if (!fg && io && b->frame)
 		add_pending(b->frame, io->args, bytes, loss, true);
+	/* TE's _Linear and torchao's saved casts keep the FP8 input they made,
+	 * beside this high-precision tensor its own layer keeps */
+	const struct attr *fc = find_attr(t->stmt, "fp8_copy");
+
+	if (fc && b->linear_input && for_linear(b->frame, fc))
+		add_pending(b->frame, fc->args, bld_bytes(b, b->linear_input, numel), loss, false);
 	note_op(b, find_attr(t->stmt, "op"), bytes);
 	/* A save of the input's shape and dtype is the input itself (a norm's
 	 * x_in; HF RMSNorm's x.to(fp32) when x is already fp32): a checkpoint
@@ -506,6 +525,7 @@ static void on_tensor(void *ctx, const struct walk_tensor *t)
 			b->frame->input_dtype = tensor_dtype(b, t) ? tensor_dtype(b, t) : b->act;
 			b->frame->input_numel = numel;
 			b->frame->input = bld_bytes(b, b->frame->input_dtype, numel);
+			b->frame->input_width = axis(t, t->ndims ? t->ndims - 1 : 0);
 		}
 		break;
 	default: break;

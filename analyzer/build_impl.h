@@ -51,7 +51,19 @@ struct frame {
 	uint64_t input_numel;		/* the declared input, to recognise it among the saves */
 	const struct dtype *input_dtype;
 	uint64_t input_saved;		/* bytes of saves that are the input tensor itself */
+	uint64_t input_width;		/* the declared input's last axis (a token's hidden) */
 	bool loss;
+	uint64_t grad_made;		/* top level: the gradients autograd makes of its trained
+					   params (their dtype in the forward), for a tied use */
+	const char *tied_to;		/* a save's tied(layer): the layer whose weight it reads */
+};
+
+/* A closed top-level layer instance, for a later tied(layer) to find:
+ * where its mem_layer is and the gradient bytes of its trained params. */
+struct bld_tie_src {
+	const char *name;
+	size_t block, layer;
+	uint64_t grad_made;
 };
 
 /* One open repeat, model- or layer-level: the multiplier to restore when
@@ -152,10 +164,14 @@ struct bld {
 	uint64_t op_mm[2], op_sdpa, op_mm_count;	/* op(...)-tagged saves of the open layer */
 	struct mem_layer *layers;	/* of the open block */
 	size_t nlayers, caplayers;
+	struct bld_tie_src *tie_srcs;	/* every closed top-level layer instance (arena) */
+	size_t ntie_srcs, captie_srcs;
 	struct mem_block *blocks;
 	size_t nblocks, capblocks;
 	uint64_t params_total, params_trainable;	/* this walk's (tp-sharded) counts */
 	bool experts;			/* a param has the `expert` attribute */
+	uint64_t expert_width;		/* the widest input of a layer with expert params: what
+					   DeepEP dispatches per token (mem_comm_deepep_bytes) */
 	/* a preference / RL job (build_rl.c) */
 	enum bld_rl_algo rl;
 	uint64_t rl_factor;		/* sequences per pair in the policy's batch (chosen, rejected) */
@@ -191,6 +207,7 @@ uint64_t bld_rep_pop(struct bld *b);
 struct frame *bld_frame_push(struct bld *b, const struct decl *layer);
 void bld_frame_pop(struct bld *b);
 struct frame *bld_frame(struct bld *b);
+struct frame *bld_frame_top(struct bld *b);
 void bld_close_implicit(struct bld *b);
 void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear,
 		     bool retains);

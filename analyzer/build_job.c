@@ -73,6 +73,32 @@ static const uint64_t *layer_parts(struct bld *b, const struct bld_parts *own,
 	return v;
 }
 
+/* A layer that reads an earlier layer's weight (tied(layer), the LM head
+ * of a tied embedding): the gradient it makes of that weight is held
+ * until the earlier layer's backward (memory-model.md "Tied weights").
+ * The latest instance of that layer before this one is the weight's;
+ * none, or a frozen one, holds nothing. */
+static void tie_layer(struct bld *b, const struct frame *f)
+{
+	struct mem_layer *l = &b->layers[b->nlayers - 1];
+
+	for (size_t i = b->ntie_srcs; f->tied_to && i-- > 0;) {
+		const struct bld_tie_src *t = &b->tie_srcs[i];
+
+		if (strcmp(t->name, f->tied_to))
+			continue;
+		/* a block's layers are this build's own arena array (open_block) */
+		struct mem_layer *owner = (struct mem_layer *)(uintptr_t)&b->blocks[t->block].layers[t->layer];
+
+		l->tied_grad_bytes = t->grad_made;
+		bld_add(b, &owner->tied_grad_end_bytes, t->grad_made, "the gradient of a tied weight");
+		break;
+	}
+	ARENA_GROW(b->arena, b->tie_srcs, b->ntie_srcs, b->captie_srcs);
+	b->tie_srcs[b->ntie_srcs++] = (struct bld_tie_src){ l->name, b->nblocks - 1, b->nlayers - 1,
+							    f->grad_made };
+}
+
 void bld_layer_close(struct bld *b, struct frame *f)
 {
 	if (!b->nblocks)
@@ -134,6 +160,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
+	tie_layer(b, f);
 	b->params = NULL;
 	b->nparams = b->capparams = 0;
 	b->saves = b->loss_saves = 0;
@@ -183,7 +210,8 @@ static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 	if (strcmp(x->name, y->name) || x->origin != y->origin || x->nparams != y->nparams ||
 	    x->saves_bytes != y->saves_bytes || x->input_bytes != y->input_bytes ||
 	    x->temp_fwd_bytes != y->temp_fwd_bytes || x->temp_bwd_bytes != y->temp_bwd_bytes ||
-	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts)
+	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts ||
+	    x->tied_grad_bytes != y->tied_grad_bytes || x->tied_grad_end_bytes != y->tied_grad_end_bytes)
 		return false;
 	for (size_t i = 0; i < x->nsave_parts; i++)
 		if (x->save_parts[i] != y->save_parts[i])
@@ -425,6 +453,8 @@ static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
 	 * runs with set_requires_gradient_sync(False) and
 	 * set_reshard_after_backward(False); post_backward runs after the last */
 	j->fsdp_keep_after_backward = j->pp > 1;
+	/* a stage FSDP2 wraps is a torch.distributed.pipelining PipelineStage */
+	j->pp_stage_buffers = j->pp > 1;
 	j->fsdp_split_root = !strcmp(key_sym(b, "fsdp2.root_unit", "model"), "split");
 	j->fsdp_no_sync = j->pp > 1 || (!key_bool(b, "fsdp2.requires_gradient_sync", true) &&
 					j->micro_batches > 1);
@@ -434,6 +464,41 @@ static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
 							       (unsigned)j->fsdp_reshard_to) : "",
 			     j->fsdp_no_sync ? ", gradients synced at the last micro-batch" : "");
 	return true;
+}
+
+/* megatron { moe_token_dispatcher_type = "flex" }: MoEFlexTokenDispatcher
+ * with its default backend, DeepEP, over the tp x ep group; fused_a2a.py
+ * get_hidden_bytes is a token's hidden x max(element size, 2). DeepEP
+ * asserts on a group size its config table lacks and on an odd SM count
+ * (Buffer.set_num_sms). */
+static bool deepep_layout(struct bld *b, struct mem_job *j)
+{
+	struct value t, n;
+	bool flex = key(b, "megatron.moe_token_dispatcher_type", &t) && t.kind == VAL_SYMBOL &&
+		    !strcmp(t.str, "flex");
+	bool sms = key(b, "megatron.moe_flex_dispatcher_num_sms", &n);
+	uint64_t elem = b->act && b->act->bits > 16 ? b->act->bits / 8 : 2;
+
+	if (sms && !flex)
+		return bld_error(b, DIAG_IGNORED_SETTING, n.origin.file ? n.origin : n.loc,
+				 "moe_flex_dispatcher_num_sms sizes DeepEP's buffer, which only "
+				 "moe_token_dispatcher_type = flex uses");
+	if (!flex)
+		return true;
+	if (!b->experts)
+		return bld_error(b, DIAG_IGNORED_SETTING, t.origin.file ? t.origin : t.loc,
+				 "the flex dispatcher routes tokens to experts, and this model has none");
+	j->deepep_num_sms = (uint32_t)key_u64(b, "megatron.moe_flex_dispatcher_num_sms", 20);
+	if (j->deepep_num_sms % 2)
+		return bld_error(b, DIAG_OUT_OF_RANGE, n.origin.file ? n.origin : n.loc,
+				 "DeepEP's SM count must be even ('The SM count must be even'); "
+				 "moe_flex_dispatcher_num_sms = %u", (unsigned)j->deepep_num_sms);
+	if (!mem_comm_deepep_supported(mem_comm_deepep_ranks(j)))
+		return bld_error(b, DIAG_BAD_LAYOUT, t.origin.file ? t.origin : t.loc,
+				 "DeepEP has no dispatch config for a tp x ep group of %u ranks "
+				 "(Buffer.get_dispatch_config: 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144 "
+				 "or 160)", (unsigned)mem_comm_deepep_ranks(j));
+	return bld_mul(b, b->expert_width, elem, &j->deepep_hidden_bytes, "DeepEP's bytes per token");
 }
 
 static enum mem_schedule schedule(struct bld *b)
@@ -455,7 +520,8 @@ static bool megatron_record(struct bld *b)
 	static const char *const keys[] = { "megatron.distributed_optimizer", "megatron.grad_reduce_in_bf16",
 					    "megatron.overlap_grad_reduce", "megatron.overlap_param_gather",
 					    "megatron.bucket_size", "megatron.recompute_modules",
-					    "megatron.cpu_offloading_num_layers", "megatron.cpu_offloading_activations" };
+					    "megatron.cpu_offloading_num_layers", "megatron.cpu_offloading_activations",
+					    "megatron.moe_token_dispatcher_type", "megatron.moe_flex_dispatcher_num_sms" };
 	struct value v;
 
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -545,7 +611,7 @@ static bool layout(struct bld *b, struct mem_job *j, int zero)
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
 	if (j->sharding == MEM_SHARD_ZERO1 && megatron_job(b, zero))
 		shard_name = "distributed optimizer";
-	if (!dp_shard(b, j) || !fsdp2_layout(b, j, &shard_name))
+	if (!dp_shard(b, j) || !fsdp2_layout(b, j, &shard_name) || !deepep_layout(b, j))
 		return false;
 	b->out->rep.sharding = shard_label(b, j, shard_name);
 	const char *ck = bound_sym(b, "checkpoint", "none");
@@ -759,6 +825,7 @@ static void nccl_conf(struct bld *b, struct mem_job *j)
 	j->nccl.local_ranks = j->gpus_per_node;
 	j->sequence_parallel = bound_u64(b, "sp", 1) > 1;
 	j->async_tp = key_bool(b, "parallel.async_tp", false);
+	j->tp_saves_gathered = check_tp_saves_gathered(b->cj);
 }
 
 static void overheads(struct bld *b, struct mem_job *j)
@@ -811,6 +878,7 @@ static void override_degrees(struct bld *b, struct env *e, struct env *base, con
 		env_bind(e, bld_intern(b, "etp"), etpv);
 	}
 	env_bind(e, bld_intern(b, "sp"), sp ? tpv : val_count(1, NO_LOC));
+	env_bind(e, bld_intern(b, "sp_in"), sp && !check_tp_saves_gathered(b->cj) ? tpv : val_count(1, NO_LOC));
 	if (ov->layout_free) {
 		env_bind(e, bld_intern(b, "dp"), val_count(1, NO_LOC));
 		return;
@@ -882,7 +950,7 @@ static void count(struct bld *real, struct env *env)
 {
 	struct bld b = *real;
 	struct env *e = env_new(real->ev, env);
-	static const char *const ones[] = { "tp", "sp", "ep", "etp", "cp", "pp" };
+	static const char *const ones[] = { "tp", "sp", "sp_in", "ep", "etp", "cp", "pp" };
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)
 		env_bind(e, bld_intern(real, ones[i]), val_count(1, NO_LOC));
@@ -891,6 +959,8 @@ static void count(struct bld *real, struct env *env)
 	b.params_total = b.params_trainable = 0;
 	b.blocks = NULL;
 	b.nblocks = b.capblocks = 0;
+	b.tie_srcs = NULL;
+	b.ntie_srcs = b.captie_srcs = 0;
 	b.reps = NULL;
 	b.nreps = b.capreps = 0;
 	walk(&b, e);
@@ -1125,7 +1195,8 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 /* The neutral job of `memc list`: every degree 1, one token. */
 static struct env *neutral_bindings(struct bld *b)
 {
-	static const char *const ones[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp", "vp" };
+	static const char *const ones[] = { "batch", "seq", "tgt", "tp", "sp", "sp_in", "cp", "ep", "etp", "pp", "dp",
+					    "vp" };
 	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
 					       { "kernels", "hf" }, { "loss", "standard" },
 					       { "cp_comm", "allgather" } };
@@ -1138,6 +1209,7 @@ static struct env *neutral_bindings(struct bld *b)
 	env_bind(e, bld_intern(b, "act"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("bf16") });
 	env_bind(e, bld_intern(b, "autocast"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "compile"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "async_tp"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "compile_loss"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }

@@ -427,12 +427,19 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	p->origin = t->stmt;
 	p->expert = has_attr(t, "expert");	/* states shard over the expert group */
 	b->experts |= p->expert;
+	if (p->expert && b->frame && b->frame->input_width > b->expert_width)
+		b->expert_width = b->frame->input_width;
 	all = param_weight(b, p, base, mult, quantised ? b->quant : dt, saved);
 	if (quantised)		/* loaded in 16 bits, quantised on the GPU (§5.4 loading) */
 		p->load_bytes = bld_bytes_x(b, dt, base, mult);
 	if (!frozen) {
 		train_bytes(b, p, base, mult, dt, t->ndims ? d_in : 1, d_out, t->ndims);
 		bld_add(b, &b->params_trainable, all, "the trainable parameter count");
+		/* autograd's gradient has the dtype the forward used: FSDP2's
+		 * gathered param_dtype, else the stored one (a tied use, build_job.c) */
+		bld_add(b, &bld_frame_top(b)->grad_made,
+			bld_bytes_x(b, b->fsdp2 && b->fsdp_param && dt->kind == DTYPE_FLOAT ? b->fsdp_param : dt,
+				    base, mult), "the gradient of a tied weight");
 	}
 	param_cast(b, p, quantised, linear, base, mult);
 	uint64_t copies = mult;

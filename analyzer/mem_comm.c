@@ -136,7 +136,11 @@ static uint64_t max_body_input(const struct mem_job *job)
  * throughout stands for them too. */
 uint64_t mem_comm_sp_buffer(const struct mem_job *job, bool *ovf)
 {
-	if (!job->sequence_parallel || job->tp < 2)
+	/* DTensor's Shard(1) all-gather (_functional_collectives.py
+	 * all_gather_tensor) gathers on dim 0 and cats along the sequence: the
+	 * dim-0 buffer beside the gathered input the Linear saves. AsyncTP's
+	 * fused_all_gather_matmul gathers in place (restride, no cat) */
+	if (!job->sequence_parallel || job->tp < 2 || (job->tp_saves_gathered && job->async_tp))
 		return 0;
 	return mem_round(job, mem_mul(ovf, max_body_input(job), job->tp));
 }
@@ -151,4 +155,108 @@ uint64_t mem_comm_symm_workspace(const struct mem_job *job, bool *ovf)
 	if (!job->async_tp || job->tp < 2)
 		return 0;
 	return mem_mul(ovf, max_body_input(job), 2);
+}
+
+/* deep_ep/buffer.py Buffer.get_dispatch_config / get_combine_config: per
+ * EP group size, (num_max_nvl_chunked_recv_tokens,
+ * num_max_rdma_chunked_send_tokens, num_max_rdma_chunked_recv_tokens) of
+ * each Config; the NVL send chunk does not size a buffer. */
+struct deepep_cfg {
+	uint32_t ranks;
+	uint32_t d_nvl_recv, d_rdma_send, d_rdma_recv;
+	uint32_t c_nvl_recv, c_rdma_send, c_rdma_recv;
+};
+
+static const struct deepep_cfg deepep_cfgs[] = {
+	{ 2, 256, 6, 128, 256, 6, 128 },    { 4, 256, 6, 128, 256, 6, 128 },
+	{ 8, 256, 6, 128, 256, 6, 128 },    { 16, 288, 20, 128, 288, 12, 128 },
+	{ 24, 288, 8, 128, 288, 8, 128 },   { 32, 288, 8, 128, 288, 8, 128 },
+	{ 48, 288, 8, 128, 288, 8, 128 },   { 64, 288, 8, 128, 288, 8, 128 },
+	{ 96, 480, 12, 128, 480, 8, 128 },  { 128, 560, 12, 128, 560, 8, 128 },
+	{ 144, 720, 12, 128, 720, 8, 128 }, { 160, 720, 12, 128, 720, 8, 128 },
+};
+
+/* csrc/kernels/configs.cuh NUM_MAX_NVL_PEERS, NUM_WORKSPACE_BYTES; the
+ * per-token metadata of config.hpp's hints: SourceMeta (2 ints), top-k
+ * indices and weights (kNumMaxTopK 128 x 4 B each), scales (kNumMaxScales
+ * 128 x 4 B), one int4. */
+#define DEEPEP_NVL_PEERS 8u
+#define DEEPEP_WORKSPACE (32ull << 20)
+#define DEEPEP_META_PER_TOKEN (8ull + 128 * 4 + 128 * 4 + 128 * 4 + 16)
+
+uint32_t mem_comm_deepep_ranks(const struct mem_job *job)
+{
+	uint64_t n = (uint64_t)job->ep * (job->etp ? job->etp : job->tp);
+
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+static const struct deepep_cfg *deepep_cfg(uint32_t ranks)
+{
+	for (size_t i = 0; i < sizeof deepep_cfgs / sizeof deepep_cfgs[0]; i++)
+		if (deepep_cfgs[i].ranks == ranks)
+			return &deepep_cfgs[i];
+	return NULL;
+}
+
+bool mem_comm_deepep_supported(uint32_t ranks)
+{
+	return deepep_cfg(ranks) != NULL;
+}
+
+static uint64_t align128(bool *ovf, uint64_t x)
+{
+	return mem_mul(ovf, x / 128 + (x % 128 != 0), 128);
+}
+
+/* csrc/config.hpp Config::get_nvl_buffer_size_hint (NVSHMEM compiled in). */
+static uint64_t deepep_nvl(bool *ovf, uint64_t hidden, uint32_t ranks, uint64_t ch, uint64_t recv)
+{
+	uint64_t nvl = ranks < DEEPEP_NVL_PEERS ? ranks : DEEPEP_NVL_PEERS;
+	uint64_t rdma = ranks / DEEPEP_NVL_PEERS ? ranks / DEEPEP_NVL_PEERS : 1;
+	uint64_t per = mem_mul(ovf, ch, nvl);
+	uint64_t x = mem_mul(ovf, per, (2 * rdma + 2) * 4);
+
+	return align128(ovf, mem_add(ovf, x, mem_mul(ovf, mem_mul(ovf, per, recv),
+						      mem_add(ovf, hidden, DEEPEP_META_PER_TOKEN))));
+}
+
+/* Config::get_rdma_buffer_size_hint: 0 within one node; the receive chunk
+ * is first rounded up to a multiple of the send chunk (Config's ctor). */
+static uint64_t deepep_rdma(bool *ovf, uint64_t hidden, uint32_t ranks, uint64_t ch, uint64_t send,
+			    uint64_t recv)
+{
+	uint64_t per, x;
+
+	if (ranks <= DEEPEP_NVL_PEERS)
+		return 0;
+	recv = (recv + send - 1) / send * send;
+	per = mem_mul(ovf, ch, ranks / DEEPEP_NVL_PEERS);
+	x = mem_mul(ovf, per, (DEEPEP_NVL_PEERS * 2 + 2) * 2 * 4);
+	x = mem_add(ovf, x, mem_mul(ovf, mem_mul(ovf, per, recv),
+				    mem_mul(ovf, mem_add(ovf, hidden, DEEPEP_META_PER_TOKEN), 2)));
+	return align128(ovf, mem_add(ovf, x, mem_mul(ovf, per, 2 * 8 * 2)));
+}
+
+/* Megatron-Core moe/fused_a2a.py get_buffer: the larger hint of the
+ * dispatch and the combine config; csrc/deep_ep.cpp Buffer::Buffer
+ * allocates the NVL buffer with its barrier signals and peer pointers (8 x
+ * (4 + 8 + 8) B), the workspace with cudaMalloc and the RDMA buffer from
+ * NVSHMEM's symmetric heap: none of it through PyTorch's allocator. */
+uint64_t mem_comm_deepep_bytes(const struct mem_job *job, bool *ovf)
+{
+	uint32_t n = mem_comm_deepep_ranks(job);
+	const struct deepep_cfg *c = deepep_cfg(n);
+	uint64_t h = job->deepep_hidden_bytes, ch = job->deepep_num_sms / 2, nvl, rdma;
+
+	if (!h || !c)
+		return 0;
+	nvl = deepep_nvl(ovf, h, n, ch, c->d_nvl_recv);
+	if (deepep_nvl(ovf, h, n, ch, c->c_nvl_recv) > nvl)
+		nvl = deepep_nvl(ovf, h, n, ch, c->c_nvl_recv);
+	rdma = deepep_rdma(ovf, h, n, ch, c->d_rdma_send, c->d_rdma_recv);
+	if (deepep_rdma(ovf, h, n, ch, c->c_rdma_send, c->c_rdma_recv) > rdma)
+		rdma = deepep_rdma(ovf, h, n, ch, c->c_rdma_send, c->c_rdma_recv);
+	nvl = mem_add(ovf, nvl, DEEPEP_NVL_PEERS * (4 + 8 + 8));
+	return mem_add(ovf, mem_add(ovf, nvl, DEEPEP_WORKSPACE), rdma);
 }

@@ -77,4 +77,14 @@ uint64_t mem_comm_sp_buffer(const struct mem_job *job, bool *ovf);
  * async_tp or with tp = 1). */
 uint64_t mem_comm_symm_workspace(const struct mem_job *job, bool *ovf);
 
+/* DeepEP's Buffer as Megatron-Core's flex dispatcher sizes it
+ * (fused_a2a.py get_buffer): the NVLink buffer, its 32 MiB workspace and,
+ * over more than 8 ranks, the NVSHMEM RDMA buffer, all outside the caching
+ * allocator (0 without job->deepep_hidden_bytes). */
+uint64_t mem_comm_deepep_bytes(const struct mem_job *job, bool *ovf);
+/* The tp x ep group DeepEP runs over, and whether Buffer.get_dispatch_config
+ * has a config for that many ranks. */
+uint32_t mem_comm_deepep_ranks(const struct mem_job *job);
+bool mem_comm_deepep_supported(uint32_t ranks);
+
 #endif /* MEMC_ANALYZER_MEM_COMM_H */

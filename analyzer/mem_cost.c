@@ -207,7 +207,7 @@ struct cost_key {
 	bool full, flat, body;
 };
 
-_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_job) == 416,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_job) == 432,
 	       "a new mem_job field: add it to struct cost_key if a parameter's cost reads it");
 
 /* One layer's cached cost: the key and a copy of the parameters it was
@@ -374,6 +374,9 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 	}
 	c->tfwd = mem_round(job, l->temp_fwd_bytes);
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
+	/* outside the cached part: the bytes come from another layer's param */
+	c->tied = mem_round(job, l->tied_grad_bytes);
+	c->tied_end = mem_round(job, l->tied_grad_end_bytes);
 	/* torchtune keeps the head and the loss out of OffloadActivations
 	 * (NoOpManager on the output); Unsloth offloads decoder-layer inputs */
 	if ((job->offload_activations || (job->offload_first && !plain)) && b->is_body &&

@@ -40,6 +40,8 @@ struct mem_cost {
 	uint64_t raw_w, raw_g, raw_s, numel, numel_trainable; /* unsharded, for explain */
 	uint64_t paged;		/* paged optimizer states (unified memory, §2.2) */
 	uint64_t host, nvme;	/* offloaded to host RAM / NVMe, this rank's share (§7) */
+	uint64_t tied, tied_end;	/* a tied weight's gradient held from this layer's
+					   backward / released after it (mem_layer) */
 	enum mem_component act;	/* MEM_C_ACTIVATIONS or MEM_C_LOGITS */
 	bool body;
 };
@@ -49,6 +51,7 @@ enum mem_sum_field {
 	S_CAST_KEEP, S_CAST_FWD, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
 	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED, S_STORED_OFF,
 	S_HELD, S_GACC, S_GACC_NB,	/* FSDP2 (mem_fsdp.c) */
+	S_TIED, S_TIED_END,		/* tied weights' held gradients (mem_timeline.c) */
 	S__COUNT
 };
 
@@ -85,6 +88,7 @@ struct mem_stage {
 	uint64_t max_unit_gath;		/* largest gathered body repeat */
 	uint64_t max_unit_held;		/* its part kept from forward to backward (FSDP2) */
 	uint64_t step_max;		/* largest one-at-a-time step temporary */
+	uint32_t index;			/* the stage's pp rank */
 };
 
 /* One analysis. */
@@ -269,5 +273,14 @@ uint32_t mem_chunks_per_stage(const struct mem_job *job);
  * logits: mem_extra_logits_in_flight), DualPipe(V) chunk by chunk. */
 uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
 		      uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus);
+/* torch.distributed.pipelining's PipelineStage (job->pp_stage_buffers):
+ * the receive buffers a stage keeps beyond the `chunks` in flight, and the
+ * stage outputs its fwd_cache holds for them (memory-model.md "Pipeline
+ * send/recv buffers"). */
+uint64_t mem_pp_recv_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
+uint64_t mem_pp_output_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
+/* ... and, at a later micro-batch, the input gradients its receive buffers
+ * hold (mem_pp_input_grad_bytes) */
+uint64_t mem_pp_input_grad_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
 
 #endif /* MEMC_ANALYZER_MEM_INTERNAL_H */

@@ -260,3 +260,65 @@ enum mem_dual_rule mem_pp_dual_rule(const struct mem_job *job)
 		return MEM_DUAL_MB_FEW;
 	return MEM_DUAL_OK;
 }
+
+/* The stage's input: what a pipeline stage receives and sends, one
+ * micro-batch of the first body layer's input ([b, s / tp, h] under
+ * sequence parallelism). */
+static uint64_t stage_io_bytes(const struct mem_job *job)
+{
+	for (size_t b = 0; b < job->nblocks; b++)
+		if (job->blocks[b].is_body && job->blocks[b].nlayers)
+			return mem_round(job, job->blocks[b].layers[0].input_bytes);
+	return 0;
+}
+
+/* torch/distributed/pipelining/stage.py PipelineStage._prepare_forward_infra
+ * makes one activation receive buffer per micro-batch for every stage but
+ * the first, _prepare_backward_infra one gradient receive buffer per
+ * micro-batch for every stage but the last; both stay allocated across
+ * steps. The buffers of the micro-batches in flight are the inputs their
+ * first layer saves anyway: only the others add. */
+uint64_t mem_pp_recv_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks)
+{
+	uint64_t m = job->micro_batches, v = mem_chunks_per_stage(job), act, grad;
+
+	if (!job->pp_stage_buffers || job->pp <= 1 || mem_pp_dual(job->schedule))
+		return 0;
+	act = mem_mul(ovf, m, v);
+	grad = act;
+	if (stage == 0)
+		act = mem_sub(act, m);
+	if (stage == job->pp - 1)
+		grad = mem_sub(grad, m);
+	return mem_mul(ovf, mem_add(ovf, mem_sub(act, chunks), grad), stage_io_bytes(job));
+}
+
+/* stage.py stage_backward returns each input's `.grad`: the gradient stays
+ * on its receive buffer until the next step's clear_runtime_states. A later
+ * micro-batch's backward, with `chunks` forwards in flight, follows the
+ * backwards of all the others that are not: those gradients are live (none
+ * on the first stage, whose input is the token ids). */
+uint64_t mem_pp_input_grad_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks)
+{
+	uint64_t m = job->micro_batches, act;
+
+	if (!job->pp_stage_buffers || job->pp <= 1 || mem_pp_dual(job->schedule))
+		return 0;
+	act = mem_mul(ovf, m, mem_chunks_per_stage(job));
+	if (stage == 0)
+		act = mem_sub(act, m);
+	return mem_mul(ovf, mem_sub(act, chunks), stage_io_bytes(job));
+}
+
+/* _PipelineStageBase.forward_one_chunk keeps each micro-batch's stage
+ * output in fwd_cache until its backward_one_chunk: one per chunk forward
+ * in flight, but the last stage's, which is the logits (the loss region).
+ * Under interleaving the last stage's other chunks still send theirs. */
+uint64_t mem_pp_output_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks)
+{
+	if (!job->pp_stage_buffers || job->pp <= 1 || mem_pp_dual(job->schedule))
+		return 0;
+	if (stage == job->pp - 1)
+		chunks = mem_chunks_per_stage(job) > 1 ? mem_sub(chunks, 1) : 0;
+	return mem_mul(ovf, chunks, stage_io_bytes(job));
+}

@@ -376,6 +376,23 @@ static void instant_forward(struct walk *w, const struct pos *p, struct instant 
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, false));
 }
 
+/* A tied weight's gradient from a later layer (the LM head), not yet in
+ * .grad: the engine keeps it in the weight's AccumulateGrad input buffer
+ * (engine.cpp evaluate_function, not_ready_) from that layer's backward
+ * until the weight's own layer's backward, whose gradient is added to it
+ * in place (input_buffer.cpp accumulate) before AccumulateGrad steals the
+ * sum: live through that backward too, beside the gradient it makes.  A
+ * stage without the weight's own layer (pipelined) holds none. */
+static uint64_t tied_held(const struct walk *w, const struct pos *p)
+{
+	const struct mem_sums *T = &w->st->total;
+	uint64_t made = mem_sub(T->v[S_TIED], pv(p, S_TIED));
+	uint64_t owners = mem_add(p->ovf, pv(p, S_TIED_END), p->c->tied_end);
+	uint64_t held = mem_sub(made, mem_sub(T->v[S_TIED_END], owners));
+
+	return held < owners ? held : owners;
+}
+
 /* Backward of the current layer, or (remat) the re-run of its forward. */
 static void instant_backward(struct walk *w, const struct pos *p, bool remat, struct instant *in)
 {
@@ -392,6 +409,7 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 	if (full)
 		put_buf(w, v, MEM_B_CASTS, mem_sub(pv(p, S_CAST_FWD), p->U.v[S_CAST_FWD]));
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, true));
+	put(w, v, MEM_C_GRADIENTS, tied_held(w, p));
 	in->after = add_grads(w, p, v, remat);
 }
 
@@ -653,6 +671,10 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 		put(w, b, MEM_C_GRADIENTS, T->v[S_GFIN]);
 	put_buf(w, b, MEM_B_BUCKETS, T->v[S_BUCKET]);
 	put_buf(w, b, MEM_B_BUCKETS, mem_comm_sp_buffer(job, o));
+	put_buf(w, b, MEM_B_BUCKETS, mem_add(o, mem_pp_recv_bytes(o, job, w->st->index, chunks),
+					    mem_pp_output_bytes(o, job, w->st->index, chunks)));
+	if (s->accumulating)
+		put_buf(w, b, MEM_B_BUCKETS, mem_pp_input_grad_bytes(o, job, w->st->index, chunks));
 	if (m == MEM_SHARD_ZERO3)
 		put_buf(w, b, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
 	if (s->accumulating)

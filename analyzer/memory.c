@@ -66,6 +66,8 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_NVME] = mem_add(ovf, v[S_NVME], c->nvme);
 	v[S_PAGED] = mem_add(ovf, v[S_PAGED], c->paged);
 	v[S_STORED_OFF] = mem_add(ovf, v[S_STORED_OFF], c->stored_off);
+	v[S_TIED] = mem_add(ovf, v[S_TIED], c->tied);
+	v[S_TIED_END] = mem_add(ovf, v[S_TIED_END], c->tied_end);
 	mem_fsdp_add_sums(ovf, s, c);
 }
 
@@ -470,8 +472,9 @@ static uint64_t nccl_bytes(struct mem_ctx *cx, uint32_t *ncomms)
 	if (ncomms)
 		*ncomms = n;
 	/* the symmetric-memory workspace is cuMem as well: outside the allocator */
-	return mem_add(&cx->ovf, mem_comm_total(cx->job, g, n, &cx->ovf),
-		       mem_comm_symm_workspace(cx->job, &cx->ovf));
+	return mem_add(&cx->ovf, mem_add(&cx->ovf, mem_comm_total(cx->job, g, n, &cx->ovf),
+					 mem_comm_symm_workspace(cx->job, &cx->ovf)),
+		       mem_comm_deepep_bytes(cx->job, &cx->ovf));
 }
 
 /* Device memory the caching allocator does not own (§5.3.2-5.3.3). */
@@ -620,6 +623,9 @@ static void persistent(struct mem_ctx *cx, const struct mem_stage *st, struct me
 						       mem_round(job, job->zero_reduce_bucket_bytes));
 	k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
 					       mem_comm_sp_buffer(job, &cx->ovf));
+	/* every receive buffer, none of them counted as in flight */
+	k->persistent[MEM_C_BUFFERS] = mem_add(&cx->ovf, k->persistent[MEM_C_BUFFERS],
+					       mem_pp_recv_bytes(&cx->ovf, job, st->index, 0));
 }
 
 /* The group is named by size where it is not plain dp (cp inside it,
@@ -728,6 +734,7 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	memset(&w, 0, sizeof(w));
 	memset(k, 0, sizeof(*k));
 	in_flight(job, i, &a, &b);
+	st->index = i;
 	mem_walk_stage(cx, st, a, b, &w);
 	k->stage = i;
 	k->nstages = 1;

@@ -201,6 +201,12 @@ struct mem_layer {
 	/* optional, the same for the temporaries (sum: temp_fwd/bwd_bytes) */
 	const uint64_t *temp_fwd_parts, *temp_bwd_parts;
 	size_t ntemp_fwd_parts, ntemp_bwd_parts;
+	/* a weight tied to an earlier layer's (the LM head reading the token
+	 * embedding's): the gradient this layer makes of it, held in the
+	 * weight's AccumulateGrad input buffer from this layer's backward
+	 * until the earlier layer's (0: frozen); on that earlier layer, the
+	 * bytes whose hold its backward ends (docs/memory-model.md) */
+	uint64_t tied_grad_bytes, tied_grad_end_bytes;
 };
 
 /* Under data.padding = longest: the share of a layer's saves_bytes,
@@ -294,6 +300,15 @@ struct mem_job {
 	bool sequence_parallel;		/* Megatron SP: the gathered input lives in the global
 					   memory buffer (mem_comm_sp_buffer) */
 	bool async_tp;			/* torch symmetric-memory workspace per tp group */
+	bool tp_saves_gathered;		/* torch's DTensor plan (a job with fsdp2 keys): the
+					   column-parallel Linears save the gathered input */
+	/* Megatron's flex dispatcher (moe_token_dispatcher_type = flex): DeepEP's
+	   Buffer over the tp x ep group, sized for get_hidden_bytes (mem_comm.c);
+	   0 = none */
+	uint64_t deepep_hidden_bytes;
+	uint32_t deepep_num_sms;	/* Buffer.num_sms (moe_flex_dispatcher_num_sms, 20) */
+	bool pp_stage_buffers;		/* torch.distributed.pipelining's PipelineStage: receive
+					   buffers per micro-batch, outputs kept to backward */
 	double frag_factor;		/* reserved/allocated; 0 = 1.10 (§5.3.4); else >= 1 */
 	bool alloc_replay;		/* reserved from the caching-allocator replay (§5.4) */
 	uint64_t alloc_max_split_bytes;	/* PYTORCH_CUDA_ALLOC_CONF max_split_size; 0 = unset */

@@ -59,6 +59,9 @@ bool check_tensor_answers_to(const struct stmt *s, const char *name);
 const char *check_train_key(size_t i);
 /* The value of @key in @job, or false if it was not given. */
 bool check_job_field(const struct check_job *job, const char *key, struct value *out);
+/* Whether the job's tensor-parallel Linears save their gathered input (the
+ * `sp_in` binding is 1 then): torch's DTensor plan, a job with fsdp2 keys. */
+bool check_tp_saves_gathered(const struct check_job *job);
 /* fp8 { }: whether the job has it; "transformer_engine" or "torchao"; the
  * recipe, defaults applied. */
 bool check_fp8_on(const struct check_job *job);

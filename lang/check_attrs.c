@@ -17,23 +17,16 @@
 #include "lang/scope.h"
 #include "lang/strbuf.h"
 
-/* The attribute words; those with arguments have checks of their own. */
-enum tensor_word { TW_HF, TW_OP, TW_RECOMPUTE, TW_SHARED_DROPOUT, TW_INPUT_OF };
+static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
+					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
+					    "shared_dropout", "input_of", "fp8_copy", "tied", NULL };
 
-static const char *const tensor_words[] = {
-	[TW_HF] = "hf", [TW_OP] = "op", [TW_RECOMPUTE] = "recompute", [TW_SHARED_DROPOUT] = "shared_dropout",
-	[TW_INPUT_OF] = "input_of",
-	"linear", "for_grad", "forward", "backward", "loss", "grouped", "paged", "expert", "adaptable", NULL,
-};
-
-/* The index of @name in tensor_words, or -1. Every tensor of every walk
- * asks, so the first byte is compared before the rest. */
-static int word_index(const char *name)
+static bool is_word(const char *name)
 {
-	for (int i = 0; tensor_words[i]; i++)
-		if (tensor_words[i][0] == name[0] && !strcmp(tensor_words[i], name))
-			return i;
-	return -1;
+	for (const char *const *w = tensor_words; *w; w++)	/* the first byte rejects most */
+		if ((*w)[0] == name[0] && !strcmp(*w, name))
+			return true;
+	return false;
 }
 
 /* hf(q_proj, ...): the Hugging Face / PEFT names of a parameter, for
@@ -97,38 +90,68 @@ static void check_shared_dropout(struct eval *ev, const struct stmt *s, const st
 		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "shared_dropout marks a param, without arguments");
 }
 
+/* An attribute of a saves tensor naming the Linears that read it:
+ * @name(param, ...). */
+static void check_saves_params(struct eval *ev, const struct stmt *s, const struct attr *a, const char *name)
+{
+	if (s->tensor.kind != TENSOR_SAVES || !a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "%s(param, ...) marks a saves tensor", name);
+	for (const struct arg *x = a->args; x; x = x->next)
+		if (x->name || x->value->kind != EXPR_NAME)
+			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "%s() takes param names", name);
+}
+
 /* input_of(p, ...): a save that is also the input of these Linears (their
  * 4-bit matmuls keep it in the graph, qlora save_input), of a saves. */
 static void check_input_of(struct eval *ev, const struct stmt *s, const struct attr *a)
 {
-	if (s->tensor.kind != TENSOR_SAVES || !a->args)
-		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "input_of(param, ...) marks a saves tensor");
-	for (const struct arg *x = a->args; x; x = x->next)
-		if (x->name || x->value->kind != EXPR_NAME)
-			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "input_of() takes param names");
+	check_saves_params(ev, s, a, "input_of");
 	for (const struct attr *o = s->tensor.attrs; o; o = o->next)
 		if (!strcmp(o->name, "for_grad"))
 			eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "a for_grad(...) save already follows its "
 				   "params: drop input_of(...)");
 }
 
+/* tied(embedding): the save is the input of a matmul with an earlier
+ * layer's weight (a tied LM head), whose gradient autograd then holds
+ * until that layer's backward (build.c, memory-model.md).  The layer is
+ * named, not resolved: the head's file need not import it. */
+static void check_tied(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	const struct arg *x = a->args;
+
+	if (s->tensor.kind != TENSOR_SAVES || !x || x->next || x->name || x->value->kind != EXPR_NAME)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "tied(layer) marks a saves tensor with the "
+			   "one layer whose weight it multiplies, such as tied(embedding)");
+}
+
+/* fp8_copy(o, ...): a save that the named FP8 Linears read as their input
+ * and quantise, saving the quantised copy beside it (the out-projection
+ * reading the flash output that attention keeps). */
+static void check_fp8_copy(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	check_saves_params(ev, s, a, "fp8_copy");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
-		int w = word_index(a->name);
-
-		if (w == TW_HF)
+		if (!strcmp(a->name, "hf"))
 			check_hf(ev, t->stmt, a);
-		else if (w == TW_OP)
+		if (!strcmp(a->name, "op"))
 			check_op(ev, t->stmt, a);
-		else if (w == TW_RECOMPUTE)
+		if (!strcmp(a->name, "recompute"))
 			check_recompute(ev, t->stmt, a);
-		else if (w == TW_SHARED_DROPOUT)
+		if (!strcmp(a->name, "shared_dropout"))
 			check_shared_dropout(ev, t->stmt, a);
-		else if (w == TW_INPUT_OF)
+		if (!strcmp(a->name, "input_of"))
 			check_input_of(ev, t->stmt, a);
-		if (w >= 0)
+		if (!strcmp(a->name, "fp8_copy"))
+			check_fp8_copy(ev, t->stmt, a);
+		if (!strcmp(a->name, "tied"))
+			check_tied(ev, t->stmt, a);
+		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
 		struct value v = eval_expr(ev, t->env, &name);
@@ -140,7 +163,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 		const char *s = dtype_suggest(a->name);
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
-			  "for_grad(...), op(...), recompute(...), shared_dropout, input_of(...), forward, backward, loss, "
+			  "for_grad(...), fp8_copy(...), op(...), recompute(...), shared_dropout, input_of(...), "
+			  "tied(...), forward, backward, loss, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }
@@ -153,7 +177,7 @@ static void static_tensor(void *ctx, const struct walk_tensor *t)
 /* Unknown bindings for a template that no job instantiates. */
 static struct env *unknown_job(struct eval *ev)
 {
-	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "cp", "ep", "etp", "pp", "dp",
+	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "sp_in", "cp", "ep", "etp", "pp", "dp",
 					      "vp", "numel", "rows", "cols", "rank" };
 	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss", "cp_comm" };
 	struct env *e = env_new(ev, NULL);
@@ -171,6 +195,7 @@ static struct env *unknown_job(struct eval *ev)
 
 	env_bind(e, intern_cstr(ev->interner, "autocast"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile"), ac);
+	env_bind(e, intern_cstr(ev->interner, "async_tp"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);

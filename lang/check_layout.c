@@ -136,6 +136,24 @@ static void layout_not_divisible(struct eval *ev, struct check_job *j, struct lo
 	j->ok = false;
 }
 
+/* A job with an fsdp2 record runs torch's own tensor parallelism: DTensor's
+ * ColwiseParallel behind PrepareModuleInput(desired_input_layouts=
+ * Replicate()) gathers the sequence-parallel input before the Linear, whose
+ * backward saves the gathered input (torchtitan's apply_tp); Megatron-Core
+ * and Transformer Engine save the shard and gather again in backward. */
+bool check_tp_saves_gathered(const struct check_job *j)
+{
+	static const char *const keys[] = { "fsdp2.reshard_after_forward", "fsdp2.reshard_after_forward_policy",
+					    "fsdp2.param_dtype", "fsdp2.reduce_dtype",
+					    "fsdp2.requires_gradient_sync", "fsdp2.root_unit" };
+	struct value v;
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (check_job_field(j, keys[i], &v))
+			return true;
+	return false;
+}
+
 /* dp = gpus / (tp * pp * cp): the layout must divide the cluster. */
 static void layout(struct eval *ev, struct check_job *j, struct env *e)
 {
@@ -172,6 +190,14 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 	bind(ev, e, "ep", ep);
 	bind(ev, e, "vp", vp);
 	bind(ev, e, "sp", sp ? tp : val_count(1, j->decl->name_loc));
+	bind(ev, e, "sp_in", sp && !check_tp_saves_gathered(j) ? tp : val_count(1, j->decl->name_loc));
+	bool atp = false;
+	struct value av;
+
+	if (check_job_field(j, "parallel.async_tp", &av))
+		eval_to_bool(ev, av, "async_tp", &atp);
+	bind(ev, e, "async_tp", (struct value){ .kind = VAL_BOOL, .b = atp, .loc = j->decl->name_loc,
+						.origin = j->decl->name_loc });
 	bind(ev, e, "dp", val_count(dp, gpus.loc));
 }
 

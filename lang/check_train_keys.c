@@ -83,6 +83,8 @@ static const struct field_spec megatron_fields[] = {
 	{ "overlap_grad_reduce", "bool", false }, { "overlap_param_gather", "bool", false },
 	{ "bucket_size", "count", false }, { "recompute_modules", "list", false },
 	{ "cpu_offloading_num_layers", "count", false }, { "cpu_offloading_activations", "bool", false },
+	{ "moe_token_dispatcher_type", "enum:alltoall|flex", false },
+	{ "moe_flex_dispatcher_num_sms", "count", false },
 	{ NULL, NULL, false },
 };
 /* FP8 training: Transformer Engine / Megatron-Core / torchao names (check_fp8.c). */

@@ -166,7 +166,19 @@ struct env {
 	struct env *parent;
 	struct binding *first, **tail;
 	struct eval *ev;
+	uint64_t names;		/* name_bit() of every name bound here */
 };
+
+/* A bit per name, from its interned address: a lookup skips each frame
+ * whose bits rule the name out. Most lookups are of global names (dtypes,
+ * units, declarations) that no frame binds, and the static walk's job
+ * frame, two dozen bindings, is the ancestor of every frame of its walk. */
+static inline uint64_t name_bit(const char *name)
+{
+	uintptr_t p = (uintptr_t)name;
+
+	return (uint64_t)1 << ((p >> 4 ^ p >> 10) & 63);
+}
 
 struct env *env_new(struct eval *ev, struct env *parent)
 {
@@ -196,12 +208,15 @@ void env_bind(struct env *e, const char *name, struct value v)
 	b->v = v;
 	*e->tail = b;
 	e->tail = &b->next;
+	e->names |= name_bit(name);
 }
 
 bool env_lookup(const struct env *e, const char *name, struct value *out)
 {
+	uint64_t bit = name_bit(name);
+
 	for (; e; e = e->parent)
-		for (const struct binding *b = e->first; b; b = b->next)
+		for (const struct binding *b = e->names & bit ? e->first : NULL; b; b = b->next)
 			if (b->name == name) {
 				*out = b->v;
 				return true;

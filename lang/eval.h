@@ -78,6 +78,9 @@ struct value eval_instantiate(struct eval *ev, struct env *env, const struct dec
  * evaluated when they exist): how the checker sees an unused template. */
 struct value eval_instantiate_unknown(struct eval *ev, const struct decl *d);
 
+/* Whether @v is of the parameter type @type, without reporting: the cheap
+ * test before a caller formats the @what of eval_is_type(). */
+bool eval_matches_type(const struct value *v, const char *type);
 /* Type checks with reporting; @what names the thing ("'memory'"). */
 bool eval_is_type(struct eval *ev, struct value v, const char *type, const char *what, struct loc at);
 bool eval_to_u64(struct eval *ev, struct value v, const char *what, uint64_t *out);

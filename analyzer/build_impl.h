@@ -223,6 +223,8 @@ void bld_layer_close(struct bld *b, struct frame *f);
 void bld_repeat_enter(struct bld *b, struct value count, uint64_t n);
 void bld_repeat_leave(struct bld *b, const struct stmt *s);
 void bld_repeat_next(struct bld *b);
+/* Equal neighbouring blocks (the walk's passes) joined again, into @j. */
+void bld_merge_blocks(struct bld *b, struct mem_job *j);
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out);
 bool bld_setup_precision(struct bld *b, struct value precision);

@@ -76,21 +76,25 @@ static const uint64_t *layer_parts(struct bld *b, const struct bld_parts *own,
  * until the earlier layer's backward (memory-model.md "Tied weights").
  * The latest instance of that layer before this one is the weight's;
  * none, or a frozen one, holds nothing. */
+const struct bld_tie_src *bld_tie_source(const struct bld *b, const char *name)
+{
+	for (size_t i = b->ntie_srcs; name && i-- > 0;)
+		if (!strcmp(b->tie_srcs[i].name, name))
+			return &b->tie_srcs[i];
+	return NULL;
+}
+
 static void tie_layer(struct bld *b, const struct frame *f)
 {
 	struct mem_layer *l = &b->layers[b->nlayers - 1];
+	const struct bld_tie_src *t = bld_tie_source(b, f->tied_to);
 
-	for (size_t i = b->ntie_srcs; f->tied_to && i-- > 0;) {
-		const struct bld_tie_src *t = &b->tie_srcs[i];
-
-		if (strcmp(t->name, f->tied_to))
-			continue;
+	if (t) {
 		/* a block's layers are this build's own arena array (open_block) */
 		struct mem_layer *owner = (struct mem_layer *)(uintptr_t)&b->blocks[t->block].layers[t->layer];
 
 		l->tied_grad_bytes = t->grad_made;
 		bld_add(b, &owner->tied_grad_end_bytes, t->grad_made, "the gradient of a tied weight");
-		break;
 	}
 	ARENA_GROW(b->arena, b->tie_srcs, b->ntie_srcs, b->captie_srcs);
 	b->tie_srcs[b->ntie_srcs++] = (struct bld_tie_src){ l->name, b->nblocks - 1, b->nlayers - 1,

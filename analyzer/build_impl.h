@@ -223,6 +223,9 @@ void bld_layer_close(struct bld *b, struct frame *f);
 void bld_repeat_enter(struct bld *b, struct value count, uint64_t n);
 void bld_repeat_leave(struct bld *b, const struct stmt *s);
 void bld_repeat_next(struct bld *b);
+/* The latest closed top-level instance of layer @name (a tied(layer)'s
+ * weight); NULL if none. */
+const struct bld_tie_src *bld_tie_source(const struct bld *b, const char *name);
 /* Equal neighbouring blocks (the walk's passes) joined again, into @j. */
 void bld_merge_blocks(struct bld *b, struct mem_job *j);
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,

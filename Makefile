@@ -72,12 +72,23 @@ IMPORT_LIBS  = $(shell $(PKG_CONFIG) --libs jansson yaml-0.1 2>/dev/null || echo
 LIBS         = $(if $(filter /%,$(UNISTRING_A)),$(UNISTRING_A),-lunistring) -lm $(IMPORT_LIBS)
 # Deferred (=): evaluated only when a test is linked, after `make deps`.
 CMOCKA       = $(shell $(PKG_CONFIG) --cflags --libs cmocka)
+# memc itself is linked -static-pie when the C library's archive is
+# installed: loading and relocating libc, libm, jansson and libyaml was a
+# sixth of a `memc report` (docs/architecture.md "Startup"). PIE is kept
+# (ASLR); nothing memc calls needs the dynamic loader (no NSS, iconv or
+# dlopen: the link would warn). STATIC=0 links it dynamically. Sanitizer
+# builds and the unit tests stay dynamic; $(B)/memc-dyn, the same objects
+# linked dynamically, is what `make valgrind` runs, since valgrind cannot
+# follow malloc inside a static binary.
+STATIC      ?= 1
+LIBC_A      := $(if $(filter 1,$(STATIC)),$(if $(filter 0,$(SAN)),$(shell $(CC) -print-file-name=libc.a)))
+MEMC_LDFLAGS := $(if $(filter /%,$(LIBC_A)),-static-pie)
 
 # ---- sources ---------------------------------------------------------------
 
 PARSER_Y := $(wildcard lang/parser.y)
 LEXER_L  := $(wildcard lang/lexer.l)
-GEN_C    := $(if $(PARSER_Y),$(B)/lang/parser.tab.c) $(if $(LEXER_L),$(B)/lang/lexer.c)
+GEN_C    := $(if $(PARSER_Y),$(B)/lang/parser.tab.c $(B)/lang/parser_nolac.tab.c) $(if $(LEXER_L),$(B)/lang/lexer.c)
 GEN_H    := $(if $(PARSER_Y),$(B)/lang/parser.tab.h) $(if $(LEXER_L),$(B)/lang/lexer.h)
 GEN_OBJS := $(GEN_C:.c=.o)
 
@@ -86,12 +97,22 @@ ANALYZER_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard analyzer/*.c analyzer/*/*.c)
 # The SARIF rules' help text, generated from docs/diagnostics.md.
 DIAG_HELP_C   := $(B)/gen/diag_help.c
 ANALYZER_OBJS += $(DIAG_HELP_C:.c=.o)
+# The stdlib files that check clean on their own, with their digests
+# (analyzer/cmd/stdlib_digests.h): memc-stage, memc with an empty table,
+# decides; a change to any object can change what is clean, so it is
+# redone after each (docs/architecture.md "The stdlib, verified at build
+# time").
+STDLIB_SRCS   := $(wildcard stdlib/*.mem stdlib/*/*.mem stdlib/*/*/*.mem)
+DIGESTS_C     := $(B)/gen/stdlib_digests.c
+STAGE_OBJS    := $(ANALYZER_OBJS) $(B)/tools/stdlib-digests-none.o
+ANALYZER_OBJS += $(DIGESTS_C:.c=.o)
 # Everything the unit tests link: the analyzer without its main().
 ANALYZER_LIB_OBJS := $(filter-out $(B)/analyzer/main.o,$(ANALYZER_OBJS))
 UNIT_TESTS    := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 
 LIBLANG  := $(B)/liblang.a
 MEMC     := $(B)/$(PROG)
+MEMC_DYN := $(B)/$(PROG)-dyn
 # Without analyzer/main.c there is no program yet, only the library.
 ALL_TARGETS := $(LIBLANG) $(if $(wildcard analyzer/main.c),$(MEMC))
 
@@ -109,7 +130,7 @@ all: $(ALL_TARGETS)
 # Objects depend on the exact compiler command line, so changing PREFIX (or
 # CFLAGS) rebuilds them (git's GIT-CFLAGS trick).
 FLAGS_FILE := $(B)/.build-flags
-BUILD_CMD = $(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(LIBS)
+BUILD_CMD = $(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(LIBS) $(MEMC_LDFLAGS)
 $(FLAGS_FILE): FORCE
 	@mkdir -p $(@D)
 	@echo '$(subst ','\'',$(BUILD_CMD))' | cmp -s - $@ || \
@@ -136,6 +157,14 @@ $(B)/lang/parser.tab.c $(B)/lang/parser.tab.h &: lang/parser.y
 	@mkdir -p $(@D)
 	$(BISON) -Wall -Werror -d -o $(B)/lang/parser.tab.c $<
 
+# The same grammar without lookahead correction, for text that checked
+# clean at build time (lang/parse.h parse_file_range_clean); its one
+# external symbol renamed.
+$(B)/lang/parser_nolac.tab.c: lang/parser.y
+	@mkdir -p $(@D)
+	$(BISON) -Wall -Werror -Fparse.lac=none -o $@ $<
+$(B)/lang/parser_nolac.tab.o: ALL_CPPFLAGS += -Dyyparse=parse_yyparse_nolac
+
 $(B)/lang/lexer.c $(B)/lang/lexer.h &: lang/lexer.l $(if $(PARSER_Y),$(B)/lang/parser.tab.h)
 	@mkdir -p $(@D)
 	$(FLEX) --header-file=$(B)/lang/lexer.h -o $(B)/lang/lexer.c $<
@@ -155,7 +184,23 @@ $(LIBLANG): $(LANG_OBJS) $(GEN_OBJS)
 # Objects before the archive: the linker resolves an archive's symbols only
 # for objects that appear to its left.
 $(MEMC): $(ANALYZER_OBJS) $(LIBLANG) $(FLAGS_FILE)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) $(MEMC_LDFLAGS) -o $@ $(ANALYZER_OBJS) $(LIBLANG) $(LIBS)
+
+$(MEMC_DYN): $(ANALYZER_OBJS) $(LIBLANG) $(FLAGS_FILE)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(ANALYZER_OBJS) $(LIBLANG) $(LIBS)
+
+$(B)/memc-stage: $(STAGE_OBJS) $(LIBLANG) $(FLAGS_FILE)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $(STAGE_OBJS) $(LIBLANG) $(LIBS)
+
+$(B)/stdlib-digest: tools/stdlib-digest.c $(LIBLANG) $(FLAGS_FILE) | $(GEN_H)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBLANG) $(LIBS)
+
+$(DIGESTS_C): tools/gen-stdlib-digests.sh $(B)/memc-stage $(B)/stdlib-digest $(STDLIB_SRCS)
+	@mkdir -p $(@D)
+	tools/gen-stdlib-digests.sh $(B)/memc-stage $(B)/stdlib-digest stdlib > $@.tmp && mv $@.tmp $@
+
+$(DIGESTS_C:.c=.o): $(DIGESTS_C) $(FLAGS_FILE) | $(GEN_H)
+	$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 $(B)/tests/test_%: tests/unit/test_%.c $(ANALYZER_LIB_OBJS) $(LIBLANG) $(FLAGS_FILE) | $(GEN_H)
 	@mkdir -p $(@D)
@@ -217,9 +262,9 @@ update-golden: all
 
 # Leaks of kind "definite" or "indirect" fail the case: with one arena per
 # run there should be none.
-valgrind: all
+valgrind: all $(MEMC_DYN)
 	@MEMC_WRAP="$(VALGRIND) -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect" \
-		MEMC_COUNTS=$(COUNTS) MEMC_SUITE_NAME=valgrind tests/run-golden.sh $(MEMC)
+		MEMC_COUNTS=$(COUNTS) MEMC_SUITE_NAME=valgrind tests/run-golden.sh $(MEMC_DYN)
 
 check-asan:
 	@$(MAKE) --no-print-directory B=build-asan SAN=1 COUNTS=$(COUNTS) check-unit check-golden

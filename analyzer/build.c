@@ -455,8 +455,18 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 	const struct attr *io = find_attr(t->stmt, "input_of");
 	const struct attr *tied = find_attr(t->stmt, "tied");
 
-	if (tied && tied->args && tied->args->value->kind == EXPR_NAME)
-		bld_frame_top(b)->tied_to = tied->args->value->name.name;
+	if (tied && tied->args && tied->args->value->kind == EXPR_NAME) {
+		const char *to = tied->args->value->name.name;
+		const struct bld_tie_src *src = bld_tie_source(b, to);
+
+		bld_frame_top(b)->tied_to = to;
+		/* the matmul keeps its input only for the weight's gradient (mm's
+		 * backward: grad_W = grad_out^T x; grad_x needs W alone), as an
+		 * untied head's for_grad(weight) save: a frozen tied weight (LoRA,
+		 * freeze) keeps no input */
+		if (src && !src->grad_made)
+			return;
+	}
 	if (fg && b->frame)
 		add_pending(b->frame, fg->args, bytes, loss, false);
 	else

@@ -67,6 +67,11 @@ struct build {
 bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, const struct build_override *ov,
 	       bool quiet, struct build *out);
 
+/* The builder's walks kept per compilation (analyzer/model/build_cache.c):
+ * hits and misses so far; off, every walk is made (the tests compare). */
+void build_cache_stats(struct eval *ev, unsigned long *hits, unsigned long *misses);
+void build_cache_enable(struct eval *ev, bool on);
+
 /* Exact parameter count of a model instance with tp = ep = 1, tied
  * weights once (memc list). */
 bool build_count_params(struct eval *ev, struct arena *a, struct value model, uint64_t *total);

@@ -192,6 +192,12 @@ struct bld {
 
 extern const struct walk_ops bld_ops;
 
+/* analyzer/model/build_cache.c: the walk of an earlier job that read the
+ * same values, restored into @b (true); else false, and bld_cache_put()
+ * after the walk keeps it if the walk failed nothing and reported nothing. */
+bool bld_cache_find(struct bld *b);
+void bld_cache_put(const struct bld *b);
+
 const char *bld_intern(struct bld *b, const char *s);
 bool bld_is_tensor_word(const char *name);
 void bld_overflow(struct bld *b, const char *what, const struct value *extra);
@@ -218,6 +224,11 @@ void bld_layer_close(struct bld *b, struct frame *f);
 void bld_repeat_enter(struct bld *b, struct value count, uint64_t n);
 void bld_repeat_leave(struct bld *b, const struct stmt *s);
 void bld_repeat_next(struct bld *b);
+/* The latest closed top-level instance of layer @name (a tied(layer)'s
+ * weight); NULL if none. */
+const struct bld_tie_src *bld_tie_source(const struct bld *b, const char *name);
+/* Equal neighbouring blocks (the walk's passes) joined again, into @j. */
+void bld_merge_blocks(struct bld *b, struct mem_job *j);
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out);
 bool bld_setup_precision(struct bld *b, struct value precision);

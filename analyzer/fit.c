@@ -17,6 +17,7 @@
 #include "analyzer/cmd/fit_impl.h"
 #include "analyzer/fit.h"
 #include "analyzer/memory.h"
+#include "analyzer/cmd/stdlib_digests.h"
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/check.h"
@@ -175,7 +176,8 @@ static void load_gpus(struct fit_memo *m)
 	struct interner *in = interner_new(m->arena);
 	struct src_table *src = src_table_new(m->arena);
 	struct diag_engine *de = diag_new(m->arena, src, NULL);
-	struct import_opts io = { .dirs = m->opts->dirs, .ndirs = m->opts->ndirs, .stdlib_dir = m->stdlib };
+	struct import_opts io = { .dirs = m->opts->dirs, .ndirs = m->opts->ndirs, .stdlib_dir = m->stdlib,
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
 
 	src_set_overlay(src, m->path, own, len);
 	struct program *p = import_load_many(m->arena, in, src, de, &m->path, 1, &io);

@@ -20,6 +20,7 @@
 #include "lang/source.h"
 
 struct arena;
+struct stdlib_decl;
 
 enum expr_kind {
 #define EXPR(kind, example) EXPR_##kind,
@@ -179,6 +180,10 @@ struct file_ast {
 	unsigned nerrors;		/* syntax errors reported while parsing it */
 	bool stdlib;			/* found in the stdlib: its names yield to the user's
 					   (scope.h); set by the checker before the scope */
+	bool verified;			/* byte for byte a stdlib file that checked clean
+					   when memc was built (import.h); set by the importer */
+	const struct stdlib_decl *index;	/* then its build-time prescan, one entry
+						   per declaration in order (import.h) */
 };
 
 extern const char *const ast_expr_kind_name[EXPR__COUNT];

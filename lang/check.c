@@ -51,7 +51,7 @@ static const struct range_spec precision_ranges[] = { { "weight_copies", RANGE_N
 enum check_range check_range_of(const struct range_spec *t, const char *key)
 {
 	for (; t->key; t++)
-		if (!strcmp(t->key, key))
+		if (t->key[0] == key[0] && !strcmp(t->key, key))
 			return t->range;
 	return RANGE_ANY;
 }
@@ -60,7 +60,7 @@ enum check_range check_range_of(const struct range_spec *t, const char *key)
 bool check_duplicate_field(struct eval *ev, const struct field *first, const struct field *f)
 {
 	for (const struct field *g = first; g && g != f; g = g->next)
-		if (!strcmp(g->name, f->name)) {
+		if (g->name[0] == f->name[0] && !strcmp(g->name, f->name)) {
 			diag_note(eval_error(ev, DIAG_DUPLICATE_FIELD, f->name_loc, "'%s' is set twice", f->name),
 				  g->name_loc, "first set here");
 			return true;
@@ -84,8 +84,9 @@ void check_list_add(char *buf, size_t n, const char *name)
 
 const struct field_spec *check_spec_find(const struct field_spec *specs, const char *name)
 {
+	/* the first byte before strcmp(): tables are searched per key of every record and job */
 	for (; specs->name; specs++)
-		if (!strcmp(specs->name, name))
+		if (specs->name[0] == name[0] && !strcmp(specs->name, name))
 			return specs;
 	return NULL;
 }
@@ -168,29 +169,53 @@ bool check_value_type(struct eval *ev, struct value v, const char *type, const c
 	return eval_is_type(ev, v, type, what, v.loc);
 }
 
+/* Whether check_value_type() and check_range() both pass, without
+ * reporting: a record's message words are formatted only for a field
+ * that fails (every field of every reached gpu and precision is checked). */
+static bool field_ok(struct value v, const char *type, enum check_range r)
+{
+	if (!strcmp(type, "dtype?"))
+		type = v.kind == VAL_NONE ? "any" : "dtype";
+	return eval_matches_type(&v, type) && (v.kind != VAL_NUM || v.unknown || in_range(v.num, r));
+}
+
+/* "gpu 'A100'": in the arena, since a name may be 1024 bytes long and a
+ * message is never cut. */
+static const char *record_owner(struct eval *ev, const struct decl *d)
+{
+	return arena_printf(ev->arena, "%s '%s'", ast_decl_keyword[d->kind], d->name);
+}
+
+static const char *field_what(struct eval *ev, const struct decl *d, const struct field *f)
+{
+	return arena_printf(ev->arena, "'%s' of %s", f->name, record_owner(ev, d));
+}
+
 static void check_record(struct eval *ev, const struct decl *d, const struct field_spec *specs)
 {
-	/* in the arena: a name may be 1024 bytes long, and a message is never cut */
-	const char *owner = arena_printf(ev->arena, "%s '%s'", ast_decl_keyword[d->kind], d->name);
-
 	for (const struct field *f = d->record.fields; f; f = f->next) {
 		const struct field_spec *s = check_spec_find(specs, f->name);
-		const char *what = arena_printf(ev->arena, "'%s' of %s", f->name, owner);
 
 		if (check_duplicate_field(ev, d->record.fields, f))
 			continue;
 		if (!s) {
-			check_unknown_field(ev, specs, f, owner);
+			check_unknown_field(ev, specs, f, record_owner(ev, d));
 			continue;
 		}
 		if (!f->value) {
-			eval_error(ev, DIAG_TYPE_MISMATCH, f->loc, "%s must be a value, not a block", what);
+			eval_error(ev, DIAG_TYPE_MISMATCH, f->loc, "%s must be a value, not a block",
+				   field_what(ev, d, f));
 			continue;
 		}
 		struct value v = eval_expr(ev, NULL, f->value);
+		enum check_range r = check_range_of(d->kind == DECL_GPU ? gpu_ranges : precision_ranges, f->name);
+
+		if (field_ok(v, s->type, r))
+			continue;
+		const char *what = field_what(ev, d, f);
 
 		if (check_value_type(ev, v, s->type, what))
-			check_range(ev, v, check_range_of(d->kind == DECL_GPU ? gpu_ranges : precision_ranges, f->name), what);
+			check_range(ev, v, r, what);
 	}
 	if (d->record.base) {
 		if (!scope_find_kind_in(ev->scope, d->record.base, d->kind, d->record.base_loc.file)) {
@@ -211,12 +236,12 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 		bool given = false;
 
 		for (const struct field *f = d->record.fields; f; f = f->next)
-			given |= !strcmp(f->name, s->name);
+			given |= f->name[0] == s->name[0] && !strcmp(f->name, s->name);
 		if (s->required && !given)
 			check_list_add(missing, sizeof missing, s->name);
 	}
 	if (missing[0])
-		eval_error(ev, DIAG_MISSING_FIELD, d->name_loc, "%s has no %s", owner, missing);
+		eval_error(ev, DIAG_MISSING_FIELD, d->name_loc, "%s has no %s", record_owner(ev, d), missing);
 }
 
 static void check_params(struct eval *ev, const struct decl *d)
@@ -228,23 +253,28 @@ static void check_params(struct eval *ev, const struct decl *d)
 				   "time, bool, string, dtype, list, or an enum 'a | b')", p->type_alts[0]);
 }
 
-static void check_template(struct eval *ev, const struct decl *d)
+/* @walk: false for a template of a verified stdlib file (import.h
+ * program.stdlib_verified), whose static walk was clean at build time:
+ * the walk reads only the stdlib's own declarations (scope_find_in) and
+ * the builtin tables, so it would be clean again. */
+static void check_template(struct eval *ev, const struct decl *d, bool walk)
 {
 	if (d->templ.alias) {
 		eval_decl_value(ev, d, d->name_loc);
 		return;
 	}
 	check_params(ev, d);
-	check_body_static(ev, d);
+	if (walk)
+		check_body_static(ev, d);
 }
 
-static void check_decl(struct eval *ev, const struct decl *d)
+static void check_decl(struct eval *ev, const struct decl *d, bool verified)
 {
 	switch (d->kind) {
 	case DECL_LET: eval_decl_value(ev, d, d->name_loc); break;
 	case DECL_GPU: check_record(ev, d, gpu_fields); break;
 	case DECL_PRECISION: check_record(ev, d, precision_fields); break;
-	case DECL_LAYER: case DECL_MODEL: case DECL_OPTIMIZER: check_template(ev, d); break;
+	case DECL_LAYER: case DECL_MODEL: case DECL_OPTIMIZER: check_template(ev, d, !verified); break;
 	default: break;
 	}
 }
@@ -279,7 +309,7 @@ struct check_result *check_program_decls(struct arena *a, struct interner *in, s
 					   "stopping here", EVAL_MAX_TOTAL_STEPS);
 				return r;
 			}
-			check_decl(r->ev, d);
+			check_decl(r->ev, d, p->stdlib_verified && p->files[i]->stdlib);
 		}
 	r->shared_errors = diag_error_count(de);
 	r->jobs_follow = true;
@@ -312,7 +342,7 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 bool check_job_field(const struct check_job *job, const char *key, struct value *out)
 {
 	for (unsigned i = 0; i < job->nfields; i++)
-		if (!strcmp(job->names[i], key)) {
+		if (job->names[i][0] == key[0] && !strcmp(job->names[i], key)) {
 			*out = job->fields[i];
 			return true;
 		}

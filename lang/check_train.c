@@ -17,6 +17,7 @@
 #include "lang/intern.h"
 #include "lang/scope.h"
 #include "lang/strbuf.h"
+#include "lang/walk_cache.h"
 
 
 /* `precision = fp32` names the precision, not the dtype of that name; a
@@ -660,11 +661,21 @@ static void walk_job(struct eval *ev, struct check_job *j)
 	unsigned before = diag_error_count(ev->diag);
 	struct value pp, vp, sched;
 
-	ev->warn_job = j->bindings;
-	ev->warn_train = j->decl;
-	eval_walk(ev, j->model, j->bindings, &ops, &m);
-	ev->warn_job = NULL;
-	ev->warn_train = NULL;
+	if (walk_cache_find(ev, j->model, j->bindings, &m)) {
+		/* the walk leaves the instance's frame parented to the job's */
+		if (j->model.kind == VAL_INSTANCE)
+			env_set_parent(j->model.args, j->bindings);
+	} else {
+		unsigned long reports = ev->reports;
+
+		ev->warn_job = j->bindings;
+		ev->warn_train = j->decl;
+		eval_walk(ev, j->model, j->bindings, &ops, &m);
+		ev->warn_job = NULL;
+		ev->warn_train = NULL;
+		if (ev->reports == reports && !ev->steps_reported)
+			walk_cache_put(ev, j->model, j->bindings, &m);
+	}
 	if (diag_error_count(ev->diag) != before)
 		return;
 	check_count_key(ev, j, "parallel.pp", 1, &pp);

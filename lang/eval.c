@@ -73,6 +73,10 @@ struct arena *eval_use_arena(struct eval *ev, struct arena *a)
 struct diag_engine *eval_diag(struct eval *ev) { return ev->diag; }
 struct interner *eval_interner(struct eval *ev) { return ev->interner; }
 const struct scope *eval_scope(struct eval *ev) { return ev->scope; }
+struct arena *eval_perm(struct eval *ev) { return ev->perm; }
+unsigned long eval_reports(const struct eval *ev) { return ev->reports; }
+bool eval_walks_stopped(const struct eval *ev) { return ev->steps_reported; }
+void **eval_build_cache(struct eval *ev) { return &ev->build_cache; }
 
 /* ---- reporting once per location ---- */
 
@@ -125,6 +129,7 @@ static __attribute__((format(printf, 4, 0))) uint64_t report_key(struct eval *ev
 static __attribute__((format(printf, 4, 0))) struct diag *vreport(struct eval *ev, int id, struct loc loc,
 								    const char *fmt, va_list ap)
 {
+	ev->reports++;
 	if (ev->quiet) {
 		if (diag_kind_of((enum diag_id)id) == DIAG_KIND_ERROR)
 			ev->quiet_errors++;
@@ -161,7 +166,19 @@ struct env {
 	struct env *parent;
 	struct binding *first, **tail;
 	struct eval *ev;
+	uint64_t names;		/* name_bit() of every name bound here */
 };
+
+/* A bit per name, from its interned address: a lookup skips each frame
+ * whose bits rule the name out. Most lookups are of global names (dtypes,
+ * units, declarations) that no frame binds, and the static walk's job
+ * frame, two dozen bindings, is the ancestor of every frame of its walk. */
+static inline uint64_t name_bit(const char *name)
+{
+	uintptr_t p = (uintptr_t)name;
+
+	return (uint64_t)1 << ((p >> 4 ^ p >> 10) & 63);
+}
 
 struct env *env_new(struct eval *ev, struct env *parent)
 {
@@ -178,6 +195,11 @@ void env_set_parent(struct env *e, struct env *parent)
 	e->parent = parent;
 }
 
+struct env *env_parent(const struct env *e)
+{
+	return e->parent;
+}
+
 void env_bind(struct env *e, const char *name, struct value v)
 {
 	struct binding *b = ARENA_NEW(e->ev->arena, struct binding);
@@ -186,12 +208,15 @@ void env_bind(struct env *e, const char *name, struct value v)
 	b->v = v;
 	*e->tail = b;
 	e->tail = &b->next;
+	e->names |= name_bit(name);
 }
 
 bool env_lookup(const struct env *e, const char *name, struct value *out)
 {
+	uint64_t bit = name_bit(name);
+
 	for (; e; e = e->parent)
-		for (const struct binding *b = e->first; b; b = b->next)
+		for (const struct binding *b = e->names & bit ? e->first : NULL; b; b = b->next)
 			if (b->name == name) {
 				*out = b->v;
 				return true;

@@ -36,9 +36,20 @@ struct eval *eval_new(struct arena *a, struct interner *in, struct diag_engine *
 struct diag_engine *eval_diag(struct eval *ev);
 struct interner *eval_interner(struct eval *ev);
 const struct scope *eval_scope(struct eval *ev);
+/* The compilation's arena, for what outlives a job's scratch arena. */
+struct arena *eval_perm(struct eval *ev);
+/* Reports asked for so far (printed, deduplicated or quiet): a walk that
+ * asked for none can be reused by a job that reads the same values. */
+unsigned long eval_reports(const struct eval *ev);
+/* A walk went past EVAL_MAX_STEPS: every later walk returns at once. */
+bool eval_walks_stopped(const struct eval *ev);
+/* A pointer the analyzer keeps per compilation (its builder's cache,
+ * analyzer/model/build_cache.c); NULL until set. */
+void **eval_build_cache(struct eval *ev);
 
 struct env *env_new(struct eval *ev, struct env *parent);
 void env_set_parent(struct env *e, struct env *parent);
+struct env *env_parent(const struct env *e);
 void env_bind(struct env *e, const char *name, struct value v);
 bool env_lookup(const struct env *e, const char *name, struct value *out);
 /* The first binding of a frame, in binding order, for listing arguments. */
@@ -67,6 +78,9 @@ struct value eval_instantiate(struct eval *ev, struct env *env, const struct dec
  * evaluated when they exist): how the checker sees an unused template. */
 struct value eval_instantiate_unknown(struct eval *ev, const struct decl *d);
 
+/* Whether @v is of the parameter type @type, without reporting: the cheap
+ * test before a caller formats the @what of eval_is_type(). */
+bool eval_matches_type(const struct value *v, const char *type);
 /* Type checks with reporting; @what names the thing ("'memory'"). */
 bool eval_is_type(struct eval *ev, struct value v, const char *type, const char *what, struct loc at);
 bool eval_to_u64(struct eval *ev, struct value v, const char *what, uint64_t *out);

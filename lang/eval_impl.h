@@ -60,6 +60,10 @@ struct eval {
 	struct stdlib_index *stdlib_index;	/* built on the first undefined name */
 	struct env *warn_job;		/* the bindings whose walk fires `warn`: the checker's */
 	const struct decl *warn_train;	/* ... and their train block */
+	unsigned long reports;		/* eval_error calls, printed or not: a walk that
+					   made none can be reused (walk_cache.c) */
+	struct walk_cache *walk_cache;	/* the checker's walks, by model and bindings */
+	void *build_cache;		/* the analyzer's (eval_build_cache) */
 };
 
 /* Limits (docs/limits.md): layers nested inside layers, and statements

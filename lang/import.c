@@ -39,6 +39,7 @@ struct loader {
 	struct real_dir *real_dirs;	/* folders already resolved by real_path() */
 	struct file_ast **prescanned;
 	size_t nprescanned, capprescanned;
+	size_t nstdlib, nverified;	/* stdlib files loaded; those import_opts.verified vouches for */
 };
 
 /* A folder and its realpath(), for real_path(). */
@@ -242,6 +243,29 @@ static struct src_file *load_source(struct loader *ld, const char *path, const c
 	return src_load_real(ld->src, ld->diag, path, display, site, real);
 }
 
+/* The entry of the stdlib file @f, shown as @display, if it is one that
+ * checked clean when memc was built: same path under the stdlib, same
+ * bytes; else NULL. */
+static const struct stdlib_digest *verified_entry(const struct import_opts *o, const char *display,
+						  const struct src_file *f)
+{
+	const char *name = display + strlen(IMPORT_STDLIB_DISPLAY) + 1;
+	size_t lo = 0, hi = o ? o->nverified : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(o->verified[mid].name, name);
+
+		if (c == 0)
+			return o->verified[mid].digest == src_digest(f->text, f->len) ? &o->verified[mid] : NULL;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 static struct file_ast *load_file(struct loader *ld, const char *path, const char *display,
 				  const char *display_dir, struct loc site)
 {
@@ -270,13 +294,22 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 	info->dir = dir_of(ld->arena, path);
 	info->display_dir = display_dir;
 	info->ast = NULL;
-	if (ld->lazy && site.file != 0 && import_is_stdlib_name(display) &&
-	    (info->ast = lazy_prescan(ld->arena, ld->interner, f))) {
+	bool in_stdlib = site.file != 0 && import_is_stdlib_name(display);
+	const struct stdlib_digest *v = in_stdlib ? verified_entry(ld->opts, display, f) : NULL;
+
+	ld->nstdlib += in_stdlib;
+	ld->nverified += v != NULL;
+	if (ld->lazy && v && v->decls) {	/* prescanned when memc was built */
+		info->ast = lazy_from_index(ld->arena, ld->interner, f, v->decls, v->ndecls);
+		info->ast->index = v->decls;
+	}
+	if (ld->lazy && in_stdlib && (info->ast || (info->ast = lazy_prescan(ld->arena, ld->interner, f)))) {
 		ARENA_GROW(ld->arena, ld->prescanned, ld->nprescanned, ld->capprescanned);
 		ld->prescanned[ld->nprescanned++] = info->ast;
 	}
 	if (!info->ast)
 		info->ast = parse_file(ld->arena, ld->interner, ld->diag, f);
+	info->ast->verified = v != NULL;
 	f->user = info;
 	f->state = SRC_ACTIVE;
 	ld->depth++;
@@ -304,6 +337,7 @@ static struct program *load_program(struct arena *a, struct interner *in, struct
 	p->files = ld.files;
 	p->nfiles = ld.nfiles;
 	p->stdlib_dir = opts ? opts->stdlib_dir : NULL;
+	p->stdlib_verified = lazy && ld.nstdlib > 0 && ld.nverified == ld.nstdlib;
 	if (ld.nprescanned && !diag_error_count(de))
 		lazy_parse_reached(a, in, de, src, p, ld.prescanned, ld.nprescanned);
 	/* Here, where the whole program is first seen, for every command. */

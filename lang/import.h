@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lang/ast.h"
 
@@ -39,10 +40,37 @@ enum { IMPORT_MAX_DEPTH = 64 };
 /* A root path of "-" is read from standard input and shown as this. */
 #define IMPORT_STDIN_NAME "<stdin>"
 
+/* One top-level declaration of a verified stdlib file as lazy_prescan()
+ * finds it (lang/lazy.h): kind, byte ranges, and the name or import path. */
+struct stdlib_decl {
+	int kind;			/* enum decl_kind */
+	uint32_t start, end;		/* decl.loc */
+	const char *name;		/* decl.name, NULL for an import */
+	uint32_t name_start, name_end;	/* decl.name_loc, or import.path_loc */
+	/* the words of its text (reach_each_word) that name a declaration
+	 * of a verified stdlib file, each once: what reach.c would find */
+	const char *const *refs;
+	size_t nrefs;
+};
+
+/* A stdlib file that `memc check -Werror` found clean on its own when
+ * memc was built (build/gen/stdlib_digests.c): its path under the stdlib
+ * folder, src_digest() of its text, and its prescan, so that a file with
+ * those bytes is not prescanned again (ndecls == 0 and decls NULL: the
+ * prescan gave up on it, and it is parsed in full). */
+struct stdlib_digest {
+	const char *name;
+	uint64_t digest;
+	const struct stdlib_decl *decls;
+	size_t ndecls;
+};
+
 struct import_opts {
 	const char *const *dirs;	/* -I folders, then MEMC_PATH folders, in order */
 	size_t ndirs;
 	const char *stdlib_dir;		/* NULL: no stdlib */
+	const struct stdlib_digest *verified;	/* sorted by name; NULL: none */
+	size_t nverified;
 };
 
 /* Every loaded file, dependencies before the files that import them. */
@@ -52,6 +80,10 @@ struct program {
 	struct file_ast *root;		/* NULL if the root could not be read */
 	const char *stdlib_dir;		/* for "add import" notes on undefined names; may be NULL */
 	const struct reach *reach;	/* lang/reach.h, once computed (lazy loading) */
+	/* Every stdlib file loaded is byte for byte one that checked clean
+	 * when memc was built (import_opts.verified), so the bodies of its
+	 * templates need no static walk (check.c); false if none is loaded. */
+	bool stdlib_verified;
 };
 
 struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,

@@ -302,6 +302,31 @@ struct file_ast *lazy_prescan(struct arena *a, struct interner *in, const struct
 	return ast;
 }
 
+struct file_ast *lazy_from_index(struct arena *a, struct interner *in, const struct src_file *f,
+				 const struct stdlib_decl *index, size_t n)
+{
+	struct file_ast *ast = ARENA_NEW(a, struct file_ast);
+	struct decl **tail = &ast->decls;
+
+	ast->file = f->id;
+	for (size_t i = 0; i < n; i++) {
+		const struct stdlib_decl *x = &index[i];
+		struct decl *d = ast_new_decl(a, (enum decl_kind)x->kind, (struct loc){ f->id, x->start, x->end });
+		struct loc at = { f->id, x->name_start, x->name_end };
+
+		if (x->kind == DECL_IMPORT) {	/* the path's text, without its quotes */
+			d->import.path = arena_strndup(a, f->text + at.start + 1, at.end - at.start - 2);
+			d->import.path_loc = at;
+		} else {
+			d->name = intern(in, x->name, strlen(x->name));
+			d->name_loc = at;
+		}
+		*tail = d;
+		tail = &d->next;
+	}
+	return ast;
+}
+
 /* ---- parsing what is reached -------------------------------------------- */
 
 /* Append the list @d to *@tail; returns the new end. */
@@ -328,7 +353,8 @@ static void parse_reached(struct arena *a, struct interner *in, struct diag_engi
 			tail = append(tail, d);
 			continue;
 		}
-		struct file_ast *one = parse_file_range(a, in, de, f, d->loc.start, d->loc.end);
+		struct file_ast *one = (ast->verified ? parse_file_range_clean : parse_file_range)(
+			a, in, de, f, d->loc.start, d->loc.end);
 
 		nerrors += one->nerrors;
 		tail = append(tail, one->decls);

@@ -33,6 +33,11 @@ struct src_table;
 
 /* @f's imports and declaration stubs, or NULL: parse @f in full. */
 struct file_ast *lazy_prescan(struct arena *a, struct interner *in, const struct src_file *f);
+/* The stubs lazy_prescan() would make, from the @n entries @index it made
+ * of the same bytes when memc was built (import.h struct stdlib_decl). */
+struct stdlib_decl;
+struct file_ast *lazy_from_index(struct arena *a, struct interner *in, const struct src_file *f,
+				 const struct stdlib_decl *index, size_t n);
 
 /* Parse the reached declarations of the @n prescanned files @asts (all
  * in @p), in place: each file keeps its imports and unreached stubs, in

@@ -19,7 +19,7 @@
 
 #define NUM_MAX_DECIMALS 30
 
-static uint64_t gcd_u64(uint64_t a, uint64_t b)
+uint64_t num_gcd_u64(uint64_t a, uint64_t b)
 {
 	while (b != 0) {
 		uint64_t t = a % b;
@@ -47,7 +47,7 @@ static enum num_status reduce(uint64_t un, uint64_t ud, bool negative, struct nu
 		*out = (struct num){ 0, 1 };
 		return NUM_OK;
 	}
-	g = gcd_u64(un, ud);
+	g = num_gcd_u64(un, ud);
 	un /= g;
 	ud /= g;
 	if (un > INT64_MAX || ud > INT64_MAX)
@@ -89,7 +89,7 @@ enum num_status num_add(struct num a, struct num b, struct num *out)
 	/* a.n/a.d + b.n/b.d with g = gcd(a.d, b.d):
 	 * t = a.n*(b.d/g) + b.n*(a.d/g);  result = (t/g2) / ((a.d/g)*(b.d/g2))
 	 * where g2 = gcd(t, g). */
-	int64_t g = (int64_t)gcd_u64((uint64_t)a.d, (uint64_t)b.d);
+	int64_t g = (int64_t)num_gcd_u64((uint64_t)a.d, (uint64_t)b.d);
 	int64_t x, y, t, den;
 	int64_t g2;
 
@@ -97,7 +97,7 @@ enum num_status num_add(struct num a, struct num b, struct num *out)
 	    __builtin_mul_overflow(b.n, a.d / g, &y) ||
 	    __builtin_add_overflow(x, y, &t))
 		return NUM_OVERFLOW;
-	g2 = (int64_t)gcd_u64(mag(t), (uint64_t)g);	/* >= 1 since g >= 1 */
+	g2 = (int64_t)num_gcd_u64(mag(t), (uint64_t)g);	/* >= 1 since g >= 1 */
 	if (__builtin_mul_overflow(a.d / g, b.d / g2, &den))
 		return NUM_OVERFLOW;
 	return reduce(mag(t / g2), (uint64_t)den, t < 0, out);
@@ -111,8 +111,8 @@ enum num_status num_sub(struct num a, struct num b, struct num *out)
 enum num_status num_mul(struct num a, struct num b, struct num *out)
 {
 	/* Cross-cancel: (a.n/g1 * b.n/g2) / (a.d/g2 * b.d/g1). */
-	uint64_t g1 = gcd_u64(mag(a.n), (uint64_t)b.d);
-	uint64_t g2 = gcd_u64(mag(b.n), (uint64_t)a.d);
+	uint64_t g1 = num_gcd_u64(mag(a.n), (uint64_t)b.d);
+	uint64_t g2 = num_gcd_u64(mag(b.n), (uint64_t)a.d);
 	uint64_t n, d;
 
 	if (a.n == 0 || b.n == 0) {

@@ -97,4 +97,7 @@ enum num_status num_parse(const char *text, size_t len, struct num *out);
 char *num_format(struct num a, char *buf, size_t n, int max_decimals);
 char *num_format_fixed(struct num a, char *buf, size_t n, int decimals);
 
+/* The greatest common divisor; gcd(0, b) = b. */
+uint64_t num_gcd_u64(uint64_t a, uint64_t b);
+
 #endif

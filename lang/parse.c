@@ -28,6 +28,8 @@ void *mlex__scan_bytes(const char *bytes, int len, void *scanner);
 void mlex__delete_buffer(void *buf, void *scanner);
 int mlex_lex_destroy(void *scanner);
 int yyparse(struct parse_ctx *pc);
+/* build/lang/parser_nolac.tab.c: parser.y without parse.lac (Makefile) */
+int parse_yyparse_nolac(struct parse_ctx *pc);
 
 /* A newline right after one of these tokens cannot end an item. */
 static bool continues_line(int kind)
@@ -113,8 +115,8 @@ struct file_ast *parse_file(struct arena *a, struct interner *in, struct diag_en
 	return parse_file_range(a, in, de, f, 0, f->len);
 }
 
-struct file_ast *parse_file_range(struct arena *a, struct interner *in, struct diag_engine *de,
-				  const struct src_file *f, uint32_t start, uint32_t end)
+static struct file_ast *parse_range(struct arena *a, struct interner *in, struct diag_engine *de,
+				    const struct src_file *f, uint32_t start, uint32_t end, bool lac)
 {
 	struct parse_ctx *pc = xcalloc(1, sizeof *pc);
 	struct file_ast *out = ARENA_NEW(a, struct file_ast);
@@ -133,7 +135,10 @@ struct file_ast *parse_file_range(struct arena *a, struct interner *in, struct d
 	assert(start <= end && end <= f->len);
 	void *buf = mlex__scan_bytes(f->text + start, (int)(end - start), pc->scanner);
 
-	yyparse(pc);
+	if (lac)
+		yyparse(pc);
+	else
+		parse_yyparse_nolac(pc);
 	mlex__delete_buffer(buf, pc->scanner);
 	mlex_lex_destroy(pc->scanner);
 	out->file = f->id;
@@ -141,6 +146,18 @@ struct file_ast *parse_file_range(struct arena *a, struct interner *in, struct d
 	out->nerrors = pc->nerrors;
 	free(pc);
 	return out;
+}
+
+struct file_ast *parse_file_range(struct arena *a, struct interner *in, struct diag_engine *de,
+				  const struct src_file *f, uint32_t start, uint32_t end)
+{
+	return parse_range(a, in, de, f, start, end, true);
+}
+
+struct file_ast *parse_file_range_clean(struct arena *a, struct interner *in, struct diag_engine *de,
+					const struct src_file *f, uint32_t start, uint32_t end)
+{
+	return parse_range(a, in, de, f, start, end, false);
 }
 
 /* ---- declarations ---- */
@@ -274,13 +291,16 @@ struct param *parse_param(struct parse_ctx *pc, const char *name, struct loc nam
 	memcpy(p->type_locs, type->locs, type->n * sizeof *p->type_locs);
 	p->type_loc = type_loc;
 	p->def = def;
+	if (type == &pc->type)
+		pc->type_busy = false;
 	return p;
 }
 
 struct type_build *parse_type_new(struct parse_ctx *pc, const char *name, struct loc loc)
 {
-	struct type_build *t = ARENA_NEW(pc->arena, struct type_build);
+	struct type_build *t = pc->type_busy ? ARENA_NEW(pc->arena, struct type_build) : &pc->type;
 
+	pc->type_busy = true;
 	t->alts[0] = name;
 	t->locs[0] = loc;
 	t->n = 1;

@@ -11,14 +11,6 @@
 
 #include "lang/parse_impl.h"
 
-/* An enum or plain type being collected: `count` or `foreach | fused`. */
-struct type_build {
-	const char *alts[32];
-	struct loc locs[32];
-	unsigned n;
-	struct loc loc;
-};
-
 void parse_add_decl(struct parse_ctx *pc, struct decl *d);
 struct decl *parse_import(struct parse_ctx *pc, struct loc loc, const char *path, struct loc path_loc);
 struct decl *parse_let(struct parse_ctx *pc, struct loc loc, const char *name, struct loc name_loc,

@@ -23,12 +23,16 @@
 
 struct reach {
 	const struct decl **lazy;	/* every declaration of an imported stdlib file */
+	/* lazy[i]'s entry in the build's index, when every stdlib file is
+	 * verified: its words that name stdlib declarations, found at build
+	 * time; else NULL (the text is scanned) */
+	const struct stdlib_decl **index;
 	size_t *next_same_name;		/* chain through lazy[] by name; SIZE_MAX ends */
 	bool *wanted;
 	size_t nlazy;
 	size_t *by_name, *by_decl;	/* open addressing: index + 1, 0 is empty */
 	size_t mask;
-	const struct decl **work;	/* declarations whose text is still to scan */
+	size_t *work;			/* lazy[] indices whose text is still to scan */
 	size_t nwork;
 };
 
@@ -100,35 +104,42 @@ static struct reach *reach_new(struct arena *a, size_t n)
 	while (slots < 2 * n)
 		slots *= 2;
 	r->lazy = ARENA_NEW_ARRAY(a, const struct decl *, n);
+	r->index = ARENA_NEW_ARRAY(a, const struct stdlib_decl *, n);
 	r->next_same_name = ARENA_NEW_ARRAY(a, size_t, n);
 	r->wanted = ARENA_NEW_ARRAY(a, bool, n);
-	r->work = ARENA_NEW_ARRAY(a, const struct decl *, n);
+	r->work = ARENA_NEW_ARRAY(a, size_t, n);
 	r->by_name = ARENA_NEW_ARRAY(a, size_t, slots);
 	r->by_decl = ARENA_NEW_ARRAY(a, size_t, slots);
 	r->mask = slots - 1;
 	return r;
 }
 
-/* Mark every lazy declaration named by the word text[0, len). */
-static void mark_word(struct reach *r, const struct interner *in, const char *text, size_t len,
-		      bool ascii)
+/* Mark every lazy declaration named @name (interned, or NULL). */
+static void mark_name(struct reach *r, const char *name)
 {
-	const char *name = NULL;
-
-	if (ascii) {
-		name = intern_find(in, text, len);
-	} else {	/* the lexer interned the NFC form */
-		size_t nlen = 0;
-		uint8_t *nfc = u8_normalize(UNINORM_NFC, (const uint8_t *)text, len, NULL, &nlen);
-
-		name = nfc ? intern_find(in, (const char *)nfc, nlen) : intern_find(in, text, len);
-		free(nfc);
-	}
 	for (size_t i = name ? first_named(r, name) : SIZE_MAX; i != SIZE_MAX; i = r->next_same_name[i])
 		if (!r->wanted[i]) {
 			r->wanted[i] = true;
-			r->work[r->nwork++] = r->lazy[i];
+			r->work[r->nwork++] = i;
 		}
+}
+
+/* Hand @fn the word text[0, len) as the lexer interns it: NFC when it is
+ * not ASCII. */
+static void each_form(const char *text, size_t len, bool ascii, reach_word_fn *fn, void *ctx)
+{
+	if (ascii) {
+		fn(ctx, text, len);
+		return;
+	}
+	size_t nlen = 0;
+	uint8_t *nfc = u8_normalize(UNINORM_NFC, (const uint8_t *)text, len, NULL, &nlen);
+
+	if (nfc)
+		fn(ctx, (const char *)nfc, nlen);
+	else
+		fn(ctx, text, len);
+	free(nfc);
 }
 
 /* Byte classes of identifiers, as the lexer's rule: 1 can start a word
@@ -145,12 +156,9 @@ static const unsigned char word_class[256] = {
 #undef R16
 #undef R4
 
-static void scan_decl(struct reach *r, const struct interner *in, const struct src_table *src,
-		      const struct decl *d)
+void reach_each_word(const char *t, uint32_t start, uint32_t end, reach_word_fn *fn, void *ctx)
 {
-	const struct src_file *f = src_get(src, d->loc.file);
-	const char *t = f->text;
-	uint32_t i = d->loc.start, end = d->loc.end < f->len ? d->loc.end : f->len;
+	uint32_t i = start;
 
 	while (i < end) {
 		while (i < end && word_class[(unsigned char)t[i]] != 1)
@@ -162,8 +170,42 @@ static void scan_decl(struct reach *r, const struct interner *in, const struct s
 
 		while (i < end && word_class[(unsigned char)t[i]])
 			high |= (unsigned char)t[i++];
-		mark_word(r, in, t + s, i - s, high < 0x80);
+		each_form(t + s, i - s, high < 0x80, fn, ctx);
 	}
+}
+
+struct scan_ctx {
+	struct reach *r;
+	const struct interner *in;
+};
+
+static void mark_word(void *ctx, const char *w, size_t n)
+{
+	struct scan_ctx *c = ctx;
+
+	mark_name(c->r, intern_find(c->in, w, n));
+}
+
+static void scan_decl(struct reach *r, const struct interner *in, const struct src_table *src,
+		      const struct decl *d)
+{
+	const struct src_file *f = src_get(src, d->loc.file);
+	struct scan_ctx c = { r, in };
+
+	reach_each_word(f->text, d->loc.start, d->loc.end < f->len ? d->loc.end : f->len, mark_word, &c);
+}
+
+/* Declaration @i's words, from the build's index when there is one. */
+static void scan_lazy(struct reach *r, const struct interner *in, const struct src_table *src, size_t i)
+{
+	const struct stdlib_decl *x = r->index[i];
+
+	if (!x) {
+		scan_decl(r, in, src, r->lazy[i]);
+		return;
+	}
+	for (size_t k = 0; k < x->nrefs; k++)
+		mark_name(r, intern_find(in, x->refs[k], strlen(x->refs[k])));
 }
 
 const struct reach *reach_compute(struct arena *a, const struct interner *in,
@@ -175,10 +217,19 @@ const struct reach *reach_compute(struct arena *a, const struct interner *in,
 		return NULL;
 	struct reach *r = reach_new(a, n);
 
-	for (size_t i = 0; i < p->nfiles; i++)
-		if (is_lazy_file(src, p->files[i]))
-			for (const struct decl *d = p->files[i]->decls; d; d = d->next)
-				r->lazy[r->nlazy++] = d;
+	for (size_t i = 0; i < p->nfiles; i++) {
+		const struct file_ast *f = p->files[i];
+		/* all stdlib files verified: no name outside the build's stdlib
+		 * can be declared, so the build's list of words is complete */
+		const struct stdlib_decl *x = p->stdlib_verified ? f->index : NULL;
+
+		if (!is_lazy_file(src, f))
+			continue;
+		for (const struct decl *d = f->decls; d; d = d->next, x = x ? x + 1 : NULL) {
+			r->index[r->nlazy] = x;
+			r->lazy[r->nlazy++] = d;
+		}
+	}
 	for (size_t i = 0; i < r->nlazy; i++) {
 		index_decl(r, i);
 		/* Precision policies are a handful of small records, and a job
@@ -186,7 +237,7 @@ const struct reach *reach_compute(struct arena *a, const struct interner *in,
 		 * that uses it (check_train.c): they are always reached. */
 		if (r->lazy[i]->kind == DECL_PRECISION && !r->wanted[i]) {
 			r->wanted[i] = true;
-			r->work[r->nwork++] = r->lazy[i];
+			r->work[r->nwork++] = i;
 		}
 	}
 	for (size_t i = 0; i < p->nfiles; i++)
@@ -194,7 +245,7 @@ const struct reach *reach_compute(struct arena *a, const struct interner *in,
 			for (const struct decl *d = p->files[i]->decls; d; d = d->next)
 				scan_decl(r, in, src, d);
 	while (r->nwork > 0)
-		scan_decl(r, in, src, r->work[--r->nwork]);
+		scan_lazy(r, in, src, r->work[--r->nwork]);
 	return r;
 }
 

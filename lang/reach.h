@@ -20,6 +20,8 @@
 #define MEMC_LANG_REACH_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct arena;
 struct decl;
@@ -34,5 +36,12 @@ const struct reach *reach_compute(struct arena *a, const struct interner *in,
 				  const struct src_table *src, const struct program *p);
 /* Whether @d is to be checked: always for the user's own files. */
 bool reach_wants(const struct reach *r, const struct decl *d);
+
+/* Call @fn with each word of t[start, end) that could name a declaration,
+ * as reach_compute() reads the text of one: letters, digits, '_' and
+ * UTF-8, not starting with a digit; NFC when not ASCII, as the lexer
+ * interns it. tools/stdlib-digest.c lists a verified file's words so. */
+typedef void reach_word_fn(void *ctx, const char *word, size_t len);
+void reach_each_word(const char *t, uint32_t start, uint32_t end, reach_word_fn *fn, void *ctx);
 
 #endif

@@ -5,7 +5,8 @@
  *
  * A file is read in one go into the arena (files are small and the lexer
  * wants contiguous text), validated once with memchr() and u8_check(), and
- * indexed by a line table so that line lookup is a binary search. Columns
+ * indexed, when a line is first asked for, by a line table so that line
+ * lookup is a binary search. Columns
  * are counted in code points from the start of the line when they are
  * needed, which is only when a diagnostic is printed.
  */
@@ -53,8 +54,8 @@ struct src_table *src_table_new(struct arena *a)
 	t->arena = a;
 	builtin->display_name = "<builtin>";
 	builtin->text = "";
-	builtin->line_starts = ARENA_NEW(a, uint32_t);
-	builtin->nlines = 1;
+	builtin->line_table = ARENA_NEW(a, uint32_t);
+	builtin->line_count = 1;
 	builtin->valid = true;
 	builtin->state = SRC_DONE;
 	add_file(t, builtin);
@@ -96,11 +97,11 @@ static void build_lf_table(struct arena *a, struct src_file *f)
 
 	for (p = f->text; (p = memchr(p, '\n', (size_t)(end - p))); p++)
 		n++;
-	f->line_starts = ARENA_NEW_ARRAY(a, uint32_t, n);
-	f->nlines = n;
+	f->line_table = ARENA_NEW_ARRAY(a, uint32_t, n);
+	f->line_count = n;
 	n = 1;
 	for (p = f->text; (p = memchr(p, '\n', (size_t)(end - p))); p++)
-		f->line_starts[n++] = (uint32_t)(p - f->text) + 1;
+		f->line_table[n++] = (uint32_t)(p - f->text) + 1;
 }
 
 static void build_line_table(struct arena *a, struct src_file *f)
@@ -114,12 +115,12 @@ static void build_line_table(struct arena *a, struct src_file *f)
 
 	for (uint32_t i = 0; i < f->len; i++)
 		n += ends_line(f->text, f->len, i);
-	f->line_starts = ARENA_NEW_ARRAY(a, uint32_t, n);
-	f->nlines = n;
+	f->line_table = ARENA_NEW_ARRAY(a, uint32_t, n);
+	f->line_count = n;
 	n = 1;
 	for (uint32_t i = 0; i < f->len; i++)
 		if (ends_line(f->text, f->len, i))
-			f->line_starts[n++] = i + 1;
+			f->line_table[n++] = i + 1;
 }
 
 /*
@@ -141,6 +142,21 @@ size_t src_ascii_prefix(const char *s, size_t n)
 	while (i < n && (unsigned char)s[i] < 0x80)
 		i++;
 	return i;
+}
+
+uint64_t src_digest(const char *s, size_t n)
+{
+	uint64_t h = 0x243F6A8885A308D3u ^ n, w;
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, sizeof w);
+		h = (h ^ w) * 0x9E3779B97F4A7C15u;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001B3u;
+	return h ^ (h >> 32);
 }
 
 /* u8_check() by runs: ASCII is valid UTF-8, so only each non-ASCII
@@ -202,7 +218,7 @@ static struct src_file *add_text(struct src_table *t, struct diag_engine *de,
 	f->display_name = arena_strdup(t->arena, display_name);
 	f->text = text;
 	f->len = (uint32_t)len;
-	build_line_table(t->arena, f);
+	f->arena = t->arena;
 	add_file(t, f);
 	f->valid = validate(de, f);
 	return f;
@@ -422,14 +438,30 @@ struct src_file *src_load_fd(struct src_table *t, struct diag_engine *de, int fd
 	return f->valid ? f : NULL;
 }
 
+/* Every src_file is made writable in the arena (add_text); the line table
+ * is a cache filled through the const pointers that ask for it. */
+const uint32_t *src_line_starts(const struct src_file *f)
+{
+	if (!f->line_table)
+		build_line_table(f->arena, (struct src_file *)f);
+	return f->line_table;
+}
+
+uint32_t src_nlines(const struct src_file *f)
+{
+	src_line_starts(f);
+	return f->line_count;
+}
+
 uint32_t src_line_of(const struct src_file *f, uint32_t offset)
 {
-	uint32_t lo = 0, hi = f->nlines;	/* invariant: line_starts[lo] <= offset */
+	const uint32_t *starts = src_line_starts(f);
+	uint32_t lo = 0, hi = f->line_count;	/* invariant: starts[lo] <= offset */
 
 	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (f->line_starts[mid] <= offset)
+		if (starts[mid] <= offset)
 			lo = mid;
 		else
 			hi = mid;
@@ -454,7 +486,7 @@ uint32_t src_col_of(const struct src_file *f, uint32_t offset)
 {
 	if (offset > f->len)
 		offset = f->len;
-	const char *p = f->text + f->line_starts[src_line_of(f, offset) - 1];
+	const char *p = f->text + src_line_starts(f)[src_line_of(f, offset) - 1];
 	const char *target = f->text + offset;
 	uint32_t col = 1;
 
@@ -469,9 +501,11 @@ uint32_t src_col_of(const struct src_file *f, uint32_t offset)
 
 const char *src_line_text(const struct src_file *f, uint32_t line, size_t *len)
 {
-	assert(line >= 1 && line <= f->nlines);
-	uint32_t start = f->line_starts[line - 1];
-	uint32_t end = line < f->nlines ? f->line_starts[line] - 1 : f->len;
+	const uint32_t *starts = src_line_starts(f);
+
+	assert(line >= 1 && line <= f->line_count);
+	uint32_t start = starts[line - 1];
+	uint32_t end = line < f->line_count ? starts[line] - 1 : f->len;
 
 	/* The "\r" of a "\r\n"; a lone "\r" cannot come before the line's
 	 * last byte, since it would have ended the line there. */

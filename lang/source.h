@@ -85,8 +85,11 @@ struct src_file {
 					   strings and <builtin> */
 	const char *text;		/* whole file, NUL-terminated */
 	uint32_t len;			/* bytes in text, excluding the final NUL */
-	uint32_t *line_starts;		/* offset of each line's first byte; [0] == 0 */
-	uint32_t nlines;		/* >= 1: an empty file has one empty line */
+	/* Built on first use, so read through src_line_starts()/src_nlines():
+	 * most loaded files (the stdlib's) are never shown in a message. */
+	uint32_t *line_table;		/* offset of each line's first byte; [0] == 0 */
+	uint32_t line_count;		/* >= 1: an empty file has one empty line */
+	struct arena *arena;		/* where the line table goes */
 	struct loc included_from;	/* the include statement; .file == 0 for roots */
 	bool valid;			/* passed the NUL and UTF-8 checks */
 	enum src_load_state state;	/* owned by the importer */
@@ -148,9 +151,15 @@ struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,
 struct src_file *src_get(const struct src_table *t, uint32_t id);
 /* Length of the pure-ASCII prefix of s[0, n), eight bytes at a time. */
 size_t src_ascii_prefix(const char *s, size_t n);
+/* A 64-bit digest of s[0, n), eight bytes at a time: equal texts, equal
+ * digests. Not cryptographic; it tells a stdlib file from an edited copy. */
+uint64_t src_digest(const char *s, size_t n);
 /* The file loaded from @real_path, or NULL. */
 struct src_file *src_find_real(const struct src_table *t, const char *real_path);
 
+/* The line table: the offset of each line's first byte, and the count. */
+const uint32_t *src_line_starts(const struct src_file *f);
+uint32_t src_nlines(const struct src_file *f);
 /* 1-based line containing byte @offset (offsets past the end: last line). */
 uint32_t src_line_of(const struct src_file *f, uint32_t offset);
 /* 1-based column of @offset, counted in code points (an invalid byte is 1). */

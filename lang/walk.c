@@ -130,6 +130,13 @@ struct value eval_name(struct eval *ev, struct env *env, const struct expr *e)
 #define DIM_THROUGHPUT_INIT { .e = { [DIM_OPS] = 1, [DIM_TIME] = -1 } }
 #define DIM_SECONDS_INIT { .e = { [DIM_TIME] = 1 } }
 
+/* strcmp() == 0 behind a first-byte test: type words are compared at
+ * every binding of every walk, and most comparisons fail on that byte. */
+static inline bool str_is(const char *s, const char *word)
+{
+	return s[0] == word[0] && strcmp(s, word) == 0;
+}
+
 static bool dim_named(const char *type, struct dim *d)
 {
 	static const struct { const char *name; struct dim d; } t[] = {
@@ -139,7 +146,7 @@ static bool dim_named(const char *type, struct dim *d)
 	};
 
 	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-		if (!strcmp(t[i].name, type)) {
+		if (str_is(type, t[i].name)) {
 			*d = t[i].d;
 			return true;
 		}
@@ -150,29 +157,29 @@ bool eval_type_known(const char *type)
 {
 	struct dim d;
 
-	return dim_named(type, &d) || !strcmp(type, "bool") || !strcmp(type, "string") ||
-	       !strcmp(type, "dtype") || !strcmp(type, "list") || !strcmp(type, "layer") ||
-	       !strcmp(type, "model") || !strcmp(type, "optimizer") || !strcmp(type, "any");
+	return dim_named(type, &d) || str_is(type, "bool") || str_is(type, "string") ||
+	       str_is(type, "dtype") || str_is(type, "list") || str_is(type, "layer") ||
+	       str_is(type, "model") || str_is(type, "optimizer") || str_is(type, "any");
 }
 
-static bool matches(const struct value *v, const char *type)
+bool eval_matches_type(const struct value *v, const char *type)
 {
 	struct dim d;
 
-	if (v->kind == VAL_ERROR || !strcmp(type, "any"))
+	if (v->kind == VAL_ERROR || str_is(type, "any"))
 		return true;
 	if (dim_named(type, &d))
 		return v->kind == VAL_NUM && dim_eq(v->dim, d) &&
-		       (strcmp(type, "count") || v->unknown || num_is_int(v->num));
-	if (!strcmp(type, "bool"))
+		       (!str_is(type, "count") || v->unknown || num_is_int(v->num));
+	if (str_is(type, "bool"))
 		return v->kind == VAL_BOOL;
-	if (!strcmp(type, "string"))
+	if (str_is(type, "string"))
 		return v->kind == VAL_STRING;
-	if (!strcmp(type, "dtype"))
+	if (str_is(type, "dtype"))
 		return v->kind == VAL_DTYPE;
-	if (!strcmp(type, "list"))
+	if (str_is(type, "list"))
 		return v->kind == VAL_LIST;
-	return (v->kind == VAL_DECL || v->kind == VAL_INSTANCE) && !strcmp(ast_decl_keyword[v->decl->kind], type);
+	return (v->kind == VAL_DECL || v->kind == VAL_INSTANCE) && str_is(type, ast_decl_keyword[v->decl->kind]);
 }
 
 /* The declaration kind a type name stands for ("model"), else DECL__COUNT:
@@ -189,7 +196,7 @@ bool eval_is_type(struct eval *ev, struct value v, const char *type, const char 
 {
 	char b[64], h[128];
 
-	if (matches(&v, type))
+	if (eval_matches_type(&v, type))
 		return true;
 	if (v.kind == VAL_SYMBOL) {
 		undefined_name_of(ev, &v, kind_of_type(type));
@@ -529,7 +536,7 @@ static bool check_arg(struct eval *ev, const struct decl *d, const struct param 
 		diag_note(g, p->type_loc, "parameter '%s' is declared here", p->name);
 		return false;
 	}
-	if (!matches(v, p->type_alts[0])) {
+	if (!eval_matches_type(v, p->type_alts[0])) {
 		eval_is_type(ev, *v, p->type_alts[0], arena_printf(ev->arena, "argument '%s' of '%s'", p->name,
 								    d->name), v->loc);
 		return false;

@@ -17,9 +17,9 @@ $(B)/bench-pairs: tests/bench/pairs.c
 # Linked like memc (even a shared library it does not call is loaded),
 # so the loader's share is the same on both sides.
 $(B)/bench-empty: tests/bench/empty.c
-	$(CC) $(ALL_CFLAGS) -o $@ $< -Wl,--no-as-needed $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(MEMC_LDFLAGS) -o $@ $< -Wl,--no-as-needed $(LIBS)
 
-bench: all $(B)/bench-sweep $(B)/bench-compiled $(B)/bench-pairs $(B)/bench-empty $(B)/bench-rusage
+bench: all $(B)/bench-sweep $(B)/bench-compiled $(B)/bench-pairs $(B)/bench-empty $(B)/bench-rusage $(MEMC_DYN)
 	@tests/bench/bench.sh $(MEMC) $(B)
 .PHONY: bench
 

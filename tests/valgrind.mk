@@ -7,6 +7,6 @@
 
 .PHONY: valgrind-bad
 
-valgrind-bad: all
+valgrind-bad: all $(MEMC_DYN)
 	@MEMC_WRAP="$(VALGRIND) -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect" \
-		MEMC_COUNTS=$(COUNTS) MEMC_SUITE_NAME=valgrind-bad tests/run-golden.sh $(MEMC) tests/bad
+		MEMC_COUNTS=$(COUNTS) MEMC_SUITE_NAME=valgrind-bad tests/run-golden.sh $(MEMC_DYN) tests/bad

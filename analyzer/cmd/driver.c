@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "analyzer/cmd/driver.h"
+#include "analyzer/cmd/stdlib_digests.h"
 #include "analyzer/out/diag_out.h"
 #include "analyzer/pipeline.h"
 #include "lang/arena.h"
@@ -106,7 +107,8 @@ static int compile_one(const struct driver_opts *o, const char *path, struct dri
 		return 2;
 	}
 	struct import_opts io = { .dirs = o->dirs, .ndirs = o->ndirs,
-				  .stdlib_dir = driver_stdlib_dir(&arena, o) };
+				  .stdlib_dir = driver_stdlib_dir(&arena, o),
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
 
 	p.program = import_load(&arena, in, src, de, path, &io);
 	diag_flush(de);

@@ -16,6 +16,7 @@
 #include "analyzer/cmd/driver.h"
 #include "analyzer/out/jsonw.h"
 #include "analyzer/report.h"
+#include "analyzer/cmd/stdlib_digests.h"
 #include "lang/ast.h"
 #include "lang/check.h"
 #include "lang/diag.h"
@@ -186,7 +187,8 @@ static bool load_base(struct fit_ctx *c, struct fit_args *a)
 	c->opts = &a->o;
 	c->path = a->file;
 	c->stdlib = driver_stdlib_dir(&c->arena, &a->o);
-	struct import_opts io = { .dirs = a->o.dirs, .ndirs = a->o.ndirs, .stdlib_dir = c->stdlib };
+	struct import_opts io = { .dirs = a->o.dirs, .ndirs = a->o.ndirs, .stdlib_dir = c->stdlib,
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
 
 	/* every declaration in full, not the lazy stubs of what the job does
 	 * not reach: the larger-GPU fixes read the memory of GPUs it never

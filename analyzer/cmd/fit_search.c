@@ -501,17 +501,6 @@ static uint64_t gallop(struct fit_ctx *c, const char *top, const char *sub, uint
 	return fewest ? hi * step : lo * step;
 }
 
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-	while (b) {
-		uint64_t t = a % b;
-
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* The fewest GPUs of the job's type: a multiple of tp x pp x cp, and of
  * the GPUs per node when the cluster is written with nodes. */
 static void fewest_gpus(struct fit_ctx *c, struct fit_answer *ans)
@@ -524,7 +513,7 @@ static void fewest_gpus(struct fit_ctx *c, struct fit_answer *ans)
 	if (!l.gpu || !mp)
 		return;
 	if (l.nodes > 1)
-		step = mp / gcd(mp, l.per) * l.per;
+		step = mp / num_gcd_u64(mp, l.per) * l.per;
 	ans->min_gpus = gallop(c, "cluster", NULL, step, BUILD_MAX_GPUS, true, &ans->gpus_total);
 }
 

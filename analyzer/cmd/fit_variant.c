@@ -17,6 +17,7 @@
 #include "analyzer/cmd/driver.h"
 #include "analyzer/memory.h"
 #include "analyzer/phases.h"
+#include "analyzer/cmd/stdlib_digests.h"
 #include "lang/ast.h"
 #include "lang/check.h"
 #include "lang/diag.h"
@@ -344,7 +345,8 @@ static void text_variant(struct fit_ctx *c, const struct fit_change *ch, struct 
 	struct interner *in = interner_new(&a);
 	struct src_table *src = src_table_new(&a);
 	struct diag_engine *de = diag_new(&a, src, NULL);
-	struct import_opts io = { .dirs = c->opts->dirs, .ndirs = c->opts->ndirs, .stdlib_dir = c->stdlib };
+	struct import_opts io = { .dirs = c->opts->dirs, .ndirs = c->opts->ndirs, .stdlib_dir = c->stdlib,
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
 	size_t len = c->len;
 	char *text = ch || c->nkeep ? apply(c, ch, c->keep, c->nkeep, &len) : NULL;
 

@@ -15,6 +15,7 @@
 #include "analyzer/fmt/fmt_impl.h"
 #include "analyzer/memory.h"
 #include "analyzer/phases.h"
+#include "analyzer/cmd/stdlib_digests.h"
 #include "lang/ast.h"
 #include "lang/check.h"
 #include "lang/diag.h"
@@ -193,7 +194,8 @@ bool search_verify(const struct search_ctx *c, const char *block, uint64_t *tota
 	struct interner *in = interner_new(&a);
 	struct src_table *src = src_table_new(&a);
 	struct diag_engine *de = diag_new(&a, src, NULL);
-	struct import_opts io = { .dirs = c->dopts->dirs, .ndirs = c->dopts->ndirs, .stdlib_dir = c->stdlib };
+	struct import_opts io = { .dirs = c->dopts->dirs, .ndirs = c->dopts->ndirs, .stdlib_dir = c->stdlib,
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
 	struct strbuf sb;
 	bool ok = false;
 

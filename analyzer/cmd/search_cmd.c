@@ -17,6 +17,7 @@
 #include "analyzer/cmd/search_pick.h"
 #include "analyzer/out/jsonw.h"
 #include "analyzer/report.h"
+#include "analyzer/cmd/stdlib_digests.h"
 #include "lang/ast.h"
 #include "lang/check.h"
 #include "lang/diag.h"
@@ -310,7 +311,8 @@ static bool load_base(struct search_ctx *c, struct search_args *a)
 	c->dopts = &a->o;
 	c->path = a->file;
 	c->stdlib = driver_stdlib_dir(c->arena, &a->o);
-	struct import_opts io = { .dirs = a->o.dirs, .ndirs = a->o.ndirs, .stdlib_dir = c->stdlib };
+	struct import_opts io = { .dirs = a->o.dirs, .ndirs = a->o.ndirs, .stdlib_dir = c->stdlib,
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
 	struct program *p = import_load_many(c->arena, in, c->src, de, &a->file, 1, &io);
 
 	if (p->root && !diag_error_count(de))

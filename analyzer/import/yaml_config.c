@@ -36,7 +36,7 @@ struct yreader {
 static size_t mark_offset(const struct cfg *c, yaml_mark_t m)
 {
 	const struct src_file *f = c->file;
-	size_t line = m.line < f->nlines ? m.line : f->nlines - 1, off = f->line_starts[line];
+	size_t n = src_nlines(f), line = m.line < n ? m.line : n - 1, off = src_line_starts(f)[line];
 
 	for (size_t col = 0; col < m.column && off < f->len; col++) {
 		uint32_t cp;

@@ -385,7 +385,7 @@ static enum decl_kind value_kind(const char *key, size_t n)
 static bool value_wanted(const struct unit *u, uint32_t off, enum decl_kind *want)
 {
 	const char *text = u->root->text;
-	const char *start = text + u->root->line_starts[src_line_of(u->root, off) - 1];
+	const char *start = text + src_line_starts(u->root)[src_line_of(u->root, off) - 1];
 	const char *eq = NULL;
 
 	for (const char *p = start; p < text + off; p++)

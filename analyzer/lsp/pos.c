@@ -96,7 +96,7 @@ json_t *lsp_position(const struct src_file *f, uint32_t offset, bool bom)
 	if (offset > f->len)
 		offset = f->len;
 	uint32_t line = src_line_of(f, offset) - 1;
-	uint32_t col = utf16_units(f, f->line_starts[line], offset);
+	uint32_t col = utf16_units(f, src_line_starts(f)[line], offset);
 
 	return json_pack("{s:I, s:I}", "line", (json_int_t)line, "character",
 			 (json_int_t)col + (bom && line == 0));
@@ -114,7 +114,7 @@ uint32_t lsp_offset(const struct src_file *f, json_int_t line, json_int_t charac
 {
 	if (line < 0)
 		return 0;
-	if ((uint64_t)line >= f->nlines)
+	if ((uint64_t)line >= src_nlines(f))
 		return f->len;
 	size_t n;
 	const char *p = src_line_text(f, (uint32_t)line + 1, &n), *end = p + n;

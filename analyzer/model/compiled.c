@@ -17,6 +17,7 @@
 #include "analyzer/alloc.h"
 #include "analyzer/build.h"
 #include "analyzer/model/plan.h"
+#include "lang/num.h"
 
 enum { CM_NZERO = 5 };	/* as written, then ZeRO 0..3 */
 
@@ -428,17 +429,6 @@ static struct cm_plan *make_plan(const struct cm_model *m, const struct cm_lower
 	return cm_plan_build(m->a, &src.src);
 }
 
-static uint64_t gcd(uint64_t x, uint64_t y)
-{
-	while (y) {
-		uint64_t t = x % y;
-
-		x = y;
-		y = t;
-	}
-	return x;
-}
-
 /* The period after which every figure of @L is affine again: each
  * activation tensor costs its bytes rounded up to 512 (mem_round), which
  * is affine along micro-batches @P apart once d x P is a multiple of 512
@@ -451,11 +441,11 @@ static uint64_t period_of(const struct cm_lowering *L)
 
 	for (size_t n = 0; n < L->nlayers; n++)
 		for (int k = 0; k < CM_NACT; k++)
-			g = gcd(g, L->layers[n].d[k]);
+			g = num_gcd_u64(g, L->layers[n].d[k]);
 	if (!L->job.no_rounding && g)
-		p = ALLOC_MIN_BLOCK / gcd(g, ALLOC_MIN_BLOCK);
+		p = ALLOC_MIN_BLOCK / num_gcd_u64(g, ALLOC_MIN_BLOCK);
 	if (L->job.vp > 1)
-		p = p / gcd(p, L->job.vp) * L->job.vp;
+		p = p / num_gcd_u64(p, L->job.vp) * L->job.vp;
 	return p;
 }
 

@@ -4,8 +4,8 @@
 #
 #   tests/bench/bench.sh MEMC BUILD_DIR [OUT]
 #
-# BUILD_DIR holds bench-pairs, bench-empty, bench-rusage, bench-sweep and
-# bench-compiled;
+# BUILD_DIR holds bench-pairs, bench-empty, bench-rusage, bench-sweep,
+# bench-compiled and memc-dyn;
 # OUT defaults to docs/performance.md. Timing never runs in `make check`:
 # figures depend on the machine and its load, only their ratios travel.
 set -euo pipefail
@@ -90,6 +90,84 @@ replay_section() {
 	echo 'is built a second time at half the length, for its s^2 shares (§5.4).'
 	echo
 }
+# Inclusive instructions of function $2 in callgrind_annotate's listing $1.
+incl() {
+	awk -v f="$2" '$1 ~ /^[0-9,]+$/ && $0 ~ (":" f "( |$)") {
+		gsub(",", "", $1); print $1; exit }' "$1"
+}
+# Minor page faults of a command (GNU time), or "n/a".
+faults() {
+	if [ -x /usr/bin/time ]; then
+		/usr/bin/time -f '%R' "$@" 2>&1 >/dev/null | tail -n 1
+	else
+		echo n/a
+	fi
+}
+# Where the whole-process time of the 13B report goes: instructions by
+# phase, page faults, and what the dynamic loader would cost.
+where_section() {
+	local f=examples/llama2-13b-zero3.mem cg=$tmp/cg.txt total main_
+	valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$memc" report "$f" >/dev/null 2>&1
+	callgrind_annotate --inclusive=yes --threshold=100 "$tmp/cg.out" >"$cg" 2>/dev/null
+	total=$(awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }' "$cg")
+	main_=$(incl "$cg" main)
+	echo '## Where the time goes'
+	echo
+	echo "\`memc report $f\`, callgrind, inclusive instructions of the"
+	echo 'function that does each phase (phases nest: checking the train block'
+	echo 'is part of the pipeline, and so on). The design of each is in'
+	echo 'docs/architecture.md ("The stdlib, lazily", "The stdlib, verified at'
+	echo 'build time", "Startup").'
+	echo
+	echo '| phase | function | instructions | share |'
+	echo '| --- | --- | ---: | ---: |'
+	share() { awk -v a="$1" -v t="$total" 'BEGIN { printf "%.1f %%", 100 * a / t }'; }
+	printf '| whole process | | %s | 100 %% |\n' "$total"
+	printf '| before and after main: C runtime, self-relocation, exit | | %s | %s |\n' \
+		"$((total - main_))" "$(share $((total - main_)))"
+	while IFS='|' read -r what fn; do
+		local n
+		n=$(incl "$cg" "$fn")
+		printf '| %s | `%s` | %s | %s |\n' "$what" "$fn" "${n:-0}" "$(share "${n:-0}")"
+	done <<-'EOF'
+		read and validate the files|src_load_real
+		prescan the imported stdlib files|lazy_prescan
+		find the stdlib declarations the job names|reach_compute
+		parse those declarations (the reach included)|lazy_parse_reached
+		the names in scope|scope_build
+		check the declarations|check_program_decls
+		check the train block|check_program_job
+		build the job|build_job
+		the memory model|mem_analyze
+		write the report|report_text
+	EOF
+	echo
+	echo 'So a report is now mostly lexing and parsing the stdlib declarations'
+	echo 'the job reaches; reading the files (and their digests) is next. The'
+	echo 'prescan and the reach of a verified stdlib file come from the'
+	echo 'build'"'"'s index, and the static walk of its templates is skipped'
+	echo '(docs/architecture.md "The stdlib, verified at build time"); the'
+	echo 'checks of the job, its build and the memory model are a fifth. What'
+	echo 'was there before is in the tables of docs/architecture.md "The stdlib,'
+	echo 'lazily" and "Startup".'
+	echo
+	echo 'Page faults (minor, GNU time): kernel work that callgrind does not'
+	echo 'see. `build/memc-dyn` is the same objects linked against the'
+	echo 'shared libc, libm, jansson and libyaml; its row is the cost of the'
+	echo 'dynamic loader that the static link removes.'
+	echo
+	echo '| program | page faults | relocations by ld.so | x `build/memc` (median of pairs) |'
+	echo '| --- | ---: | ---: | ---: |'
+	local rel ratio
+	printf '| `/bin/true` | %s | | |\n' "$(faults /bin/true)"
+	printf '| `%s` (tests/bench/empty.c) | %s | | |\n' "$b/bench-empty" "$(faults "$b/bench-empty")"
+	printf '| `%s report` | %s | none (static-pie) | 1 |\n' "$memc" "$(faults "$memc" report "$f")"
+	rel=$(LD_DEBUG=statistics "$b/memc-dyn" report "$f" 2>&1 >/dev/null |
+		awk '/final number of relocations:/ { print $NF; exit }')
+	read -r _ _ ratio _ _ < <("$b/bench-pairs" "$pairs" "$b/memc-dyn" report "$f" -- "$memc" report "$f")
+	printf '| `%s report` | %s | %s | %s |\n' "$b/memc-dyn" "$(faults "$b/memc-dyn" report "$f")" "${rel:-n/a}" "$ratio"
+	echo
+}
 {
 	echo '# Performance'
 	echo
@@ -117,6 +195,9 @@ replay_section() {
 			"$((ra / 1024)).$(((ra % 1024) * 10 / 1024)) / $((rb / 1024)).$(((rb % 1024) * 10 / 1024)) MiB"
 	done
 	echo
+	if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
+		where_section
+	fi
 	if command -v valgrind >/dev/null; then
 		echo '## Instructions (load-independent)'
 		echo
@@ -201,10 +282,15 @@ replay_section() {
 	echo 'A variant of a note is its block alone, checked among the file'"'"'s'
 	echo 'declarations checked once, not the whole file compiled again (docs/fit.md'
 	echo '"Verified"); only the fixes noted are compiled from the whole text.'
-	echo 'What a block costs with the search off is the checker'"'"'s walk of the'
-	echo 'model under the block'"'"'s bindings and the builder'"'"'s walk of it again'
-	echo '(lang/walk.c `eval_walk`, about equal halves), the numeric model a few'
-	echo 'percent: the same per block whether or not blocks repeat.'
+	echo 'Both walks of the model are kept per compilation (docs/architecture.md,'
+	echo '"One walk per model and bindings"): the checker'"'"'s by the model and the'
+	echo 'job'"'"'s bindings (lang/walk_cache.c), the builder'"'"'s by those and what'
+	echo 'build_job set before the walk (analyzer/model/build_cache.c). Blocks that'
+	echo 'differ only in grad_accum or ZeRO share their walks, whether or not their'
+	echo 'text repeats; a block with a new micro_batch, checkpoint mode or layout'
+	echo 'walks again. What remains per block with the search off is reading and'
+	echo 'checking its keys, the copy of the kept blocks and the numeric model;'
+	echo 'with the search on, the verifications, each a compilation of its own.'
 	echo
 	echo '## Variants in one process'
 	echo
@@ -291,7 +377,7 @@ replay_section() {
 	echo
 	echo 'Depth: the 13B job over Llama-2-13B'"'"'s layer shape with 32 and with'
 	echo '1,000,000 layers (the walk folds a body of N repeats into four, §"Folding"'
-	echo 'of docs/memory-model.md, and a plan's lines do not grow with it).'
+	echo 'of docs/memory-model.md, and a plan'"'"'s lines do not grow with it).'
 	echo
 	echo '```'
 	d32=$("$b/bench-compiled" "$tmp/depth-32.mem" 1000000)

@@ -43,7 +43,8 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		 -fno-omit-frame-pointer
 FUZZ_CPPFLAGS := -I. -I$(FUZZ_B) $(MEMC_DEFS)
 FUZZ_CFLAGS   := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 $(FUZZ_SAN)
-FUZZ_GEN_OBJS := $(if $(PARSER_Y),$(FUZZ_B)/lang/parser.tab.o) $(if $(LEXER_L),$(FUZZ_B)/lang/lexer.o)
+FUZZ_GEN_OBJS := $(if $(PARSER_Y),$(FUZZ_B)/lang/parser.tab.o $(FUZZ_B)/lang/parser_nolac.tab.o) \
+		 $(if $(LEXER_L),$(FUZZ_B)/lang/lexer.o)
 FUZZ_GEN_H    := $(if $(PARSER_Y),$(FUZZ_B)/lang/parser.tab.h) $(if $(LEXER_L),$(FUZZ_B)/lang/lexer.h)
 # The analyzer without its command line (main, pipeline, lsp, and the
 # commands under analyzer/cmd): the harness calls the phases itself.
@@ -78,6 +79,11 @@ $(FUZZ_B)/lang/%.o: $(FUZZ_B)/lang/%.c | $(FUZZ_GEN_H)
 $(FUZZ_B)/lang/parser.tab.c $(FUZZ_B)/lang/parser.tab.h &: lang/parser.y
 	@mkdir -p $(@D)
 	$(BISON) -Wall -Werror -d -o $(FUZZ_B)/lang/parser.tab.c $<
+
+$(FUZZ_B)/lang/parser_nolac.tab.c: lang/parser.y
+	@mkdir -p $(@D)
+	$(BISON) -Wall -Werror -Fparse.lac=none -o $@ $<
+$(FUZZ_B)/lang/parser_nolac.tab.o: FUZZ_CPPFLAGS += -Dyyparse=parse_yyparse_nolac
 
 $(FUZZ_B)/lang/lexer.c $(FUZZ_B)/lang/lexer.h &: lang/lexer.l $(if $(PARSER_Y),$(FUZZ_B)/lang/parser.tab.h)
 	@mkdir -p $(@D)

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lang/check.h"
 #include "lang/import.h"
 
 enum { MAX_CREATED = 256 };
@@ -424,6 +425,78 @@ static void import_load_many_shares_files(void **state)
 	assert_string_equal(p->root->decls->next->name, "x");
 }
 
+/* ---- stdlib files verified at build time (import_opts.verified) ---- */
+
+/* A template whose static walk (every branch, parameters unknown) finds a
+ * typo the job's own walk does not reach. */
+static const char broken_lib[] = "layer norm(hidden: count, wide: bool) {\n"
+				 "  param w : [hidden]\n"
+				 "  if wide {\n"
+				 "    saves s : [hidden] fp33\n"
+				 "  }\n"
+				 "}\n";
+
+/* Load a root that reaches std/lib.mem's template, with @digest as the
+ * build's digest of lib.mem, and check its declarations: the number of
+ * diagnostics, and whether the program counted as verified. */
+static unsigned check_with_digest(struct fixture *fx, uint64_t digest, bool *verified)
+{
+	const struct stdlib_digest table[] = { { "lib.mem", digest, NULL, 0 } };
+
+	put(fx, "std/lib.mem", broken_lib);
+	put(fx, "main.mem", "import \"lib\"\nlet n = norm(hidden = 8, wide = false)\n");
+	set_dirs(fx, 0, NULL, true);
+	fx->opts.verified = table;
+	fx->opts.nverified = 1;
+
+	struct program *p = load(fx, "main.mem");
+
+	*verified = p->stdlib_verified;
+	check_program_decls(&fx->arena, fx->in, fx->de, fx->t, p);
+	return fx_count_diags(fx);
+}
+
+static uint64_t digest_of(const char *text)
+{
+	return src_digest(text, strlen(text));
+}
+
+static void verified_stdlib_skips_the_static_walk(void **state)
+{
+	struct fixture *fx = *state;
+	bool verified = false;
+
+	/* a table only ever holds files that checked clean: this one is a lie,
+	 * which is how the test sees that the walk is skipped */
+	assert_int_equal(check_with_digest(fx, digest_of(broken_lib), &verified), 0);
+	assert_true(verified);
+}
+
+static void edited_stdlib_is_checked_in_full(void **state)
+{
+	struct fixture *fx = *state;
+	bool verified = true;
+
+	assert_int_equal(check_with_digest(fx, digest_of(broken_lib) ^ 1, &verified), 1);
+	assert_false(verified);
+	fx_only_diag(fx, "undefined-name");
+}
+
+static void digest_follows_every_byte(void **state)
+{
+	(void)state;
+	char a[] = "layer x(h: count) { param w : [h] }\n";
+	uint64_t d = digest_of(a);
+
+	for (size_t i = 0; a[i]; i++) {
+		a[i] ^= 0x20;
+		assert_true(digest_of(a) != d);
+		a[i] ^= 0x20;
+	}
+	assert_true(src_digest(a, strlen(a) - 1) != d);
+	assert_true(digest_of(a) == d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +512,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(depth_cap_allows_the_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(depth_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(import_load_many_shares_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(verified_stdlib_skips_the_static_walk, setup, teardown),
+		cmocka_unit_test_setup_teardown(edited_stdlib_is_checked_in_full, setup, teardown),
+		cmocka_unit_test(digest_follows_every_byte),
 	};
 
 	return cmocka_run_group_tests_name("import", tests, NULL, NULL);

@@ -8,6 +8,8 @@
  */
 #include "lang_fixture.h"
 
+#include "analyzer/cmd/stdlib_digests.h"
+#include "lang/import.h"
 #include "lang/lazy.h"
 
 static const struct src_file *add(struct fixture *fx, const char *text)
@@ -97,10 +99,149 @@ static void gives_up_on_what_it_does_not_vouch_for(void **state)
 			fail_msg("prescan accepted text %zu: %s", i, texts[i]);
 }
 
+/* ast_dump() of @f, in the arena. */
+static const char *dump(struct fixture *fx, const struct file_ast *f)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(out);
+	ast_dump(out, f);
+	assert_int_equal(fclose(out), 0);
+	const char *s = arena_strdup(&fx->arena, buf);
+
+	free(buf);
+	return s;
+}
+
+/* parse_file_range_clean(), the parser without lookahead correction that
+ * verified stdlib files go through, builds what parse_file_range() builds,
+ * declaration by declaration, on the stdlib's largest files. */
+static void clean_parser_builds_the_same_ast(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const files[] = { "stdlib/layers/attention.mem", "stdlib/layers/head.mem",
+					     "stdlib/layers/mlp.mem", "stdlib/models/llama.mem",
+					     "stdlib/models/mixtral.mem", "stdlib/precision.mem",
+					     "stdlib/gpus/nvidia.mem", "stdlib/optimizers.mem" };
+	unsigned ndecls = 0;
+
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		const struct src_file *f = src_load(fx->t, fx->de, files[i], files[i], NO_LOC);
+
+		assert_non_null(f);
+		struct file_ast *pre = lazy_prescan(&fx->arena, fx->in, f);
+
+		assert_non_null(pre);
+		for (const struct decl *d = pre->decls; d; d = d->next, ndecls++) {
+			struct file_ast *a = parse_file_range(&fx->arena, fx->in, fx->de, f, d->loc.start, d->loc.end);
+			struct file_ast *b = parse_file_range_clean(&fx->arena, fx->in, fx->de, f, d->loc.start,
+								    d->loc.end);
+
+			assert_non_null(a->decls);
+			assert_string_equal(dump(fx, a), dump(fx, b));
+		}
+	}
+	fx_assert_no_diags(fx);
+	assert_true(ndecls > 50);
+}
+
+/* Each verified stdlib file's index, linked into memc by the build
+ * (build/gen/stdlib_digests.c), makes the stubs the prescan makes of the
+ * file's bytes: the importer uses it instead of prescanning. */
+static void build_index_is_the_prescan(void **state)
+{
+	struct fixture *fx = *state;
+	size_t nindexed = 0;
+
+	for (size_t i = 0; i < memc_stdlib_ndigests; i++) {
+		const struct stdlib_digest *e = &memc_stdlib_digests[i];
+		const char *path = arena_printf(&fx->arena, "stdlib/%s", e->name);
+		const struct src_file *f = src_load(fx->t, fx->de, path, path, NO_LOC);
+
+		assert_non_null(f);
+		assert_true(src_digest(f->text, f->len) == e->digest);
+		struct file_ast *pre = lazy_prescan(&fx->arena, fx->in, f);
+
+		if (!e->decls) {	/* the prescan gave up, or found nothing */
+			assert_true(!pre || !pre->decls);
+			continue;
+		}
+		nindexed++;
+		struct file_ast *ix = lazy_from_index(&fx->arena, fx->in, f, e->decls, e->ndecls);
+		const struct decl *p, *q;
+
+		assert_non_null(pre);
+		for (p = pre->decls, q = ix->decls; p && q; p = p->next, q = q->next) {
+			assert_int_equal(p->kind, q->kind);
+			assert_ptr_equal(p->name, q->name);
+			assert_same_loc(p->loc, q->loc);
+			assert_same_loc(p->name_loc, q->name_loc);
+			if (p->kind == DECL_IMPORT) {
+				assert_string_equal(p->import.path, q->import.path);
+				assert_same_loc(p->import.path_loc, q->import.path_loc);
+			}
+		}
+		assert_null(p);
+		assert_null(q);
+	}
+	fx_assert_no_diags(fx);
+	assert_true(nindexed > 40);
+}
+
+/* Every file of the program loaded from examples/@name, dumped, with
+ * the stdlib table @table (its index used, or not). */
+static const char *load_dump(struct fixture *fx, const char *name, const struct stdlib_digest *table)
+{
+	struct src_table *t = src_table_new(&fx->arena);
+	struct diag_engine *de = diag_new(&fx->arena, t, NULL);
+	struct interner *in = interner_new(&fx->arena);
+	struct import_opts o = { .stdlib_dir = "stdlib", .verified = table, .nverified = memc_stdlib_ndigests };
+	struct program *p = import_load(&fx->arena, in, t, de, arena_printf(&fx->arena, "examples/%s", name), &o);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+
+	assert_non_null(out);
+	assert_true(p->stdlib_verified);
+	assert_null(diag_first(de));
+	for (size_t i = 0; i < p->nfiles; i++)
+		ast_dump(out, p->files[i]);
+	assert_int_equal(fclose(out), 0);
+	const char *s = arena_strdup(&fx->arena, buf);
+
+	free(buf);
+	return s;
+}
+
+/* What a job reaches and parses is the same whether the reach reads a
+ * verified file's words from the build's index or scans its text. */
+static void index_reaches_what_the_text_does(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const examples[] = { "llama2-13b-zero3.mem", "llama2-70b-3d.mem", "mixtral-ep.mem",
+						"llama3-8b-lora-a100.mem", "bert-finetune.mem",
+						"resnet50-finetune.mem" };
+	struct stdlib_digest *bare = calloc(memc_stdlib_ndigests + 1, sizeof *bare);
+
+	assert_non_null(bare);
+	for (size_t i = 0; i < memc_stdlib_ndigests; i++)	/* same digests, no index */
+		bare[i] = (struct stdlib_digest){ memc_stdlib_digests[i].name, memc_stdlib_digests[i].digest,
+						  NULL, 0 };
+	for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
+		assert_string_equal(load_dump(fx, examples[i], memc_stdlib_digests),
+				    load_dump(fx, examples[i], bare));
+	free(bare);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(splits_like_the_parser, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(clean_parser_builds_the_same_ast, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(build_index_is_the_prescan, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(index_reaches_what_the_text_does, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(cr_and_crlf_line_ends, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(gives_up_on_what_it_does_not_vouch_for, fx_setup,
 						fx_teardown),

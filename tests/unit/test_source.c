@@ -19,7 +19,7 @@ static void builtin_is_file_zero(void **state)
 	struct src_file *f = src_get(fx->t, 0);
 
 	assert_string_equal(f->display_name, "<builtin>");
-	assert_int_equal(f->nlines, 1);
+	assert_int_equal(src_nlines(f), 1);
 	struct src_file *g = add(fx, "a.mem", "x");
 	assert_int_equal(g->id, 1);
 	assert_ptr_equal(src_get(fx->t, 1), g);
@@ -36,7 +36,7 @@ static void lines_and_columns(void **state)
 	struct src_file *f = add(fx, "t.mem", text);
 
 	assert_non_null(f);
-	assert_int_equal(f->nlines, 5);
+	assert_int_equal(src_nlines(f), 5);
 	assert_int_equal(src_line_of(f, 0), 1);
 	assert_int_equal(src_col_of(f, 1), 2);
 	assert_int_equal(src_line_of(f, 2), 1);		/* the '\n' ends line 1 */
@@ -81,7 +81,7 @@ static void every_line_end_counts(void **state)
 	size_t n;
 
 	assert_non_null(f);
-	assert_int_equal(f->nlines, 7);
+	assert_int_equal(src_nlines(f), 7);
 	assert_int_equal(src_line_of(f, 2), 2);			/* 'b' after a lone CR */
 	assert_int_equal(src_col_of(f, 3), 2);
 	assert_memory_equal(src_line_text(f, 2, &n), "bb", 2);
@@ -99,7 +99,7 @@ static void every_line_end_counts(void **state)
 
 	struct src_file *g = add(fx, "crcrlf.mem", "x\r\r\ny");	/* CR, then CRLF */
 
-	assert_int_equal(g->nlines, 3);
+	assert_int_equal(src_nlines(g), 3);
 	src_line_text(g, 2, &n);
 	assert_int_equal(n, 0);
 	assert_int_equal(src_line_of(g, 4), 3);
@@ -130,7 +130,7 @@ static void empty_file_has_one_line(void **state)
 	size_t n;
 
 	assert_non_null(f);
-	assert_int_equal(f->nlines, 1);
+	assert_int_equal(src_nlines(f), 1);
 	assert_int_equal(src_line_of(f, 0), 1);
 	assert_int_equal(src_col_of(f, 0), 1);
 	src_line_text(f, 1, &n);
@@ -242,7 +242,7 @@ static void load_real_file(void **state)
 	assert_string_equal(f->display_name, "a.mem");
 	assert_int_equal(f->len, 10);
 	assert_int_equal(f->text[10], '\0');
-	assert_int_equal(f->nlines, 3);
+	assert_int_equal(src_nlines(f), 3);
 	assert_true(f->valid);
 	assert_non_null(f->real_path);
 	assert_ptr_equal(src_find_real(fx->t, f->real_path), f);
@@ -280,7 +280,7 @@ static void descriptor_is_read_to_the_end(void **state)
 	assert_non_null(f);
 	assert_string_equal(f->display_name, "<stdin>");
 	assert_int_equal(f->len, 10);
-	assert_int_equal(f->nlines, 3);
+	assert_int_equal(src_nlines(f), 3);
 	assert_null(f->real_path);
 	assert_string_equal(fx_output(fx) ? fx->buf : "", "");
 }
@@ -384,11 +384,11 @@ static void lf_only_line_table(void **state)
 	static const uint32_t starts[] = { 0, 2, 3, 6, 10, 13 };
 
 	assert_non_null(f);
-	assert_int_equal(f->nlines, 6);
+	assert_int_equal(src_nlines(f), 6);
 	for (unsigned i = 0; i < 6; i++)
-		assert_int_equal(f->line_starts[i], starts[i]);
+		assert_int_equal(src_line_starts(f)[i], starts[i]);
 	f = add(fx, "nolf.mem", "no line end");
-	assert_int_equal(f->nlines, 1);
+	assert_int_equal(src_nlines(f), 1);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, fx_setup_printing, fx_teardown)

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * walk_cache.c - the checker's walk of a model, once per model instance and
+ * set of bindings.
+ *
+ * A file of many train blocks over one model walks that model under each
+ * job's bindings (check_job_bindings: batch, seq, the layout, the compute
+ * dtype, ...). The walk reads nothing else of the job: two jobs that bind
+ * the same values to the same instance walk the same tensors, so the second
+ * reuses what the first recorded (struct check_model: the distinct
+ * parameter tensors and the count of the model's body). The key is the
+ * whole binding environment, compared value by value: it holds only what a
+ * model may read, so recording reads would save little and cost a hook in
+ * every name lookup (docs/architecture.md, "The checker's walk, once per
+ * model and bindings").
+ *
+ * Only a walk that asked for no diagnostic at all is kept (eval->reports,
+ * counted in vreport whether the report is printed, deduplicated or
+ * quiet): a job whose walk would report walks again and reports at its own
+ * lines, so the output does not depend on the cache.
+ */
+#include <string.h>
+
+#include "lang/arena.h"
+#include "lang/check_impl.h"
+#include "lang/eval_impl.h"
+#include "lang/walk_cache.h"
+
+struct walk_cache_entry {
+	struct walk_key key;		/* the model, then the bindings */
+	struct check_param *params;	/* the walk's outcome */
+	size_t nparams;
+	bool have_body, body_known;
+	uint64_t body;
+	struct walk_cache_entry *next;	/* same hash */
+};
+
+struct walk_cache {
+	struct u64map by_hash;
+	struct walk_key key;		/* the key being looked up (reused) */
+	unsigned long hits, misses;
+};
+
+enum { WALK_KEY_DEPTH = 16 };
+
+static uint64_t mix(uint64_t h, uint64_t x)
+{
+	return (h ^ x) * 0x100000001B3u;
+}
+
+static uint64_t atom_hash(uint64_t h, const struct walk_atom *a)
+{
+	const struct value *v = &a->v;
+
+	h = mix(mix(mix(h, (uintptr_t)a->name), (uint64_t)v->kind), v->unknown);
+	switch (v->kind) {
+	case VAL_NUM:
+		for (unsigned i = 0; i < DIM__COUNT; i++)
+			h = mix(h, (uint64_t)(uint8_t)v->dim.e[i]);
+		return v->unknown ? h : mix(mix(h, (uint64_t)v->num.n), (uint64_t)v->num.d);
+	case VAL_BOOL: return mix(h, v->b);
+	case VAL_STRING: case VAL_SYMBOL: return mix(h, (uintptr_t)v->str);
+	case VAL_CALL: return mix(mix(h, (uintptr_t)v->str), v->nitems);
+	case VAL_DTYPE: return mix(h, (uintptr_t)v->dtype);
+	case VAL_LIST: return mix(h, v->nitems);
+	case VAL_DECL: case VAL_INSTANCE: return mix(mix(h, (uintptr_t)v->decl), v->nitems);
+	case VAL_CLUSTER:
+		return mix(mix(mix(h, (uintptr_t)v->decl), (uint64_t)v->nodes.n), (uint64_t)v->gpus.n);
+	case VAL_ERROR: case VAL_NONE: break;
+	}
+	return h;
+}
+
+/* What a walk can read of a value; never where it was written (a walk
+ * that would point at a line reports, and is not kept). */
+static bool atom_same(const struct walk_atom *x, const struct walk_atom *y)
+{
+	const struct value *a = &x->v, *b = &y->v;
+
+	if (x->name != y->name || a->kind != b->kind || a->unknown != b->unknown || a->nitems != b->nitems)
+		return false;
+	switch (a->kind) {
+	case VAL_NUM: return dim_eq(a->dim, b->dim) && (a->unknown || num_eq(a->num, b->num));
+	case VAL_BOOL: return a->b == b->b;
+	case VAL_STRING: case VAL_SYMBOL: case VAL_CALL:
+		return a->str == b->str || (a->str && b->str && !strcmp(a->str, b->str));
+	case VAL_DTYPE: return a->dtype == b->dtype;
+	case VAL_DECL: case VAL_INSTANCE: return a->decl == b->decl;
+	case VAL_CLUSTER:
+		return a->decl == b->decl && num_eq(a->nodes, b->nodes) && num_eq(a->gpus, b->gpus);
+	case VAL_LIST: case VAL_ERROR: case VAL_NONE: break;
+	}
+	return true;
+}
+
+static unsigned env_count(const struct env *e)
+{
+	struct value v;
+	unsigned n = 0;
+
+	while (e && env_name_at(e, n, &v))
+		n++;
+	return n;
+}
+
+static void flatten_env(struct walk_key *c, const struct env *e, unsigned depth);
+
+static void flatten(struct walk_key *c, const char *name, const struct value *v, unsigned depth)
+{
+	if (depth > WALK_KEY_DEPTH) {
+		c->ok = false;
+		return;
+	}
+	ARENA_GROW(c->arena, c->atoms, c->n, c->cap);
+	struct walk_atom *a = &c->atoms[c->n++];
+
+	a->name = name;
+	a->v = (struct value){ .kind = v->kind, .unknown = v->unknown, .num = v->num, .dim = v->dim,
+			       .b = v->b, .str = v->str, .dtype = v->dtype, .decl = v->decl,
+			       .nodes = v->nodes, .gpus = v->gpus, .nitems = v->nitems };
+	if (v->kind == VAL_LIST) {
+		for (unsigned i = 0; i < v->nitems; i++)
+			flatten(c, NULL, &v->items[i], depth + 1);
+	} else if (v->kind == VAL_INSTANCE || v->kind == VAL_CALL || v->kind == VAL_DECL) {
+		a->v.nitems = env_count(v->args);
+		flatten_env(c, v->args, depth + 1);
+	}
+}
+
+/* An environment's own bindings, in binding order (not its parent's: the
+ * instance's parent is the job's frame, flattened beside it). */
+static void flatten_env(struct walk_key *c, const struct env *e, unsigned depth)
+{
+	struct value v;
+	const char *name;
+
+	for (unsigned i = 0; e && (name = env_name_at(e, i, &v)); i++)
+		flatten(c, name, &v, depth);
+}
+
+void walk_key_clear(struct walk_key *k, struct arena *a)
+{
+	if (k->arena != a) {	/* the atoms grown in another arena are not reused */
+		k->atoms = NULL;
+		k->cap = 0;
+	}
+	k->arena = a;
+	k->n = 0;
+	k->ok = true;
+}
+
+void walk_key_value(struct walk_key *k, const char *name, const struct value *v)
+{
+	flatten(k, name, v, 0);
+}
+
+void walk_key_env(struct walk_key *k, const struct env *e)
+{
+	flatten_env(k, e, 0);
+}
+
+uint64_t walk_key_hash(const struct walk_key *k, uint64_t h)
+{
+	for (size_t i = 0; i < k->n; i++)
+		h = atom_hash(h, &k->atoms[i]);
+	return h;
+}
+
+bool walk_key_equal(const struct walk_key *x, const struct walk_key *y)
+{
+	if (x->n != y->n)
+		return false;
+	for (size_t i = 0; i < x->n; i++)
+		if (!atom_same(&x->atoms[i], &y->atoms[i]))
+			return false;
+	return true;
+}
+
+void walk_key_copy(struct walk_key *dst, const struct walk_key *src, struct arena *a)
+{
+	dst->arena = a;
+	dst->n = dst->cap = src->n;
+	dst->ok = src->ok;
+	dst->atoms = ARENA_NEW_ARRAY(a, struct walk_atom, src->n ? src->n : 1);
+	if (src->n)
+		memcpy(dst->atoms, src->atoms, src->n * sizeof *src->atoms);
+}
+
+static uint64_t make_key(struct walk_cache *c, struct arena *a, struct value model, const struct env *bindings)
+{
+	walk_key_clear(&c->key, a);
+	walk_key_value(&c->key, NULL, &model);
+	walk_key_env(&c->key, bindings);
+	return walk_key_hash(&c->key, 0xCBF29CE484222325u);
+}
+
+static struct walk_cache *cache_of(struct eval *ev)
+{
+	if (!ev->walk_cache)
+		ev->walk_cache = ARENA_NEW(ev->perm, struct walk_cache);
+	return ev->walk_cache;
+}
+
+uint64_t walk_cache_key(struct eval *ev, struct value model, const struct env *bindings)
+{
+	return make_key(cache_of(ev), ev->perm, model, bindings);
+}
+
+bool walk_cache_find(struct eval *ev, struct value model, const struct env *bindings, struct check_model *out)
+{
+	struct walk_cache *c = cache_of(ev);
+
+	/* after a runaway template every walk stops at once (walk.c): so does this one */
+	if (ev->steps_reported)
+		return false;
+	struct walk_cache_entry *e = u64map_get(&c->by_hash, make_key(c, ev->perm, model, bindings));
+
+	for (; c->key.ok && e; e = e->next)
+		if (walk_key_equal(&e->key, &c->key)) {
+			out->params = e->params;
+			out->nparams = out->capparams = e->nparams;
+			out->index = NULL;
+			out->capindex = 0;
+			out->open_repeats = 0;
+			out->have_body = e->have_body;
+			out->body_known = e->body_known;
+			out->body = e->body;
+			c->hits++;
+			return true;
+		}
+	c->misses++;
+	return false;
+}
+
+static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cache *c, const struct check_model *m)
+{
+	struct walk_cache_entry *e = ARENA_NEW(a, struct walk_cache_entry);
+
+	walk_key_copy(&e->key, &c->key, a);
+	e->params = ARENA_NEW_ARRAY(a, struct check_param, m->nparams ? m->nparams : 1);
+	if (m->nparams)
+		memcpy(e->params, m->params, m->nparams * sizeof *m->params);
+	e->nparams = m->nparams;
+	e->have_body = m->have_body;
+	e->body_known = m->body_known;
+	e->body = m->body;
+	return e;
+}
+
+void walk_cache_put(struct eval *ev, struct value model, const struct env *bindings, const struct check_model *m)
+{
+	struct walk_cache *c = cache_of(ev);
+	uint64_t key = make_key(c, ev->perm, model, bindings);
+
+	if (!c->key.ok)
+		return;
+	struct walk_cache_entry *first = u64map_get(&c->by_hash, key);
+	struct walk_cache_entry *e = new_entry(ev->perm, c, m);
+
+	if (first) {
+		e->next = first->next;	/* the map's slot keeps its first entry */
+		first->next = e;
+	} else {
+		u64map_put(&c->by_hash, ev->perm, key, e);
+	}
+}
+
+void walk_cache_stats(const struct eval *ev, unsigned long *hits, unsigned long *misses)
+{
+	*hits = ev->walk_cache ? ev->walk_cache->hits : 0;
+	*misses = ev->walk_cache ? ev->walk_cache->misses : 0;
+}

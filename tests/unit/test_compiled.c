@@ -31,33 +31,7 @@
 #include "lang/import.h"
 #include "lang/intern.h"
 #include "lang/source.h"
-
-struct loaded {
-	struct arena a;
-	struct check_result *cr;
-	FILE *devnull;
-};
-
-static bool load(struct loaded *l, const char *path)
-{
-	memset(l, 0, sizeof *l);
-	l->devnull = fopen("/dev/null", "w");
-	struct interner *in = interner_new(&l->a);
-	struct src_table *src = src_table_new(&l->a);
-	struct diag_engine *de = diag_new(&l->a, src, l->devnull);
-	struct import_opts io = { .stdlib_dir = "stdlib" };
-	struct program *p = import_load(&l->a, in, src, de, path, &io);
-
-	l->cr = p && p->root ? check_program(&l->a, in, de, src, p) : NULL;
-	return l->cr && l->cr->jobs && !diag_error_count(de);
-}
-
-static void unload(struct loaded *l)
-{
-	arena_free(&l->a);
-	if (l->devnull)
-		fclose(l->devnull);
-}
+#include "load_fixture.h"
 
 static const char *const ckpt[CM_CKPT__COUNT] = { NULL, "none", "selective", "full", "selective_op" };
 

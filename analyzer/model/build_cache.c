@@ -26,6 +26,7 @@
 #include "analyzer/build_impl.h"
 #include "lang/arena.h"
 #include "lang/eval.h"
+#include "lang/source.h"
 #include "lang/walk_cache.h"
 
 struct bld_cache_entry {
@@ -85,15 +86,6 @@ static void image_of(const struct bld *b, struct bld *img)
 	memset(&img->optimizer, 0, sizeof img->optimizer);
 }
 
-static uint64_t bytes_hash(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 0x100000001B3u;
-	return h;
-}
-
 static void make_key(struct bld_cache *c, const struct bld *b, struct arena *a)
 {
 	struct walk_key *k = &c->key;
@@ -114,7 +106,7 @@ static void make_key(struct bld_cache *c, const struct bld *b, struct arena *a)
 	}
 	image_of(b, &c->image);
 	c->key_ok = k->ok;
-	c->hash = walk_key_hash(k, bytes_hash(0xCBF29CE484222325u, &c->image, sizeof c->image));
+	c->hash = walk_key_hash(k, src_digest((const char *)&c->image, sizeof c->image));
 }
 
 static const uint64_t *copy_u64s(struct arena *a, const uint64_t *v, size_t n)

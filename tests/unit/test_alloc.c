@@ -8,6 +8,7 @@
 
 #include "analyzer/alloc.h"
 #include "analyzer/memory.h"
+#include "mem_fixture.h"
 
 #include <stdbool.h>
 #include <string.h>
@@ -481,12 +482,9 @@ static struct mem_job frag_job(struct mem_layer *l, struct mem_block *b)
 	l->saves_bytes = 10 * MiB;
 	l->temp_fwd_bytes = 30 * MiB;
 	*b = (struct mem_block){ l, 1, 3, true };
-	memset(&j, 0, sizeof(j));
+	mem_fx_job(&j, false);
 	j.blocks = b;
 	j.nblocks = 1;
-	j.dp = j.tp = j.pp = j.cp = j.ep = j.vp = 1;
-	j.micro_batches = 1;
-	j.frag_factor = 1.0;
 	j.alloc_replay = true;
 	return j;
 }

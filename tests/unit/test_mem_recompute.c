@@ -14,17 +14,9 @@
 #include <string.h>
 
 #include "analyzer/memory.h"
+#include "mem_fixture.h"
 
 #define MIB (UINT64_C(1) << 20)
-
-static void job_defaults(struct mem_job *j)
-{
-	memset(j, 0, sizeof(*j));
-	j->dp = j->tp = j->pp = j->cp = j->ep = j->vp = 1;
-	j->micro_batches = 1;
-	j->frag_factor = 1.0;
-	j->no_rounding = true;
-}
 
 /* One body block of n repeats: a norm that saves its input (x_in, 8 MiB)
  * and 100 MiB more, then an MLP saving 200 MiB; no parameters. */
@@ -40,7 +32,7 @@ static uint64_t peak_of(enum mem_recompute rc, uint64_t input_saved)
 	struct mem_result r;
 	uint64_t peak;
 
-	job_defaults(&j);
+	mem_fx_job(&j, true);
 	j.blocks = &b;
 	j.nblocks = 1;
 	j.recompute = rc;
@@ -86,7 +78,7 @@ static uint64_t cast_peak(enum mem_recompute rc)
 	struct mem_result r;
 	uint64_t peak;
 
-	job_defaults(&j);
+	mem_fx_job(&j, true);
 	j.blocks = &b;
 	j.nblocks = 1;
 	j.recompute = rc;
@@ -123,7 +115,7 @@ static void classes_are_contiguous(void **state)
 	struct mem_result r;
 
 	(void)state;
-	job_defaults(&j);
+	mem_fx_job(&j, true);
 	j.blocks = b;
 	j.nblocks = 3;
 	j.pp = 3;

@@ -8,6 +8,7 @@
  */
 #include "analyzer/build.h"
 #include "analyzer/memory.h"
+#include "mem_fixture.h"
 #include "lang/check.h"
 #include "lang/import.h"
 
@@ -19,15 +20,6 @@
 #include "lang_fixture.h"
 
 #define MIB (UINT64_C(1) << 20)
-
-static void job_defaults(struct mem_job *j)
-{
-	memset(j, 0, sizeof(*j));
-	j->dp = j->tp = j->pp = j->cp = j->ep = j->vp = 1;
-	j->micro_batches = 1;
-	j->frag_factor = 1.0;
-	j->no_rounding = true;
-}
 
 /* An embedding (64 MiB weight, bf16 grad 64 MiB), a body repeat with a
  * 10 MiB weight and 100 MiB of saves, and a head that reads the
@@ -54,7 +46,7 @@ static void tiny_job(struct tiny *t, bool held)
 				      .tied_grad_bytes = held ? 64 * MIB : 0 };
 	for (int i = 0; i < 3; i++)
 		t->b[i] = (struct mem_block){ .layers = &t->l[i], .nlayers = 1, .repeat = 1, .is_body = i == 1 };
-	job_defaults(&t->j);
+	mem_fx_job(&t->j, true);
 	t->j.blocks = t->b;
 	t->j.nblocks = 3;
 }

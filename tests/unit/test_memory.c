@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analyzer/memory.h"
+#include "mem_fixture.h"
 
 /* Bytes per element of one precision regime (§2.1). */
 struct regime {
@@ -46,14 +47,6 @@ static void set_param(struct mem_param *p, const char *name, uint64_t numel,
 	p->trainable = true;
 }
 
-static void job_defaults(struct mem_job *j)
-{
-	memset(j, 0, sizeof(*j));
-	j->dp = j->tp = j->pp = j->cp = j->ep = j->vp = 1;
-	j->micro_batches = 1;
-	j->frag_factor = 1.0;
-}
-
 /* V, h, f, kv width; layers L. Activation bytes are set by each test. */
 static struct llama *llama_new(uint64_t V, uint64_t h, uint64_t f, uint64_t hkv, uint64_t L,
 			       const struct regime *r)
@@ -77,7 +70,7 @@ static struct llama *llama_new(uint64_t V, uint64_t h, uint64_t f, uint64_t hkv,
 	m->blocks[0] = (struct mem_block){ &m->pre, 1, 1, false };
 	m->blocks[1] = (struct mem_block){ &m->body, 1, L, true };
 	m->blocks[2] = (struct mem_block){ m->post, 3, 1, false };
-	job_defaults(&m->job);
+	mem_fx_job(&m->job, false);
 	m->job.blocks = m->blocks;
 	m->job.nblocks = 3;
 	return m;
@@ -194,7 +187,7 @@ static void tv10_zero_figure1(void **state)
 
 	(void)state;
 	set_param(&p, "psi", 7500000000ull, &zero_mixed);
-	job_defaults(&j);
+	mem_fx_job(&j, false);
 	j.blocks = &b;
 	j.nblocks = 1;
 	j.dp = 64;
@@ -215,7 +208,7 @@ static struct mem_job act_job(struct mem_layer *l, struct mem_block *b, uint64_t
 	struct mem_job j;
 
 	*b = (struct mem_block){ l, 1, n, true };
-	job_defaults(&j);
+	mem_fx_job(&j, false);
 	j.blocks = b;
 	j.nblocks = 1;
 	return j;
@@ -308,7 +301,7 @@ static void tv17d_ddp_buckets(void **state)
 
 	(void)state;
 	set_param(&p, "all", 124439808ull, &fp32);
-	job_defaults(&j);
+	mem_fx_job(&j, false);
 	j.blocks = &b;
 	j.nblocks = 1;
 	j.dp = 2;
@@ -696,7 +689,7 @@ static void folded_equals_unrolled(void **state)
 	for (int i = 0; i < N; i++)
 		unrolled[1 + i] = (struct mem_block){ body, 2, 1, true };
 	unrolled[N + 1] = folded[2];
-	job_defaults(&j);
+	mem_fx_job(&j, false);
 	j.dp = 4;
 	j.zero_reduce_bucket_bytes = 4096;
 	j.zero_prefetch_bytes = 8192;
@@ -820,11 +813,11 @@ static void sharding_groups(void **state)
 	struct mem_job j;
 
 	(void)state;
-	job_defaults(&j);
+	mem_fx_job(&j, false);
 	j.dp = 2;
 	j.cp = 4;
 	assert_int_equal(mem_shard_group(&j), 8);
-	job_defaults(&j);
+	mem_fx_job(&j, false);
 	j.dp = 16;
 	j.dp_shard = 8;
 	assert_int_equal(mem_shard_group(&j), 8);
@@ -840,7 +833,7 @@ static void sharding_groups(void **state)
 	j.sharding = MEM_SHARD_ZERO1;
 	assert_int_equal(mem_shard_group(&j), 16);
 	/* Megatron folding: 16 GPUs, tp 2, ep 8, etp 1 -> edp = 16 / 8 = 2 */
-	job_defaults(&j);
+	mem_fx_job(&j, false);
 	j.dp = 8;
 	j.tp = 2;
 	j.ep = 8;
@@ -851,7 +844,7 @@ static void sharding_groups(void **state)
 	j.ep = 3;
 	assert_int_equal(mem_expert_group(&j), 0);
 	/* DeepSpeed-MoE: dp 8, ep 4 -> 2; torchtitan dp_shard 16 of 32, ep 8 -> 2 */
-	job_defaults(&j);
+	mem_fx_job(&j, false);
 	j.dp = 8;
 	j.ep = 4;
 	assert_int_equal(mem_expert_group(&j), 2);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lang/builtins.h"
+#include "lang/str.h"
 
 static const char *const reserved[] = {
 	/* bound by the train block (docs/language.md §4.2) */
@@ -20,7 +21,7 @@ bool builtin_is_reserved(const char *name)
 {
 	/* every declared name is asked: the first byte rejects most entries */
 	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-		if (reserved[i][0] == name[0] && strcmp(reserved[i], name) == 0)
+		if (str_is(reserved[i], name))
 			return true;
 	return false;
 }

@@ -14,6 +14,7 @@
 #include "lang/intern.h"
 #include "lang/reach.h"
 #include "lang/scope.h"
+#include "lang/str.h"
 #include "lang/units.h"
 
 /* Fields of gpu and precision records: name, type, required. */
@@ -51,7 +52,7 @@ static const struct range_spec precision_ranges[] = { { "weight_copies", RANGE_N
 enum check_range check_range_of(const struct range_spec *t, const char *key)
 {
 	for (; t->key; t++)
-		if (t->key[0] == key[0] && !strcmp(t->key, key))
+		if (str_is(t->key, key))
 			return t->range;
 	return RANGE_ANY;
 }
@@ -60,7 +61,7 @@ enum check_range check_range_of(const struct range_spec *t, const char *key)
 bool check_duplicate_field(struct eval *ev, const struct field *first, const struct field *f)
 {
 	for (const struct field *g = first; g && g != f; g = g->next)
-		if (g->name[0] == f->name[0] && !strcmp(g->name, f->name)) {
+		if (str_is(g->name, f->name)) {
 			diag_note(eval_error(ev, DIAG_DUPLICATE_FIELD, f->name_loc, "'%s' is set twice", f->name),
 				  g->name_loc, "first set here");
 			return true;
@@ -86,7 +87,7 @@ const struct field_spec *check_spec_find(const struct field_spec *specs, const c
 {
 	/* the first byte before strcmp(): tables are searched per key of every record and job */
 	for (; specs->name; specs++)
-		if (specs->name[0] == name[0] && !strcmp(specs->name, name))
+		if (str_is(specs->name, name))
 			return specs;
 	return NULL;
 }
@@ -236,7 +237,7 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 		bool given = false;
 
 		for (const struct field *f = d->record.fields; f; f = f->next)
-			given |= f->name[0] == s->name[0] && !strcmp(f->name, s->name);
+			given |= str_is(f->name, s->name);
 		if (s->required && !given)
 			check_list_add(missing, sizeof missing, s->name);
 	}
@@ -342,7 +343,7 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 bool check_job_field(const struct check_job *job, const char *key, struct value *out)
 {
 	for (unsigned i = 0; i < job->nfields; i++)
-		if (job->names[i][0] == key[0] && !strcmp(job->names[i], key)) {
+		if (str_is(job->names[i], key)) {
 			*out = job->fields[i];
 			return true;
 		}

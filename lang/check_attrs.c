@@ -15,6 +15,7 @@
 #include "lang/eval_impl.h"
 #include "lang/intern.h"
 #include "lang/scope.h"
+#include "lang/str.h"
 #include "lang/strbuf.h"
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
@@ -24,7 +25,7 @@ static const char *const tensor_words[] = { "linear", "for_grad", "forward", "ba
 static bool is_word(const char *name)
 {
 	for (const char *const *w = tensor_words; *w; w++)	/* the first byte rejects most */
-		if ((*w)[0] == name[0] && !strcmp(*w, name))
+		if (str_is(*w, name))
 			return true;
 	return false;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lang/intern.h"
+#include "lang/str.h"
 #include "lang/units.h"
 
 enum dtype_id {
@@ -66,13 +67,13 @@ static bool name_taken(const char *name, const struct dtype **out)
 {
 	/* the first byte first: most names asked about are not dtypes */
 	for (size_t i = 0; i < DT__COUNT; i++) {
-		if (dtype_table[i].name[0] == name[0] && strcmp(dtype_table[i].name, name) == 0) {
+		if (str_is(dtype_table[i].name, name)) {
 			*out = &dtype_table[i];
 			return true;
 		}
 	}
 	for (size_t i = 0; i < ALIAS_COUNT; i++) {
-		if (alias_table[i].name[0] == name[0] && strcmp(alias_table[i].name, name) == 0) {
+		if (str_is(alias_table[i].name, name)) {
 			*out = &dtype_table[alias_table[i].target];
 			return true;
 		}

@@ -12,6 +12,7 @@
  * linear scan over about 150 entries, cheap next to everything else done
  * per literal.
  */
+#include "lang/str.h"
 #include "lang/units.h"
 
 #include <assert.h>
@@ -390,7 +391,7 @@ static int spelling_index(const char *spelling)
 	for (size_t i = 0; i < SPELLING_COUNT; i++) {
 		const struct spelling *s = &spelling_table[i];
 
-		if (s->text[0] == spelling[0] && strcmp(s->text, spelling) == 0 && spelling_ok(s))
+		if (str_is(s->text, spelling) && spelling_ok(s))
 			return (int)i;
 	}
 	return -1;

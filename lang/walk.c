@@ -16,6 +16,7 @@
 #include "lang/eval_impl.h"
 #include "lang/intern.h"
 #include "lang/scope.h"
+#include "lang/str.h"
 #include "lang/strbuf.h"
 #include "lang/u64map.h"
 
@@ -129,13 +130,6 @@ struct value eval_name(struct eval *ev, struct env *env, const struct expr *e)
 #define DIM_BANDWIDTH_INIT { .e = { [DIM_INFO] = 1, [DIM_TIME] = -1 } }
 #define DIM_THROUGHPUT_INIT { .e = { [DIM_OPS] = 1, [DIM_TIME] = -1 } }
 #define DIM_SECONDS_INIT { .e = { [DIM_TIME] = 1 } }
-
-/* strcmp() == 0 behind a first-byte test: type words are compared at
- * every binding of every walk, and most comparisons fail on that byte. */
-static inline bool str_is(const char *s, const char *word)
-{
-	return s[0] == word[0] && strcmp(s, word) == 0;
-}
 
 static bool dim_named(const char *type, struct dim *d)
 {

@@ -57,19 +57,28 @@ struct loc cfg_loc(const struct cfg *c, size_t start, size_t len)
 	return (struct loc){ c->file->id, (uint32_t)start, (uint32_t)(start + len) };
 }
 
+struct imp_setting *imp_find(const struct imp_out *o, const char *dst)
+{
+	for (size_t i = 0; dst && i < o->n; i++)
+		if (o->set[i].dst && o->set[i].value && !strcmp(o->set[i].dst, dst))
+			return &o->set[i];
+	return NULL;
+}
+
 void imp_set(struct imp_out *o, const char *dst, const char *value, const char *src, const char *note)
 {
 	/* A later config overrides an earlier one's setting of the same key;
 	 * the comment keeps what it replaced, so the conflict stays visible. */
-	for (size_t i = 0; dst && value && i < o->n; i++)
-		if (o->set[i].dst && o->set[i].value && !strcmp(o->set[i].dst, dst)) {
-			const struct imp_setting old = o->set[i];
+	struct imp_setting *s = value ? imp_find(o, dst) : NULL;
 
-			if (old.value[0] && strcmp(old.value, value) && old.src)
-				note = arena_printf(o->arena, "overrides %s = %s", old.src, old.value);
-			o->set[i] = (struct imp_setting){ dst, value, src, note };
-			return;
-		}
+	if (s) {
+		const struct imp_setting old = *s;
+
+		if (old.value[0] && strcmp(old.value, value) && old.src)
+			note = arena_printf(o->arena, "overrides %s = %s", old.src, old.value);
+		*s = (struct imp_setting){ dst, value, src, note };
+		return;
+	}
 	ARENA_GROW(o->arena, o->set, o->n, o->cap);
 	o->set[o->n++] = (struct imp_setting){ dst, value, src, note };
 }

@@ -94,6 +94,8 @@ struct imp_out {
 };
 
 void imp_set(struct imp_out *o, const char *dst, const char *value, const char *src, const char *note);
+/* The setting of @dst made so far (a value, not a comment line), or NULL. */
+struct imp_setting *imp_find(const struct imp_out *o, const char *dst);
 /* Apply @rows (NULL-terminated by src) to every item of @c; unmatched or
  * unmappable keys are import-unused-key errors. Returns false on errors. */
 bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o);

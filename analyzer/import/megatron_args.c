@@ -121,14 +121,6 @@ bool cfg_read_args(struct cfg *c)
 	return true;
 }
 
-static bool imp_has(const struct imp_out *o, const char *dst)
-{
-	for (size_t i = 0; i < o->n; i++)
-		if (o->set[i].dst && o->set[i].value && !strcmp(o->set[i].dst, dst))
-			return true;
-	return false;
-}
-
 /* Megatron's --cp-comm-type defaults to p2p (arguments.py
  * _add_distributed_args), memc's cp_comm_type to torchtitan's allgather:
  * a job imported with cp but without the flag must say p2p, whatever order
@@ -137,7 +129,7 @@ bool megatron_import(struct cfg *c, struct imp_out *o)
 {
 	bool ok = map_apply(c, megatron_rows, o);
 
-	if (ok && imp_has(o, "parallel.cp") && !imp_has(o, "parallel.cp_comm_type"))
+	if (ok && imp_find(o, "parallel.cp") && !imp_find(o, "parallel.cp_comm_type"))
 		imp_set(o, "parallel.cp_comm_type", "p2p", "context-parallel-size",
 			"Megatron's default --cp-comm-type");
 	return ok;

@@ -26,56 +26,15 @@
  * from blocks the earlier repeats freed.  What the fold drops is the
  * fragmentation inside the middle repeats; the analyzer adds the timeline's
  * exact peak allocated back (memory.c), so only the cache excess is approximate.
+ *
+ * What comes before the first step (loading, setup, the optimizer states)
+ * is mem_trace_load.c's; the state both share is mem_trace.h's.
  */
-#include "analyzer/mem_internal.h"
-#include "analyzer/alloc.h"
+#include "analyzer/mem_trace.h"
 #include "analyzer/mem_fsdp1.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define STREAM_COMPUTE 0u
-#define STREAM_COMM 1u		/* FSDP's all-gather stream */
-#define STREAM_RS 2u		/* FSDP's reduce-scatter stream */
-#define NO_ID UINT32_MAX
-
-/* A growable list of trace ids. */
-struct idl {
-	uint32_t *v;
-	size_t n, cap;
-};
-
-/* Ids of one tensor-by-tensor layer instance; stored and saves are runs of
- * r->parts (one id per saved tensor). */
-struct inst {
-	uint32_t keep, cfwd, unsh;
-	size_t stored0, nstored, saves0, nsaves, load0, nload;
-};
-
-struct tr {
-	struct mem_ctx *cx;
-	const struct mem_job *job;
-	const struct mem_stage *st;
-	struct alloc_trace *t;
-	struct inst *in;	/* [seg base + kept repeat x nlayers + layer] */
-	size_t *base;		/* per segment: first index into in */
-	uint32_t *agg_act;	/* per segment: the folded middle */
-	struct idl grads;	/* produced gradients, freed by zero_grad */
-	struct idl parts;	/* saved tensors of every instance (inst runs) */
-	struct idl loads;	/* weights as loaded, before FSDP shards them (inst runs) */
-	struct idl tmp;		/* the running layer's temporaries */
-	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
-	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
-	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
-	size_t share_cap;
-	bool states;		/* optimizer states exist (created by the first step) */
-	bool resident;		/* gradients allocated at setup */
-	bool zeros;		/* zero_grad(set_to_none=False): made by the first backward, kept */
-	bool have_grads;	/* produced by an earlier micro-batch of this step */
-	uint64_t len;		/* this step's padded length (job->shape_seq_len) */
-	size_t *qbase;		/* per block: its first layer's index into job->shape_quad */
-	const struct mem_quad *q;	/* the running layer's */
-};
 
 /* Set r->q to layer j of block `block` (all per token without shares). */
 static void set_quad(struct tr *r, size_t block, size_t j)
@@ -116,24 +75,7 @@ static uint64_t step_len(const struct mem_job *job, int step, int steps)
 	return m + (uint64_t)(f * (double)(s - m) + 0.5);
 }
 
-static uint64_t kept(uint64_t n)
-{
-	return n > MEM_TRACE_REPEATS ? MEM_TRACE_REPEATS : n;
-}
-
-static uint32_t put(struct tr *r, uint64_t n, uint32_t stream)
-{
-	return n ? alloc_trace_alloc(r->t, n, stream) : NO_ID;
-}
-
-static void drop(struct tr *r, uint32_t *id)
-{
-	if (*id != NO_ID)
-		alloc_trace_release(r->t, *id);
-	*id = NO_ID;
-}
-
-static void idl_push(struct tr *r, struct idl *l, uint32_t id)
+void mtr_idl_push(struct tr *r, struct idl *l, uint32_t id)
 {
 	if (id == NO_ID)
 		return;
@@ -161,8 +103,6 @@ static void idl_drop_from(struct tr *r, struct idl *l, size_t from)
 	}
 }
 
-enum kind { K_W, K_G, K_S, K_M };
-
 static uint64_t raw_of(const struct mem_param *p, enum kind k)
 {
 	if (k == K_W)
@@ -177,7 +117,7 @@ static uint64_t raw_of(const struct mem_param *p, enum kind k)
 /* r->share[i] = parameter i's part of a layer's `total` bytes of one kind,
  * in proportion to the parameters' unsharded sizes (the last takes the
  * rest).  Returns false (and shares nothing) if no parameter has that kind. */
-static bool shares(struct tr *r, const struct mem_layer *l, uint64_t total, enum kind k)
+bool mtr_shares(struct tr *r, const struct mem_layer *l, uint64_t total, enum kind k)
 {
 	uint64_t raw = 0, left = total;
 	size_t last = 0;
@@ -212,21 +152,21 @@ static bool shares(struct tr *r, const struct mem_layer *l, uint64_t total, enum
 
 /* A layer's `total` bytes of one kind as one tensor per parameter, as
  * PyTorch allocates them; ids go to `keep` (NULL: resident, not freed). */
-static void put_params(struct tr *r, const struct mem_layer *l, uint64_t total, enum kind k,
-		       struct idl *keep)
+void mtr_put_params(struct tr *r, const struct mem_layer *l, uint64_t total, enum kind k,
+		    struct idl *keep)
 {
-	if (!shares(r, l, total, k)) {
+	if (!mtr_shares(r, l, total, k)) {
 		uint32_t id = put(r, total, STREAM_COMPUTE);
 
 		if (keep)
-			idl_push(r, keep, id);
+			mtr_idl_push(r, keep, id);
 		return;
 	}
 	for (size_t i = 0; i < l->nparams; i++) {
 		uint32_t id = put(r, r->share[i], STREAM_COMPUTE);
 
 		if (keep)
-			idl_push(r, keep, id);
+			mtr_idl_push(r, keep, id);
 	}
 }
 
@@ -241,7 +181,7 @@ static void put_split(struct tr *r, const uint64_t *v, size_t from, size_t to, u
 	for (size_t i = from; i < to; i++)
 		raw += v[i];
 	if (!raw) {
-		idl_push(r, into, put(r, total, STREAM_COMPUTE));
+		mtr_idl_push(r, into, put(r, total, STREAM_COMPUTE));
 		return;
 	}
 	for (size_t i = from; i < to && left; i++) {
@@ -249,7 +189,7 @@ static void put_split(struct tr *r, const uint64_t *v, size_t from, size_t to, u
 
 		n = n > left ? left : n;
 		left -= n;
-		idl_push(r, into, put(r, n, STREAM_COMPUTE));
+		mtr_idl_push(r, into, put(r, n, STREAM_COMPUTE));
 	}
 }
 
@@ -269,245 +209,6 @@ static void drop_run(struct tr *r, size_t first, size_t *count)
 	for (size_t i = first + *count; i-- > first;)
 		drop(r, &r->parts.v[i]);
 	*count = 0;
-}
-
-static struct inst *inst_of(struct tr *r, size_t s, uint64_t k, size_t j)
-{
-	size_t nl = r->job->blocks[r->st->segs[s].block].nlayers;
-
-	return &r->in[r->base[s] + (size_t)k * nl + j];
-}
-
-static bool shards(enum mem_sharding m)
-{
-	return m == MEM_SHARD_ZERO3 || m == MEM_SHARD_FSDP_FULL || m == MEM_SHARD_FSDP_GRAD_OP ||
-	       m == MEM_SHARD_FSDP_HYBRID;
-}
-
-/* The part of a layer's rounded states+master bytes `s` that is its fp32
- * master copies (master) or its optimizer states (!master). */
-static uint64_t state_part(const struct mem_layer *l, uint64_t s, bool master)
-{
-	uint64_t st = 0, ms = 0, m;
-
-	for (size_t i = 0; i < l->nparams; i++)
-		if (l->params[i].trainable) {
-			st += l->params[i].state_bytes;
-			ms += l->params[i].master_bytes;
-		}
-	if (!ms)
-		return master ? 0 : s;
-	m = (uint64_t)((double)s * ((double)ms / ((double)st + (double)ms)));
-	return master ? m : s - m;
-}
-
-/* Loading that gathers whole units before sharding them (FSDP's
- * FlatParameter from a model already on the GPU, or one moved there a
- * unit at a time). */
-static bool loads_whole(const struct tr *r)
-{
-	enum mem_load ld = r->job->load;
-
-	return shards(r->job->sharding) && (ld == MEM_LOAD_FROM_PRETRAINED || ld == MEM_LOAD_RANK0_CPU);
-}
-
-/* torchao's to_nf4 beside a weight's 16-bit source (phases.c
- * torchao_transient): scaled_blocks, then the two [elements, 16] tensors
- * of quantize_tensor_nearest, freed before the packed weight is made. */
-static void quant_temps(struct tr *r, const struct mem_param *p)
-{
-	uint64_t e = p->numel ? p->load_bytes / p->numel : 0, n = p->numel;
-	uint32_t sc, qb = NO_ID, d1, d2;
-
-	if (p->load_quantizer == MEM_QUANT_BNB || !p->load_bytes)
-		return;
-	if (p->load_quantizer == MEM_QUANT_TORCHAO && n > (1u << 20))
-		n = 1u << 20;
-	sc = put(r, mem_round(r->job, p->load_bytes), STREAM_COMPUTE);
-	if (p->load_quantizer == MEM_QUANT_TORCHAO)
-		qb = put(r, mem_round(r->job, p->numel), STREAM_COMPUTE);
-	d1 = put(r, mem_round(r->job, mem_mul(&r->cx->ovf, n * e, 16)), STREAM_COMPUTE);
-	d2 = put(r, mem_round(r->job, mem_mul(&r->cx->ovf, n * e, 16)), STREAM_COMPUTE);
-	drop(r, &d1);
-	drop(r, &d2);
-	drop(r, &qb);
-	drop(r, &sc);
-}
-
-/* One layer's weights as loaded, unsharded, onto r->loads: a quantised
- * weight's 16-bit source goes to the GPU, is packed there and freed
- * (bitsandbytes Params4bit._quantize). */
-static void load_originals(struct tr *r, struct inst *x, const struct mem_layer *l,
-			   const struct mem_cost *c)
-{
-	bool sh = shards(r->job->sharding);
-
-	x->load0 = r->loads.n;
-	if (shares(r, l, sh ? c->gath : c->w, K_W))
-		for (size_t i = 0; i < l->nparams; i++) {
-			uint32_t src = put(r, mem_round(r->job, l->params[i].load_bytes), STREAM_COMPUTE);
-
-			quant_temps(r, &l->params[i]);
-			idl_push(r, &r->loads, put(r, r->share[i], STREAM_COMPUTE));
-			drop(r, &src);
-		}
-	x->nload = r->loads.n - x->load0;
-}
-
-/* A layer's resident weights, each after its own loading (meta init,
- * load = meta): the 16-bit source of a quantised weight and its packed
- * form when that is not what stays (sharded, offloaded), or the full
- * tensor a shard is cut from (torchtitan/torchtune distribute_tensor). */
-static void load_in_place(struct tr *r, const struct mem_layer *l, const struct mem_cost *c)
-{
-	uint64_t *w, *u, unsharded = shards(r->job->sharding) ? c->gath : c->w;
-
-	if (r->job->load == MEM_LOAD_NONE || !shares(r, l, unsharded, K_W)) {
-		put_params(r, l, c->w, K_W, NULL);
-		return;
-	}
-	u = malloc(l->nparams * sizeof(*u) + 1);
-	if (!u) {
-		r->t->nomem = true;
-		return;
-	}
-	memcpy(u, r->share, l->nparams * sizeof(*u));
-	if (!shares(r, l, c->w, K_W))
-		memset(r->share, 0, l->nparams * sizeof(*u));
-	w = r->share;
-	for (size_t i = 0; i < l->nparams; i++) {
-		uint64_t src = mem_round(r->job, l->params[i].load_bytes);
-		uint32_t a = put(r, src ? src : w[i] < u[i] ? u[i] : 0, STREAM_COMPUTE);
-		uint32_t q;
-
-		quant_temps(r, &l->params[i]);
-		q = src && w[i] < u[i] ? put(r, u[i], STREAM_COMPUTE) : NO_ID;
-		put(r, w[i], STREAM_COMPUTE);
-		drop(r, &a);
-		drop(r, &q);
-	}
-	free(u);
-}
-
-/* One unit's weights when loading shards whole units: its originals
- * (already on the GPU under from_pretrained), the FlatParameter they are
- * concatenated into (flat_param.py flatten_tensors), then the shard. */
-static void load_unit(struct tr *r, size_t s, uint64_t k, size_t j0, size_t j1)
-{
-	const struct mem_seg *seg = &r->st->segs[s];
-	const struct mem_block *b = &r->job->blocks[seg->block];
-	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
-	uint64_t unit = 0;
-	uint32_t flat;
-
-	for (size_t j = j0; j < j1; j++) {
-		if (r->job->load != MEM_LOAD_FROM_PRETRAINED)
-			load_originals(r, inst_of(r, s, k, j), &b->layers[j], &c[j]);
-		unit = mem_add(&r->cx->ovf, unit, c[j].gath);
-	}
-	flat = put(r, unit, STREAM_COMPUTE);
-	for (size_t j = j0; j < j1; j++) {
-		struct inst *x = inst_of(r, s, k, j);
-
-		for (size_t i = x->load0 + x->nload; i-- > x->load0;)
-			drop(r, &r->loads.v[i]);
-		x->nload = 0;
-	}
-	for (size_t j = j0; j < j1; j++)
-		put_params(r, &b->layers[j], c[j].w, K_W, NULL);
-	drop(r, &flat);
-}
-
-/* What a layer keeps from setup on: master copies (made when the
- * optimizer wraps the model), persistent buckets, resident gradients. */
-static void layer_rest(struct tr *r, const struct mem_layer *l, const struct mem_cost *c)
-{
-	put_params(r, l, state_part(l, c->s, true), K_M, NULL);
-	put(r, c->bucket, STREAM_COMPUTE);
-	if (r->resident)
-		put(r, c->gfin, STREAM_COMPUTE);
-}
-
-/* The kept repeats of one segment, unit by unit (a body repeat is FSDP's
- * unit; outside the body each layer is one). */
-static void setup_seg(struct tr *r, size_t s)
-{
-	const struct mem_seg *seg = &r->st->segs[s];
-	const struct mem_block *b = &r->job->blocks[seg->block];
-	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
-
-	for (uint64_t k = 0; k < kept(seg->count); k++) {
-		r->t->what = b->layers[0].name;
-		for (size_t j = 0; loads_whole(r) && j < b->nlayers; j++)
-			if (!b->is_body || j == 0)
-				load_unit(r, s, k, j, b->is_body ? b->nlayers : j + 1);
-		for (size_t j = 0; j < b->nlayers; j++) {
-			r->t->what = b->layers[j].name;
-			if (!loads_whole(r))
-				load_in_place(r, &b->layers[j], &c[j]);
-			layer_rest(r, &b->layers[j], &c[j]);
-		}
-	}
-}
-
-/* Loading and setup: under from_pretrained with sharding every weight is
- * on the GPU whole before FSDP shards it (phases.c loading). */
-static void setup(struct tr *r)
-{
-	bool *o = &r->cx->ovf;
-
-	r->t->what = "loading";
-	for (size_t s = 0; r->job->load == MEM_LOAD_FROM_PRETRAINED && loads_whole(r) &&
-			   s < r->st->nsegs; s++) {
-		const struct mem_seg *seg = &r->st->segs[s];
-		const struct mem_block *b = &r->job->blocks[seg->block];
-
-		for (uint64_t k = 0; k < kept(seg->count); k++)
-			for (size_t j = 0; j < b->nlayers; j++)
-				load_originals(r, inst_of(r, s, k, j), &b->layers[j],
-					       &mem_seg_costs(r->cx, seg)[j]);
-	}
-	for (size_t s = 0; s < r->st->nsegs; s++) {
-		const struct mem_seg *seg = &r->st->segs[s];
-		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
-		uint64_t mid = seg->count - kept(seg->count);
-
-		setup_seg(r, s);
-		if (!mid)
-			continue;
-		r->t->what = "folded repeats";
-		put(r, mem_mul(o, it->v[S_W], mid), STREAM_COMPUTE);
-		put(r, mem_mul(o, it->v[S_BUCKET], mid), STREAM_COMPUTE);
-		if (r->resident)
-			put(r, mem_mul(o, it->v[S_GFIN], mid), STREAM_COMPUTE);
-	}
-	r->loads.n = 0;
-	if (r->job->sharding == MEM_SHARD_ZERO3)
-		put(r, mem_round(r->job, r->job->zero_reduce_bucket_bytes), STREAM_COMPUTE);
-	if (r->job->sharding == MEM_SHARD_ZERO1 || r->job->sharding == MEM_SHARD_ZERO2)
-		put(r, mem_mul(o, mem_round(r->job, r->job->zero_reduce_bucket_bytes),
-			       r->job->overlap_comm ? 2 : 1), STREAM_COMPUTE);
-}
-
-/* Optimizer states of every kept layer instance and the folded middle. */
-static void states(struct tr *r)
-{
-	bool *o = &r->cx->ovf;
-
-	r->t->what = "optimizer states";
-	for (size_t s = 0; s < r->st->nsegs; s++) {
-		const struct mem_seg *seg = &r->st->segs[s];
-		const struct mem_cost *c = mem_seg_costs(r->cx, seg);
-		const struct mem_layer *l = r->job->blocks[seg->block].layers;
-		uint64_t mid = seg->count - kept(seg->count);
-
-		for (uint64_t k = 0; k < kept(seg->count); k++)
-			for (size_t j = 0; j < r->job->blocks[seg->block].nlayers; j++)
-				put_params(r, &l[j], state_part(&l[j], c[j].s, false), K_S, NULL);
-		if (mid)
-			put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_S], mid), STREAM_COMPUTE);
-	}
-	r->states = true;
 }
 
 /* FSDP1 frees a unit's gathered flat parameter after record_stream() on the
@@ -589,7 +290,7 @@ static void reshard(struct tr *r, uint32_t *g)
 		return;
 	}
 	alloc_trace_release_recorded(r->t, *g);
-	idl_push(r, &r->agq, *g);
+	mtr_idl_push(r, &r->agq, *g);
 	*g = NO_ID;
 }
 
@@ -693,7 +394,7 @@ static void accumulate(struct tr *r, const struct mem_cost *c, const struct mem_
 	/* ZeRO-2/3 and FSDP produce an unsharded gradient every micro-batch */
 	if (produces(r) || shards(r->job->sharding) || r->job->sharding == MEM_SHARD_ZERO2)
 		return;
-	if (!shares(r, l, c->gfin, K_G))
+	if (!mtr_shares(r, l, c->gfin, K_G))
 		return;
 	for (size_t i = 0; i < l->nparams; i++) {
 		uint32_t id = put(r, r->share[i], STREAM_COMPUTE);
@@ -715,7 +416,7 @@ static void backward_frees(struct tr *r, struct inst *x, const struct mem_cost *
 	for (size_t i = 0; i < nt; i++)
 		raw += l->temp_bwd_parts[i];
 	if (!raw) {
-		idl_push(r, tmp, put(r, tbwd, STREAM_COMPUTE));
+		mtr_idl_push(r, tmp, put(r, tbwd, STREAM_COMPUTE));
 		nt = 0;
 	}
 	for (size_t i = 0; i < steps; i++) {
@@ -725,7 +426,7 @@ static void backward_frees(struct tr *r, struct inst *x, const struct mem_cost *
 
 			n = n > left ? left : n;
 			left -= n;
-			idl_push(r, tmp, put(r, n, STREAM_COMPUTE));
+			mtr_idl_push(r, tmp, put(r, n, STREAM_COMPUTE));
 		}
 		if (i < nr)
 			drop(r, &r->parts.v[r0 + nr - 1 - i]);
@@ -744,7 +445,7 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 
 	backward_frees(r, x, c, l, &r->tmp);
 	if (!unit && produces(r))
-		put_params(r, l, c->gfin, K_G, &r->grads);
+		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
 	else if (!unit)
 		accumulate(r, c, l);
 	x->unsh = put(r, c->gunsh, STREAM_COMPUTE);
@@ -788,7 +489,7 @@ static void reduce_scatter(struct tr *r, size_t s, uint64_t k)
 	out = produces(r) || fsdp ? put(r, it->v[S_GFIN], fsdp ? STREAM_RS : STREAM_COMPUTE) : NO_ID;
 	drop(r, &in);
 	if (produces(r))
-		idl_push(r, &r->grads, out);
+		mtr_idl_push(r, &r->grads, out);
 	else
 		drop(r, &out);
 }
@@ -840,7 +541,7 @@ static void backward(struct tr *r, uint32_t *root)
 			drop(r, &r->agg_act[s]);
 			r->t->what = "folded repeats";
 			if (produces(r) && !r->job->optimizer_in_backward)
-				idl_push(r, &r->grads, put(r, mem_mul(o,
+				mtr_idl_push(r, &r->grads, put(r, mem_mul(o,
 					 mem_seg_iter(r->cx, seg)->v[S_GFIN], mid), STREAM_COMPUTE));
 		}
 	}
@@ -904,12 +605,12 @@ static void step_temps(struct tr *r)
 					uint32_t id = put(r, step_temp(r, p), STREAM_COMPUTE);
 
 					if (p->step_temp_grouped)
-						idl_push(r, &group, id);
+						mtr_idl_push(r, &group, id);
 					else
 						drop(r, &id);
 				}
 		if (mid)
-			idl_push(r, &group, put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_STEP_GROUP],
+			mtr_idl_push(r, &group, put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_STEP_GROUP],
 							   mid), STREAM_COMPUTE));
 	}
 	idl_drop_from(r, &group, 0);
@@ -921,7 +622,7 @@ static void step_temps(struct tr *r)
 static void optimizer(struct tr *r)
 {
 	if (!r->states)
-		states(r);
+		mtr_states(r);
 	r->t->what = "optimizer step";
 	step_temps(r);
 	if (r->zeros)
@@ -992,9 +693,9 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	r.pre = NO_ID;
 	ok = make_ids(&r);
 	if (ok)
-		setup(&r);
+		mtr_setup(&r);
 	if (ok && job->optimizer_in_backward)
-		states(&r);	/* stepped in backward: created on the first gradient */
+		mtr_states(&r);	/* stepped in backward: created on the first gradient */
 	out->varies = job->shape_seq_len && job->shape_min_seq_len < job->shape_seq_len;
 	for (int step = 0; ok && step < steps; step++) {
 		r.len = step_len(job, step, steps);

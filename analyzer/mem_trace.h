@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mem_trace.h - the state of one stage's allocation trace, shared by
+ * mem_trace.c (the step: micro-batches and the optimizer step) and
+ * mem_trace_load.c (loading, setup and the optimizer states).  Only
+ * analyzer/mem_trace*.c include it.
+ */
+#ifndef MEMC_ANALYZER_MEM_TRACE_H
+#define MEMC_ANALYZER_MEM_TRACE_H
+
+#include "analyzer/mem_internal.h"
+#include "analyzer/alloc.h"
+
+#define STREAM_COMPUTE 0u
+#define STREAM_COMM 1u		/* FSDP's all-gather stream */
+#define STREAM_RS 2u		/* FSDP's reduce-scatter stream */
+#define NO_ID UINT32_MAX
+
+/* A growable list of trace ids. */
+struct idl {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+/* Ids of one tensor-by-tensor layer instance; stored and saves are runs of
+ * r->parts (one id per saved tensor). */
+struct inst {
+	uint32_t keep, cfwd, unsh;
+	size_t stored0, nstored, saves0, nsaves, load0, nload;
+};
+
+struct tr {
+	struct mem_ctx *cx;
+	const struct mem_job *job;
+	const struct mem_stage *st;
+	struct alloc_trace *t;
+	struct inst *in;	/* [seg base + kept repeat x nlayers + layer] */
+	size_t *base;		/* per segment: first index into in */
+	uint32_t *agg_act;	/* per segment: the folded middle */
+	struct idl grads;	/* produced gradients, freed by zero_grad */
+	struct idl parts;	/* saved tensors of every instance (inst runs) */
+	struct idl loads;	/* weights as loaded, before FSDP shards them (inst runs) */
+	struct idl tmp;		/* the running layer's temporaries */
+	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
+	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
+	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
+	size_t share_cap;
+	bool states;		/* optimizer states exist (created by the first step) */
+	bool resident;		/* gradients allocated at setup */
+	bool zeros;		/* zero_grad(set_to_none=False): made by the first backward, kept */
+	bool have_grads;	/* produced by an earlier micro-batch of this step */
+	uint64_t len;		/* this step's padded length (job->shape_seq_len) */
+	size_t *qbase;		/* per block: its first layer's index into job->shape_quad */
+	const struct mem_quad *q;	/* the running layer's */
+};
+
+enum kind { K_W, K_G, K_S, K_M };
+
+static inline uint64_t kept(uint64_t n)
+{
+	return n > MEM_TRACE_REPEATS ? MEM_TRACE_REPEATS : n;
+}
+
+static inline uint32_t put(struct tr *r, uint64_t n, uint32_t stream)
+{
+	return n ? alloc_trace_alloc(r->t, n, stream) : NO_ID;
+}
+
+static inline void drop(struct tr *r, uint32_t *id)
+{
+	if (*id != NO_ID)
+		alloc_trace_release(r->t, *id);
+	*id = NO_ID;
+}
+
+static inline struct inst *inst_of(struct tr *r, size_t s, uint64_t k, size_t j)
+{
+	size_t nl = r->job->blocks[r->st->segs[s].block].nlayers;
+
+	return &r->in[r->base[s] + (size_t)k * nl + j];
+}
+
+static inline bool shards(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO3 || m == MEM_SHARD_FSDP_FULL || m == MEM_SHARD_FSDP_GRAD_OP ||
+	       m == MEM_SHARD_FSDP_HYBRID;
+}
+
+void mtr_idl_push(struct tr *r, struct idl *l, uint32_t id);
+/* r->share[i] = parameter i's part of a layer's `total` bytes of one kind
+ * (false, nothing shared, if no parameter has that kind). */
+bool mtr_shares(struct tr *r, const struct mem_layer *l, uint64_t total, enum kind k);
+/* A layer's `total` bytes of one kind as one tensor per parameter; ids go
+ * to `keep` (NULL: resident, not freed). */
+void mtr_put_params(struct tr *r, const struct mem_layer *l, uint64_t total, enum kind k,
+		    struct idl *keep);
+
+/* mem_trace_load.c: loading and setup, before the first step; the
+ * optimizer states (made by the first step, or before the first backward
+ * when stepped in backward). */
+void mtr_setup(struct tr *r);
+void mtr_states(struct tr *r);
+
+#endif /* MEMC_ANALYZER_MEM_TRACE_H */

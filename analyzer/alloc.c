@@ -784,6 +784,37 @@ void alloc_trace_mark(struct alloc_trace *t)
 	t->marks[t->nmarks++] = t->n;
 }
 
+bool alloc_trace_step_peak(const struct alloc_trace *t, uint64_t *peak)
+{
+	uint64_t *size = t->nids ? calloc(t->nids, sizeof(*size)) : NULL, live = 0;
+	size_t m = 0;
+
+	*peak = 0;
+	if (t->nomem || (t->nids && !size))
+		return false;
+	for (size_t i = 0; i <= t->n; i++) {
+		const struct alloc_event *e;
+
+		while (m < t->nmarks && t->marks[m] <= i)
+			m++;
+		if (m && live > *peak)
+			*peak = live;	/* what a step starts with counts */
+		if (i == t->n)
+			break;
+		e = &t->ev[i];
+		if (e->size) {
+			size[e->id] = alloc_round_size(e->size);
+			if (__builtin_add_overflow(live, size[e->id], &live))
+				live = UINT64_MAX;	/* the analysis has flagged it already */
+		} else if (e->op != ALLOC_OP_COMPLETE) {
+			live -= size[e->id];
+			size[e->id] = 0;
+		}
+	}
+	free(size);
+	return true;
+}
+
 /* At mark k >= 2: did step k - 1 leave peak reserved unchanged? */
 static bool steady(const struct alloc_trace *t, size_t i, size_t *k, uint64_t *at, uint64_t peak,
 		   struct alloc_replay *out)
@@ -855,6 +886,8 @@ enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_c
 	}
 	out->steps = k;
 	out->peak_allocated = sim.peak_allocated;
+	if (!alloc_trace_step_peak(t, &out->step_requested))
+		st = ALLOC_NOMEM;
 	out->peak_reserved = sim.peak_reserved;
 	out->retries = sim.retries;
 	alloc_sim_free(&sim);

@@ -155,11 +155,17 @@ void alloc_trace_release_recorded(struct alloc_trace *t, uint32_t id);
 void alloc_trace_complete(struct alloc_trace *t, uint32_t id);
 /* A step starts at the next event. */
 void alloc_trace_mark(struct alloc_trace *t);
+/* *peak = the most bytes the trace's live tensors hold at once from its
+ * first mark on, each at its round_size: what the steps ask for, whatever
+ * blocks serve them (what the timeline's peak allocated is compared with,
+ * memory-model.md §5.4).  False if the host ran out of memory. */
+bool alloc_trace_step_peak(const struct alloc_trace *t, uint64_t *peak);
 
 struct alloc_replay {
 	uint64_t peak_allocated, peak_reserved;
 	size_t steps;		/* steps (marks) replayed before it stopped */
 	uint64_t setup_reserved;	/* peak reserved before the first mark (loading, setup) */
+	uint64_t step_requested;	/* alloc_trace_step_peak of the whole trace */
 	uint64_t retries;
 	bool oom;
 	uint64_t oom_request;	/* bytes of the request that could not be satisfied */

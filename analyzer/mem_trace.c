@@ -249,6 +249,19 @@ static void caught_up(struct tr *r)
 	r->agq.n = 0;
 }
 
+/* The gathered bytes of the first body unit after segment s in this
+ * pass, 0 if none follows. */
+static uint64_t next_body(const struct tr *r, size_t s, bool bwd)
+{
+	for (size_t i = s; bwd ? i-- > 0 : ++i < r->st->nsegs;) {
+		const struct mem_seg *o = &r->st->segs[i];
+
+		if (r->job->blocks[o->block].is_body && o->count)
+			return mem_seg_iter(r->cx, o)->v[S_GATH];
+	}
+	return 0;
+}
+
 /* The gathered bytes of the body unit after (s, k) in this pass, 0 if
  * none follows among the kept repeats (the folded middle gathers nothing). */
 static uint64_t next_unit(const struct tr *r, size_t s, uint64_t k, bool bwd)
@@ -257,13 +270,18 @@ static uint64_t next_unit(const struct tr *r, size_t s, uint64_t k, bool bwd)
 
 	if (bwd ? k > 0 : k + 1 < kept(seg->count))
 		return mem_seg_iter(r->cx, seg)->v[S_GATH];
-	for (size_t i = s; bwd ? i-- > 0 : ++i < r->st->nsegs;) {
-		const struct mem_seg *o = &r->st->segs[i];
+	return next_body(r, s, bwd);
+}
 
-		if (r->job->blocks[o->block].is_body && o->count)
-			return mem_seg_iter(r->cx, o)->v[S_GATH];
-	}
-	return 0;
+/* FSDP gathers the next unit while the running one computes (M8): FSDP2's
+ * all-gather stream runs ahead of the compute in forward, and in backward
+ * FSDPParamGroup.pre_backward -> _backward_prefetch unshards the previous
+ * unit of the post-forward order (torch/distributed/fsdp/_fully_shard/
+ * _fsdp_param_group.py); FSDP1 as its prefetch arguments say. */
+static bool prefetches(const struct tr *r, bool bwd)
+{
+	return shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3 &&
+	       mem_fsdp1_prefetch(r->job, bwd, 1);
 }
 
 /* A body unit's all-gather, or the one its predecessor prefetched; then,
@@ -278,9 +296,19 @@ static uint32_t unit_gather(struct tr *r, size_t s, uint64_t k, bool bwd)
 	if (g == NO_ID)
 		g = gather(r, mem_seg_iter(r->cx, &r->st->segs[s])->v[S_GATH]);
 	r->pre = NO_ID;
-	if (next && records(r) && mem_fsdp1_prefetch(r->job, bwd, 1))
+	if (next && prefetches(r, bwd))
 		r->pre = gather(r, next);
 	return g;
+}
+
+/* The root's layers before the body in forward, after it in backward,
+ * run while the first body unit of the pass is gathered ahead. */
+static void root_prefetch(struct tr *r, size_t s, bool bwd)
+{
+	uint64_t next = next_body(r, s, bwd);
+
+	if (r->pre == NO_ID && next && prefetches(r, bwd))
+		r->pre = gather(r, next);
 }
 
 static void reshard(struct tr *r, uint32_t *g)
@@ -294,20 +322,27 @@ static void reshard(struct tr *r, uint32_t *g)
 	*g = NO_ID;
 }
 
+/* A layer's stored bytes at this step's length; a recomputed layer stores
+ * its input (and SAC's kept outputs): per token, as one tensor. */
+static uint64_t stored_of(const struct tr *r, const struct mem_cost *c, const struct mem_layer *l,
+			  size_t *nparts)
+{
+	*nparts = c->stored != c->saves ? 0 : l->nsave_parts;
+	return act(r, c->stored, c->stored == c->saves ? r->q->save : 0);
+}
+
 static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			  const struct mem_layer *l)
 {
 	size_t t0 = r->tmp.n;
 	uint32_t cast;
-	size_t n = l->nsave_parts, h = (n + 1) / 2, c1 = 0, c2 = 0;
-	/* a recomputed layer stores its input: per token */
-	uint64_t stored = act(r, c->stored, c->stored == c->saves ? r->q->save : 0), a = stored, all = 0;
+	size_t n, h, c1 = 0, c2 = 0;
+	uint64_t stored = stored_of(r, c, l, &n), a = stored, all = 0;
 
 	x->keep = put(r, c->cast_keep, STREAM_COMPUTE);
 	x->cfwd = put(r, c->cast_fwd, STREAM_COMPUTE);
 	cast = put(r, mem_sub(c->cast_tmp, c->cast_fwd), STREAM_COMPUTE);
-	if (c->stored != c->saves)
-		h = n = 0;	/* a recomputed repeat stores its input (and SAC's kept outputs) */
+	h = (n + 1) / 2;
 	for (size_t i = 0; i < n; i++)
 		all += l->save_parts[i];
 	if (all) {
@@ -325,6 +360,41 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 	drop(r, &cast);
 }
 
+/* Activation offloading (mem_cost.stored_off, memory-model.md "Activation offload"):
+ * a repeat's stored tensors go to the host once its forward is done
+ * (torchtune's OffloadActivations copies each saved tensor out and frees
+ * its device copy) and come back for its backward, before its recompute. */
+static void offload(struct tr *r, size_t s, uint64_t k)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
+
+	for (size_t j = 0; j < r->job->blocks[seg->block].nlayers; j++)
+		if (c[j].stored_off) {
+			struct inst *x = inst_of(r, s, k, j);
+
+			drop_run(r, x->stored0, &x->nstored);
+		}
+}
+
+static void bring_back(struct tr *r, size_t s, uint64_t k)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+	const struct mem_block *b = &r->job->blocks[seg->block];
+	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
+
+	for (size_t j = 0; j < b->nlayers; j++)
+		if (c[j].stored_off) {
+			struct inst *x = inst_of(r, s, k, j);
+			size_t n;
+			uint64_t stored;
+
+			set_quad(r, seg->block, j);
+			stored = stored_of(r, &c[j], &b->layers[j], &n);
+			x->stored0 = put_saves(r, &b->layers[j], stored, 0, n, &x->nstored);
+		}
+}
+
 static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 {
 	const struct mem_seg *seg = &r->st->segs[s];
@@ -337,6 +407,8 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		r->t->what = b->layers[0].name;
 	if (b->is_body && shards(r->job->sharding))
 		g = unit_gather(r, s, k, false);
+	else
+		root_prefetch(r, s, false);
 	for (size_t j = 0; j < b->nlayers; j++) {
 		/* ZeRO-3 gathers a non-body module around its own forward */
 		uint32_t ng = !b->is_body && z3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
@@ -347,6 +419,7 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		drop(r, &ng);
 	}
 	reshard(r, &g);
+	offload(r, s, k);
 }
 
 static void forward(struct tr *r, uint32_t *root)
@@ -437,23 +510,68 @@ static void backward_frees(struct tr *r, struct inst *x, const struct mem_cost *
 		x->nstored = 0;
 }
 
+static bool root_reduces(const struct tr *r);
+
+/* A tied weight's gradient made by a later layer (the LM head) waits in
+ * the weight's AccumulateGrad input buffer (engine.cpp evaluate_function,
+ * not_ready_) until the weight's own layer has run its backward, whose
+ * gradient input_buffer.cpp accumulate adds to it (mem_timeline.c
+ * tied_held).  A stage without that layer (pipelined) holds none. */
+static void tied_hold(struct tr *r, const struct mem_cost *c)
+{
+	if (c->tied && r->st->total.v[S_TIED_END])
+		mtr_idl_push(r, &r->tied, put(r, c->tied, STREAM_COMPUTE));
+}
+
+/* The bytes tensor `id` was allocated with (a search back: once per
+ * tied weight and micro-batch). */
+static uint64_t size_of(const struct alloc_trace *t, uint32_t id)
+{
+	for (size_t i = t->n; i-- > 0;)
+		if (t->ev[i].size && t->ev[i].id == id)
+			return t->ev[i].size;
+	return 0;
+}
+
+/* The owner's backward is done: AccumulateGrad has the sum (the owner's
+ * own gradient, made above); the held ones go, newest first, up to the
+ * bytes the owner releases. */
+static void tied_release(struct tr *r, const struct mem_cost *c)
+{
+	uint64_t left = c->tied_end;
+
+	while (left && r->tied.n) {
+		uint32_t id = r->tied.v[--r->tied.n];
+
+		left = mem_sub(left, size_of(r->t, id));
+		drop(r, &id);
+	}
+}
+
 static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			   const struct mem_layer *l, bool unit)
 {
-	uint32_t cast = put(r, c->cast_tmp, STREAM_COMPUTE);
+	/* a recomputed layer's cached casts are the part of its casts kept */
+	uint32_t cast = put(r, mem_sub(c->cast_tmp, x->cfwd != NO_ID ? c->cast_fwd : 0), STREAM_COMPUTE);
 	size_t g0 = r->grads.n, t0 = r->tmp.n;
 
-	backward_frees(r, x, c, l, &r->tmp);
-	if (!unit && produces(r))
+	/* a node's outputs, the gradients it makes, are made before its saved
+	 * tensors are released (engine.cpp evaluate_function: call_function,
+	 * then fn.release_variables()) */
+	if (!unit && produces(r) && !root_reduces(r))
 		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
 	else if (!unit)
 		accumulate(r, c, l);
 	x->unsh = put(r, c->gunsh, STREAM_COMPUTE);
+	tied_hold(r, c);
+	backward_frees(r, x, c, l, &r->tmp);
 	drop_run(r, x->saves0, &x->nsaves);
 	drop_run(r, x->stored0, &x->nstored);
 	idl_drop_from(r, &r->tmp, t0);
 	drop(r, &cast);
+	drop(r, &x->cfwd);
 	drop(r, &x->keep);
+	tied_release(r, c);
 	if (r->job->optimizer_in_backward) {
 		uint32_t step = put(r, r->st->step_max, STREAM_COMPUTE);
 
@@ -505,16 +623,24 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 	if (b->nlayers)
 		r->t->what = b->layers[b->nlayers - 1].name;
 	g = unit ? unit_gather(r, s, k, true) : NO_ID;
+	if (!b->is_body)
+		root_prefetch(r, s, true);
+	bring_back(r, s, k);
 	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
 			   j < b->nlayers; j++) {
 		struct inst *x = inst_of(r, s, k, j);
-		uint32_t tmp;
+		uint32_t tmp, cast;
 
 		set_quad(r, seg->block, j);
+		/* the re-run forward's casts: the autocast-cached ones are saved
+		 * for the layer's backward, as a forward without recompute does */
+		x->cfwd = put(r, c[j].cast_fwd, STREAM_COMPUTE);
+		cast = put(r, mem_sub(c[j].cast_tmp, c[j].cast_fwd), STREAM_COMPUTE);
 		x->saves0 = put_saves(r, &b->layers[j], act(r, c[j].saves, r->q->save), 0,
 				      b->layers[j].nsave_parts, &x->nsaves);
 		tmp = put(r, act(r, c[j].tfwd, r->q->tfwd), STREAM_COMPUTE);
 		drop(r, &tmp);
+		drop(r, &cast);
 	}
 	for (size_t j = b->nlayers; j-- > 0;) {
 		r->t->what = b->layers[j].name;
@@ -524,6 +650,39 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 	reshard(r, &g);
 	if (unit)
 		reduce_scatter(r, s, k);
+}
+
+/* FSDP's root unit (every non-body layer) reduce-scatters once the whole
+ * backward is done (FSDP2: _fsdp_state.py _root_post_backward_final_callback
+ * -> the root group's post_backward, foreach_reduce as for a body unit;
+ * FSDP1: its last _post_backward_hook), so its sharded gradients are made
+ * then, not at each root layer's backward (mem_timeline.c add_grads). */
+static bool root_reduces(const struct tr *r)
+{
+	return shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3 &&
+	       !r->job->optimizer_in_backward;
+}
+
+static void root_reduce(struct tr *r)
+{
+	const struct mem_sums *T = &r->st->total;
+	uint32_t in, out;
+
+	if (!root_reduces(r))
+		return;
+	r->t->what = "root unit";
+	in = put(r, T->v[S_GUNSH_NB], STREAM_RS);
+	for (size_t s = 0; s < r->st->nsegs; s++)
+		for (uint64_t k = 0; !r->job->blocks[r->st->segs[s].block].is_body &&
+				     k < kept(r->st->segs[s].count); k++)
+			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
+				drop(r, &inst_of(r, s, k, j)->unsh);
+	out = put(r, T->v[S_GFIN_NB], STREAM_RS);
+	drop(r, &in);
+	if (produces(r))
+		mtr_idl_push(r, &r->grads, out);
+	else
+		drop(r, &out);
 }
 
 static void backward(struct tr *r, uint32_t *root)
@@ -545,6 +704,7 @@ static void backward(struct tr *r, uint32_t *root)
 					 mem_seg_iter(r->cx, seg)->v[S_GFIN], mid), STREAM_COMPUTE));
 		}
 	}
+	root_reduce(r);
 	for (size_t s = 0; s < r->st->nsegs; s++)
 		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
@@ -715,6 +875,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	free(r.loads.v);
 	free(r.tmp.v);
 	free(r.agq.v);
+	free(r.tied.v);
 	free(r.share);
 	return ok && !out->nomem;
 }

@@ -42,6 +42,7 @@ struct tr {
 	struct idl loads;	/* weights as loaded, before FSDP shards them (inst runs) */
 	struct idl tmp;		/* the running layer's temporaries */
 	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
+	struct idl tied;	/* tied weights' gradients held for their owners (newest last) */
 	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
 	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
 	size_t share_cap;

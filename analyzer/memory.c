@@ -511,8 +511,9 @@ static void replay_config(const struct mem_job *job, uint64_t limit, struct allo
 }
 
 /* §5.4: peak reserved from replaying the stage's allocation trace, shifted
- * by what the trace's allocated peak misses of the timeline's (prefetch, the
- * folded middle), and capped by what the device leaves the allocator. */
+ * by what the trace's tensors miss of the timeline's peak (what the trace
+ * does not model, the folded middle), and capped by what the device leaves
+ * the allocator. */
 static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stage *st,
 				       uint64_t first, uint64_t later, uint64_t outside,
 				       struct mem_class *k)
@@ -534,13 +535,16 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 	}
 	if (as != ALLOC_OK)
 		return MEM_E_NOMEM;
-	res = mem_add(&cx->ovf, r.peak_reserved, mem_sub(k->peak_allocated, r.peak_allocated));
+	/* what the trace's tensors lack of the timeline's (the replay's own
+	 * allocated peak also counts unsplit block rests: not comparable) */
+	res = mem_add(&cx->ovf, r.peak_reserved, mem_sub(k->peak_allocated, r.step_requested));
 	k->peak_reserved = mem_mul(&cx->ovf, res / ALLOC_ROUND_LARGE + (res % ALLOC_ROUND_LARGE != 0),
 				   ALLOC_ROUND_LARGE);
 	if (k->peak_reserved < k->peak_allocated)
 		k->peak_reserved = k->peak_allocated;
 	k->alloc_retries = r.retries;
 	k->replay_setup_reserved = r.setup_reserved;
+	k->replay_allocated = r.step_requested;
 	k->replayed = true;
 	return MEM_OK;
 }

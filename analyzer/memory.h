@@ -407,6 +407,8 @@ struct mem_class {
 	uint64_t alloc_retries;		/* cache flushes the replay needed near capacity */
 	uint64_t replay_setup_reserved;	/* replayed: peak reserved of the loading and setup,
 					   before the first step (phases.c's loading) */
+	uint64_t replay_allocated;	/* replayed: the trace's own peak allocated (what
+					   the shift to peak_allocated makes up, §5.4) */
 	uint64_t host_bytes;		/* per rank: offloaded state in (pinned) host RAM plus
 					   the NVMe staging buffers (§7); 0 without offload */
 	uint64_t nvme_bytes;		/* per rank: offloaded state on NVMe */

@@ -470,6 +470,51 @@ static void trace_replay(void **state)
 	alloc_trace_free(&t);
 }
 
+/* The steps' request peak (alloc_trace_step_peak) against the replay's
+ * memory_allocated.  By hand: setup keeps a 1 MiB tensor (small pool); the
+ * step makes a 12 MiB tensor, frees it, makes 11.5 MiB, which takes the
+ * cached 12 MiB block whole (its 0.5 MiB rest is not over kSmallSize, so
+ * not split): memory_allocated peaks at 1 + 12 MiB both times, the
+ * requests at 1 + 12 then 1 + 11.5; the setup's 3 MiB tensor, freed
+ * before the mark, is not the steps'. */
+static void step_peak_counts_requests(void **state)
+{
+	struct alloc_trace t = { 0 };
+	struct alloc_config cfg;
+	struct alloc_replay r;
+	uint32_t a;
+	uint64_t peak;
+
+	(void)state;
+	alloc_config_default(&cfg);
+	alloc_trace_alloc(&t, 1 * MiB, 0);
+	a = alloc_trace_alloc(&t, 3 * MiB, 0);
+	alloc_trace_release(&t, a);
+	alloc_trace_mark(&t);
+	a = alloc_trace_alloc(&t, 12 * MiB, 0);
+	alloc_trace_release(&t, a);
+	alloc_trace_mark(&t);
+	a = alloc_trace_alloc(&t, 11 * MiB + MiB / 2, 0);
+	alloc_trace_release(&t, a);
+	assert_true(alloc_trace_step_peak(&t, &peak));
+	assert_int_equal(peak, 13 * MiB);
+	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_int_equal(r.step_requested, 13 * MiB);
+	assert_int_equal(r.peak_allocated, 13 * MiB);
+	alloc_trace_free(&t);
+	/* the second step alone: requests 1 + 11.5, blocks 1 + 12 MiB */
+	t = (struct alloc_trace){ 0 };
+	alloc_trace_alloc(&t, 1 * MiB, 0);
+	a = alloc_trace_alloc(&t, 12 * MiB, 0);
+	alloc_trace_release(&t, a);
+	alloc_trace_mark(&t);
+	alloc_trace_alloc(&t, 11 * MiB + MiB / 2, 0);
+	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_int_equal(r.step_requested, 12 * MiB + MiB / 2);
+	assert_int_equal(r.peak_allocated, 13 * MiB);
+	alloc_trace_free(&t);
+}
+
 /* Three parameter-free layers, each storing 10 MiB and using a 30 MiB
  * forward temporary, replayed (memory-model.md §5.4).  By hand: layer 1's
  * save gets a 10 MiB segment, its temporary a 30 MiB one; layer 2's save
@@ -503,6 +548,29 @@ static struct mem_class analyze(const struct mem_job *j)
 	k = r.classes[0];
 	mem_result_free(&r);
 	return k;
+}
+
+/* Layer l holds parameter p alone (named `name`, numel elements of
+ * `bytes`), no saves, no temporaries: the jobs below that replay only
+ * weights, gradients and gathered units. */
+static void weight_only(struct mem_layer *l, struct mem_param *p, const char *name, uint64_t numel,
+			uint64_t bytes)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = name;
+	p->numel = numel;
+	p->weight_bytes = bytes;
+	l->params = p;
+	l->nparams = 1;
+	l->saves_bytes = l->temp_fwd_bytes = 0;
+}
+
+/* FSDP full_shard over 2 ranks; with FSDP1's record and backward_pre. */
+static void fsdp_two(struct mem_job *j, bool fsdp1)
+{
+	j->dp = 2;
+	j->sharding = MEM_SHARD_FSDP_FULL;
+	j->fsdp1 = j->fsdp1_backward_pre = fsdp1;
 }
 
 /* The same layers with each save as two 5 MiB tensors (save_parts), the
@@ -590,31 +658,45 @@ static void replayed_job_shapes_quadratic(void **state)
 	assert_int_equal(k.peak_reserved, 92 * MiB);
 }
 
-/* A trace marked as varying replays every step: the steady rule would stop
- * at step 3 (unchanged after step 2) and miss step 3's 100 MiB segment. */
-static void trace_varies_replays_all(void **state)
+/* Four marked steps: step 0 a 5 MiB tensor kept (a 20 MiB segment), steps
+ * 1 and 2 a 30 MiB one made and freed (one 30 MiB segment, reused), step 3
+ * a 100 MiB one; replayed with the default config. */
+static enum alloc_status four_steps(bool varies, struct alloc_replay *r)
 {
 	struct alloc_trace t = { 0 };
 	struct alloc_config cfg;
-	struct alloc_replay r;
-	uint32_t a;
+	enum alloc_status st;
 
-	(void)state;
 	alloc_config_default(&cfg);
-	t.varies = true;
+	t.varies = varies;
 	alloc_trace_mark(&t);
-	alloc_trace_alloc(&t, 5 * MiB, 0);		/* step 0: a 20 MiB segment */
-	for (int step = 1; step < 3; step++) {		/* steps 1, 2: a 30 MiB one, reused */
+	alloc_trace_alloc(&t, 5 * MiB, 0);
+	for (int step = 1; step < 3; step++) {
+		uint32_t a;
+
 		alloc_trace_mark(&t);
 		a = alloc_trace_alloc(&t, 30 * MiB, 0);
 		alloc_trace_release(&t, a);
 	}
 	alloc_trace_mark(&t);
-	alloc_trace_alloc(&t, 100 * MiB, 0);		/* replayed */
-	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	alloc_trace_alloc(&t, 100 * MiB, 0);
+	st = alloc_replay(&t, &cfg, r);
+	alloc_trace_free(&t);
+	return st;
+}
+
+/* A trace marked as varying replays every step: the steady rule would stop
+ * at step 3 (unchanged after step 2) and miss step 3's 100 MiB segment. */
+static void trace_varies_replays_all(void **state)
+{
+	struct alloc_replay r;
+
+	(void)state;
+	assert_int_equal(four_steps(true, &r), ALLOC_OK);
 	assert_int_equal(r.peak_reserved, 150 * MiB);
 	assert_int_equal(r.steps, 4);
-	alloc_trace_free(&t);
+	/* every step's requests, the steps' peak: 5 + 100 MiB */
+	assert_int_equal(r.step_requested, 105 * MiB);
 }
 
 /* Loading in place (mem_job.load): a frozen 4-bit weight of 16 MiB is
@@ -631,14 +713,8 @@ static void replayed_job_loading(void **state)
 	struct mem_class k;
 
 	(void)state;
-	memset(&p, 0, sizeof(p));
-	p.name = "w";
-	p.numel = 32 * MiB;
-	p.weight_bytes = 16 * MiB;
+	weight_only(&l, &p, "w", 32 * MiB, 16 * MiB);
 	p.load_bytes = 64 * MiB;
-	l.params = &p;
-	l.nparams = 1;
-	l.saves_bytes = l.temp_fwd_bytes = 0;
 	b.repeat = 1;
 	j.load = MEM_LOAD_META;
 	k = analyze(&j);
@@ -668,17 +744,11 @@ static void replayed_job_fsdp_streams(void **state)
 	struct mem_class k;
 
 	(void)state;
-	memset(&p, 0, sizeof(p));
-	p.name = "w";
-	p.numel = 16 * MiB;
-	p.weight_bytes = p.grad_bytes = 32 * MiB;
+	weight_only(&l, &p, "w", 16 * MiB, 32 * MiB);
+	p.grad_bytes = 32 * MiB;
 	p.trainable = true;
-	l.params = &p;
-	l.nparams = 1;
-	l.saves_bytes = l.temp_fwd_bytes = 0;
 	b.repeat = 3;
-	j.dp = 2;
-	j.sharding = MEM_SHARD_FSDP_FULL;
+	fsdp_two(&j, false);
 	k = analyze(&j);
 	assert_int_equal(k.peak_allocated, 160 * MiB);
 	assert_int_equal(k.replay_allocated, 160 * MiB);
@@ -708,16 +778,8 @@ static void replayed_job_fsdp1_record_stream(void **state)
 	struct mem_class k;
 
 	(void)state;
-	memset(&p, 0, sizeof(p));
-	p.name = "w";
-	p.numel = 16 * MiB;
-	p.weight_bytes = 32 * MiB;
-	l.params = &p;
-	l.nparams = 1;
-	l.saves_bytes = l.temp_fwd_bytes = 0;
-	j.dp = 2;
-	j.sharding = MEM_SHARD_FSDP_FULL;
-	j.fsdp1 = j.fsdp1_backward_pre = true;
+	weight_only(&l, &p, "w", 16 * MiB, 32 * MiB);
+	fsdp_two(&j, true);
 	k = analyze(&j);
 	assert_int_equal(k.peak_allocated, 112 * MiB);
 	assert_int_equal(k.peak_reserved, 144 * MiB);
@@ -745,26 +807,14 @@ static void replayed_job_fsdp1_root_caught_up(void **state)
 	struct mem_class k;
 
 	(void)state;
-	memset(&p, 0, sizeof(p));
-	p.name = "w";
-	p.numel = 16 * MiB;
-	p.weight_bytes = 32 * MiB;
-	q = p;
-	q.name = "r";
-	q.numel = 32 * MiB;
-	q.weight_bytes = 64 * MiB;
-	l.params = &p;
-	l.nparams = 1;
-	l.saves_bytes = l.temp_fwd_bytes = 0;
+	weight_only(&l, &p, "w", 16 * MiB, 32 * MiB);
 	rl = l;
-	rl.params = &q;
 	rl.name = "root";
+	weight_only(&rl, &q, "r", 32 * MiB, 64 * MiB);
 	b[0] = (struct mem_block){ &rl, 1, 1, false };
 	j.blocks = b;
 	j.nblocks = 2;
-	j.dp = 2;
-	j.sharding = MEM_SHARD_FSDP_FULL;
-	j.fsdp1 = j.fsdp1_backward_pre = true;
+	fsdp_two(&j, true);
 	k = analyze(&j);
 	assert_int_equal(k.peak_allocated, 208 * MiB);
 	assert_int_equal(k.peak_reserved, 240 * MiB);
@@ -772,29 +822,17 @@ static void replayed_job_fsdp1_root_caught_up(void **state)
 }
 
 /* Steps are marked; the replay stops at a mark once the step before it
- * left peak reserved unchanged (from the third mark on). */
+ * left peak reserved unchanged (from the third mark on): step 3 is not
+ * replayed.  The request peak is the trace's, whatever was replayed. */
 static void trace_stops_when_steady(void **state)
 {
-	struct alloc_trace t = { 0 };
-	struct alloc_config cfg;
 	struct alloc_replay r;
-	uint32_t a;
 
 	(void)state;
-	alloc_config_default(&cfg);
-	alloc_trace_mark(&t);
-	alloc_trace_alloc(&t, 5 * MiB, 0);		/* step 0: a 20 MiB segment */
-	for (int step = 1; step < 3; step++) {		/* steps 1, 2: a 30 MiB one, reused */
-		alloc_trace_mark(&t);
-		a = alloc_trace_alloc(&t, 30 * MiB, 0);
-		alloc_trace_release(&t, a);
-	}
-	alloc_trace_mark(&t);
-	alloc_trace_alloc(&t, 100 * MiB, 0);		/* not replayed: step 2 was steady */
-	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_int_equal(four_steps(false, &r), ALLOC_OK);
 	assert_int_equal(r.peak_reserved, 50 * MiB);
 	assert_int_equal(r.steps, 3);
-	alloc_trace_free(&t);
+	assert_int_equal(r.step_requested, 105 * MiB);
 }
 
 static void replayed_job_fragments(void **state)
@@ -963,6 +1001,7 @@ int main(void)
 		cmocka_unit_test(trace_record_stream),
 		cmocka_unit_test(best_fit_order),
 		cmocka_unit_test(trace_replay),
+		cmocka_unit_test(step_peak_counts_requests),
 		cmocka_unit_test(replayed_job_fragments),
 		cmocka_unit_test(replayed_job_save_parts),
 		cmocka_unit_test(replayed_job_loading),

@@ -548,8 +548,19 @@ static void tied_release(struct tr *r, const struct mem_cost *c)
 	}
 }
 
+/* FSDP1's modules compute with views of the unit's FlatParameter, so
+ * autograd makes a gradient per view and, once the unit's last view has
+ * one, concatenates them into the flat gradient (split_with_sizes_backward:
+ * at::cat), beside them (mem_fsdp1.c mem_fsdp1_view_grads): made with the
+ * gradients of the unit's first layer, the last in backward. */
+static void flat_grad(struct tr *r, uint64_t cat)
+{
+	if (cat && records(r))
+		r->cat = put(r, cat, STREAM_COMPUTE);
+}
+
 static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
-			   const struct mem_layer *l, bool unit)
+			   const struct mem_layer *l, bool unit, uint64_t cat)
 {
 	/* a recomputed layer's cached casts are the part of its casts kept */
 	uint32_t cast = put(r, mem_sub(c->cast_tmp, x->cfwd != NO_ID ? c->cast_fwd : 0), STREAM_COMPUTE);
@@ -563,6 +574,7 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	else if (!unit)
 		accumulate(r, c, l);
 	x->unsh = put(r, c->gunsh, STREAM_COMPUTE);
+	flat_grad(r, cat);
 	tied_hold(r, c);
 	backward_frees(r, x, c, l, &r->tmp);
 	drop_run(r, x->saves0, &x->nsaves);
@@ -596,8 +608,10 @@ static void reduce_scatter(struct tr *r, size_t s, uint64_t k)
 	const struct mem_sums *it = mem_seg_iter(r->cx, seg);
 	size_t nl = r->job->blocks[seg->block].nlayers;
 	bool fsdp = r->job->sharding != MEM_SHARD_ZERO3;
-	uint32_t in = fsdp ? put(r, it->v[S_GUNSH], STREAM_RS) : NO_ID, out;
+	/* FSDP1 reduce-scatters from the flat gradient itself (_reduce_grad) */
+	uint32_t in = r->cat != NO_ID ? r->cat : fsdp ? put(r, it->v[S_GUNSH], STREAM_RS) : NO_ID, out;
 
+	r->cat = NO_ID;
 	for (size_t j = 0; j < nl; j++)
 		drop(r, &inst_of(r, s, k, j)->unsh);
 	if (r->job->optimizer_in_backward) {
@@ -645,7 +659,8 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 	for (size_t j = b->nlayers; j-- > 0;) {
 		r->t->what = b->layers[j].name;
 		set_quad(r, seg->block, j);
-		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit);
+		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit,
+			       unit && !j ? mem_seg_iter(r->cx, seg)->v[S_GUNSH] : 0);
 	}
 	reshard(r, &g);
 	if (unit)
@@ -671,7 +686,7 @@ static void root_reduce(struct tr *r)
 	if (!root_reduces(r))
 		return;
 	r->t->what = "root unit";
-	in = put(r, T->v[S_GUNSH_NB], STREAM_RS);
+	in = put(r, T->v[S_GUNSH_NB], records(r) ? STREAM_COMPUTE : STREAM_RS);	/* FSDP1: the flat gradient */
 	for (size_t s = 0; s < r->st->nsegs; s++)
 		for (uint64_t k = 0; !r->job->blocks[r->st->segs[s].block].is_body &&
 				     k < kept(r->st->segs[s].count); k++)
@@ -851,6 +866,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 		      job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2);
 	r.zeros = job->grads_persistent && !r.resident;
 	r.pre = NO_ID;
+	r.cat = NO_ID;
 	ok = make_ids(&r);
 	if (ok)
 		mtr_setup(&r);

@@ -44,6 +44,7 @@ struct tr {
 	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
 	struct idl tied;	/* tied weights' gradients held for their owners (newest last) */
 	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
+	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
 	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
 	size_t share_cap;
 	bool states;		/* optimizer states exist (created by the first step) */

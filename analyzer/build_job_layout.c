@@ -158,17 +158,40 @@ static bool deepep_layout(struct bld *b, struct mem_job *j)
 	if (!b->experts)
 		return bld_error(b, DIAG_IGNORED_SETTING, t.origin.file ? t.origin : t.loc,
 				 "the flex dispatcher routes tokens to experts, and this model has none");
-	j->deepep_num_sms = (uint32_t)bld_key_u64(b, "megatron.moe_flex_dispatcher_num_sms", 20);
-	if (j->deepep_num_sms % 2)
+	uint64_t num_sms = bld_key_u64(b, "megatron.moe_flex_dispatcher_num_sms", 20);
+
+	if (num_sms % 2)
 		return bld_error(b, DIAG_OUT_OF_RANGE, n.origin.file ? n.origin : n.loc,
 				 "DeepEP's SM count must be even ('The SM count must be even'); "
-				 "moe_flex_dispatcher_num_sms = %u", (unsigned)j->deepep_num_sms);
+				 "moe_flex_dispatcher_num_sms = %llu", (unsigned long long)num_sms);
+	/* csrc/config.hpp Config(int num_sms, ...): past an int the count wraps */
+	if (num_sms > INT32_MAX)
+		return bld_error(b, DIAG_OUT_OF_RANGE, n.origin.file ? n.origin : n.loc,
+				 "moe_flex_dispatcher_num_sms = %llu is past DeepEP's int SM count "
+				 "(at most 2^31 - 1, and no GPU has that many SMs)", (unsigned long long)num_sms);
+	j->deepep_num_sms = (uint32_t)num_sms;
 	if (!mem_comm_deepep_supported(mem_comm_deepep_ranks(j)))
 		return bld_error(b, DIAG_BAD_LAYOUT, t.origin.file ? t.origin : t.loc,
 				 "DeepEP has no dispatch config for a tp x ep group of %u ranks "
 				 "(Buffer.get_dispatch_config: 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144 "
 				 "or 160)", (unsigned)mem_comm_deepep_ranks(j));
 	return bld_mul(b, b->expert_width, elem, &j->deepep_hidden_bytes, "DeepEP's bytes per token");
+}
+
+/* ep > 1 lays experts out over ranks; without experts it does nothing but
+ * make a communicator. Megatron-LM refuses it (validate_args: "num_experts
+ * must be non None to use expert model parallelism"). */
+static bool ep_layout(struct bld *b, const struct mem_job *j)
+{
+	struct value v = { 0 };
+
+	if (j->ep <= 1 || b->experts)
+		return true;
+	bld_key(b, "parallel.ep", &v);
+	return bld_error(b, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc,
+			 "ep = %u splits the experts over ranks, and this model has none: "
+			 "remove ep (Megatron-LM: 'num_experts must be non None to use expert model "
+			 "parallelism')", (unsigned)j->ep);
 }
 
 static enum mem_schedule schedule(struct bld *b)
@@ -281,7 +304,8 @@ bool bld_layout(struct bld *b, struct mem_job *j, int zero)
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
 	if (j->sharding == MEM_SHARD_ZERO1 && bld_megatron_job(b, zero))
 		shard_name = "distributed optimizer";
-	if (!dp_shard(b, j) || !fsdp2_layout(b, j, &shard_name) || !deepep_layout(b, j))
+	if (!dp_shard(b, j) || !fsdp2_layout(b, j, &shard_name) || !deepep_layout(b, j) ||
+	    !ep_layout(b, j))
 		return false;
 	b->out->rep.sharding = shard_label(b, j, shard_name);
 	const char *ck = bld_bound_sym(b, "checkpoint", "none");

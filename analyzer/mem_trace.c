@@ -223,6 +223,15 @@ static bool records(const struct tr *r)
 	return r->job->fsdp1 && shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3;
 }
 
+/* SHARD_GRAD_OP keeps each unit gathered from its forward to its backward
+ * (M8: no reshard after forward), and FSDP1's no_sync() past the backward
+ * into the next micro-batch (_should_free_in_backward: only FULL_SHARD and
+ * HYBRID_SHARD free while _sync_gradients is False). */
+static bool holds(const struct tr *r)
+{
+	return r->job->sharding == MEM_SHARD_FSDP_GRAD_OP || r->job->fsdp_reshard_to == 1;
+}
+
 static void unshard_wait(struct tr *r)
 {
 	if (!records(r) || r->agq.n < 2)
@@ -281,7 +290,7 @@ static uint64_t next_unit(const struct tr *r, size_t s, uint64_t k, bool bwd)
 static bool prefetches(const struct tr *r, bool bwd)
 {
 	return shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3 &&
-	       mem_fsdp1_prefetch(r->job, bwd, 1);
+	       !(bwd && holds(r)) && mem_fsdp1_prefetch(r->job, bwd, 1);
 }
 
 /* A body unit's all-gather, or the one its predecessor prefetched; then,
@@ -406,7 +415,8 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 	if (b->nlayers)
 		r->t->what = b->layers[0].name;
 	if (b->is_body && shards(r->job->sharding))
-		g = unit_gather(r, s, k, false);
+		g = holds(r) && inst_of(r, s, k, 0)->held != NO_ID ? inst_of(r, s, k, 0)->held :
+		    unit_gather(r, s, k, false);
 	else
 		root_prefetch(r, s, false);
 	for (size_t j = 0; j < b->nlayers; j++) {
@@ -418,7 +428,10 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		forward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j]);
 		drop(r, &ng);
 	}
-	reshard(r, &g);
+	if (holds(r) && b->is_body)
+		inst_of(r, s, k, 0)->held = g;
+	else
+		reshard(r, &g);
 	offload(r, s, k);
 }
 
@@ -439,9 +452,10 @@ static void forward(struct tr *r, uint32_t *root)
 		for (uint64_t k = 0; k < n; k++) {
 			if (mid && k == MEM_TRACE_REPEATS / 2) {
 				r->t->what = "folded repeats";
+				/* offloaded stored activations are on the host */
 				r->agg_act[s] = put(r, mem_mul(o, mem_add(o, act(r, mem_add(o,
-					it->v[S_STORED_ACT], it->v[S_STORED_LOG]), 0), it->v[S_CAST_KEEP]),
-					mid), STREAM_COMPUTE);
+					mem_sub(it->v[S_STORED_ACT], it->v[S_STORED_OFF]),
+					it->v[S_STORED_LOG]), 0), it->v[S_CAST_KEEP]), mid), STREAM_COMPUTE);
 			}
 			forward_repeat(r, s, k);
 		}
@@ -596,6 +610,28 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 		drop(r, &x->unsh);
 }
 
+/* FSDP1 under no_sync() (mem_fsdp1_accumulates_unsharded): a micro-batch
+ * before the last keeps each unit's flat gradient as its FlatParameter's
+ * .grad instead of reduce-scattering it (_post_backward_hook returns
+ * before _reduce_grad while _sync_gradients is False), a later one adds
+ * its own to it in place, and the last reduce-scatters every unit.  The
+ * trace's first micro-batch keeps (acc_mode 1), its second adds (2), then
+ * syncs (sync_unsharded). */
+static bool keeps_unsharded(const struct tr *r)
+{
+	return r->job->micro_batches >= 2 && records(r) &&
+	       mem_fsdp1_accumulates_unsharded(r->job, true);
+}
+
+static void keep_or_add(struct tr *r, uint32_t *flat)
+{
+	if (r->acc_mode == 1)
+		mtr_idl_push(r, &r->acc, *flat);
+	else
+		drop(r, flat);
+	*flat = NO_ID;
+}
+
 /* The unit's unsharded gradients become its shard.  FSDP2 (foreach_reduce
  * in torch/distributed/_composable/fsdp/_fsdp_collectives.py) copies them
  * into a reduce-scatter input and allocates the output on the
@@ -614,6 +650,10 @@ static void reduce_scatter(struct tr *r, size_t s, uint64_t k)
 	r->cat = NO_ID;
 	for (size_t j = 0; j < nl; j++)
 		drop(r, &inst_of(r, s, k, j)->unsh);
+	if (r->acc_mode) {
+		keep_or_add(r, &in);
+		return;
+	}
 	if (r->job->optimizer_in_backward) {
 		drop(r, &in);
 		return;
@@ -636,7 +676,11 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 
 	if (b->nlayers)
 		r->t->what = b->layers[b->nlayers - 1].name;
-	g = unit ? unit_gather(r, s, k, true) : NO_ID;
+	g = unit && holds(r) ? inst_of(r, s, k, 0)->held : NO_ID;
+	if (unit && holds(r))
+		inst_of(r, s, k, 0)->held = NO_ID;
+	else if (unit)
+		g = unit_gather(r, s, k, true);
 	if (!b->is_body)
 		root_prefetch(r, s, true);
 	bring_back(r, s, k);
@@ -662,7 +706,10 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit,
 			       unit && !j ? mem_seg_iter(r->cx, seg)->v[S_GUNSH] : 0);
 	}
-	reshard(r, &g);
+	if (unit && holds(r) && r->acc_mode == 1)
+		inst_of(r, s, k, 0)->held = g;	/* gathered into the next micro-batch */
+	else
+		reshard(r, &g);
 	if (unit)
 		reduce_scatter(r, s, k);
 }
@@ -692,12 +739,49 @@ static void root_reduce(struct tr *r)
 				     k < kept(r->st->segs[s].count); k++)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
 				drop(r, &inst_of(r, s, k, j)->unsh);
+	if (r->acc_mode) {
+		keep_or_add(r, &in);
+		return;
+	}
 	out = put(r, T->v[S_GFIN_NB], STREAM_RS);
 	drop(r, &in);
 	if (produces(r))
 		mtr_idl_push(r, &r->grads, out);
 	else
 		drop(r, &out);
+}
+
+/* The last micro-batch under no_sync(): each unit, in backward order, is
+ * reduce-scattered from its accumulated flat gradient into its shard. */
+static void sync_unsharded(struct tr *r)
+{
+	bool *o = &r->cx->ovf;
+	size_t i = 0;
+
+	for (size_t s = r->st->nsegs; s-- > 0;) {
+		const struct mem_seg *seg = &r->st->segs[s];
+		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
+		uint64_t n = kept(seg->count), mid = seg->count - n;
+
+		for (uint64_t k = n; r->job->blocks[seg->block].is_body && k-- > 0;) {
+			/* the repeat, then the folded middle after the 64th (backward) */
+			int parts = mid && k == MEM_TRACE_REPEATS / 2 ? 2 : 1;
+
+			for (int u = 0; u < parts; u++) {
+				uint64_t x = u ? mid : 1;
+
+				if (!mem_mul(o, it->v[S_GUNSH], x) || i >= r->acc.n)
+					continue;
+				mtr_idl_push(r, &r->grads, put(r, mem_mul(o, it->v[S_GFIN], x), STREAM_RS));
+				drop(r, &r->acc.v[i++]);
+			}
+		}
+	}
+	if (r->st->total.v[S_GUNSH_NB] && i < r->acc.n) {
+		mtr_idl_push(r, &r->grads, put(r, r->st->total.v[S_GFIN_NB], STREAM_RS));
+		drop(r, &r->acc.v[i++]);
+	}
+	idl_drop_from(r, &r->acc, 0);	/* none left: a guard */
 }
 
 static void backward(struct tr *r, uint32_t *root)
@@ -714,7 +798,12 @@ static void backward(struct tr *r, uint32_t *root)
 				continue;
 			drop(r, &r->agg_act[s]);
 			r->t->what = "folded repeats";
-			if (produces(r) && !r->job->optimizer_in_backward)
+			if (r->acc_mode == 1) {
+				uint32_t flat = put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_GUNSH], mid),
+						    STREAM_COMPUTE);
+
+				keep_or_add(r, &flat);
+			} else if (produces(r) && !r->acc_mode && !r->job->optimizer_in_backward)
 				mtr_idl_push(r, &r->grads, put(r, mem_mul(o,
 					 mem_seg_iter(r->cx, seg)->v[S_GFIN], mid), STREAM_COMPUTE));
 		}
@@ -732,13 +821,17 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 {
 	bool *o = &r->cx->ovf;
 	/* the other in-flight micro-batches' stored activations (§4.6) */
-	uint32_t extra = put(r, act(r, mem_add(o, mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S__COUNT),
+	uint32_t extra = put(r, act(r, mem_add(o, mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S_STORED_OFF),
 					       mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)), 0),
 			     STREAM_COMPUTE);
 	uint32_t root = NO_ID;
 
+	r->acc_mode = !keeps_unsharded(r) ? 0 : r->have_grads ? 2 : 1;
 	forward(r, &root);
 	backward(r, &root);
+	if (r->acc_mode == 2)
+		sync_unsharded(r);
+	r->acc_mode = 0;
 	caught_up(r);
 	drop(r, &extra);
 	r->have_grads = !r->job->optimizer_in_backward;
@@ -844,7 +937,7 @@ static bool make_ids(struct tr *r)
 	if (!r->in || !make_qbase(r))
 		return false;
 	for (size_t i = 0; i < (n ? n : 1); i++)
-		r->in[i] = (struct inst){ NO_ID, NO_ID, NO_ID, 0, 0, 0, 0, 0, 0 };
+		r->in[i] = (struct inst){ NO_ID, NO_ID, NO_ID, NO_ID, 0, 0, 0, 0, 0, 0 };
 	return true;
 }
 
@@ -892,6 +985,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	free(r.tmp.v);
 	free(r.agq.v);
 	free(r.tied.v);
+	free(r.acc.v);
 	free(r.share);
 	return ok && !out->nomem;
 }

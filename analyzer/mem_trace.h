@@ -26,6 +26,8 @@ struct idl {
  * r->parts (one id per saved tensor). */
 struct inst {
 	uint32_t keep, cfwd, unsh;
+	uint32_t held;		/* SHARD_GRAD_OP: its unit gathered from forward to backward
+				   (the unit's first layer's instance) */
 	size_t stored0, nstored, saves0, nsaves, load0, nload;
 };
 
@@ -45,6 +47,8 @@ struct tr {
 	struct idl tied;	/* tied weights' gradients held for their owners (newest last) */
 	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
 	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
+	struct idl acc;		/* FSDP1 no_sync(): the units' flat gradients kept as .grad */
+	int acc_mode;		/* ... 0: reduce now, 1: keep them, 2: add to them (mem_trace.c) */
 	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
 	size_t share_cap;
 	bool states;		/* optimizer states exist (created by the first step) */

@@ -933,8 +933,10 @@ static double trace_vs_timeline(const char *path, unsigned *jobs)
  * gradient (TT-31, TT-35: 788,070,400 B, 1.3 % and 3.3 % of the peak, were
  * missing), offloaded activations (TT-38: the trace was 15 % above),
  * FSDP's prefetched unit and root reduce-scatter (FQ-04: 3.2 % below),
- * torchao's loading (TT-02), a QLoRA and a LoRA example, a CNN, and FSDP1's
- * view gradients and their flat concatenation (tests/fsdp1: 8-17 % below). */
+ * torchao's loading (TT-02), a QLoRA and a LoRA example, a CNN, FSDP1's
+ * view gradients and their flat concatenation (tests/fsdp1: 8-17 % below),
+ * its no_sync() (LGHUB-35, LGRT-31/37: 24-39 % below; SHARD_GRAD_OP's
+ * units held, no-sync.mem's grad_op: 7 % below). */
 static void trace_peak_is_the_timeline_peak(void **state)
 {
 	static const char *const same[] = {
@@ -947,6 +949,8 @@ static void trace_peak_is_the_timeline_peak(void **state)
 		"examples/llama2-7b-qlora-4090.mem", "examples/resnet50-finetune.mem",
 		"tests/fsdp1/prefetch.mem", "tests/fsdp1/orig-params.mem",
 		"tests/fsdp1/cpu-offload.mem", "tests/alloc/replay-fsdp1.mem",
+		"tests/fsdp1/no-sync.mem", "tests/validation/LGHUB-35.mem",
+		"tests/validation/LGRT-31.mem", "tests/validation/LGRT-37.mem",
 	};
 	unsigned jobs = 0;
 

@@ -28,13 +28,12 @@
  * exact peak allocated back (memory.c), so only the cache excess is approximate.
  *
  * What comes before the first step (loading, setup, the optimizer states)
- * is mem_trace_load.c's; the state both share is mem_trace.h's.
+ * is mem_trace_load.c's, ZeRO-3's and FSDP's gathers and reduce-scatters
+ * mem_trace_fsdp.c's; the state they share is mem_trace.h's.
  */
 #include "analyzer/mem_trace.h"
-#include "analyzer/mem_fsdp1.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* Set r->q to layer j of block `block` (all per token without shares). */
 static void set_quad(struct tr *r, size_t block, size_t j)
@@ -94,7 +93,7 @@ void mtr_idl_push(struct tr *r, struct idl *l, uint32_t id)
 }
 
 /* Free the ids of l from index `from` on, newest first. */
-static void idl_drop_from(struct tr *r, struct idl *l, size_t from)
+void mtr_idl_drop_from(struct tr *r, struct idl *l, size_t from)
 {
 	while (l->n > from) {
 		uint32_t id = l->v[--l->n];
@@ -211,126 +210,6 @@ static void drop_run(struct tr *r, size_t first, size_t *count)
 	*count = 0;
 }
 
-/* FSDP1 frees a unit's gathered flat parameter after record_stream() on the
- * compute stream (_flat_param.py FlatParamHandle._free_unsharded_flat_param),
- * so the all-gather stream gets the block back only once the compute stream
- * is past the unit.  The CPU learns it when the rate limiter
- * (limit_all_gathers; _runtime_utils.py _unshard: _free_event_queue
- * dequeue_if_needed, two events in flight) waits on the oldest free event
- * before an all-gather; the trace assumes the GPU no further ahead. */
-static bool records(const struct tr *r)
-{
-	return r->job->fsdp1 && shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3;
-}
-
-/* SHARD_GRAD_OP keeps each unit gathered from its forward to its backward
- * (M8: no reshard after forward), and FSDP1's no_sync() past the backward
- * into the next micro-batch (_should_free_in_backward: only FULL_SHARD and
- * HYBRID_SHARD free while _sync_gradients is False). */
-static bool holds(const struct tr *r)
-{
-	return r->job->sharding == MEM_SHARD_FSDP_GRAD_OP || r->job->fsdp_reshard_to == 1;
-}
-
-static void unshard_wait(struct tr *r)
-{
-	if (!records(r) || r->agq.n < 2)
-		return;
-	alloc_trace_complete(r->t, r->agq.v[0]);
-	memmove(r->agq.v, r->agq.v + 1, (r->agq.n - 1) * sizeof(*r->agq.v));
-	r->agq.n--;
-}
-
-static uint32_t gather(struct tr *r, uint64_t n)
-{
-	if (n)
-		unshard_wait(r);
-	return put(r, n, STREAM_COMM);
-}
-
-/* The GPU has caught up: every recorded free completes.  The trace takes
- * the end of each micro-batch for it (a loop reads its loss on the host
- * once per micro-batch, as torchtune's does for its progress bar). */
-static void caught_up(struct tr *r)
-{
-	for (size_t i = 0; i < r->agq.n; i++)
-		alloc_trace_complete(r->t, r->agq.v[i]);
-	r->agq.n = 0;
-}
-
-/* The gathered bytes of the first body unit after segment s in this
- * pass, 0 if none follows. */
-static uint64_t next_body(const struct tr *r, size_t s, bool bwd)
-{
-	for (size_t i = s; bwd ? i-- > 0 : ++i < r->st->nsegs;) {
-		const struct mem_seg *o = &r->st->segs[i];
-
-		if (r->job->blocks[o->block].is_body && o->count)
-			return mem_seg_iter(r->cx, o)->v[S_GATH];
-	}
-	return 0;
-}
-
-/* The gathered bytes of the body unit after (s, k) in this pass, 0 if
- * none follows among the kept repeats (the folded middle gathers nothing). */
-static uint64_t next_unit(const struct tr *r, size_t s, uint64_t k, bool bwd)
-{
-	const struct mem_seg *seg = &r->st->segs[s];
-
-	if (bwd ? k > 0 : k + 1 < kept(seg->count))
-		return mem_seg_iter(r->cx, seg)->v[S_GATH];
-	return next_body(r, s, bwd);
-}
-
-/* FSDP gathers the next unit while the running one computes (M8): FSDP2's
- * all-gather stream runs ahead of the compute in forward, and in backward
- * FSDPParamGroup.pre_backward -> _backward_prefetch unshards the previous
- * unit of the post-forward order (torch/distributed/fsdp/_fully_shard/
- * _fsdp_param_group.py); FSDP1 as its prefetch arguments say. */
-static bool prefetches(const struct tr *r, bool bwd)
-{
-	return shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3 &&
-	       !(bwd && holds(r)) && mem_fsdp1_prefetch(r->job, bwd, 1);
-}
-
-/* A body unit's all-gather, or the one its predecessor prefetched; then,
- * as FSDP1 does with forward_prefetch / BACKWARD_PRE (_runtime_utils.py
- * _pre_forward_unshard, _pre_backward_hook -> _prefetch_handle), the next
- * unit's, through the same rate limiter (mem_fsdp1_prefetch). */
-static uint32_t unit_gather(struct tr *r, size_t s, uint64_t k, bool bwd)
-{
-	uint32_t g = r->pre;
-	uint64_t next = next_unit(r, s, k, bwd);
-
-	if (g == NO_ID)
-		g = gather(r, mem_seg_iter(r->cx, &r->st->segs[s])->v[S_GATH]);
-	r->pre = NO_ID;
-	if (next && prefetches(r, bwd))
-		r->pre = gather(r, next);
-	return g;
-}
-
-/* The root's layers before the body in forward, after it in backward,
- * run while the first body unit of the pass is gathered ahead. */
-static void root_prefetch(struct tr *r, size_t s, bool bwd)
-{
-	uint64_t next = next_body(r, s, bwd);
-
-	if (r->pre == NO_ID && next && prefetches(r, bwd))
-		r->pre = gather(r, next);
-}
-
-static void reshard(struct tr *r, uint32_t *g)
-{
-	if (!records(r) || *g == NO_ID) {
-		drop(r, g);
-		return;
-	}
-	alloc_trace_release_recorded(r->t, *g);
-	mtr_idl_push(r, &r->agq, *g);
-	*g = NO_ID;
-}
-
 /* A layer's stored bytes at this step's length; a recomputed layer stores
  * its input (and SAC's kept outputs): per token, as one tensor. */
 static uint64_t stored_of(const struct tr *r, const struct mem_cost *c, const struct mem_layer *l,
@@ -365,7 +244,7 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 	put_split(r, l->temp_fwd_parts, 0, l->ntemp_fwd_parts, act(r, c->tfwd, r->q->tfwd), &r->tmp);
 	put_saves(r, l, stored - a, h, n, &c2);
 	x->nstored = c1 + c2;
-	idl_drop_from(r, &r->tmp, t0);
+	mtr_idl_drop_from(r, &r->tmp, t0);
 	drop(r, &cast);
 }
 
@@ -415,10 +294,10 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 	if (b->nlayers)
 		r->t->what = b->layers[0].name;
 	if (b->is_body && shards(r->job->sharding))
-		g = holds(r) && inst_of(r, s, k, 0)->held != NO_ID ? inst_of(r, s, k, 0)->held :
-		    unit_gather(r, s, k, false);
+		g = mtr_holds(r) && inst_of(r, s, k, 0)->held != NO_ID ? inst_of(r, s, k, 0)->held :
+		    mtr_unit_gather(r, s, k, false);
 	else
-		root_prefetch(r, s, false);
+		mtr_root_prefetch(r, s, false);
 	for (size_t j = 0; j < b->nlayers; j++) {
 		/* ZeRO-3 gathers a non-body module around its own forward */
 		uint32_t ng = !b->is_body && z3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
@@ -428,10 +307,10 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		forward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j]);
 		drop(r, &ng);
 	}
-	if (holds(r) && b->is_body)
+	if (mtr_holds(r) && b->is_body)
 		inst_of(r, s, k, 0)->held = g;
 	else
-		reshard(r, &g);
+		mtr_reshard(r, &g);
 	offload(r, s, k);
 }
 
@@ -443,7 +322,7 @@ static void forward(struct tr *r, uint32_t *root)
 	/* FSDP's root unit stays gathered through forward and backward */
 	r->t->what = "root unit";	/* not the optimizer step's label of the step before */
 	if (shards(m) && m != MEM_SHARD_ZERO3)
-		*root = gather(r, r->st->total.v[S_GATH_NB]);
+		*root = mtr_gather(r, r->st->total.v[S_GATH_NB]);
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
 		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
@@ -465,12 +344,6 @@ static void forward(struct tr *r, uint32_t *root)
 		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
 				drop(r, &inst_of(r, s, k, j)->cfwd);
-}
-
-/* A gradient is produced unless resident or left by an earlier micro-batch. */
-static bool produces(const struct tr *r)
-{
-	return !r->resident && !r->have_grads;
 }
 
 /* AccumulateGrad: with a .grad already there (accumulation, resident
@@ -524,8 +397,6 @@ static void backward_frees(struct tr *r, struct inst *x, const struct mem_cost *
 		x->nstored = 0;
 }
 
-static bool root_reduces(const struct tr *r);
-
 /* A tied weight's gradient made by a later layer (the LM head) waits in
  * the weight's AccumulateGrad input buffer (engine.cpp evaluate_function,
  * not_ready_) until the weight's own layer has run its backward, whose
@@ -562,17 +433,6 @@ static void tied_release(struct tr *r, const struct mem_cost *c)
 	}
 }
 
-/* FSDP1's modules compute with views of the unit's FlatParameter, so
- * autograd makes a gradient per view and, once the unit's last view has
- * one, concatenates them into the flat gradient (split_with_sizes_backward:
- * at::cat), beside them (mem_fsdp1.c mem_fsdp1_view_grads): made with the
- * gradients of the unit's first layer, the last in backward. */
-static void flat_grad(struct tr *r, uint64_t cat)
-{
-	if (cat && records(r))
-		r->cat = put(r, cat, STREAM_COMPUTE);
-}
-
 static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			   const struct mem_layer *l, bool unit, uint64_t cat)
 {
@@ -583,17 +443,17 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	/* a node's outputs, the gradients it makes, are made before its saved
 	 * tensors are released (engine.cpp evaluate_function: call_function,
 	 * then fn.release_variables()) */
-	if (!unit && produces(r) && !root_reduces(r))
+	if (!unit && produces(r) && !mtr_root_reduces(r))
 		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
 	else if (!unit)
 		accumulate(r, c, l);
 	x->unsh = put(r, c->gunsh, STREAM_COMPUTE);
-	flat_grad(r, cat);
+	mtr_flat_grad(r, cat);
 	tied_hold(r, c);
 	backward_frees(r, x, c, l, &r->tmp);
 	drop_run(r, x->saves0, &x->nsaves);
 	drop_run(r, x->stored0, &x->nstored);
-	idl_drop_from(r, &r->tmp, t0);
+	mtr_idl_drop_from(r, &r->tmp, t0);
 	drop(r, &cast);
 	drop(r, &x->cfwd);
 	drop(r, &x->keep);
@@ -602,68 +462,12 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 		uint32_t step = put(r, r->st->step_max, STREAM_COMPUTE);
 
 		drop(r, &step);
-		idl_drop_from(r, &r->grads, g0);
+		mtr_idl_drop_from(r, &r->grads, g0);
 	}
 	/* ZeRO-2 and DDP reduce a layer's gradient as soon as it exists; FSDP
 	 * keeps the root's unsharded gradients to the end of the backward */
 	if (!unit && !(shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3))
 		drop(r, &x->unsh);
-}
-
-/* FSDP1 under no_sync() (mem_fsdp1_accumulates_unsharded): a micro-batch
- * before the last keeps each unit's flat gradient as its FlatParameter's
- * .grad instead of reduce-scattering it (_post_backward_hook returns
- * before _reduce_grad while _sync_gradients is False), a later one adds
- * its own to it in place, and the last reduce-scatters every unit.  The
- * trace's first micro-batch keeps (acc_mode 1), its second adds (2), then
- * syncs (sync_unsharded). */
-static bool keeps_unsharded(const struct tr *r)
-{
-	return r->job->micro_batches >= 2 && records(r) &&
-	       mem_fsdp1_accumulates_unsharded(r->job, true);
-}
-
-static void keep_or_add(struct tr *r, uint32_t *flat)
-{
-	if (r->acc_mode == 1)
-		mtr_idl_push(r, &r->acc, *flat);
-	else
-		drop(r, flat);
-	*flat = NO_ID;
-}
-
-/* The unit's unsharded gradients become its shard.  FSDP2 (foreach_reduce
- * in torch/distributed/_composable/fsdp/_fsdp_collectives.py) copies them
- * into a reduce-scatter input and allocates the output on the
- * reduce-scatter stream, and the sharded gradients are views of that
- * output (accumulated into the existing ones, then freed, from the second
- * micro-batch on); ZeRO-3 reduces into its resident buckets. */
-static void reduce_scatter(struct tr *r, size_t s, uint64_t k)
-{
-	const struct mem_seg *seg = &r->st->segs[s];
-	const struct mem_sums *it = mem_seg_iter(r->cx, seg);
-	size_t nl = r->job->blocks[seg->block].nlayers;
-	bool fsdp = r->job->sharding != MEM_SHARD_ZERO3;
-	/* FSDP1 reduce-scatters from the flat gradient itself (_reduce_grad) */
-	uint32_t in = r->cat != NO_ID ? r->cat : fsdp ? put(r, it->v[S_GUNSH], STREAM_RS) : NO_ID, out;
-
-	r->cat = NO_ID;
-	for (size_t j = 0; j < nl; j++)
-		drop(r, &inst_of(r, s, k, j)->unsh);
-	if (r->acc_mode) {
-		keep_or_add(r, &in);
-		return;
-	}
-	if (r->job->optimizer_in_backward) {
-		drop(r, &in);
-		return;
-	}
-	out = produces(r) || fsdp ? put(r, it->v[S_GFIN], fsdp ? STREAM_RS : STREAM_COMPUTE) : NO_ID;
-	drop(r, &in);
-	if (produces(r))
-		mtr_idl_push(r, &r->grads, out);
-	else
-		drop(r, &out);
 }
 
 static void backward_repeat(struct tr *r, size_t s, uint64_t k)
@@ -676,13 +480,13 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 
 	if (b->nlayers)
 		r->t->what = b->layers[b->nlayers - 1].name;
-	g = unit && holds(r) ? inst_of(r, s, k, 0)->held : NO_ID;
-	if (unit && holds(r))
+	g = unit && mtr_holds(r) ? inst_of(r, s, k, 0)->held : NO_ID;
+	if (unit && mtr_holds(r))
 		inst_of(r, s, k, 0)->held = NO_ID;
 	else if (unit)
-		g = unit_gather(r, s, k, true);
+		g = mtr_unit_gather(r, s, k, true);
 	if (!b->is_body)
-		root_prefetch(r, s, true);
+		mtr_root_prefetch(r, s, true);
 	bring_back(r, s, k);
 	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
 			   j < b->nlayers; j++) {
@@ -706,82 +510,12 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit,
 			       unit && !j ? mem_seg_iter(r->cx, seg)->v[S_GUNSH] : 0);
 	}
-	if (unit && holds(r) && r->acc_mode == 1)
+	if (unit && mtr_holds(r) && r->acc_mode == 1)
 		inst_of(r, s, k, 0)->held = g;	/* gathered into the next micro-batch */
 	else
-		reshard(r, &g);
+		mtr_reshard(r, &g);
 	if (unit)
-		reduce_scatter(r, s, k);
-}
-
-/* FSDP's root unit (every non-body layer) reduce-scatters once the whole
- * backward is done (FSDP2: _fsdp_state.py _root_post_backward_final_callback
- * -> the root group's post_backward, foreach_reduce as for a body unit;
- * FSDP1: its last _post_backward_hook), so its sharded gradients are made
- * then, not at each root layer's backward (mem_timeline.c add_grads). */
-static bool root_reduces(const struct tr *r)
-{
-	return shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3 &&
-	       !r->job->optimizer_in_backward;
-}
-
-static void root_reduce(struct tr *r)
-{
-	const struct mem_sums *T = &r->st->total;
-	uint32_t in, out;
-
-	if (!root_reduces(r))
-		return;
-	r->t->what = "root unit";
-	in = put(r, T->v[S_GUNSH_NB], records(r) ? STREAM_COMPUTE : STREAM_RS);	/* FSDP1: the flat gradient */
-	for (size_t s = 0; s < r->st->nsegs; s++)
-		for (uint64_t k = 0; !r->job->blocks[r->st->segs[s].block].is_body &&
-				     k < kept(r->st->segs[s].count); k++)
-			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
-				drop(r, &inst_of(r, s, k, j)->unsh);
-	if (r->acc_mode) {
-		keep_or_add(r, &in);
-		return;
-	}
-	out = put(r, T->v[S_GFIN_NB], STREAM_RS);
-	drop(r, &in);
-	if (produces(r))
-		mtr_idl_push(r, &r->grads, out);
-	else
-		drop(r, &out);
-}
-
-/* The last micro-batch under no_sync(): each unit, in backward order, is
- * reduce-scattered from its accumulated flat gradient into its shard. */
-static void sync_unsharded(struct tr *r)
-{
-	bool *o = &r->cx->ovf;
-	size_t i = 0;
-
-	for (size_t s = r->st->nsegs; s-- > 0;) {
-		const struct mem_seg *seg = &r->st->segs[s];
-		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
-		uint64_t n = kept(seg->count), mid = seg->count - n;
-
-		for (uint64_t k = n; r->job->blocks[seg->block].is_body && k-- > 0;) {
-			/* the repeat, then the folded middle after the 64th (backward) */
-			int parts = mid && k == MEM_TRACE_REPEATS / 2 ? 2 : 1;
-
-			for (int u = 0; u < parts; u++) {
-				uint64_t x = u ? mid : 1;
-
-				if (!mem_mul(o, it->v[S_GUNSH], x) || i >= r->acc.n)
-					continue;
-				mtr_idl_push(r, &r->grads, put(r, mem_mul(o, it->v[S_GFIN], x), STREAM_RS));
-				drop(r, &r->acc.v[i++]);
-			}
-		}
-	}
-	if (r->st->total.v[S_GUNSH_NB] && i < r->acc.n) {
-		mtr_idl_push(r, &r->grads, put(r, r->st->total.v[S_GFIN_NB], STREAM_RS));
-		drop(r, &r->acc.v[i++]);
-	}
-	idl_drop_from(r, &r->acc, 0);	/* none left: a guard */
+		mtr_reduce_scatter(r, s, k);
 }
 
 static void backward(struct tr *r, uint32_t *root)
@@ -802,18 +536,18 @@ static void backward(struct tr *r, uint32_t *root)
 				uint32_t flat = put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_GUNSH], mid),
 						    STREAM_COMPUTE);
 
-				keep_or_add(r, &flat);
+				mtr_keep_or_add(r, &flat);
 			} else if (produces(r) && !r->acc_mode && !r->job->optimizer_in_backward)
 				mtr_idl_push(r, &r->grads, put(r, mem_mul(o,
 					 mem_seg_iter(r->cx, seg)->v[S_GFIN], mid), STREAM_COMPUTE));
 		}
 	}
-	root_reduce(r);
+	mtr_root_reduce(r);
 	for (size_t s = 0; s < r->st->nsegs; s++)
 		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
 				drop(r, &inst_of(r, s, k, j)->unsh);
-	reshard(r, root);
+	mtr_reshard(r, root);
 	r->parts.n = 0;		/* every run is freed: reuse the list */
 }
 
@@ -826,13 +560,13 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 			     STREAM_COMPUTE);
 	uint32_t root = NO_ID;
 
-	r->acc_mode = !keeps_unsharded(r) ? 0 : r->have_grads ? 2 : 1;
+	r->acc_mode = !mtr_keeps_unsharded(r) ? 0 : r->have_grads ? 2 : 1;
 	forward(r, &root);
 	backward(r, &root);
 	if (r->acc_mode == 2)
-		sync_unsharded(r);
+		mtr_sync_unsharded(r);
 	r->acc_mode = 0;
-	caught_up(r);
+	mtr_caught_up(r);
 	drop(r, &extra);
 	r->have_grads = !r->job->optimizer_in_backward;
 }
@@ -881,7 +615,7 @@ static void step_temps(struct tr *r)
 			mtr_idl_push(r, &group, put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_STEP_GROUP],
 							   mid), STREAM_COMPUTE));
 	}
-	idl_drop_from(r, &group, 0);
+	mtr_idl_drop_from(r, &group, 0);
 	free(group.v);
 }
 
@@ -895,7 +629,7 @@ static void optimizer(struct tr *r)
 	step_temps(r);
 	if (r->zeros)
 		return;
-	idl_drop_from(r, &r->grads, 0);
+	mtr_idl_drop_from(r, &r->grads, 0);
 	r->have_grads = false;
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mem_trace.h - the state of one stage's allocation trace, shared by
- * mem_trace.c (the step: micro-batches and the optimizer step) and
- * mem_trace_load.c (loading, setup and the optimizer states).  Only
- * analyzer/mem_trace*.c include it.
+ * mem_trace.c (the step: micro-batches and the optimizer step),
+ * mem_trace_load.c (loading, setup and the optimizer states) and
+ * mem_trace_fsdp.c (ZeRO-3's and FSDP's gathers and reduce-scatters).
+ * Only analyzer/mem_trace*.c include it.
  */
 #ifndef MEMC_ANALYZER_MEM_TRACE_H
 #define MEMC_ANALYZER_MEM_TRACE_H
@@ -92,7 +93,15 @@ static inline bool shards(enum mem_sharding m)
 	       m == MEM_SHARD_FSDP_HYBRID;
 }
 
+/* A gradient is produced unless resident or left by an earlier micro-batch. */
+static inline bool produces(const struct tr *r)
+{
+	return !r->resident && !r->have_grads;
+}
+
 void mtr_idl_push(struct tr *r, struct idl *l, uint32_t id);
+/* Free the ids of l from index `from` on, newest first. */
+void mtr_idl_drop_from(struct tr *r, struct idl *l, size_t from);
 /* r->share[i] = parameter i's part of a layer's `total` bytes of one kind
  * (false, nothing shared, if no parameter has that kind). */
 bool mtr_shares(struct tr *r, const struct mem_layer *l, uint64_t total, enum kind k);
@@ -106,5 +115,33 @@ void mtr_put_params(struct tr *r, const struct mem_layer *l, uint64_t total, enu
  * when stepped in backward). */
 void mtr_setup(struct tr *r);
 void mtr_states(struct tr *r);
+
+/* mem_trace_fsdp.c: the all-gathers and reduce-scatters of ZeRO-3 and
+ * FSDP.  mtr_gather: n bytes on the all-gather stream, after FSDP1's rate
+ * limiter; mtr_unit_gather: body unit (s, k)'s gathered block (prefetched
+ * or gathered now), prefetching the next; mtr_root_prefetch: the first body
+ * unit gathered ahead at a root layer; mtr_reshard: a unit's block freed
+ * (recorded under FSDP1); mtr_caught_up: FSDP1's recorded frees complete. */
+uint32_t mtr_gather(struct tr *r, uint64_t n);
+uint32_t mtr_unit_gather(struct tr *r, size_t s, uint64_t k, bool bwd);
+void mtr_root_prefetch(struct tr *r, size_t s, bool bwd);
+void mtr_reshard(struct tr *r, uint32_t *g);
+void mtr_caught_up(struct tr *r);
+/* Units gathered from forward to backward (SHARD_GRAD_OP, FSDP2
+ * reshard_after_forward = false). */
+bool mtr_holds(const struct tr *r);
+/* FSDP1's flat gradient of `cat` bytes, made with the unit's gradients. */
+void mtr_flat_grad(struct tr *r, uint64_t cat);
+/* FSDP1 no_sync(): whether the job keeps unsharded gradients between
+ * micro-batches; a flat gradient kept (acc_mode 1) or added and freed (2);
+ * the last micro-batch's reduce-scatter of every unit. */
+bool mtr_keeps_unsharded(const struct tr *r);
+void mtr_keep_or_add(struct tr *r, uint32_t *flat);
+void mtr_sync_unsharded(struct tr *r);
+/* Body unit (s, k)'s reduce-scatter; the FSDP root unit's, at the end of
+ * backward (mtr_root_reduces: the job has one). */
+void mtr_reduce_scatter(struct tr *r, size_t s, uint64_t k);
+bool mtr_root_reduces(const struct tr *r);
+void mtr_root_reduce(struct tr *r);
 
 #endif /* MEMC_ANALYZER_MEM_TRACE_H */

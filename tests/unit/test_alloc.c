@@ -758,7 +758,7 @@ static void replayed_job_fsdp_streams(void **state)
 
 /* FSDP1 (the fsdp1 record) frees each gathered unit after record_stream()
  * and its rate limiter waits for the oldest free event when two are
- * queued, before the next all-gather (mem_trace.c reshard, unshard_wait).
+ * queued, before the next all-gather (mem_trace_fsdp.c mtr_reshard, unshard_wait).
  * Three frozen units of a 32 MiB weight over dp 2: 3 x 16 MiB shards on the
  * compute stream.  By hand, on the all-gather stream: unit 1 takes a
  * 32 MiB segment and is freed pending; unit 2 cannot reuse it (a second
@@ -789,7 +789,7 @@ static void replayed_job_fsdp1_record_stream(void **state)
 /* The same units after a frozen root layer of a 64 MiB weight (FSDP1's
  * root unit, gathered through forward and backward, resharded at the end
  * of backward with a recorded free).  The trace takes every recorded free
- * as complete at the end of the micro-batch (mem_trace.c caught_up), so
+ * as complete at the end of the micro-batch (mem_trace_fsdp.c mtr_caught_up), so
  * the next step's root all-gather reuses the root's block.  By hand: the
  * shards, 32 + 3 x 16 = 80 MiB; on the all-gather stream the root takes a
  * 64 MiB segment and the units three 32 MiB ones (as in the test above):

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mem_trace_fsdp.c - the parts of a stage's allocation trace that ZeRO-3
+ * and FSDP add (memory-model.md §5.4 "Trace"): the all-gathers, FSDP1's
+ * recorded frees and rate limiter, the prefetched unit, the units held
+ * from forward to backward, and the gradients' reduce-scatter (per unit,
+ * the root at the end of backward, FSDP1's flat gradients and no_sync()).
+ */
+#include "analyzer/mem_trace.h"
+#include "analyzer/mem_fsdp1.h"
+
+#include <string.h>
+
+/* FSDP1 frees a unit's gathered flat parameter after record_stream() on the
+ * compute stream (_flat_param.py FlatParamHandle._free_unsharded_flat_param),
+ * so the all-gather stream gets the block back only once the compute stream
+ * is past the unit.  The CPU learns it when the rate limiter
+ * (limit_all_gathers; _runtime_utils.py _unshard: _free_event_queue
+ * dequeue_if_needed, two events in flight) waits on the oldest free event
+ * before an all-gather; the trace assumes the GPU no further ahead. */
+static bool records(const struct tr *r)
+{
+	return r->job->fsdp1 && shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3;
+}
+
+/* SHARD_GRAD_OP keeps each unit gathered from its forward to its backward
+ * (M8: no reshard after forward), and FSDP1's no_sync() past the backward
+ * into the next micro-batch (_should_free_in_backward: only FULL_SHARD and
+ * HYBRID_SHARD free while _sync_gradients is False). */
+bool mtr_holds(const struct tr *r)
+{
+	return r->job->sharding == MEM_SHARD_FSDP_GRAD_OP || r->job->fsdp_reshard_to == 1;
+}
+
+static void unshard_wait(struct tr *r)
+{
+	if (!records(r) || r->agq.n < 2)
+		return;
+	alloc_trace_complete(r->t, r->agq.v[0]);
+	memmove(r->agq.v, r->agq.v + 1, (r->agq.n - 1) * sizeof(*r->agq.v));
+	r->agq.n--;
+}
+
+uint32_t mtr_gather(struct tr *r, uint64_t n)
+{
+	if (n)
+		unshard_wait(r);
+	return put(r, n, STREAM_COMM);
+}
+
+/* The GPU has caught up: every recorded free completes.  The trace takes
+ * the end of each micro-batch for it (a loop reads its loss on the host
+ * once per micro-batch, as torchtune's does for its progress bar). */
+void mtr_caught_up(struct tr *r)
+{
+	for (size_t i = 0; i < r->agq.n; i++)
+		alloc_trace_complete(r->t, r->agq.v[i]);
+	r->agq.n = 0;
+}
+
+/* The gathered bytes of the first body unit after segment s in this
+ * pass, 0 if none follows. */
+static uint64_t next_body(const struct tr *r, size_t s, bool bwd)
+{
+	for (size_t i = s; bwd ? i-- > 0 : ++i < r->st->nsegs;) {
+		const struct mem_seg *o = &r->st->segs[i];
+
+		if (r->job->blocks[o->block].is_body && o->count)
+			return mem_seg_iter(r->cx, o)->v[S_GATH];
+	}
+	return 0;
+}
+
+/* The gathered bytes of the body unit after (s, k) in this pass, 0 if
+ * none follows among the kept repeats (the folded middle gathers nothing). */
+static uint64_t next_unit(const struct tr *r, size_t s, uint64_t k, bool bwd)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+
+	if (bwd ? k > 0 : k + 1 < kept(seg->count))
+		return mem_seg_iter(r->cx, seg)->v[S_GATH];
+	return next_body(r, s, bwd);
+}
+
+/* FSDP gathers the next unit while the running one computes (M8): FSDP2's
+ * all-gather stream runs ahead of the compute in forward, and in backward
+ * FSDPParamGroup.pre_backward -> _backward_prefetch unshards the previous
+ * unit of the post-forward order (torch/distributed/fsdp/_fully_shard/
+ * _fsdp_param_group.py); FSDP1 as its prefetch arguments say. */
+static bool prefetches(const struct tr *r, bool bwd)
+{
+	return shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3 &&
+	       !(bwd && mtr_holds(r)) && mem_fsdp1_prefetch(r->job, bwd, 1);
+}
+
+/* A body unit's all-gather, or the one its predecessor prefetched; then,
+ * as FSDP1 does with forward_prefetch / BACKWARD_PRE (_runtime_utils.py
+ * _pre_forward_unshard, _pre_backward_hook -> _prefetch_handle), the next
+ * unit's, through the same rate limiter (mem_fsdp1_prefetch). */
+uint32_t mtr_unit_gather(struct tr *r, size_t s, uint64_t k, bool bwd)
+{
+	uint32_t g = r->pre;
+	uint64_t next = next_unit(r, s, k, bwd);
+
+	if (g == NO_ID)
+		g = mtr_gather(r, mem_seg_iter(r->cx, &r->st->segs[s])->v[S_GATH]);
+	r->pre = NO_ID;
+	if (next && prefetches(r, bwd))
+		r->pre = mtr_gather(r, next);
+	return g;
+}
+
+/* The root's layers before the body in forward, after it in backward,
+ * run while the first body unit of the pass is gathered ahead. */
+void mtr_root_prefetch(struct tr *r, size_t s, bool bwd)
+{
+	uint64_t next = next_body(r, s, bwd);
+
+	if (r->pre == NO_ID && next && prefetches(r, bwd))
+		r->pre = mtr_gather(r, next);
+}
+
+void mtr_reshard(struct tr *r, uint32_t *g)
+{
+	if (!records(r) || *g == NO_ID) {
+		drop(r, g);
+		return;
+	}
+	alloc_trace_release_recorded(r->t, *g);
+	mtr_idl_push(r, &r->agq, *g);
+	*g = NO_ID;
+}
+
+/* FSDP1's modules compute with views of the unit's FlatParameter, so
+ * autograd makes a gradient per view and, once the unit's last view has
+ * one, concatenates them into the flat gradient (split_with_sizes_backward:
+ * at::cat), beside them (mem_fsdp1.c mem_fsdp1_view_grads): made with the
+ * gradients of the unit's first layer, the last in backward. */
+void mtr_flat_grad(struct tr *r, uint64_t cat)
+{
+	if (cat && records(r))
+		r->cat = put(r, cat, STREAM_COMPUTE);
+}
+
+/* FSDP1 under no_sync() (mem_fsdp1_accumulates_unsharded): a micro-batch
+ * before the last keeps each unit's flat gradient as its FlatParameter's
+ * .grad instead of reduce-scattering it (_post_backward_hook returns
+ * before _reduce_grad while _sync_gradients is False), a later one adds
+ * its own to it in place, and the last reduce-scatters every unit.  The
+ * trace's first micro-batch keeps (acc_mode 1), its second adds (2), then
+ * syncs (sync_unsharded). */
+bool mtr_keeps_unsharded(const struct tr *r)
+{
+	return r->job->micro_batches >= 2 && records(r) &&
+	       mem_fsdp1_accumulates_unsharded(r->job, true);
+}
+
+void mtr_keep_or_add(struct tr *r, uint32_t *flat)
+{
+	if (r->acc_mode == 1)
+		mtr_idl_push(r, &r->acc, *flat);
+	else
+		drop(r, flat);
+	*flat = NO_ID;
+}
+
+/* The unit's unsharded gradients become its shard.  FSDP2 (foreach_reduce
+ * in torch/distributed/_composable/fsdp/_fsdp_collectives.py) copies them
+ * into a reduce-scatter input and allocates the output on the
+ * reduce-scatter stream, and the sharded gradients are views of that
+ * output (accumulated into the existing ones, then freed, from the second
+ * micro-batch on); ZeRO-3 reduces into its resident buckets. */
+void mtr_reduce_scatter(struct tr *r, size_t s, uint64_t k)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+	const struct mem_sums *it = mem_seg_iter(r->cx, seg);
+	size_t nl = r->job->blocks[seg->block].nlayers;
+	bool fsdp = r->job->sharding != MEM_SHARD_ZERO3;
+	/* FSDP1 reduce-scatters from the flat gradient itself (_reduce_grad) */
+	uint32_t in = r->cat != NO_ID ? r->cat : fsdp ? put(r, it->v[S_GUNSH], STREAM_RS) : NO_ID, out;
+
+	r->cat = NO_ID;
+	for (size_t j = 0; j < nl; j++)
+		drop(r, &inst_of(r, s, k, j)->unsh);
+	if (r->acc_mode) {
+		mtr_keep_or_add(r, &in);
+		return;
+	}
+	if (r->job->optimizer_in_backward) {
+		drop(r, &in);
+		return;
+	}
+	out = produces(r) || fsdp ? put(r, it->v[S_GFIN], fsdp ? STREAM_RS : STREAM_COMPUTE) : NO_ID;
+	drop(r, &in);
+	if (produces(r))
+		mtr_idl_push(r, &r->grads, out);
+	else
+		drop(r, &out);
+}
+
+/* FSDP's root unit (every non-body layer) reduce-scatters once the whole
+ * backward is done (FSDP2: _fsdp_state.py _root_post_backward_final_callback
+ * -> the root group's post_backward, foreach_reduce as for a body unit;
+ * FSDP1: its last _post_backward_hook), so its sharded gradients are made
+ * then, not at each root layer's backward (mem_timeline.c add_grads). */
+bool mtr_root_reduces(const struct tr *r)
+{
+	return shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3 &&
+	       !r->job->optimizer_in_backward;
+}
+
+void mtr_root_reduce(struct tr *r)
+{
+	const struct mem_sums *T = &r->st->total;
+	uint32_t in, out;
+
+	if (!mtr_root_reduces(r))
+		return;
+	r->t->what = "root unit";
+	in = put(r, T->v[S_GUNSH_NB], records(r) ? STREAM_COMPUTE : STREAM_RS);	/* FSDP1: the flat gradient */
+	for (size_t s = 0; s < r->st->nsegs; s++)
+		for (uint64_t k = 0; !r->job->blocks[r->st->segs[s].block].is_body &&
+				     k < kept(r->st->segs[s].count); k++)
+			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
+				drop(r, &inst_of(r, s, k, j)->unsh);
+	if (r->acc_mode) {
+		mtr_keep_or_add(r, &in);
+		return;
+	}
+	out = put(r, T->v[S_GFIN_NB], STREAM_RS);
+	drop(r, &in);
+	if (produces(r))
+		mtr_idl_push(r, &r->grads, out);
+	else
+		drop(r, &out);
+}
+
+/* The last micro-batch under no_sync(): each unit, in backward order, is
+ * reduce-scattered from its accumulated flat gradient into its shard. */
+void mtr_sync_unsharded(struct tr *r)
+{
+	bool *o = &r->cx->ovf;
+	size_t i = 0;
+
+	for (size_t s = r->st->nsegs; s-- > 0;) {
+		const struct mem_seg *seg = &r->st->segs[s];
+		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
+		uint64_t n = kept(seg->count), mid = seg->count - n;
+
+		for (uint64_t k = n; r->job->blocks[seg->block].is_body && k-- > 0;) {
+			/* the repeat, then the folded middle after the 64th (backward) */
+			int parts = mid && k == MEM_TRACE_REPEATS / 2 ? 2 : 1;
+
+			for (int u = 0; u < parts; u++) {
+				uint64_t x = u ? mid : 1;
+
+				if (!mem_mul(o, it->v[S_GUNSH], x) || i >= r->acc.n)
+					continue;
+				mtr_idl_push(r, &r->grads, put(r, mem_mul(o, it->v[S_GFIN], x), STREAM_RS));
+				drop(r, &r->acc.v[i++]);
+			}
+		}
+	}
+	if (r->st->total.v[S_GUNSH_NB] && i < r->acc.n) {
+		mtr_idl_push(r, &r->grads, put(r, r->st->total.v[S_GFIN_NB], STREAM_RS));
+		drop(r, &r->acc.v[i++]);
+	}
+	mtr_idl_drop_from(r, &r->acc, 0);	/* none left: a guard */
+}

@@ -49,7 +49,7 @@ struct tr {
 	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
 	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
 	struct idl acc;		/* FSDP1 no_sync(): the units' flat gradients kept as .grad */
-	int acc_mode;		/* ... 0: reduce now, 1: keep them, 2: add to them (mem_trace.c) */
+	int acc_mode;		/* ... 0: reduce now, 1: keep them, 2: add to them (mem_trace_fsdp.c) */
 	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
 	size_t share_cap;
 	bool states;		/* optimizer states exist (created by the first step) */

@@ -821,6 +821,75 @@ static void replayed_job_fsdp1_root_caught_up(void **state)
 	assert_int_equal(k.overhead_frag, 32 * MiB);
 }
 
+/* A tied weight's held gradient (mem_trace.c tied_hold): an embedding of a
+ * trained 32 MiB weight, then a head reading it (tied) that saves 10 MiB
+ * and makes a 40 MiB forward temporary.  By hand: the weight takes a 32 MiB
+ * segment, the save a 10 MiB one, the temporary a 40 MiB one, cached once
+ * freed; the head's backward makes the tied gradient (32 MiB), held until
+ * the embedding's backward, in the cached 40 MiB block (split, 8 MiB
+ * rest); the embedding's own 32 MiB gradient fits no free block (8, 10): a
+ * second 32 MiB segment.  Reserved 32 + 10 + 40 + 32 = 114 MiB; the peak,
+ * the embedding's backward, 32 + 32 + 32 = 96 MiB.  The next step reuses
+ * every block.  Without the held gradient in the trace the embedding's
+ * gradient split the 40 MiB block (82 MiB reserved) and the 14 MiB the
+ * trace's peak missed were added as allocated: 96 MiB, no cache. */
+static void replayed_job_tied_gradient(void **state)
+{
+	struct mem_param p;
+	struct mem_layer l[2];
+	struct mem_block b[2];
+	struct mem_job j;
+	struct mem_class k;
+
+	(void)state;
+	memset(l, 0, sizeof(l));
+	weight_only(&l[0], &p, "w", 16 * MiB, 32 * MiB);
+	p.grad_bytes = 32 * MiB;
+	p.trainable = true;
+	l[0].name = "embedding";
+	l[0].tied_grad_end_bytes = 32 * MiB;
+	l[1].name = "head";
+	l[1].saves_bytes = 10 * MiB;
+	l[1].temp_fwd_bytes = 40 * MiB;
+	l[1].tied_grad_bytes = 32 * MiB;
+	b[0] = (struct mem_block){ &l[0], 1, 1, false };
+	b[1] = (struct mem_block){ &l[1], 1, 1, false };
+	mem_fx_job(&j, false);
+	j.blocks = b;
+	j.nblocks = 2;
+	j.alloc_replay = true;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 96 * MiB);
+	assert_int_equal(k.replay_allocated, 96 * MiB);
+	assert_int_equal(k.peak_reserved, 114 * MiB);
+}
+
+/* Activation offload (offload { activations = cpu }): three body repeats
+ * each saving 10 MiB.  By hand: each repeat's save goes to the host once
+ * its forward is done, so the next repeat's takes the same cached block,
+ * and each comes back into it for its own backward: one 10 MiB segment,
+ * reserved and peak 10 MiB.  Kept on the GPU the three saves live together:
+ * three segments, 30 MiB. */
+static void replayed_job_offloaded_activations(void **state)
+{
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	l.temp_fwd_bytes = 0;
+	j.offload_activations = true;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 10 * MiB);
+	assert_int_equal(k.replay_allocated, 10 * MiB);
+	assert_int_equal(k.peak_reserved, 10 * MiB);
+	j.offload_activations = false;
+	k = analyze(&j);
+	assert_int_equal(k.peak_allocated, 30 * MiB);
+	assert_int_equal(k.peak_reserved, 30 * MiB);
+}
+
 /* Steps are marked; the replay stops at a mark once the step before it
  * left peak reserved unchanged (from the third mark on): step 3 is not
  * replayed.  The request peak is the trace's, whatever was replayed. */
@@ -1019,6 +1088,8 @@ int main(void)
 		cmocka_unit_test(replayed_job_fsdp_streams),
 		cmocka_unit_test(replayed_job_fsdp1_record_stream),
 		cmocka_unit_test(replayed_job_fsdp1_root_caught_up),
+		cmocka_unit_test(replayed_job_tied_gradient),
+		cmocka_unit_test(replayed_job_offloaded_activations),
 		cmocka_unit_test(replayed_job_expandable),
 		cmocka_unit_test(replayed_job_at_capacity),
 		cmocka_unit_test(trace_peak_is_the_timeline_peak),

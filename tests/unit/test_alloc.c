@@ -1020,6 +1020,7 @@ static void trace_peak_is_the_timeline_peak(void **state)
 		"tests/fsdp1/cpu-offload.mem", "tests/alloc/replay-fsdp1.mem",
 		"tests/fsdp1/no-sync.mem", "tests/validation/LGHUB-35.mem",
 		"tests/validation/LGRT-31.mem", "tests/validation/LGRT-37.mem",
+		"tests/validation/TT-01.mem", "tests/validation/TT-07.mem",
 	};
 	unsigned jobs = 0;
 

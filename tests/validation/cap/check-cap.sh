@@ -89,7 +89,7 @@ check_expect() {
 	read -r -a w <<<"$2"
 	job=${w[0]}
 	w=("${w[@]:1}")
-	[ "${w[-1]:-}" = xfail ] && { xfail=1; unset 'w[-1]'; }
+	[ ${#w[@]} -gt 0 ] && [ "${w[-1]}" = xfail ] && { xfail=1; unset 'w[-1]'; }
 	side=
 	case "${w[0]:-}" in oom|fits) side=${w[0]}; w=("${w[@]:1}") ;; esac
 	metric=${w[0]:-} op=${w[1]:-} value=${w[2]:-} unit=${w[3]:-}

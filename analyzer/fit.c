@@ -173,14 +173,20 @@ static void load_gpus(struct fit_memo *m)
 	char *t = strbuf_detach(&sb, &len), *own = arena_strndup(m->arena, t, len);
 
 	free(t);
-	struct interner *in = interner_new(m->arena);
+	struct import_cache *cache = m->prog->cache;
+	struct interner *in = cache ? import_cache_interner(cache) : interner_new(m->arena);
 	struct src_table *src = src_table_new(m->arena);
 	struct diag_engine *de = diag_new(m->arena, src, NULL);
+	/* every declaration, as memc list loads them, those of the verified
+	 * stdlib through the cache: what the job reached is parsed already,
+	 * and what only this reaches (a larger GPU) is there for the
+	 * verifications */
 	struct import_opts io = { .dirs = m->opts->dirs, .ndirs = m->opts->ndirs, .stdlib_dir = m->stdlib,
-				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
+				  .cache = cache, .reach_all = true };
 
 	src_set_overlay(src, m->path, own, len);
-	struct program *p = import_load_many(m->arena, in, src, de, &m->path, 1, &io);
+	struct program *p = import_load(m->arena, in, src, de, m->path, &io);
 
 	if (!p->root || diag_error_count(de))
 		return;
@@ -298,6 +304,7 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 	c.gpu_ev = m->gpu_ev;
 	c.job = cj;
 	c.job_name = cj->decl->name;
+	c.cache = m->prog->cache;
 	if (nchain == 1 && m->ctx) {	/* a base block is not in the context */
 		c.ctx = m->ctx;
 		c.ctx_src = m->ctx_src;

@@ -21,6 +21,7 @@
 #ifndef MEMC_LANG_LAZY_H
 #define MEMC_LANG_LAZY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct arena;
@@ -41,9 +42,10 @@ struct file_ast *lazy_from_index(struct arena *a, struct interner *in, const str
 
 /* Parse the reached declarations of the @n prescanned files @asts (all
  * in @p), in place: each file keeps its imports and unreached stubs, in
- * source order with what the parser made of the rest. */
+ * source order with what the parser made of the rest. With @all, every
+ * declaration is reached (p->reach stays NULL). */
 void lazy_parse_reached(struct arena *a, struct interner *in, struct diag_engine *de,
 			const struct src_table *src, struct program *p, struct file_ast **asts,
-			size_t n);
+			size_t n, bool all);
 
 #endif

@@ -59,6 +59,7 @@ struct fit_range {
 
 struct fit_memo_slot;
 struct diag_engine;
+struct import_cache;
 struct interner;
 
 /* The job as written, kept for the whole search. */
@@ -94,6 +95,10 @@ struct fit_ctx {
 	struct interner *ctx_in;
 	struct diag_engine *ctx_de;	/* no error limit: its counts are exact */
 	struct arena *ctx_arena;	/* the blocks' ASTs, kept: no address is reused */
+	/* NULL, or the parsed stdlib declarations a whole-text variant takes
+	 * instead of parsing them again, with the interner they need
+	 * (lang/import.h import_cache_new) */
+	struct import_cache *cache;
 	/* outcomes by the lines of their change: the mildest tuple of a
 	 * combination is often one tried before */
 	struct fit_memo_slot *seen;

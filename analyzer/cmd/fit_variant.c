@@ -342,11 +342,12 @@ void fit_ctx_release(struct fit_ctx *c)
 static void text_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
 {
 	struct arena a = { 0 };
-	struct interner *in = interner_new(&a);
+	struct interner *in = c->cache ? import_cache_interner(c->cache) : interner_new(&a);
 	struct src_table *src = src_table_new(&a);
 	struct diag_engine *de = diag_new(&a, src, NULL);
 	struct import_opts io = { .dirs = c->opts->dirs, .ndirs = c->opts->ndirs, .stdlib_dir = c->stdlib,
-				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
+				  .cache = c->cache };
 	size_t len = c->len;
 	char *text = ch || c->nkeep ? apply(c, ch, c->keep, c->nkeep, &len) : NULL;
 

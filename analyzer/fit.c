@@ -24,6 +24,7 @@
 #include "lang/diag.h"
 #include "lang/import.h"
 #include "lang/intern.h"
+#include "lang/reach.h"
 #include "lang/source.h"
 #include "lang/strbuf.h"
 
@@ -69,6 +70,7 @@ struct fit_memo {
 	struct src_table *ctx_src;
 	struct interner *ctx_in;
 	struct diag_engine *ctx_de;
+	const struct reach *ctx_reach;
 	struct fit_memo_entry **tab;
 	size_t n, cap;
 	unsigned long builds;	/* variants compiled for this file's notes */
@@ -177,13 +179,14 @@ static void load_gpus(struct fit_memo *m)
 	struct interner *in = cache ? import_cache_interner(cache) : interner_new(m->arena);
 	struct src_table *src = src_table_new(m->arena);
 	struct diag_engine *de = diag_new(m->arena, src, NULL);
-	/* every declaration, as memc list loads them, those of the verified
-	 * stdlib through the cache: what the job reached is parsed already,
-	 * and what only this reaches (a larger GPU) is there for the
-	 * verifications */
+	/* lazily, through the cache: what the file's train blocks reach
+	 * (parsed already), what the fixes can write, and every GPU; a
+	 * variant that names anything else compiles from the text
+	 * (fit_variant.c) */
+	struct reach_extra rx = { .like = m->prog->reach, .words = fit_knob_words, .gpus = true };
 	struct import_opts io = { .dirs = m->opts->dirs, .ndirs = m->opts->ndirs, .stdlib_dir = m->stdlib,
 				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
-				  .cache = cache, .reach_all = true };
+				  .cache = cache, .reach_extra = &rx };
 
 	src_set_overlay(src, m->path, own, len);
 	struct program *p = import_load(m->arena, in, src, de, m->path, &io);
@@ -203,6 +206,7 @@ static void load_gpus(struct fit_memo *m)
 	m->ctx_src = src;
 	m->ctx_in = in;
 	m->ctx_de = de;
+	m->ctx_reach = p->reach;
 }
 
 /* ---- the search, once per distinct block ---- */
@@ -310,6 +314,7 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 		c.ctx_src = m->ctx_src;
 		c.ctx_in = m->ctx_in;
 		c.ctx_de = m->ctx_de;
+		c.ctx_reach = m->ctx_reach;
 		c.ctx_arena = m->arena;
 	}
 	c.job_headroom = check_job_field(cj, "headroom", &hv) && hv.kind == VAL_NUM ? num_to_double(hv.num) : 0.10;

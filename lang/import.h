@@ -66,6 +66,7 @@ struct stdlib_digest {
 };
 
 struct import_cache;
+struct reach_extra;
 
 struct import_opts {
 	const char *const *dirs;	/* -I folders, then MEMC_PATH folders, in order */
@@ -76,9 +77,9 @@ struct import_opts {
 	/* NULL, or where the verified stdlib declarations this load parses
 	 * are kept for the next load that shares its interner */
 	struct import_cache *cache;
-	/* lazy, but every declaration reached: what memc list sees, with the
-	 * verified ones through @cache */
-	bool reach_all;
+	/* NULL, or what a lazy load reaches besides the words of its
+	 * files (lang/reach.h) */
+	const struct reach_extra *reach_extra;
 };
 
 /* Every loaded file, dependencies before the files that import them. */

@@ -375,9 +375,9 @@ static void parse_reached(struct arena *a, struct interner *in, struct diag_engi
 
 void lazy_parse_reached(struct arena *a, struct interner *in, struct diag_engine *de,
 			const struct src_table *src, struct program *p, struct file_ast **asts,
-			size_t n, bool all)
+			size_t n, const struct reach_extra *x)
 {
-	p->reach = all ? NULL : reach_compute(a, in, src, p);
+	p->reach = reach_compute(a, in, src, p, x);
 	for (size_t i = 0; i < n; i++)
 		parse_reached(a, in, de, src_get(src, asts[i]->file), asts[i], p->reach, p->cache);
 }

@@ -59,6 +59,7 @@ struct fit_range {
 
 struct fit_memo_slot;
 struct diag_engine;
+struct reach;
 struct import_cache;
 struct interner;
 
@@ -94,6 +95,7 @@ struct fit_ctx {
 	struct src_table *ctx_src;
 	struct interner *ctx_in;
 	struct diag_engine *ctx_de;	/* no error limit: its counts are exact */
+	const struct reach *ctx_reach;	/* what it parsed of the stdlib (lang/reach.h) */
 	struct arena *ctx_arena;	/* the blocks' ASTs, kept: no address is reused */
 	/* NULL, or the parsed stdlib declarations a whole-text variant takes
 	 * instead of parsing them again, with the interner they need
@@ -116,6 +118,10 @@ struct fit_answer {
 	size_t nfixes;
 	struct fit_fix closest;	/* nlines 0: none was analysed */
 };
+
+/* The words the fixes write besides the block's own text and GPU names
+ * (fit_search.c), for what the block path's context parses. */
+extern const char fit_knob_words[];
 
 /* Evaluate the file with @ch applied to the job (@ch NULL: as written). */
 void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out);

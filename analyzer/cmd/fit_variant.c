@@ -24,6 +24,7 @@
 #include "lang/import.h"
 #include "lang/intern.h"
 #include "lang/parse.h"
+#include "lang/reach.h"
 #include "lang/source.h"
 #include "lang/strbuf.h"
 
@@ -377,6 +378,12 @@ static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct
 	unsigned e0 = diag_error_count(de), w0 = diag_warning_count(de);
 	size_t len;
 	char *text = apply(c, ch, &block, 1, &len);
+
+	if (text && reach_misses(c->ctx_reach, c->ctx_in, text, 0, (uint32_t)len)) {
+		free(text);	/* it names what the context left a stub */
+		text_variant(c, ch, out);
+		return;
+	}
 	const struct src_file *f = text ? src_add_string(c->ctx_src, de, c->path, text, len) : NULL;
 	const struct file_ast *fa = f ? parse_file(c->ctx_arena, c->ctx_in, de, f) : NULL;
 

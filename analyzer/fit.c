@@ -30,8 +30,17 @@
 
 /* A -Wcapacity search stops here and says so: a note must not cost what
  * `memc fit` may (docs/fit.md); nor a file of many distinct blocks that do
- * not fit more than FIT_FILE_MAX_BUILDS variants in all (a few seconds). */
-enum { FIT_NOTE_MAX_BUILDS = 1000, FIT_NOTE_FIXES = 3, FIT_FILE_MAX_BUILDS = 2000 };
+ * not fit more than FIT_FILE_MAX_BUILDS variants in all (a few seconds),
+ * or more than FIT_FILE_MAX_SEARCHES searches (each one its context's
+ * variants and whole-text verifications): as clang corrects at most 50
+ * typos per translation unit (-fspell-checking-limit, Sema::CorrectTypo),
+ * the blocks after those are warned about with a note saying how to get
+ * their fixes, not searched. */
+enum { FIT_NOTE_MAX_BUILDS = 1000, FIT_NOTE_FIXES = 3, FIT_FILE_MAX_BUILDS = 2000,
+       FIT_FILE_MAX_SEARCHES = 8 };
+
+/* Why a block's fixes were not searched. */
+enum fit_unsearched { FIT_SEARCHED, FIT_NO_VARIANTS_LEFT, FIT_NO_SEARCHES_LEFT };
 
 /* One fix as noted: the keys it sets (the same as memc fit's lines). */
 struct fit_note_fix {
@@ -48,7 +57,7 @@ struct fit_memo_entry {
 	struct fit_note_fix *fixes, closest;	/* closest.n 0: none */
 	size_t nfixes;
 	bool truncated;
-	bool unsearched;	/* the file's variants were spent before it */
+	enum fit_unsearched unsearched;	/* the file's budget was spent before it */
 	unsigned long builds;
 };
 
@@ -74,6 +83,7 @@ struct fit_memo {
 	struct fit_memo_entry **tab;
 	size_t n, cap;
 	unsigned long builds;	/* variants compiled for this file's notes */
+	unsigned searches;	/* distinct blocks searched */
 };
 
 struct fit_memo *fit_memo_new(struct arena *a, const struct driver_opts *o, const struct src_table *src,
@@ -290,10 +300,11 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 	struct fit_answer ans;
 	struct value hv;
 
-	if (!left) {
-		e->unsearched = true;
+	if (!left || m->searches >= FIT_FILE_MAX_SEARCHES) {
+		e->unsearched = left ? FIT_NO_SEARCHES_LEFT : FIT_NO_VARIANTS_LEFT;
 		return;
 	}
+	m->searches++;
 	if (!m->gpus_tried)
 		load_gpus(m);
 	c.opts = m->opts;
@@ -456,10 +467,16 @@ static void note_fixes(struct fit_memo *m, const struct check_job *cj, struct di
 {
 	const struct fit_memo_entry *e = fixes_for(m, cj);
 
-	if (e->unsearched) {
+	if (e->unsearched == FIT_NO_VARIANTS_LEFT) {
 		diag_note(d, NO_LOC, "no fix searched: this file's -Wcapacity searches used their %u variants; "
 			  "`memc fit --job %s %s` searches this one", (unsigned)FIT_FILE_MAX_BUILDS,
 			  cj->decl->name, m->path);
+		return;
+	}
+	if (e->unsearched == FIT_NO_SEARCHES_LEFT) {
+		diag_note(d, NO_LOC, "no fix searched: this file's -Wcapacity notes search the first %u distinct "
+			  "train blocks that do not fit; `memc fit --job %s %s` searches this one",
+			  (unsigned)FIT_FILE_MAX_SEARCHES, cj->decl->name, m->path);
 		return;
 	}
 	for (size_t i = 0; i < e->nfixes; i++)

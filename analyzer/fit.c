@@ -27,6 +27,7 @@
 #include "lang/reach.h"
 #include "lang/source.h"
 #include "lang/strbuf.h"
+#include "lang/strmap.h"
 
 /* A -Wcapacity search stops here and says so: a note must not cost what
  * `memc fit` may (docs/fit.md); nor a file of many distinct blocks that do
@@ -52,8 +53,6 @@ struct fit_note_fix {
 
 /* What a search found for one train block text. */
 struct fit_memo_entry {
-	const char *key;
-	size_t keylen;
 	struct fit_note_fix *fixes, closest;	/* closest.n 0: none */
 	size_t nfixes;
 	bool truncated;
@@ -80,8 +79,7 @@ struct fit_memo {
 	struct interner *ctx_in;
 	struct diag_engine *ctx_de;
 	const struct reach *ctx_reach;
-	struct fit_memo_entry **tab;
-	size_t n, cap;
+	struct strmap memo;	/* job_key() -> struct fit_memo_entry */
 	unsigned long builds;	/* variants compiled for this file's notes */
 	unsigned searches;	/* distinct blocks searched */
 };
@@ -104,8 +102,7 @@ struct fit_memo *fit_memo_new(struct arena *a, const struct driver_opts *o, cons
 
 void fit_memo_free(struct fit_memo *m)
 {
-	if (m)
-		free(m->tab);
+	(void)m;	/* everything is in the compilation's arena */
 }
 
 /* ---- the file as a variant sees it ---- */
@@ -237,43 +234,6 @@ static char *job_key(const struct fit_memo *m, const struct decl *const *chain, 
 	return strbuf_detach(&sb, len);
 }
 
-static uint64_t text_hash(const char *k, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)k[i]) * 1099511628211ull;
-	return h;
-}
-
-static struct fit_memo_entry **memo_slot(struct fit_memo *m, const char *key, size_t len)
-{
-	size_t mask = m->cap - 1, i = (size_t)text_hash(key, len) & mask;
-
-	while (m->tab[i] && (m->tab[i]->keylen != len || memcmp(m->tab[i]->key, key, len) != 0))
-		i = (i + 1) & mask;
-	return &m->tab[i];
-}
-
-/* Half full at most; false: no memory, so no memo (each block searches). */
-static bool memo_room(struct fit_memo *m)
-{
-	if (m->cap && (m->n + 1) * 2 <= m->cap)
-		return true;
-	size_t cap = m->cap ? m->cap * 2 : 64, oldcap = m->cap;
-	struct fit_memo_entry **old = m->tab, **nw = calloc(cap, sizeof *nw);
-
-	if (!nw)
-		return false;
-	m->tab = nw;
-	m->cap = cap;
-	for (size_t i = 0; i < oldcap; i++)
-		if (old[i])
-			*memo_slot(m, old[i]->key, old[i]->keylen) = old[i];
-	free(old);
-	return true;
-}
-
 /* A fix kept past the search's arena. */
 static void keep_fix(struct arena *a, const struct fit_fix *f, struct fit_note_fix *out)
 {
@@ -350,22 +310,17 @@ static const struct fit_memo_entry *fixes_for(struct fit_memo *m, const struct c
 	const struct decl *chain[64];
 	size_t n = chain_of(m, cj->decl, chain), len;
 	char *key = job_key(m, chain, n, &len);
-	struct fit_memo_entry **slot = NULL, *e;
+	struct fit_memo_entry *e = strmap_get(&m->memo, key, len);
 
-	if (memo_room(m) && *(slot = memo_slot(m, key, len))) {
+	if (e) {
 		free(key);
-		return *slot;
+		return e;
 	}
 	e = ARENA_NEW(m->arena, struct fit_memo_entry);
 	memset(e, 0, sizeof *e);
-	e->key = arena_strndup(m->arena, key, len);
-	e->keylen = len;
-	free(key);
 	run_search(m, cj, chain, n, e);
-	if (slot) {
-		*slot = e;
-		m->n++;
-	}
+	strmap_put(&m->memo, m->arena, key, len, e);
+	free(key);
 	return e;
 }
 

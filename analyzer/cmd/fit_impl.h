@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "lang/arena.h"
+#include "lang/strmap.h"
 
 /* The largest micro_batch and seq_len searched (docs/fit.md). */
 enum { FIT_MB_LIMIT = 1 << 20, FIT_SEQ_LIMIT = 1 << 24 };
@@ -57,7 +58,6 @@ struct fit_range {
 	uint32_t start, end;
 };
 
-struct fit_memo_slot;
 struct diag_engine;
 struct reach;
 struct import_cache;
@@ -103,8 +103,7 @@ struct fit_ctx {
 	struct import_cache *cache;
 	/* outcomes by the lines of their change: the mildest tuple of a
 	 * combination is often one tried before */
-	struct fit_memo_slot *seen;
-	size_t nseen, capseen;
+	struct strmap seen;
 };
 
 struct fit_answer {

@@ -67,7 +67,7 @@ struct fit_memo {
 	const struct program *prog;
 	struct eval *ev;
 	const char *path, *stdlib;
-	/* every GPU the file can name, parsed in full on the first search
+	/* every GPU the file can name, parsed on the first search
 	 * (the compilation parses only what the jobs reach) */
 	const struct program *gpus;
 	struct eval *gpu_ev;
@@ -163,7 +163,7 @@ static size_t keep_ranges(const struct fit_memo *m, const struct decl *const *ch
 	return k;
 }
 
-/* The file without its train blocks, every declaration parsed: what the
+/* The file without its train blocks, every GPU parsed: what the
  * larger-GPU fixes choose from. An empty program if it has errors. */
 static void load_gpus(struct fit_memo *m)
 {

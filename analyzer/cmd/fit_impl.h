@@ -77,7 +77,7 @@ struct fit_ctx {
 	const struct fit_range *keep;
 	size_t nkeep;
 	const struct src_table *src;	/* the job's keys' text */
-	const struct program *prog;	/* every GPU the file can name, parsed in full */
+	const struct program *prog;	/* every GPU the file can name, parsed */
 	struct check_result *cr;
 	struct eval *ev, *gpu_ev;	/* the job's, and the one prog's GPUs evaluate in */
 	const struct check_job *job;

@@ -215,12 +215,16 @@ static void mark_word_text(struct reach *r, const struct interner *in, const cha
 	reach_each_word(t, 0, (uint32_t)strlen(t), mark_word, &c);
 }
 
-/* The names @like reached, and with @x->gpus every gpu. */
+/* The names @like reached (by their bytes: it may come from another
+ * interner), and with @x->gpus every gpu. */
 static void mark_extra(struct reach *r, const struct interner *in, const struct reach_extra *x)
 {
-	for (size_t i = 0; x->like && i < x->like->nlazy; i++)
-		if (x->like->wanted[i])
-			mark_name(r, x->like->lazy[i]->name);
+	for (size_t i = 0; x->like && i < x->like->nlazy; i++) {
+		const char *name = x->like->lazy[i]->name;
+
+		if (x->like->wanted[i] && name)
+			mark_name(r, intern_find(in, name, strlen(name)));
+	}
 	for (size_t i = 0; x->gpus && i < r->nlazy; i++)
 		if (r->lazy[i]->kind == DECL_GPU && !r->wanted[i]) {
 			r->wanted[i] = true;

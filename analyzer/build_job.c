@@ -206,6 +206,7 @@ static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
 {
 	if (!b->fsdp2)
 		return true;
+	j->fsdp2 = true;
 	if (!fsdp2_reshard(b, j))
 		return false;
 	/* stage.py backward_maybe_with_nosync: every micro-batch of a stage

@@ -265,6 +265,8 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 	if (mem_fsdp1_all_gathered(w->job, w->accumulating))
 		return st->total.v[S_GATH];
 	pre = mem_fsdp1_prefetch(w->job, bwd, pre);
+	if (is_fsdp(m) && w->job->fsdp2 && !bwd)
+		pre = mem_fsdp_forward_flat(w->cx, st, p->c, !p->c->body && p->unit_idx > 0, cur, more);
 	if (is_fsdp(m) && mem_fsdp_gathers(w->job)) {
 		struct mem_sums P;
 
@@ -324,8 +326,10 @@ static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v
 		else
 			after = mem_sub(T->v[S_GFIN], pv(p, S_GFIN));
 		after = mem_sub(after, mem_sub(T->v[S_GFIN_NB], nb_before));
+		struct mem_sums P;
+
 		unsh = (p->c->body && !remat) ? in_unit : 0;
-		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], pv(p, S_GUNSH_NB)));
+		unsh = mem_add(o, unsh, mem_fsdp_root_grads(w->st, full_before(p, &P)));
 		mem_fsdp_split_grads(w->cx, w->st, !p->c->body && p->unit_idx > 0, &after, &unsh);
 	}
 	if (is_fsdp(m) && w->job->fsdp_no_sync) {
@@ -467,7 +471,9 @@ static void eval_optimizer(struct walk *w)
  * backward the held gradients are reduce-scattered unit by unit
  * (mem_fsdp.c), every unit still gathered; the first unit's reduce is the
  * highest instant. (With gradient sync turned on for the last micro-batch
- * alone, each unit reduces in that backward instead.) */
+ * alone, each unit reduces in that backward instead.)  With sync on every
+ * backward: the root's reduce-scatter once backward has ended
+ * (mem_fsdp_root_reduce). */
 static void final_reduce_instant(struct walk *w, const struct scenario *s, struct mem_vec *v,
 				 struct mem_where *wh)
 {
@@ -479,14 +485,20 @@ static void final_reduce_instant(struct walk *w, const struct scenario *s, struc
 	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
 	put_buf(w, v, MEM_B_BUCKETS, s->base.b[MEM_B_BUCKETS]);
-	put_buf(w, v, MEM_B_GATHERED, T->v[S_GATH]);
-	put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));
+	if (!w->job->fsdp_no_sync) {
+		/* synced: the root's own reduce-scatter, every unit resharded */
+		put(w, v, MEM_C_GRADIENTS, T->v[S_GFIN]);
+		put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_fsdp_root_reduce(w->cx, w->st));
+	} else {
+		put_buf(w, v, MEM_B_GATHERED, T->v[S_GATH]);
+		put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));
+	}
 	wh->phase = MEM_PHASE_BACKWARD;
 	wh->backward_pass = true;
 	wh->accumulating = s->accumulating;
 	wh->block = SIZE_MAX;
 	wh->layer = SIZE_MAX;
-	wh->layer_name = "gradient reduce-scatter";
+	wh->layer_name = w->job->fsdp_no_sync ? "gradient reduce-scatter" : "root gradient reduce-scatter";
 }
 
 static void eval_final_reduce(struct walk *w, struct scenario *s)
@@ -772,6 +784,8 @@ void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fir
 				eval_final_reduce(&w, &w.sc[w.sc0]);
 		}
 	}
+	if (is_fsdp(job->sharding) && mem_fsdp_root_reduce(cx, st))
+		eval_final_reduce(&w, &w.sc[0]);
 	if (!job->optimizer_in_backward)
 		eval_optimizer(&w);
 	merge_peaks(&w, out);

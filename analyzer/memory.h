@@ -277,6 +277,7 @@ struct mem_job {
 	 * set_reshard_after_backward(False), as torch.distributed.pipelining does */
 	uint32_t fsdp_reshard_to;
 	bool fsdp_no_sync, fsdp_keep_after_backward;
+	bool fsdp2;			/* an fsdp2 record: fully_shard's all-gather buffers */
 	bool fsdp_split_root;		/* the non-body layers before the body and those after it
 					   are two units of their own, not the root's */
 	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */

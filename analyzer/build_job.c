@@ -954,6 +954,8 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 		if (ok) {
 			buffers(&b, &out->job, zero);
 			overheads(&b, &out->job);
+			if (out->job.pp > 1 && megatron_job(&b, zero))
+				bld_megatron_tied_copy(&b, &out->job);
 		}
 		ok = ok && !b.failed;
 	}

@@ -995,6 +995,7 @@ static struct env *neutral_bindings(struct bld *b)
 	env_bind(e, bld_intern(b, "autocast"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "compile"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "async_tp"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "dtensor_plan"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "compile_loss"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }

@@ -197,6 +197,7 @@ static struct env *unknown_job(struct eval *ev)
 	env_bind(e, intern_cstr(ev->interner, "autocast"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile"), ac);
 	env_bind(e, intern_cstr(ev->interner, "async_tp"), ac);
+	env_bind(e, intern_cstr(ev->interner, "dtensor_plan"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);

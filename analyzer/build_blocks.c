@@ -159,6 +159,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.save_parts = b->save_parts, .nsave_parts = b->nsave_parts,
 		.temp_fwd_parts = tfp, .ntemp_fwd_parts = ntf,
 		.temp_bwd_parts = tbp, .ntemp_bwd_parts = ntb,
+		.output_bytes = f->output, .output_saved_bytes = f->output_saved,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
@@ -213,7 +214,8 @@ static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 	    x->saves_bytes != y->saves_bytes || x->input_bytes != y->input_bytes ||
 	    x->temp_fwd_bytes != y->temp_fwd_bytes || x->temp_bwd_bytes != y->temp_bwd_bytes ||
 	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts ||
-	    x->tied_grad_bytes != y->tied_grad_bytes || x->tied_grad_end_bytes != y->tied_grad_end_bytes)
+	    x->tied_grad_bytes != y->tied_grad_bytes || x->tied_grad_end_bytes != y->tied_grad_end_bytes ||
+	    x->output_bytes != y->output_bytes || x->output_saved_bytes != y->output_saved_bytes)
 		return false;
 	for (size_t i = 0; i < x->nsave_parts; i++)
 		if (x->save_parts[i] != y->save_parts[i])

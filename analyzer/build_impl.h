@@ -56,6 +56,7 @@ struct frame {
 	uint64_t grad_made;		/* top level: the gradients autograd makes of its trained
 					   params (their dtype in the forward), for a tied use */
 	const char *tied_to;		/* a save's tied(layer): the layer whose weight it reads */
+	uint64_t output, output_saved;	/* bytes of its temps / saves marked `output` (mem_layer) */
 };
 
 /* A closed top-level layer instance, for a later tied(layer) to find:

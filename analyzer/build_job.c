@@ -215,6 +215,7 @@ static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
 	j->fsdp_keep_after_backward = j->pp > 1;
 	/* a stage FSDP2 wraps is a torch.distributed.pipelining PipelineStage */
 	j->pp_stage_buffers = j->pp > 1;
+	j->pp_return_outputs = j->pp_stage_buffers && key_bool(b, "parallel.return_outputs", true);
 	j->fsdp_split_root = !strcmp(key_sym(b, "fsdp2.root_unit", "model"), "split");
 	j->fsdp_no_sync = j->pp > 1 || (!key_bool(b, "fsdp2.requires_gradient_sync", true) &&
 					j->micro_batches > 1);

@@ -263,6 +263,9 @@ uint64_t mem_fsdp_unsharded(struct mem_ctx *cx, const struct mem_stage *st, cons
 void mem_fsdp_split_grads(struct mem_ctx *cx, const struct mem_stage *st, bool post, uint64_t *after,
 			  uint64_t *unsh);
 uint64_t mem_fsdp_reduce_extra(const struct mem_stage *st);
+uint64_t mem_pp_kept_outputs(bool *ovf, const struct mem_ctx *cx, const struct mem_stage *st,
+			     bool accumulating);
+uint64_t mem_pp_own_output(bool *ovf, const struct mem_ctx *cx, const struct mem_stage *st, bool loss_layer);
 uint64_t mem_fsdp_root_grads(const struct mem_stage *st, const struct mem_sums *B);
 uint64_t mem_fsdp_root_reduce(struct mem_ctx *cx, const struct mem_stage *st);
 uint64_t mem_fsdp_forward_flat(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_cost *c,

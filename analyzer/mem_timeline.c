@@ -414,6 +414,7 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 		put_buf(w, v, MEM_B_CASTS, mem_sub(pv(p, S_CAST_FWD), p->U.v[S_CAST_FWD]));
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, true));
 	put(w, v, MEM_C_GRADIENTS, tied_held(w, p));
+	put(w, v, MEM_C_LOGITS, mem_pp_own_output(&w->cx->ovf, w->cx, w->st, p->c->act == MEM_C_LOGITS));
 	in->after = add_grads(w, p, v, remat);
 }
 
@@ -687,6 +688,7 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 					    mem_pp_output_bytes(o, job, w->st->index, chunks)));
 	if (s->accumulating)
 		put_buf(w, b, MEM_B_BUCKETS, mem_pp_input_grad_bytes(o, job, w->st->index, chunks));
+	put(w, b, MEM_C_LOGITS, mem_pp_kept_outputs(o, w->cx, w->st, s->accumulating));
 	if (m == MEM_SHARD_ZERO3)
 		put_buf(w, b, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
 	if (s->accumulating)

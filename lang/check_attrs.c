@@ -20,7 +20,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    "shared_dropout", "input_of", "fp8_copy", "tied", NULL };
+					    "shared_dropout", "input_of", "fp8_copy", "tied", "output", NULL };
 
 static bool is_word(const char *name)
 {
@@ -165,7 +165,7 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
 			  "for_grad(...), fp8_copy(...), op(...), recompute(...), shared_dropout, input_of(...), "
-			  "tied(...), forward, backward, loss, "
+			  "tied(...), forward, backward, loss, output, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }

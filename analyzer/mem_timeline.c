@@ -138,13 +138,16 @@ static void keep_point(struct mem_phase_point *pt, uint64_t total, const struct 
 	pt->where = *where;
 }
 
-static struct mem_where where_of(const struct walk *w, const struct pos *p, bool bwd, bool rec,
-				 bool accumulating)
+static void where_of(const struct walk *w, const struct pos *p, bool bwd, bool rec, bool accumulating,
+		     struct mem_where *out)
 {
 	const struct mem_block *b = &w->job->blocks[p->seg->block];
 	const struct mem_layer *l = &b->layers[p->j];
-	struct mem_where wh = { 0 };
+	struct mem_where wh;
 
+	/* every byte, padding too: a class is compared whole (the compiled
+	 * model's variants against the full build) */
+	memset(&wh, 0, sizeof wh);
 	wh.phase = l->loss_region ? MEM_PHASE_LOSS : bwd ? MEM_PHASE_BACKWARD : MEM_PHASE_FORWARD;
 	wh.backward_pass = bwd;
 	wh.recompute = rec;
@@ -155,7 +158,7 @@ static struct mem_where where_of(const struct walk *w, const struct pos *p, bool
 	wh.layer_name = l->name;
 	wh.origin = l->origin;
 	wh.unit = b->is_body ? p->seg->unit0 + p->r + 1 : 0;
-	return wh;
+	memcpy(out, &wh, sizeof wh);
 }
 
 /* Record one instant of scenario @s at @m; strict '>' keeps the earliest
@@ -212,8 +215,9 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 			total = mem_add(o, total, w->ipg);
 		if (w->rec) {
 			struct mem_vec rv;
-			struct mem_where rw = where_of(w, p, bwd, rec, s->accumulating);
+			struct mem_where rw;
 
+			where_of(w, p, bwd, rec, s->accumulating, &rw);
 			materialize(w, s, in, &rv);
 			w->rec->instant(w->rec, s->accumulating, ph, total, rv.c, rv.b, &rw);
 		}
@@ -224,7 +228,7 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 		struct mem_where wh;
 
 		if (w->job->phase_series) {
-			wh = where_of(w, p, bwd, rec, s->accumulating);
+			where_of(w, p, bwd, rec, s->accumulating, &wh);
 			materialize(w, s, in, &v);
 		}
 		keep(w, s, total, ph, &m, &v, &wh);
@@ -735,7 +739,7 @@ static void replay(struct walk *w, const struct scenario *s, struct mem_vec *at,
 	else
 		instant_forward(w, &p, &in);
 	materialize(w, s, &in, at);
-	*where = where_of(w, &p, m->bwd, m->rec, s->accumulating);
+	where_of(w, &p, m->bwd, m->rec, s->accumulating, where);
 }
 
 /* The peak of the two scenarios, as if walked one after the other: the

@@ -447,7 +447,9 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
 	else if (!unit)
 		accumulate(r, c, l);
-	x->unsh = put(r, c->gunsh, STREAM_COMPUTE);
+	/* the FSDP root's reduce_dtype copy is its post_backward's (mtr_root_reduce) */
+	x->unsh = put(r, !unit && mtr_root_reduces(r) ? mem_sub(c->gunsh, c->gred) : c->gunsh,
+		      STREAM_COMPUTE);
 	mtr_flat_grad(r, cat);
 	tied_hold(r, c);
 	backward_frees(r, x, c, l, &r->tmp);

@@ -217,7 +217,10 @@ void mtr_root_reduce(struct tr *r)
 	if (!mtr_root_reduces(r))
 		return;
 	r->t->what = "root unit";
-	in = put(r, T->v[S_GUNSH_NB], records(r) ? STREAM_COMPUTE : STREAM_RS);	/* FSDP1: the flat gradient */
+	/* FSDP1: the flat gradient; FSDP2: foreach_reduce's reduce_scatter_input,
+	 * in reduce_dtype where that differs (mem_fsdp.c mem_fsdp_root_reduce) */
+	in = put(r, T->v[S_GRED_NB] ? T->v[S_GRED_NB] : T->v[S_GUNSH_NB],
+		 records(r) ? STREAM_COMPUTE : STREAM_RS);
 	for (size_t s = 0; s < r->st->nsegs; s++)
 		for (uint64_t k = 0; !r->job->blocks[r->st->segs[s].block].is_body &&
 				     k < kept(r->st->segs[s].count); k++)

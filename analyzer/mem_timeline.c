@@ -71,6 +71,7 @@ struct scenario {
 		size_t seg, j;
 		uint64_t r;
 		bool bwd, rec, optimizer, final_reduce;
+		unsigned char part;	/* enum part */
 	} mark;
 };
 
@@ -83,8 +84,14 @@ static const struct mem_sums *full_before(const struct pos *p, struct mem_sums *
 	return tmp;
 }
 
+/* A layer whose weight is copied per call (mem_cost mm_split) passes two
+ * instants: its matmul, beside the copy, and its loss region without it;
+ * any other layer, one (PART_WHOLE). */
+enum part { PART_WHOLE, PART_LOSS, PART_MM };
+
 struct walk {
 	struct mem_ctx *cx;
+	enum part part;		/* of the instant being made */
 	const struct mem_job *job;
 	const struct mem_stage *st;
 	uint64_t ipg;		/* ZeRO-1/2 IPG buckets while backward runs */
@@ -219,7 +226,7 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 		}
 		if (!w->job->phase_series && total <= w->out->phase_peak[ph] && s->any && total <= s->peak)
 			continue;
-		struct mark m = { p->s, p->j, p->r, bwd, rec, false, false };
+		struct mark m = { p->s, p->j, p->r, bwd, rec, false, false, (unsigned char)w->part };
 		struct mem_vec v;
 		struct mem_where wh;
 
@@ -240,7 +247,8 @@ static void add_activations(struct walk *w, const struct pos *p, struct mem_vec 
 	 * the running repeat's on the GPU (being copied out, or brought back) */
 	put(w, v, MEM_C_ACTIVATIONS, mem_sub(pv(p, S_STORED_ACT), p->U.v[S_STORED_OFF]));
 	put(w, v, MEM_C_LOGITS, pv(p, S_STORED_LOG));
-	put(w, v, p->c->act, p->c->stored);
+	if (w->part != PART_MM)	/* the matmul's instant: the layer's own in mmf/mmb */
+		put(w, v, p->c->act, p->c->stored);
 	if (!remat)
 		return;
 	put(w, v, MEM_C_ACTIVATIONS, mem_sub(pv(p, S_SAVES_ACT), p->U.v[S_SAVES_ACT]));
@@ -360,19 +368,27 @@ static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v
 	return after;	/* the scenarios without resident gradients add it */
 }
 
+/* The layer's own transient casts at this instant: the per-call weight
+ * copy (MatMul4Bit dequantises per call) exists at the matmul's, not
+ * beside the loss region. */
+static uint64_t own_casts(const struct walk *w, const struct pos *p)
+{
+	return w->part == PART_LOSS ? mem_sub(p->c->cast_tmp, p->c->cast_each) : p->c->cast_tmp;
+}
+
 static void instant_forward(struct walk *w, const struct pos *p, struct instant *in)
 {
 	struct mem_vec *v = &in->v;
 
 	*in = (struct instant){ { { 0 }, { 0 } }, 0, false };
 	add_activations(w, p, v, false);
-	put(w, v, p->c->act, p->c->tfwd);
+	put(w, v, p->c->act, w->part == PART_MM ? p->c->mmf : p->c->tfwd);
 	/* casts saved for backward, the autocast-cached casts of earlier
 	 * recomputed layers (held until the forward pass ends, §2.1), and this
 	 * layer's own */
 	put_buf(w, v, MEM_B_CASTS, mem_add(&w->cx->ovf, mem_add(&w->cx->ovf, pv(p, S_CAST_KEEP),
 							       pv(p, S_CAST_FWD)),
-					   mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
+					   mem_add(&w->cx->ovf, p->c->cast_keep, own_casts(w, p))));
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, false));
 }
 
@@ -401,9 +417,9 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 
 	*in = (struct instant){ { { 0 }, { 0 } }, 0, true };	/* + the first micro-batch's IPG */
 	add_activations(w, p, v, full);
-	put(w, v, p->c->act, remat ? p->c->tfwd : p->c->tbwd);
+	put(w, v, p->c->act, remat ? p->c->tfwd : w->part == PART_MM ? p->c->mmb : p->c->tbwd);
 	put_buf(w, v, MEM_B_CASTS, mem_add(&w->cx->ovf, pv(p, S_CAST_KEEP),
-					   mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
+					   mem_add(&w->cx->ovf, p->c->cast_keep, own_casts(w, p))));
 	/* the re-run forward of a recomputed repeat saves its casts for
 	 * backward, as a none-mode forward does: earlier layers' casts live */
 	if (full)
@@ -413,20 +429,34 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 	in->after = add_grads(w, p, v, remat);
 }
 
+/* In time order: forward makes the head's output (beside the weight's
+ * copy) before the loss region; backward ends the loss region first
+ * (litgpt chunked_cross_entropy's log-softmax backward runs before
+ * MatMul4Bit.backward dequantises again). */
 static void eval_forward(struct walk *w, const struct pos *p)
 {
 	struct instant in;
+	bool split = p->c->mm_split;
 
-	instant_forward(w, p, &in);
-	consider_at(w, &in, p, false, false);
+	for (int k = 0; k < (split ? 2 : 1); k++) {
+		w->part = !split ? PART_WHOLE : k == 0 ? PART_MM : PART_LOSS;
+		instant_forward(w, p, &in);
+		consider_at(w, &in, p, false, false);
+	}
+	w->part = PART_WHOLE;
 }
 
 static void eval_backward(struct walk *w, const struct pos *p, bool remat)
 {
 	struct instant in;
+	bool split = p->c->mm_split && !remat;
 
-	instant_backward(w, p, remat, &in);
-	consider_at(w, &in, p, true, remat);
+	for (int k = 0; k < (split ? 2 : 1); k++) {
+		w->part = !split ? PART_WHOLE : k == 0 ? PART_LOSS : PART_MM;
+		instant_backward(w, p, remat, &in);
+		consider_at(w, &in, p, true, remat);
+	}
+	w->part = PART_WHOLE;
 }
 
 /* Optimizer step: all gradients exist, activations are gone (§5.1, §5.2). */
@@ -452,7 +482,7 @@ static void eval_optimizer(struct walk *w)
 {
 	struct mem_vec v;
 	struct mem_where wh;
-	struct mark m = { 0, 0, 0, false, false, true, false };
+	struct mark m = { 0, 0, 0, false, false, true, false, PART_WHOLE };
 	uint64_t total = 0;
 
 	optimizer_instant(w, &v, &wh);
@@ -493,7 +523,7 @@ static void eval_final_reduce(struct walk *w, struct scenario *s)
 {
 	struct mem_vec v;
 	struct mem_where wh;
-	struct mark m = { 0, 0, 0, true, false, false, true };
+	struct mark m = { 0, 0, 0, true, false, false, true, PART_WHOLE };
 	uint64_t total = 0;
 
 	final_reduce_instant(w, s, &v, &wh);
@@ -714,12 +744,14 @@ static void replay(struct walk *w, const struct scenario *s, struct mem_vec *at,
 		return;
 	}
 	w->accumulating = s->accumulating;
+	w->part = (enum part)m->part;
 	set_repeat(w, &p, m->seg, m->r);
 	set_layer(w, &p, m->j);
 	if (m->bwd)
 		instant_backward(w, &p, m->rec, &in);
 	else
 		instant_forward(w, &p, &in);
+	w->part = PART_WHOLE;
 	materialize(w, s, &in, at);
 	*where = where_of(w, &p, m->bwd, m->rec, s->accumulating);
 }

@@ -203,6 +203,13 @@ struct mem_layer {
 	uint64_t temp_fwd_bytes;	/* transients alive only while its forward runs */
 	uint64_t temp_bwd_bytes;	/* transients alive only while its backward runs */
 	bool loss_region;		/* saves/temps count as MEM_C_LOGITS */
+	/* `matmul` temps declared (head.mem): the layer's per-call weight copy
+	 * (MatMul4Bit dequantises per call) exists at an instant of its own,
+	 * before the loss region in forward and after it in backward, where the
+	 * layer holds mm_fwd/mm_bwd_bytes (its saves and temps outside the loss
+	 * region + those temps) instead of its saves and temps (mem_timeline.c) */
+	bool mm_split;
+	uint64_t mm_fwd_bytes, mm_bwd_bytes;
 	/* saves tagged op(mm) / op(sdpa), for op-level SAC: op_mm[k] adds the
 	 * layer's (k+1)-th, (k+3)-th, ... mm output (the block's parity decides
 	 * which half torchtitan keeps), op_mm_count their number */

@@ -376,6 +376,26 @@ static uint64_t own_casts(const struct walk *w, const struct pos *p)
 	return w->part == PART_LOSS ? mem_sub(p->c->cast_tmp, p->c->cast_each) : p->c->cast_tmp;
 }
 
+/* data { later_seq_len }: lit-gpt 2023's train() forces the longest
+ * sample into iteration 0 (get_batch(..., longest_seq_ix if iter_num == 0)),
+ * before any gradient exists; a later micro-batch, with the gradients
+ * resident, is padded to its own longest sample, at most later_seq_len:
+ * its activations and logits are taken per token at that length. */
+static void later_shape(struct walk *w, struct instant *in)
+{
+	uint64_t n = w->job->later_seq_len, d = w->job->shape_seq_len;
+	bool *o = &w->cx->ovf;
+	static const enum mem_component cs[] = { MEM_C_ACTIVATIONS, MEM_C_LOGITS };
+
+	if (!w->accumulating || !n || !d || n >= d)
+		return;
+	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+		uint64_t x = in->v.c[cs[i]];
+
+		in->v.c[cs[i]] = mem_add(o, mem_mul(o, x / d, n), (x % d * n + d - 1) / d);
+	}
+}
+
 static void instant_forward(struct walk *w, const struct pos *p, struct instant *in)
 {
 	struct mem_vec *v = &in->v;
@@ -390,6 +410,7 @@ static void instant_forward(struct walk *w, const struct pos *p, struct instant 
 							       pv(p, S_CAST_FWD)),
 					   mem_add(&w->cx->ovf, p->c->cast_keep, own_casts(w, p))));
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, false));
+	later_shape(w, in);
 }
 
 /* A tied weight's gradient from a later layer (the LM head), not yet in
@@ -427,6 +448,7 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, true));
 	put(w, v, MEM_C_GRADIENTS, tied_held(w, p));
 	in->after = add_grads(w, p, v, remat);
+	later_shape(w, in);
 }
 
 /* In time order: forward makes the head's output (beside the weight's
@@ -722,6 +744,8 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 static bool shared_instants(const struct mem_job *job)
 {
 	if (is_fsdp(job->sharding) && (mem_fsdp_gathers(job) || job->fsdp_no_sync))
+		return false;
+	if (job->later_seq_len)	/* a later micro-batch is shorter */
 		return false;
 	return mem_fsdp1_all_gathered(job, false) == mem_fsdp1_all_gathered(job, true) &&
 	       mem_fsdp1_accumulates_unsharded(job, false) == mem_fsdp1_accumulates_unsharded(job, true);

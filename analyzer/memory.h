@@ -341,6 +341,9 @@ struct mem_job {
 					   padded to lengths from shape_min_seq_len to this
 					   (seq_len); 0: every step at seq_len (§5.4) */
 	uint64_t shape_min_seq_len;
+	uint64_t later_seq_len;		/* data { later_seq_len } below seq_len: the micro-batches
+					   after the run's first (lit-gpt 2023 forces its longest
+					   sample into iteration 0) are this long; 0 = seq_len */
 	const struct mem_quad *shape_quad; /* [layers of blocks[0], blocks[1], ...];
 					   NULL: every activation per token */
 	size_t shape_quad_n;

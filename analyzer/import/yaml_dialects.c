@@ -286,15 +286,48 @@ static void torchtune_lora(struct cfg *c, struct imp_out *o)
 	imp_set(o, "finetune", v, "model.lora_rank", "model.lora_attn_modules, apply_lora_to_mlp, ...");
 }
 
+/* What the YAML cannot say but its recipe and release decide, where a
+ * user reads it: full_finetune_* (and lora_finetune_distributed) call
+ * training.compile_loss(self._loss_fn) and drop what it returns, so a plain
+ * CrossEntropyLoss runs eager (the recipes @1814feb17); the *_distributed
+ * recipes shard with FSDP, FSDP1 before #1287 (full, 2024-08-11) and #1517
+ * (LoRA, 2024-09-10); v0.1 pinned torchao 0.1 and v0.1/v0.2's
+ * lora_llama2_7b / lora_llama3_8b default lora_dropout to 0.05. */
+static void torchtune_recipe_notes(struct cfg *c, struct imp_out *o, bool lora)
+{
+	const struct imp_setting *loss = imp_find(o, "loss"), *ft = imp_find(o, "finetune");
+
+	if (cfg_true(c, "compile") && loss && !strcmp(loss->value, "upcast_output")) {
+		if (!lora)
+			imp_set(o, "compile_components", "[\"model\"]", "compile",
+				"full_finetune_* drops what training.compile_loss returns: the plain loss runs eager");
+		else
+			imp_set(o, NULL, NULL, "compile", "lora_finetune_distributed drops what "
+				"training.compile_loss returns: write compile_components = [\"model\"] for it");
+	}
+	imp_set(o, NULL, NULL, "recipe", "a *_distributed recipe (tune run --nproc_per_node N): "
+		"fsdp = full_shard; before torchtune #1287 (full, 2024-08-11) / #1517 (LoRA, "
+		"2024-09-10) its FSDP1 also fsdp1 { } and load = rank0_cpu (docs/writing-rows.md)");
+	if (ft && strstr(ft->value, "qlora("))
+		imp_set(o, NULL, NULL, "release", "a config of torchtune v0.1 (2024-04, torchao 0.1): "
+			"quantizer = \"torchao-0.1\"");
+	if (ft && !cfg_find(c, "model.lora_dropout"))
+		imp_set(o, NULL, NULL, "release", "a config of torchtune v0.1 or v0.2 (before 2024-09): "
+			"lora_llama2_7b and lora_llama3_8b default to dropout = 0.05");
+}
+
 /* optimizer.fused: torch.optim.AdamW(fused=True) (torch/optim/adamw.py
  * _fused_adamw), what the llama3_2 configs ask for. */
 static bool torchtune_import(struct cfg *c, struct imp_out *o)
 {
+	const struct cfg_item *comp = cfg_find(c, "model._component_");
 	struct imp_setting *opt;
 
 	if (!map_apply(c, torchtune_rows, o))
 		return false;
 	torchtune_lora(c, o);
+	torchtune_recipe_notes(c, o, cfg_find(c, "model.lora_rank") ||
+			       (comp && comp->text && strstr(comp->text, "lora_")));
 	opt = imp_find(o, "optimizer");
 	if (!cfg_true(c, "optimizer.fused"))
 		return true;

@@ -435,6 +435,8 @@ bool yaml_import(struct cfg *c, struct imp_out *o)
 		return torchtune_ppo(c, o);
 	if (any_component(c))
 		return torchtune_import(c, o);
+	if (cfg_find(c, "checkpoint_dir") && (cfg_find(c, "train.micro_batch_size") || cfg_find(c, "train.global_batch_size")))
+		return litgpt_import(c, o);
 	if (!map_apply(c, hf_args_rows, o))
 		return false;
 	/* use_vllm means TRL's default vllm_mode = "server"; a vllm_mode

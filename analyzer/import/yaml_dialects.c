@@ -166,6 +166,9 @@ static const struct map_row torchtune_rows[] = {
 	IGN("optimizer.fused"), IGN("optimizer.*"),	/* fused: torchtune_import */
 	B("optimizer_in_bwd", "optimizer_in_backward"),
 	T("fsdp_cpu_offload", "offload.params", "cpu"),
+	/* the 2024 QLoRA distributed configs' block, which no recipe reads
+	 * (lora_finetune_distributed @30b8519e8 reads fsdp_cpu_offload) */
+	NOTE("fsdp.cpu_offload", "no recipe reads it (fsdp_cpu_offload is the key): nothing offloaded"),
 	C("tokenizer.max_seq_len", "seq_len"), IGN("tokenizer.*"),
 	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_output|"
 	  "torch.nn.CrossEntropyLoss=upcast_output|torchtune.modules.loss.LinearCrossEntropyLoss=chunked|"

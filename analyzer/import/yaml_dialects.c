@@ -24,7 +24,7 @@ static const struct map_row hf_args_rows[] = {
 	C("per_device_train_batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
 	T("gradient_checkpointing", "checkpoint", "full"), IGN("gradient_checkpointing_kwargs.*"),
 	T("bf16", "precision", "amp_bf16"), T("fp16", "precision", "amp_fp16"),
-	E("optim", "optimizer", "adamw_torch=adamw|adamw_hf=adamw|adamw_torch_fused=adamw(impl = fused)|"
+	E("optim", "optimizer", "adamw_torch=adamw|adamw_hf=adamw(impl = for_loop)|adamw_torch_fused=adamw(impl = fused)|"
 	  "adamw_8bit=adamw_8bit|adamw_bnb_8bit=adamw_8bit|paged_adamw_8bit=paged_adamw_8bit|"
 	  "paged_adamw_32bit=paged_adamw|adafactor=adafactor|sgd=sgd|lion_8bit=lion_8bit|"
 	  "lion_32bit=lion_32bit|adamw_torch_foreach=adamw|adam=adam|adamw_bnb_32bit=paged_adamw"),

@@ -219,6 +219,23 @@ static uint64_t stored_of(const struct tr *r, const struct mem_cost *c, const st
 	return act(r, c->stored, c->stored == c->saves ? r->q->save : 0);
 }
 
+/* A layer whose weight is dequantised per call (mem_cost.mm_split: bitsandbytes
+ * MatMul4Bit) holds the copy only at its matmul, beside `mm` bytes of its
+ * own: before its loss region in forward, after it in backward (the
+ * engine runs every chunk's loss backward first), as the timeline's two
+ * instants of such a layer are (mem_timeline.c enum part). */
+static void matmul(struct tr *r, const struct mem_cost *c, uint64_t mm)
+{
+	uint32_t w, t;
+
+	if (!c->mm_split)
+		return;
+	w = put(r, c->cast_each, STREAM_COMPUTE);
+	t = put(r, act(r, mm, 0), STREAM_COMPUTE);
+	drop(r, &t);
+	drop(r, &w);
+}
+
 static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			  const struct mem_layer *l)
 {
@@ -229,7 +246,9 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 
 	x->keep = put(r, c->cast_keep, STREAM_COMPUTE);
 	x->cfwd = put(r, c->cast_fwd, STREAM_COMPUTE);
-	cast = put(r, mem_sub(c->cast_tmp, c->cast_fwd), STREAM_COMPUTE);
+	cast = put(r, mem_sub(mem_sub(c->cast_tmp, c->cast_fwd), c->mm_split ? c->cast_each : 0),
+		   STREAM_COMPUTE);
+	matmul(r, c, c->mmf);
 	h = (n + 1) / 2;
 	for (size_t i = 0; i < n; i++)
 		all += l->save_parts[i];
@@ -437,7 +456,8 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 			   const struct mem_layer *l, bool unit, uint64_t cat)
 {
 	/* a recomputed layer's cached casts are the part of its casts kept */
-	uint32_t cast = put(r, mem_sub(c->cast_tmp, x->cfwd != NO_ID ? c->cast_fwd : 0), STREAM_COMPUTE);
+	uint32_t cast = put(r, mem_sub(mem_sub(c->cast_tmp, x->cfwd != NO_ID ? c->cast_fwd : 0),
+				       c->mm_split ? c->cast_each : 0), STREAM_COMPUTE);
 	size_t g0 = r->grads.n, t0 = r->tmp.n;
 
 	/* a node's outputs, the gradients it makes, are made before its saved
@@ -456,6 +476,7 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	drop_run(r, x->saves0, &x->nsaves);
 	drop_run(r, x->stored0, &x->nstored);
 	mtr_idl_drop_from(r, &r->tmp, t0);
+	matmul(r, c, c->mmb);
 	drop(r, &cast);
 	drop(r, &x->cfwd);
 	drop(r, &x->keep);

@@ -208,6 +208,42 @@ static const char *field_what(struct eval *ev, const struct decl *d, const struc
 	return arena_printf(ev->arena, "'%s' of %s", f->name, record_owner(ev, d));
 }
 
+/* `gpu A : B`, `gpu B : A`: eval_record_field() reads EVAL_MAX_BASES
+ * records, so a cycle (or a longer chain) would leave every field it does
+ * not write, memory included, silently unset. Reported by each record on
+ * the cycle; one that only leads into a cycle is left to them. */
+
+static void check_base_chain(struct eval *ev, const struct decl *d)
+{
+	const struct decl *seen[EVAL_MAX_BASES];
+	const struct decl *b = d;
+	unsigned n = 0;
+
+	while (b && b->record.base) {
+		b = scope_find_kind_in(ev->scope, b->record.base, b->kind, b->record.base_loc.file);
+		for (unsigned i = 0; b && i < n; i++)
+			if (seen[i] == b)
+				return;		/* a cycle d only leads into */
+		if (b == d) {
+			struct diag *g = eval_error(ev, DIAG_DEFINITION_CYCLE, d->record.base_loc,
+						    "%s derives from itself", record_owner(ev, d));
+
+			for (unsigned k = 0; k < n; k++)
+				diag_note(g, seen[k]->record.base_loc, "'%s' derives from '%s'", seen[k]->name,
+					  seen[k]->record.base);
+			return;
+		}
+		if (b && n + 2 > EVAL_MAX_BASES) {	/* d, n bases and b */
+			eval_error(ev, DIAG_DEFINITION_CYCLE, d->record.base_loc, "%s derives through a chain of "
+				   "more than %d records; memc follows at most %d", record_owner(ev, d),
+				   EVAL_MAX_BASES, EVAL_MAX_BASES);
+			return;
+		}
+		if (b)
+			seen[n++] = b;
+	}
+}
+
 static void check_record(struct eval *ev, const struct decl *d, const struct field_spec *specs)
 {
 	for (const struct field *f = d->record.fields; f; f = f->next) {
@@ -244,6 +280,8 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 				eval_note_gpu(ev, g, d->record.base, d->name);
 			else
 				eval_note_undefined(ev, g, d->record.base, d->kind);
+		} else {
+			check_base_chain(ev, d);
 		}
 		return;
 	}

@@ -313,7 +313,7 @@ const struct field *eval_record_field(const struct scope *scope, const struct de
 {
 	unsigned guard = 0;	/* `gpu A : B` and `gpu B : A` must not loop */
 
-	for (; d && guard++ < 64;
+	for (; d && guard++ < EVAL_MAX_BASES;
 	     d = d->record.base ? scope_find_kind_in(scope, d->record.base, d->kind, d->record.base_loc.file) : NULL)
 		for (const struct field *f = d->record.fields; f; f = f->next)
 			if (!strcmp(f->name, name) && f->value)

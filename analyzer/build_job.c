@@ -373,6 +373,12 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 		count(b, b->bindings);
 	if (!walk_once(b) || b->failed)
 		return false;
+	/* the checker counts declarations; `repeat 0 { ... }` around all of them
+	 * leaves a job with nothing to train, and a report of zeros */
+	if (!b->params_total)
+		return bld_error(b, DIAG_BAD_ARGUMENT, key_loc(b, "model"), "%s has no parameters once its "
+				 "repeats are counted: the job trains nothing",
+				 b->cj->model.label ? b->cj->model.label : b->cj->model.decl->name);
 	if (!b->quiet && unsharded) {
 		b->out->rep.params_total = b->params_total;
 		b->out->rep.params_trainable = b->params_trainable;

@@ -474,7 +474,8 @@ bool search_job(struct search_ctx *c, const struct search_opts *o)
 			layouts_of(c, &ls, o->gpus[i]);
 	else
 		layouts_of(c, &ls, (uint32_t)gpus);
-	qsort(ls.v, ls.n, sizeof *ls.v, by_speed);
+	if (ls.n)	/* none divides: ls.v is NULL, which qsort may not be given */
+		qsort(ls.v, ls.n, sizeof *ls.v, by_speed);
 	pick(c, o, &ls, t0);
 	mem_ws_free(&c->ws);
 	free(ls.v);

@@ -143,15 +143,7 @@ static void layout_not_divisible(struct eval *ev, struct check_job *j, struct lo
  * and Transformer Engine save the shard and gather again in backward. */
 bool check_tp_saves_gathered(const struct check_job *j)
 {
-	static const char *const keys[] = { "fsdp2.reshard_after_forward", "fsdp2.reshard_after_forward_policy",
-					    "fsdp2.param_dtype", "fsdp2.reduce_dtype",
-					    "fsdp2.requires_gradient_sync", "fsdp2.root_unit" };
-	struct value v;
-
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		if (check_job_field(j, keys[i], &v))
-			return true;
-	return false;
+	return check_job_record(j, "fsdp2");
 }
 
 /* dp = gpus / (tp * pp * cp): the layout must divide the cluster. */

@@ -430,8 +430,14 @@ static struct value record_call(struct eval *ev, struct env *env, const struct e
 			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "arguments of '%s' must be named", f);
 			continue;
 		}
-		struct value a = eval_expr(ev, env, x->value);
+		struct value a = eval_expr(ev, env, x->value), old;
 
+		/* as bind_args() for templates: a second value would silently win */
+		if (env_lookup(v.args, x->name, &old)) {
+			diag_note(eval_error(ev, DIAG_BAD_ARGUMENT, x->name_loc, "'%s' is given twice", x->name),
+				  old.origin, "first given here");
+			continue;
+		}
 		a.origin = x->name_loc;
 		a.label = x->name;
 		env_bind(v.args, x->name, a);

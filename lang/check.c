@@ -9,6 +9,7 @@
 #include "lang/check.h"
 #include "lang/check_impl.h"
 #include "lang/diag.h"
+#include "lang/dtypes.h"
 #include "lang/eval_impl.h"
 #include "lang/import.h"
 #include "lang/intern.h"
@@ -244,6 +245,26 @@ static void check_base_chain(struct eval *ev, const struct decl *d)
 	}
 }
 
+/* A precision's weights, grads, master and compute dtypes are what autograd
+ * trains and computes in: floating point ("only Tensors of floating point
+ * and complex dtype can require gradients", torch/csrc/autograd/
+ * python_variable.cpp THPVariable_set_requires_grad). A block-scaled type
+ * (nf4, mxfp8) is packed bytes to torch; 4-bit weights are qlora's. */
+static void trained_dtype_ok(struct eval *ev, const struct decl *d, const struct field *f, struct value v)
+{
+	static const char *const trained[] = { "weights", "grads", "master", "compute" };
+	bool listed = false;
+
+	for (size_t i = 0; i < sizeof trained / sizeof trained[0]; i++)
+		listed |= str_is(f->name, trained[i]);
+	if (d->kind != DECL_PRECISION || !listed || v.kind != VAL_DTYPE ||
+	    (v.dtype->kind == DTYPE_FLOAT && !dtype_is_block_scaled(v.dtype)))
+		return;
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be a floating-point dtype (fp32, bf16, fp16, fp8_e4m3): "
+		   "autograd trains only those, and %s is not one%s", field_what(ev, d, f), dtype_name(v.dtype),
+		   dtype_is_block_scaled(v.dtype) ? " (4-bit base weights are qlora(...)'s)" : "");
+}
+
 static void check_record(struct eval *ev, const struct decl *d, const struct field_spec *specs)
 {
 	for (const struct field *f = d->record.fields; f; f = f->next) {
@@ -263,8 +284,10 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 		struct value v = eval_expr(ev, NULL, f->value);
 		enum check_range r = check_range_of(d->kind == DECL_GPU ? gpu_ranges : precision_ranges, f->name);
 
-		if (field_ok(v, s->type, r))
+		if (field_ok(v, s->type, r)) {
+			trained_dtype_ok(ev, d, f, v);
 			continue;
+		}
 		const char *what = field_what(ev, d, f);
 
 		if (check_value_type(ev, v, s->type, what))

@@ -162,6 +162,11 @@ bool eval_matches_type(const struct value *v, const char *type)
 
 	if (v->kind == VAL_ERROR || str_is(type, "any"))
 		return true;
+	/* a template checked on its own binds an unknown string, dtype or list
+	 * parameter as its type's name (bind_defaults): passed on to another
+	 * template of that type, it is any such value, not an undefined name */
+	if (v->kind == VAL_SYMBOL && v->unknown && v->str && str_is(v->str, type))
+		return true;
 	if (dim_named(type, &d))
 		return v->kind == VAL_NUM && dim_eq(v->dim, d) &&
 		       (!str_is(type, "count") || v->unknown || num_is_int(v->num));
@@ -192,6 +197,11 @@ bool eval_is_type(struct eval *ev, struct value v, const char *type, const char 
 
 	if (eval_matches_type(&v, type))
 		return true;
+	if (v.kind == VAL_SYMBOL && v.unknown && v.str && eval_type_known(v.str)) {	/* bind_defaults' */
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc.file ? v.loc : at, "%s must be %s, but this is %s",
+			   what, type, v.str);
+		return false;
+	}
 	if (v.kind == VAL_SYMBOL) {
 		undefined_name_of(ev, &v, kind_of_type(type));
 		return false;

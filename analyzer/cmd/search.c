@@ -326,7 +326,8 @@ static void layouts_of(struct search_ctx *c, struct list *ls, uint32_t gpus)
 		if (l.per_node % tp)
 			continue;
 		for (uint32_t cp = 1; cp <= SEARCH_CP_LIMIT && tp * cp <= gpus; cp++) {
-			if ((gpus / tp) % cp || gpus % (tp * cp) || c->facts.seq_len % cp)
+			/* cp > 1 cuts each sequence into 2 x cp chunks (check_layout.c cp_chunks) */
+			if ((gpus / tp) % cp || gpus % (tp * cp) || c->facts.seq_len % (cp > 1 ? 2 * cp : 1))
 				continue;
 			uint32_t rest = gpus / (tp * cp);
 

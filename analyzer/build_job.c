@@ -427,6 +427,9 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 
 	eval_set_quiet(ev, false);
 	b.reported |= diag_error_count(eval_diag(ev)) > errors;	/* the walk said why */
+	/* and a walk that said so dropped what it could not size (a state of
+	 * 0 elements): no numbers from it, as from a build that failed */
+	ok = ok && !b.reported;
 	free(b.memo);
 	free(b.reps);
 	if (ok) {

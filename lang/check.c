@@ -213,7 +213,6 @@ static const char *field_what(struct eval *ev, const struct decl *d, const struc
  * records, so a cycle (or a longer chain) would leave every field it does
  * not write, memory included, silently unset. Reported by each record on
  * the cycle; one that only leads into a cycle is left to them. */
-
 static void check_base_chain(struct eval *ev, const struct decl *d)
 {
 	const struct decl *seen[EVAL_MAX_BASES];

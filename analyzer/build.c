@@ -156,7 +156,8 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged", "op", "recompute", "input_of", "fp8_copy" };
+					     "grouped", "paged", "op", "recompute", "input_of", "fp8_copy",
+					     "output" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -483,6 +484,8 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 	if (fc && b->linear_input && for_linear(b->frame, fc))
 		add_pending(b->frame, fc->args, bld_bytes(b, b->linear_input, numel), loss, false);
 	note_op(b, find_attr(t->stmt, "op"), bytes);
+	if (find_attr(t->stmt, "output"))
+		bld_add_act(b, &bld_frame_top(b)->output_saved, bytes, "the saved activations of a layer");
 	/* A save of the input's shape and dtype is the input itself (a norm's
 	 * x_in; HF RMSNorm's x.to(fp32) when x is already fp32): a checkpoint
 	 * storing the input shares its storage (memory.c, cost_layer). */
@@ -502,6 +505,8 @@ static void on_temp(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 
 	if (find_attr(t->stmt, "loss"))
 		f->loss = true;
+	if (find_attr(t->stmt, "output"))
+		bld_add_act(b, &bld_frame_top(b)->output, bytes, "the transient bytes of a layer");
 	if (fwd || !bwd) {
 		bld_add_act(b, &f->temp_fwd, bytes, "the transient bytes of a layer");
 		bld_parts_push(&f->tf, bytes);

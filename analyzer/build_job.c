@@ -438,6 +438,8 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 		if (ok) {
 			bld_buffers(&b, &out->job, zero);
 			bld_overheads(&b, &out->job);
+			if (out->job.pp > 1 && bld_megatron_job(&b, zero))
+				bld_megatron_tied_copy(&b, &out->job);
 		}
 		ok = ok && !b.failed;
 	}
@@ -477,6 +479,7 @@ static struct env *neutral_bindings(struct bld *b)
 	env_bind(e, bld_intern(b, "autocast"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "compile"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "async_tp"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "dtensor_plan"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "compile_loss"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }

@@ -20,7 +20,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    "shared_dropout", "input_of", "fp8_copy", "tied", NULL };
+					    "shared_dropout", "input_of", "fp8_copy", "tied", "output", NULL };
 
 static bool is_word(const char *name)
 {
@@ -165,7 +165,7 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
 			  "for_grad(...), fp8_copy(...), op(...), recompute(...), shared_dropout, input_of(...), "
-			  "tied(...), forward, backward, loss, "
+			  "tied(...), forward, backward, loss, output, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }
@@ -197,6 +197,7 @@ static struct env *unknown_job(struct eval *ev)
 	env_bind(e, intern_cstr(ev->interner, "autocast"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile"), ac);
 	env_bind(e, intern_cstr(ev->interner, "async_tp"), ac);
+	env_bind(e, intern_cstr(ev->interner, "dtensor_plan"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);

@@ -125,6 +125,7 @@ static const char *const range_words[] = {
 	 * TORCH_CHECK(isPowerOf2_64); 2^30 is the largest power of two an int holds */
 	[RANGE_POWER_OF_2] = "a power of two from 1 to 2^30 (PyTorch refuses any other)",
 	[RANGE_PERCENT_ABOVE_0] = "above 0% and at most 100%",
+	[RANGE_FRACTION_ABOVE_0] = "above 0% and below 100%",
 };
 
 /* n = 2^k for a k in 0..30. */
@@ -151,6 +152,7 @@ static bool in_range(struct num n, enum check_range r)
 	case RANGE_NCCL_CHANNELS: return vs1 >= 0 && num_cmp(n, num_from_int(64)) <= 0;
 	case RANGE_POWER_OF_2: return power_of_2(n);
 	case RANGE_PERCENT_ABOVE_0: return sign > 0 && vs1 <= 0;
+	case RANGE_FRACTION_ABOVE_0: return sign > 0 && vs1 < 0;
 	}
 	return true;
 }
@@ -162,7 +164,7 @@ bool check_range(struct eval *ev, struct value v, enum check_range r, const char
 
 	if (v.kind != VAL_NUM || v.unknown || in_range(v.num, r))
 		return true;
-	if (r != RANGE_FRACTION && r != RANGE_PERCENT && r != RANGE_PERCENT_ABOVE_0) {
+	if (r != RANGE_FRACTION && r != RANGE_PERCENT && r != RANGE_PERCENT_ABOVE_0 && r != RANGE_FRACTION_ABOVE_0) {
 		eval_error(ev, DIAG_OUT_OF_RANGE, v.loc, "%s must be %s", what, range_words[r]);
 		return false;
 	}

@@ -153,7 +153,8 @@ const struct range_spec check_train_ranges[] = {
 	{ "overhead.fragmentation", RANGE_PERCENT }, { "eval.batch", RANGE_AT_LEAST_1 },
 	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
 	{ "alloc.roundup_power2_divisions", RANGE_POWER_OF_2 },
-	{ "alloc.garbage_collection_threshold", RANGE_FRACTION },
+	/* c10 CUDAAllocatorConfig parseGarbageCollectionThreshold: 0 < t < 1 */
+	{ "alloc.garbage_collection_threshold", RANGE_FRACTION_ABOVE_0 },
 	{ "fp8.amax_history_len", RANGE_AT_LEAST_1 },
 	{ "megatron.bucket_size", RANGE_AT_LEAST_1 }, { "nccl.buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },

@@ -446,21 +446,23 @@ static void note_tight(struct diag *d, const struct check_job *cj, const struct 
 {
 	const struct fit_note_fix *f = &e->tight;
 	const struct field *at = NULL;
-	struct strbuf sb;
+	struct strbuf sb, why;
 	char buf[32], left[32];
 	uint64_t cap = f->capacity;
 
 	strbuf_init(&sb);
+	strbuf_init(&why);
 	describe(&sb, f);
-	caveats(&sb, f);
+	caveats(&why, f);
 	for (size_t i = 0; i < f->n && !at; i++)
 		at = field_of(cj, &f->v[i]);
 	report_bytes(f->spare, left, sizeof left);
 	diag_note(d, at ? at->loc : cj->decl->name_loc, "a smaller change: %s %s the GPU with %s (%.1f%%) to "
-		  "spare, under the %.0f%% headroom (device total %s)", sb.buf, f->n > 1 ? "fit" : "fits", left,
+		  "spare, under the %.0f%% headroom (device total %s)%s", sb.buf, f->n > 1 ? "fit" : "fits", left,
 		  cap ? 100.0 * (double)f->spare / (double)cap : 0.0, e->headroom * 100,
-		  report_bytes(f->total, buf, sizeof buf));
+		  report_bytes(f->total, buf, sizeof buf), why.buf);
 	strbuf_release(&sb);
+	strbuf_release(&why);
 }
 
 static void note_fixes(struct fit_memo *m, const struct check_job *cj, struct diag *d)

@@ -200,13 +200,14 @@ static char *apply(struct fit_ctx *c, const struct fit_change *ch, const struct 
 	return strbuf_detach(&sb, len);
 }
 
-/* What @k's GPU has left at its largest total @t; the paged states the
- * driver evicts are not on it (memory.c's `fits`). */
+/* What @k's GPU has left at its largest total @t, measured as the
+ * headroom is (paged states included): a variant that needs the driver
+ * to evict its paged states is not said to be on the GPU with a margin. */
 static void spare_of(const struct mem_class *k, uint64_t t, struct fit_outcome *out)
 {
-	uint64_t on = t > k->paged_bytes ? t - k->paged_bytes : 0;
-	uint64_t left = k->capacity > on ? k->capacity - on : 0;
+	uint64_t left = k->capacity > t ? k->capacity - t : 0;
 
+	out->on_gpu &= !k->capacity || t <= k->capacity;
 	if (k->capacity && left < out->spare) {
 		out->spare = left;
 		out->capacity = k->capacity;

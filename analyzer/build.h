@@ -70,6 +70,9 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 /* The builder's walks kept per compilation (analyzer/model/build_cache.c):
  * hits and misses so far; off, every walk is made (the tests compare). */
 void build_cache_stats(struct eval *ev, unsigned long *hits, unsigned long *misses);
+/* The same for the walks kept across the compilations that share the
+ * program's import cache (analyzer/model/build_cache.c; 0 and 0 without). */
+void build_store_stats(struct eval *ev, unsigned long *hits, unsigned long *misses);
 void build_cache_enable(struct eval *ev, bool on);
 
 /* Exact parameter count of a model instance with tp = ep = 1, tied

@@ -375,6 +375,7 @@ struct check_result *check_program_decls(struct arena *a, struct interner *in, s
 	r->ev = eval_new(a, in, de, r->scope);
 	r->ev->src = src;
 	r->ev->stdlib_dir = p->stdlib_dir;
+	r->ev->import_cache = p->cache && import_cache_interner(p->cache) == in ? p->cache : NULL;
 	if (diag_error_count(de))
 		return r;
 	/* what lazy loading left unreached is checked by make check-stdlib */

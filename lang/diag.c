@@ -485,6 +485,36 @@ static const char *color(const struct diag_engine *de, enum color c)
 }
 
 /*
+ * Decimal @u right-aligned in @width columns ("%*u"), without a format
+ * string: a file of thousands of warnings prints each line number and
+ * column several times, and two vsnprintf calls per strbuf_addf were
+ * half of what printing them cost (docs/performance.md).
+ */
+static void put_uint(struct strbuf *sb, unsigned u, int width)
+{
+	char buf[24];
+	size_t n = sizeof buf;
+
+	do
+		buf[--n] = (char)('0' + u % 10);
+	while ((u /= 10) && n);
+	if (width > 0 && (size_t)width > sizeof buf - n)
+		strbuf_addchars(sb, ' ', (size_t)width - (sizeof buf - n));
+	strbuf_add(sb, buf + n, sizeof buf - n);
+}
+
+/* Printable ASCII (space to '~'), which is never escaped and one column
+ * wide: the length of the run of it at @p. */
+static size_t ascii_run(const char *p, const char *end)
+{
+	const char *q = p;
+
+	while (q < end && *q >= 0x20 && *q < 0x7f)
+		q++;
+	return (size_t)(q - p);
+}
+
+/*
  * Snippets are at most SNIPPET_COLS code points wide, starting at most
  * SNIPPET_BEFORE code points before the caret, so that a 10 MB one-line
  * file does not turn into a 10 MB diagnostic.
@@ -543,14 +573,12 @@ void diag_escape(struct strbuf *sb, const char *s)
 
 	while (s < end) {
 		uint32_t cp;
-		const char *run = s;
+		size_t run = ascii_run(s, end);
 
 		/* printable ASCII is never escaped: a run of it goes in one copy */
-		while (run < end && *run >= 0x20 && *run < 0x7f)
-			run++;
-		if (run > s) {
-			strbuf_add(sb, s, (size_t)(run - s));
-			s = run;
+		if (run) {
+			strbuf_add(sb, s, run);
+			s += run;
 			continue;
 		}
 		size_t n = src_decode(s, end, &cp);
@@ -586,7 +614,14 @@ static void put_text(struct strbuf *sb, const char *p, const char *end)
 {
 	while (p < end) {
 		uint32_t cp;
-		size_t n = src_decode(p, end, &cp);
+		size_t n = ascii_run(p, end);
+
+		if (n) {	/* shown as itself: one copy */
+			strbuf_add(sb, p, n);
+			p += n;
+			continue;
+		}
+		n = src_decode(p, end, &cp);
 		char buf[16];
 		const char *esc = escape_of(cp, (unsigned char)*p, buf);
 
@@ -607,8 +642,14 @@ static void put_cols(struct strbuf *sb, const char *p, const char *end, int fill
 {
 	while (p < end) {
 		uint32_t cp;
-		size_t n = src_decode(p, end, &cp);
+		size_t n = ascii_run(p, end);
 
+		if (n) {	/* one column each */
+			strbuf_addchars(sb, fill, n);
+			p += n;
+			continue;
+		}
+		n = src_decode(p, end, &cp);
 		if (cp == '\t')
 			strbuf_addch(sb, '\t');
 		else
@@ -700,13 +741,17 @@ static void put_snippet(struct diag_engine *de, struct strbuf *sb, const struct 
 	int gw = gutter_width(lineno);
 
 	clip_window(line, n, caret, &ws, &we);
-	strbuf_addf(sb, " %*u |", gw, (unsigned)lineno);
+	strbuf_addch(sb, ' ');
+	put_uint(sb, (unsigned)lineno, gw);
+	strbuf_add(sb, " |", 2);
 	if (n) {
 		strbuf_addstr(sb, ws ? " ..." : " ");
 		put_text(sb, line + ws, line + we);
 		strbuf_addstr(sb, we < n ? "..." : "");
 	}
-	strbuf_addf(sb, "\n %*s | %s", gw, "", ws ? "   " : "");
+	strbuf_add(sb, "\n ", 2);
+	strbuf_addchars(sb, ' ', (size_t)gw);
+	strbuf_addstr(sb, ws ? " |    " : " | ");
 	put_cols(sb, line + ws, line + caret, ' ');
 	put_caret(de, sb, line, caret, uend, we);
 	strbuf_addch(sb, '\n');
@@ -720,9 +765,14 @@ static void put_locus(struct diag_engine *de, struct strbuf *sb, struct loc loc)
 		strbuf_addstr(sb, "memc:");
 	else {
 		diag_escape(sb, diag_loc_file(de, loc));
-		strbuf_addf(sb, ":%u:%u:", diag_loc_line(de, loc), diag_loc_col(de, loc));
+		strbuf_addch(sb, ':');
+		put_uint(sb, diag_loc_line(de, loc), 0);
+		strbuf_addch(sb, ':');
+		put_uint(sb, diag_loc_col(de, loc), 0);
+		strbuf_addch(sb, ':');
 	}
-	strbuf_addf(sb, "%s ", color(de, C_RESET));
+	strbuf_addstr(sb, color(de, C_RESET));
+	strbuf_addch(sb, ' ');
 }
 
 /*
@@ -739,9 +789,13 @@ static void put_include_chain(struct diag_engine *de, struct strbuf *sb,
 
 	/* The chain cannot loop (a file is registered once), but cap it anyway. */
 	for (int depth = 0; site.file != 0 && depth < 256; depth++) {
-		strbuf_addf(sb, "%s ", lead);
+		strbuf_addstr(sb, lead);
+		strbuf_addch(sb, ' ');
 		diag_escape(sb, diag_loc_file(de, site));
-		strbuf_addf(sb, ":%u:%u", diag_loc_line(de, site), diag_loc_col(de, site));
+		strbuf_addch(sb, ':');
+		put_uint(sb, diag_loc_line(de, site), 0);
+		strbuf_addch(sb, ':');
+		put_uint(sb, diag_loc_col(de, site), 0);
 		site = src_get(de->sources, site.file)->included_from;
 		strbuf_addstr(sb, site.file ? ",\n" : ":\n");
 		lead = "                 from";
@@ -752,7 +806,10 @@ static void put_note(struct diag_engine *de, struct strbuf *sb, const struct dia
 		     const struct diag_note *n)
 {
 	put_locus(de, sb, n->loc);
-	strbuf_addf(sb, "%snote:%s ", color(de, C_NOTE), color(de, C_RESET));
+	strbuf_addstr(sb, color(de, C_NOTE));
+	strbuf_add(sb, "note:", 5);
+	strbuf_addstr(sb, color(de, C_RESET));
+	strbuf_addch(sb, ' ');
 	diag_escape(sb, n->msg);
 	strbuf_addch(sb, '\n');
 	if (n->loc.file == 0)
@@ -771,11 +828,13 @@ static void put_option(struct strbuf *sb, const struct diag *d)
 	const char *name = diag_table[d->id].name;
 
 	if (d->promoted)
-		strbuf_addf(sb, " [-Werror=%s]", name);
+		strbuf_addstr(sb, " [-Werror=");
 	else if (d->sev == DIAG_SEV_WARNING)
-		strbuf_addf(sb, " [-W%s]", name);
+		strbuf_addstr(sb, " [-W");
 	else
-		strbuf_addf(sb, " [%s]", name);
+		strbuf_addstr(sb, " [");
+	strbuf_addstr(sb, name);
+	strbuf_addch(sb, ']');
 }
 
 static void render(struct diag_engine *de, struct strbuf *sb, const struct diag *d)
@@ -786,8 +845,11 @@ static void render(struct diag_engine *de, struct strbuf *sb, const struct diag 
 	if (f && f->id != de->last_file && f->included_from.file != 0)
 		put_include_chain(de, sb, f);
 	put_locus(de, sb, d->loc);
-	strbuf_addf(sb, "%s%s:%s ", color(de, err ? C_ERROR : C_WARNING),
-		    diag_severity_str(d), color(de, C_RESET));
+	strbuf_addstr(sb, color(de, err ? C_ERROR : C_WARNING));
+	strbuf_addstr(sb, diag_severity_str(d));
+	strbuf_addch(sb, ':');
+	strbuf_addstr(sb, color(de, C_RESET));
+	strbuf_addch(sb, ' ');
 	diag_escape(sb, d->msg);
 	put_option(sb, d);
 	strbuf_addch(sb, '\n');
@@ -804,6 +866,8 @@ void diag_flush(struct diag_engine *de)
 	struct strbuf sb;
 
 	strbuf_init(&sb);
+	if (de->out && *de->unprinted)
+		strbuf_grow(&sb, 1024);	/* a warning and its notes, without reallocating */
 	for (struct diag *d = *de->unprinted; d; d = d->next) {
 		if (!de->out)
 			continue;

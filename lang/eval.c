@@ -77,6 +77,7 @@ struct arena *eval_perm(struct eval *ev) { return ev->perm; }
 unsigned long eval_reports(const struct eval *ev) { return ev->reports; }
 bool eval_walks_stopped(const struct eval *ev) { return ev->steps_reported; }
 void **eval_build_cache(struct eval *ev) { return &ev->build_cache; }
+struct import_cache *eval_import_cache(const struct eval *ev) { return ev->import_cache; }
 
 /* ---- reporting once per location ---- */
 

@@ -27,6 +27,7 @@ struct interner;
 struct diag_engine;
 struct scope;
 struct diag;
+struct import_cache;
 
 struct eval;
 struct env;
@@ -46,6 +47,9 @@ bool eval_walks_stopped(const struct eval *ev);
 /* A pointer the analyzer keeps per compilation (its builder's cache,
  * analyzer/model/build_cache.c); NULL until set. */
 void **eval_build_cache(struct eval *ev);
+/* The import cache of the program checked (lang/import.h), when it
+ * shares the evaluator's interner; else NULL. */
+struct import_cache *eval_import_cache(const struct eval *ev);
 
 struct env *env_new(struct eval *ev, struct env *parent);
 void env_set_parent(struct env *e, struct env *parent);

@@ -64,6 +64,8 @@ struct eval {
 					   made none can be reused (walk_cache.c) */
 	struct walk_cache *walk_cache;	/* the checker's walks, by model and bindings */
 	void *build_cache;		/* the analyzer's (eval_build_cache) */
+	struct import_cache *import_cache;	/* the program's (lang/import.h), or NULL: the
+						   walks kept for every compilation sharing it */
 };
 
 /* Limits (docs/limits.md): layers nested inside layers, and statements

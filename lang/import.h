@@ -124,6 +124,16 @@ struct decl *import_cache_parse(struct import_cache *c, struct arena *a, struct 
 				const struct stdlib_decl *x, uint32_t start, uint32_t end, unsigned *nerrors);
 /* Declarations taken from @c, and parsed into it. */
 void import_cache_stats(const struct import_cache *c, unsigned long *hits, unsigned long *misses);
+/* The node @c parsed that @d is a copy of (or is), NULL if @d is not one
+ * of its declarations: what stands for @d in every compilation sharing
+ * @c, for as long as @c lives. */
+const struct decl *import_cache_origin(const struct import_cache *c, const struct decl *d);
+struct arena *import_cache_arena(struct import_cache *c);
+/* What other modules keep for the compilations sharing @c: the
+ * checker's walks (lang/walk_cache.c) and the builder's
+ * (analyzer/model/build_cache.c). NULL past the last slot. */
+enum { IMPORT_CACHE_WALKS, IMPORT_CACHE_BUILDS, IMPORT_CACHE_SLOTS };
+void **import_cache_slot(struct import_cache *c, unsigned which);
 
 /* A display name of a file found in the stdlib folder (or next to one). */
 bool import_is_stdlib_name(const char *display_name);

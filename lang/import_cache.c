@@ -23,6 +23,8 @@ struct import_cache {
 	struct arena *arena;
 	struct interner *in;
 	struct u64map parsed;	/* by key_of(): the parsed list, a struct decl */
+	struct u64map origins;	/* by interior(): each parsed top-level node */
+	void *slots[IMPORT_CACHE_SLOTS];
 	unsigned long hits, misses;
 };
 
@@ -54,6 +56,44 @@ static uint64_t key_of(const struct stdlib_decl *x, uint32_t file)
 	uint64_t p = (uint64_t)(uintptr_t)x;
 
 	return file < (1u << 16) && !(p >> 48) ? p | (uint64_t)file << 48 : 0;
+}
+
+/* What a copy of a top-level node shares with its original: the node
+ * under it (its body, parameters, value or fields), which no other
+ * declaration holds; 0 for a declaration with none. */
+static uint64_t interior(const struct decl *d)
+{
+	const void *p = NULL;
+
+	switch (d->kind) {
+	case DECL_LET: p = d->let.value; break;
+	case DECL_GPU: case DECL_PRECISION: case DECL_TRAIN: p = d->record.fields; break;
+	case DECL_LAYER: case DECL_MODEL: case DECL_OPTIMIZER:
+		p = d->templ.body ? (const void *)d->templ.body : d->templ.params ? (const void *)d->templ.params :
+		    (const void *)d->templ.alias;
+		break;
+	case DECL_IMPORT: case DECL__COUNT: break;
+	}
+	return (uint64_t)(uintptr_t)p;
+}
+
+const struct decl *import_cache_origin(const struct import_cache *c, const struct decl *d)
+{
+	uint64_t k = c && d ? interior(d) : 0;
+	const struct decl *o = k ? u64map_get(&c->origins, k) : NULL;
+
+	return o && o->kind == d->kind && o->name == d->name && o->loc.file == d->loc.file &&
+	       o->loc.start == d->loc.start ? o : NULL;
+}
+
+struct arena *import_cache_arena(struct import_cache *c)
+{
+	return c->arena;
+}
+
+void **import_cache_slot(struct import_cache *c, unsigned which)
+{
+	return which < IMPORT_CACHE_SLOTS ? &c->slots[which] : NULL;
 }
 
 /* The nodes of @src, each top-level one copied into @a. */
@@ -91,5 +131,8 @@ struct decl *import_cache_parse(struct import_cache *c, struct arena *a, struct 
 		return one->decls;
 	c->misses++;
 	u64map_put(&c->parsed, c->arena, key, one->decls);
+	for (struct decl *d = one->decls; d; d = d->next)
+		if (interior(d))
+			u64map_put(&c->origins, c->arena, interior(d), d);
 	return copy_list(a, one->decls);
 }

@@ -18,12 +18,22 @@
  * counted in vreport whether the report is printed, deduplicated or
  * quiet): a job whose walk would report walks again and reports at its own
  * lines, so the output does not depend on the cache.
+ *
+ * A walk is also kept for every compilation that shares the program's
+ * import cache (struct walk_store: the file's own, the -Wcapacity search
+ * context and its verifications, memc fit's variants, all of one file's
+ * declarations): there the key names each declaration by the node the
+ * cache parsed (import_cache_origin), the same in all of them, and only a
+ * walk whose key and outcome name nothing else is kept, so no pointer of
+ * an entry leads into a compilation's own arena, which may be freed and
+ * reused while the store lives.
  */
 #include <string.h>
 
 #include "lang/arena.h"
 #include "lang/check_impl.h"
 #include "lang/eval_impl.h"
+#include "lang/import.h"
 #include "lang/source.h"
 #include "lang/walk_cache.h"
 
@@ -42,7 +52,17 @@ struct walk_cache {
 	unsigned long hits, misses;
 };
 
-enum { WALK_KEY_DEPTH = 16 };
+/* The walks kept for the compilations that share an import cache, in its
+ * arena (docs/limits.md). */
+struct walk_store {
+	struct arena *arena;
+	struct u64map by_hash;
+	struct walk_key key;		/* the canonical key being looked up (reused) */
+	size_t entries;
+	unsigned long hits, misses;
+};
+
+enum { WALK_KEY_DEPTH = 16, WALK_STORE_MAX = 1024 };
 
 static uint64_t mix(uint64_t h, uint64_t x)
 {
@@ -196,6 +216,23 @@ void walk_key_copy(struct walk_key *dst, const struct walk_key *src, struct aren
 		memcpy(dst->atoms, src->atoms, src->n * sizeof *src->atoms);
 }
 
+bool walk_key_canonical(struct walk_key *dst, const struct walk_key *src, struct arena *a,
+			const struct import_cache *ic)
+{
+	walk_key_clear(dst, a);
+	if (!src->ok)
+		return dst->ok = false;
+	for (size_t i = 0; i < src->n; i++) {
+		ARENA_GROW(a, dst->atoms, dst->n, dst->cap);
+		struct walk_atom *x = &dst->atoms[dst->n++];
+
+		*x = src->atoms[i];
+		if (x->v.decl && !(x->v.decl = import_cache_origin(ic, x->v.decl)))
+			return dst->ok = false;
+	}
+	return true;
+}
+
 static uint64_t make_key(struct walk_cache *c, struct arena *a, struct value model, const struct env *bindings)
 {
 	walk_key_clear(&c->key, a);
@@ -209,6 +246,50 @@ static struct walk_cache *cache_of(struct eval *ev)
 	if (!ev->walk_cache)
 		ev->walk_cache = ARENA_NEW(ev->perm, struct walk_cache);
 	return ev->walk_cache;
+}
+
+static struct walk_store *store_of(struct eval *ev)
+{
+	struct import_cache *ic = ev->import_cache;
+	void **slot = ic ? import_cache_slot(ic, IMPORT_CACHE_WALKS) : NULL;
+
+	if (slot && !*slot) {
+		struct walk_store *s = ARENA_NEW(import_cache_arena(ic), struct walk_store);
+
+		s->arena = import_cache_arena(ic);
+		*slot = s;
+	}
+	return slot ? *slot : NULL;
+}
+
+static void fill(struct check_model *out, const struct walk_cache_entry *e)
+{
+	out->params = e->params;
+	out->nparams = out->capparams = e->nparams;
+	out->index = NULL;
+	out->capindex = 0;
+	out->open_repeats = 0;
+	out->have_body = e->have_body;
+	out->body_known = e->body_known;
+	out->body = e->body;
+}
+
+/* The walk of @k (the key just made) kept by another compilation. */
+static bool store_find(struct eval *ev, const struct walk_key *k, struct check_model *out)
+{
+	struct walk_store *s = store_of(ev);
+
+	if (!s || !walk_key_canonical(&s->key, k, s->arena, ev->import_cache))
+		return false;
+	for (struct walk_cache_entry *e = u64map_get(&s->by_hash, walk_key_hash(&s->key, 0xCBF29CE484222325u));
+	     e; e = e->next)
+		if (walk_key_equal(&e->key, &s->key)) {
+			fill(out, e);
+			s->hits++;
+			return true;
+		}
+	s->misses++;
+	return false;
 }
 
 uint64_t walk_cache_key(struct eval *ev, struct value model, const struct env *bindings)
@@ -227,19 +308,12 @@ bool walk_cache_find(struct eval *ev, struct value model, const struct env *bind
 
 	for (; c->key.ok && e; e = e->next)
 		if (walk_key_equal(&e->key, &c->key)) {
-			out->params = e->params;
-			out->nparams = out->capparams = e->nparams;
-			out->index = NULL;
-			out->capindex = 0;
-			out->open_repeats = 0;
-			out->have_body = e->have_body;
-			out->body_known = e->body_known;
-			out->body = e->body;
+			fill(out, e);
 			c->hits++;
 			return true;
 		}
 	c->misses++;
-	return false;
+	return c->key.ok && store_find(ev, &c->key, out);
 }
 
 static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cache *c, const struct check_model *m)
@@ -255,6 +329,45 @@ static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cac
 	e->body_known = m->body_known;
 	e->body = m->body;
 	return e;
+}
+
+/* Keep @m for the compilations sharing the import cache too, when every
+ * declaration its key and its parameters name is one the cache parsed:
+ * a tensor statement lies under its layer's node, which is then the
+ * cache's. */
+static void store_put(struct eval *ev, const struct walk_key *k, const struct check_model *m)
+{
+	struct walk_store *s = store_of(ev);
+
+	if (!s || s->entries >= WALK_STORE_MAX || !walk_key_canonical(&s->key, k, s->arena, ev->import_cache))
+		return;
+	for (size_t i = 0; i < m->nparams; i++)
+		if (!import_cache_origin(ev->import_cache, m->params[i].layer))
+			return;
+	uint64_t h = walk_key_hash(&s->key, 0xCBF29CE484222325u);
+	struct walk_cache_entry *first = u64map_get(&s->by_hash, h);
+
+	for (struct walk_cache_entry *e = first; e; e = e->next)
+		if (walk_key_equal(&e->key, &s->key))
+			return;	/* kept by another compilation meanwhile */
+	struct walk_cache_entry *e = ARENA_NEW(s->arena, struct walk_cache_entry);
+
+	walk_key_copy(&e->key, &s->key, s->arena);
+	e->params = ARENA_NEW_ARRAY(s->arena, struct check_param, m->nparams ? m->nparams : 1);
+	for (size_t i = 0; i < m->nparams; i++)
+		e->params[i] = (struct check_param){ m->params[i].stmt,
+						     import_cache_origin(ev->import_cache, m->params[i].layer) };
+	e->nparams = m->nparams;
+	e->have_body = m->have_body;
+	e->body_known = m->body_known;
+	e->body = m->body;
+	if (first) {
+		e->next = first->next;
+		first->next = e;
+	} else {
+		u64map_put(&s->by_hash, s->arena, h, e);
+	}
+	s->entries++;
 }
 
 void walk_cache_put(struct eval *ev, struct value model, const struct env *bindings, const struct check_model *m)
@@ -273,10 +386,19 @@ void walk_cache_put(struct eval *ev, struct value model, const struct env *bindi
 	} else {
 		u64map_put(&c->by_hash, ev->perm, key, e);
 	}
+	store_put(ev, &c->key, m);
 }
 
 void walk_cache_stats(const struct eval *ev, unsigned long *hits, unsigned long *misses)
 {
 	*hits = ev->walk_cache ? ev->walk_cache->hits : 0;
 	*misses = ev->walk_cache ? ev->walk_cache->misses : 0;
+}
+
+void walk_store_stats(struct eval *ev, unsigned long *hits, unsigned long *misses)
+{
+	const struct walk_store *s = store_of(ev);
+
+	*hits = s ? s->hits : 0;
+	*misses = s ? s->misses : 0;
 }

@@ -16,6 +16,7 @@ struct arena;
 struct eval;
 struct env;
 struct check_model;
+struct import_cache;
 
 /* One atom of a key: a binding's name and value, flattened. A list or an
  * instance is its kind (with its item or argument count) followed by its
@@ -42,6 +43,13 @@ void walk_key_env(struct walk_key *k, const struct env *e);
 uint64_t walk_key_hash(const struct walk_key *k, uint64_t h);
 bool walk_key_equal(const struct walk_key *x, const struct walk_key *y);
 void walk_key_copy(struct walk_key *dst, const struct walk_key *src, struct arena *a);
+/* @src into @dst (its atoms grown in @a) with each declaration replaced by
+ * the node @ic parsed it from (lang/import.h import_cache_origin), so that
+ * the key reads alike in every compilation sharing @ic; false (dst->ok
+ * false) if @src is not comparable or names a declaration @ic did not
+ * parse. */
+bool walk_key_canonical(struct walk_key *dst, const struct walk_key *src, struct arena *a,
+			const struct import_cache *ic);
 
 /* The hash of @model and @bindings as the cache compares them: equal
  * values (not locations) give equal keys. For the unit tests. */
@@ -52,5 +60,8 @@ bool walk_cache_find(struct eval *ev, struct value model, const struct env *bind
 /* Keep @m, the outcome of a walk that reported nothing. */
 void walk_cache_put(struct eval *ev, struct value model, const struct env *bindings, const struct check_model *m);
 void walk_cache_stats(const struct eval *ev, unsigned long *hits, unsigned long *misses);
+/* The same for the walks kept across the compilations that share the
+ * program's import cache (0 and 0 without one). */
+void walk_store_stats(struct eval *ev, unsigned long *hits, unsigned long *misses);
 
 #endif

@@ -191,11 +191,14 @@ bool search_verify(const struct search_ctx *c, const char *block, uint64_t *tota
 {
 	const struct decl *d = c->job->decl;
 	struct arena a = { 0 };
-	struct interner *in = interner_new(&a);
+	/* the base's interner and its parsed stdlib (lang/import_cache.c):
+	 * a verification parses only the user's file */
+	struct interner *in = c->cache ? import_cache_interner(c->cache) : interner_new(&a);
 	struct src_table *src = src_table_new(&a);
 	struct diag_engine *de = diag_new(&a, src, NULL);
 	struct import_opts io = { .dirs = c->dopts->dirs, .ndirs = c->dopts->ndirs, .stdlib_dir = c->stdlib,
-				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
+				  .cache = c->cache };
 	struct strbuf sb;
 	bool ok = false;
 

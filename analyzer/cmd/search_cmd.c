@@ -311,8 +311,10 @@ static bool load_base(struct search_ctx *c, struct search_args *a)
 	c->dopts = &a->o;
 	c->path = a->file;
 	c->stdlib = driver_stdlib_dir(c->arena, &a->o);
+	c->cache = import_cache_new(c->arena, in);	/* the verifications parse the stdlib once */
 	struct import_opts io = { .dirs = a->o.dirs, .ndirs = a->o.ndirs, .stdlib_dir = c->stdlib,
-				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
+				  .cache = c->cache };
 	struct program *p = import_load_many(c->arena, in, c->src, de, &a->file, 1, &io);
 
 	if (p->root && !diag_error_count(de))

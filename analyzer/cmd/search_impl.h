@@ -104,6 +104,8 @@ struct search_pick {
 	char *block;			/* the train block, named as the job */
 };
 
+struct import_cache;
+
 struct search_ctx {
 	struct arena *arena;
 	const struct driver_opts *dopts;
@@ -112,6 +114,9 @@ struct search_ctx {
 	size_t len;
 	struct src_table *src;
 	struct check_result *cr;
+	/* the parsed stdlib declarations the verifications take instead of
+	 * parsing them again, with the interner they need (lang/import.h) */
+	struct import_cache *cache;
 	unsigned base_warnings;
 	/* per job */
 	const struct check_job *job;

@@ -20,12 +20,21 @@
  * jobs, which walk more than one model, are not. A hit copies the blocks
  * into the job's arena (the compiled model rewrites its copy's activation
  * bytes) and restores the walk's results into struct bld.
+ *
+ * As the checker's walks (lang/walk_cache.c), a walk is also kept for
+ * every compilation that shares the program's import cache (struct
+ * bld_store, in the cache's arena): its key's declarations replaced by the
+ * nodes the cache parsed (walk_key_canonical), and only if each layer of
+ * its blocks is one of those too, which then stands for it as the layer's
+ * origin (the same name and location in every such compilation; a
+ * parameter's origin, its tensor statement, lies under that node).
  */
 #include <string.h>
 
 #include "analyzer/build_impl.h"
 #include "lang/arena.h"
 #include "lang/eval.h"
+#include "lang/import.h"
 #include "lang/source.h"
 #include "lang/walk_cache.h"
 
@@ -49,8 +58,19 @@ struct bld_cache {
 	unsigned long hits, misses;
 };
 
+/* The walks kept for the compilations that share an import cache. */
+struct bld_store {
+	struct arena *arena;
+	struct bld_cache_entry *by_hash[256];
+	struct walk_key key;		/* the canonical key being looked up (reused) */
+	uint64_t hash;
+	size_t entries;
+	unsigned long hits, misses;
+};
+
 /* Past this many lowerings a walk is made again and not kept: a file of
- * thousands of distinct shapes keeps its memory bounded (docs/limits.md). */
+ * thousands of distinct shapes keeps its memory bounded (docs/limits.md).
+ * The store shared by one file's compilations keeps as many. */
 enum { BLD_CACHE_MAX = 512 };
 
 static struct bld_cache *cache_of(struct eval *ev)
@@ -122,8 +142,10 @@ static const uint64_t *copy_u64s(struct arena *a, const uint64_t *v, size_t n)
 
 /* @n layers and the arrays they point to, in @a. Names and origins stay
  * shared: they are the declarations' (only an RL job's are printed into
- * its arena, and those are not kept). */
-static struct mem_layer *copy_layers(struct arena *a, const struct mem_layer *src, size_t n)
+ * its arena, and those are not kept); with @ic, each layer's origin is the
+ * node @ic parsed it from (layers_shared). */
+static struct mem_layer *copy_layers(struct arena *a, const struct mem_layer *src, size_t n,
+				     const struct import_cache *ic)
 {
 	struct mem_layer *l = ARENA_NEW_ARRAY(a, struct mem_layer, n ? n : 1);
 
@@ -134,6 +156,8 @@ static struct mem_layer *copy_layers(struct arena *a, const struct mem_layer *sr
 		if (src[i].nparams)
 			memcpy(p, src[i].params, src[i].nparams * sizeof *p);
 		l[i].params = p;
+		if (ic && l[i].origin)
+			l[i].origin = import_cache_origin(ic, l[i].origin);
 		l[i].save_parts = copy_u64s(a, src[i].save_parts, src[i].nsave_parts);
 		l[i].temp_fwd_parts = copy_u64s(a, src[i].temp_fwd_parts, src[i].ntemp_fwd_parts);
 		l[i].temp_bwd_parts = copy_u64s(a, src[i].temp_bwd_parts, src[i].ntemp_bwd_parts);
@@ -141,20 +165,87 @@ static struct mem_layer *copy_layers(struct arena *a, const struct mem_layer *sr
 	return l;
 }
 
-static struct mem_block *copy_blocks(struct arena *a, const struct mem_block *src, size_t n)
+static struct mem_block *copy_blocks(struct arena *a, const struct mem_block *src, size_t n,
+				     const struct import_cache *ic)
 {
 	struct mem_block *b = ARENA_NEW_ARRAY(a, struct mem_block, n ? n : 1);
 
 	for (size_t i = 0; i < n; i++) {
 		b[i] = src[i];
-		b[i].layers = copy_layers(a, src[i].layers, src[i].nlayers);
+		b[i].layers = copy_layers(a, src[i].layers, src[i].nlayers, ic);
 	}
 	return b;
+}
+
+static struct bld_store *store_of(struct eval *ev)
+{
+	struct import_cache *ic = eval_import_cache(ev);
+	void **slot = ic ? import_cache_slot(ic, IMPORT_CACHE_BUILDS) : NULL;
+
+	if (slot && !*slot) {
+		struct bld_store *s = ARENA_NEW(import_cache_arena(ic), struct bld_store);
+
+		s->arena = import_cache_arena(ic);
+		*slot = s;
+	}
+	return slot ? *slot : NULL;
+}
+
+/* The store's key for the job bld_cache_find() keyed last; false if it
+ * names a declaration the import cache did not parse. */
+static bool store_key(struct bld_store *s, const struct bld_cache *c, struct eval *ev)
+{
+	if (!c->key_ok || !walk_key_canonical(&s->key, &c->key, s->arena, eval_import_cache(ev)))
+		return s->key.ok = false;
+	s->hash = walk_key_hash(&s->key, src_digest((const char *)&c->image, sizeof c->image));
+	return true;
+}
+
+static const struct bld_cache_entry *store_find(struct bld_store *s, const struct bld_cache *c)
+{
+	for (const struct bld_cache_entry *e = s->by_hash[s->hash & 255]; e; e = e->next)
+		if (e->hash == s->hash && !memcmp(&e->image, &c->image, sizeof c->image) &&
+		    walk_key_equal(&e->values, &s->key))
+			return e;
+	return NULL;
 }
 
 static bool cacheable(const struct bld *b)
 {
 	return b->rl == BLD_RL_NONE && !b->rl_ops && b->cj->model.kind == VAL_INSTANCE;
+}
+
+/* The walk of entry @e, into the job @b. */
+static void restore(struct bld *b, const struct bld_cache_entry *e)
+{
+	struct bld cur = *b;
+
+	*b = e->after;
+	b->ev = cur.ev;
+	b->arena = cur.arena;
+	b->cj = cur.cj;
+	b->bindings = cur.bindings;
+	b->out = cur.out;
+	b->quiet = cur.quiet;
+	b->failed = cur.failed;
+	b->reported = cur.reported;
+	b->tensor = NULL;
+	b->recompute_modules = cur.recompute_modules;
+	b->targets = cur.targets;
+	b->freeze = cur.freeze;
+	b->modules_to_save = cur.modules_to_save;
+	b->skip_modules = cur.skip_modules;
+	b->optimizer = cur.optimizer;
+	b->memo = cur.memo;
+	b->nmemo = cur.nmemo;
+	b->capmemo = cur.capmemo;
+	b->reps = cur.reps;
+	b->nreps = cur.nreps;
+	b->capreps = cur.capreps;
+	b->blocks = copy_blocks(b->arena, e->after.blocks, e->after.nblocks, NULL);
+	b->capblocks = b->nblocks;
+	/* the walk leaves the instance's frame parented to the bindings */
+	env_set_parent(b->cj->model.args, b->bindings);
 }
 
 bool bld_cache_find(struct bld *b)
@@ -168,58 +259,38 @@ bool bld_cache_find(struct bld *b)
 		if (e->hash != c->hash || memcmp(&e->image, &c->image, sizeof c->image) ||
 		    !walk_key_equal(&e->values, &c->key))
 			continue;
-		struct bld cur = *b;
-
-		*b = e->after;
-		b->ev = cur.ev;
-		b->arena = cur.arena;
-		b->cj = cur.cj;
-		b->bindings = cur.bindings;
-		b->out = cur.out;
-		b->quiet = cur.quiet;
-		b->failed = cur.failed;
-		b->reported = cur.reported;
-		b->tensor = NULL;
-		b->recompute_modules = cur.recompute_modules;
-		b->targets = cur.targets;
-		b->freeze = cur.freeze;
-		b->modules_to_save = cur.modules_to_save;
-		b->skip_modules = cur.skip_modules;
-		b->optimizer = cur.optimizer;
-		b->memo = cur.memo;
-		b->nmemo = cur.nmemo;
-		b->capmemo = cur.capmemo;
-		b->reps = cur.reps;
-		b->nreps = cur.nreps;
-		b->capreps = cur.capreps;
-		b->blocks = copy_blocks(b->arena, e->after.blocks, e->after.nblocks);
-		b->capblocks = b->nblocks;
-		/* the walk leaves the instance's frame parented to the bindings */
-		env_set_parent(b->cj->model.args, b->bindings);
+		restore(b, e);
 		c->hits++;
 		return true;
 	}
 	c->misses++;
-	return false;
+	struct bld_store *s = store_of(b->ev);
+	bool keyed = s && store_key(s, c, b->ev);
+	const struct bld_cache_entry *e = keyed ? store_find(s, c) : NULL;
+
+	if (e) {
+		restore(b, e);
+		s->hits++;
+	} else if (keyed) {
+		s->misses++;
+	}
+	return e != NULL;
 }
 
-/* Keep what the walk just made of the job bld_cache_find() keyed last. */
-void bld_cache_put(const struct bld *b)
+/* What the walk just made of @b, for an entry in @a: nothing of the job's
+ * scratch arena or heap stays in it. */
+static struct bld_cache_entry *new_entry(struct arena *a, const struct bld *b, uint64_t hash,
+					 const struct bld *image, const struct walk_key *values,
+					 const struct import_cache *ic)
 {
-	struct bld_cache *c = cache_of(b->ev);
+	struct bld_cache_entry *e = ARENA_NEW(a, struct bld_cache_entry);
 
-	if (c->off || !cacheable(b) || !c->key_ok || c->entries >= BLD_CACHE_MAX ||
-	    eval_walks_stopped(b->ev))
-		return;
-	struct bld_cache_entry *e = ARENA_NEW(c->perm, struct bld_cache_entry);
-
-	e->hash = c->hash;
-	e->image = c->image;
-	walk_key_copy(&e->values, &c->key, c->perm);
+	e->hash = hash;
+	e->image = *image;
+	walk_key_copy(&e->values, values, a);
 	e->after = *b;
-	e->after.blocks = copy_blocks(c->perm, b->blocks, b->nblocks);
+	e->after.blocks = copy_blocks(a, b->blocks, b->nblocks, ic);
 	e->after.capblocks = b->nblocks;
-	/* nothing of the job's scratch arena or heap stays in the entry */
 	e->after.frame = NULL;
 	e->after.params = NULL;
 	e->after.nparams = e->after.capparams = 0;
@@ -231,9 +302,55 @@ void bld_cache_put(const struct bld *b)
 	e->after.nmemo = e->after.capmemo = 0;
 	e->after.reps = NULL;
 	e->after.nreps = e->after.capreps = 0;
-	e->next = c->by_hash[c->hash & 255];
-	c->by_hash[c->hash & 255] = e;
-	c->entries++;
+	return e;
+}
+
+/* Every layer's origin is a declaration the import cache parsed (or
+ * none): then the store's copy names those nodes instead. */
+static bool layers_shared(const struct import_cache *ic, const struct bld *b)
+{
+	for (size_t i = 0; i < b->nblocks; i++)
+		for (size_t k = 0; k < b->blocks[i].nlayers; k++) {
+			const struct decl *d = b->blocks[i].layers[k].origin;
+
+			if (d && !import_cache_origin(ic, d))
+				return false;
+		}
+	return true;
+}
+
+static void store_put(const struct bld *b, const struct bld_cache *c)
+{
+	struct bld_store *s = store_of(b->ev);
+	const struct import_cache *ic = eval_import_cache(b->ev);
+
+	/* s->key and s->hash are the job's: bld_cache_find made them */
+	if (!s || s->entries >= BLD_CACHE_MAX || !s->key.ok || !layers_shared(ic, b) || store_find(s, c))
+		return;
+	struct bld_cache_entry *e = new_entry(s->arena, b, s->hash, &c->image, &s->key, ic);
+
+	e->after.tie_srcs = NULL;	/* read only while walking (tied layers) */
+	e->after.ntie_srcs = e->after.captie_srcs = 0;
+	e->next = s->by_hash[s->hash & 255];
+	s->by_hash[s->hash & 255] = e;
+	s->entries++;
+}
+
+/* Keep what the walk just made of the job bld_cache_find() keyed last. */
+void bld_cache_put(const struct bld *b)
+{
+	struct bld_cache *c = cache_of(b->ev);
+
+	if (c->off || !cacheable(b) || !c->key_ok || eval_walks_stopped(b->ev))
+		return;
+	if (c->entries < BLD_CACHE_MAX) {
+		struct bld_cache_entry *e = new_entry(c->perm, b, c->hash, &c->image, &c->key, NULL);
+
+		e->next = c->by_hash[c->hash & 255];
+		c->by_hash[c->hash & 255] = e;
+		c->entries++;
+	}
+	store_put(b, c);
 }
 
 void build_cache_stats(struct eval *ev, unsigned long *hits, unsigned long *misses)
@@ -242,6 +359,14 @@ void build_cache_stats(struct eval *ev, unsigned long *hits, unsigned long *miss
 
 	*hits = c ? c->hits : 0;
 	*misses = c ? c->misses : 0;
+}
+
+void build_store_stats(struct eval *ev, unsigned long *hits, unsigned long *misses)
+{
+	const struct bld_store *s = store_of(ev);
+
+	*hits = s ? s->hits : 0;
+	*misses = s ? s->misses : 0;
 }
 
 void build_cache_enable(struct eval *ev, bool on)

@@ -265,17 +265,18 @@ where_section() {
 		echo 'one block, its walk of the model under the job'"'"'s bindings included;'
 		echo '`build_job` the builder'"'"'s walk; `mem_analyze` the numeric model;'
 		echo '`fit_try` the searches'"'"' variants, each its block checked and built'
-		echo 'again; `fit_verify` the fixes noted, each compiled from the whole text):'
+		echo 'again; `fit_verify` the fixes noted, each compiled from the whole text;'
+		echo '`diag_flush` the warnings and notes printed, source lines included):'
 		echo
-		echo '| file | command | instructions | check_program_job | build_job | mem_analyze | fit_try | fit_verify |'
-		echo '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |'
+		echo '| file | command | instructions | check_program_job | build_job | mem_analyze | fit_try | fit_verify | diag_flush |'
+		echo '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |'
 		for f in k128 d1280; do
 			for flag in -Wcapacity -Wno-capacity; do
 				cg_run "$memc" check "$flag" "$tmp/$f.mem"
-				printf '| %s | memc check %s | %s | %s | %s | %s | %s | %s |\n' \
+				printf '| %s | memc check %s | %s | %s | %s | %s | %s | %s | %s |\n' \
 					"$([[ $f = k128 ]] && echo repeating || echo distinct)" "$flag" \
 					"$(cg_fn 'PROGRAM TOTALS')" "$(cg_fn check_program_job)" "$(cg_fn build_job)" \
-					"$(cg_fn mem_analyze)" "$(cg_fn fit_try)" "$(cg_fn fit_verify)"
+					"$(cg_fn mem_analyze)" "$(cg_fn fit_try)" "$(cg_fn fit_verify)" "$(cg_fn diag_flush)"
 			done
 		done
 		echo
@@ -302,12 +303,17 @@ where_section() {
 	echo 'build_job set before the walk (analyzer/model/build_cache.c). Blocks that'
 	echo 'differ only in grad_accum or ZeRO share their walks, whether or not their'
 	echo 'text repeats; a block with a new micro_batch, checkpoint mode or layout'
-	echo 'walks again. What remains per block with the search off is reading and'
+	echo 'walks again. The compilations of one file that share its import cache'
+	echo '(the file'"'"'s own, the search context, the verifications) also share'
+	echo 'the walks whose model is a stdlib declaration: a variant or a'
+	echo 'verification of a shape walked before, in any of them, is not walked'
+	echo 'again. What remains per block with the search off is reading and'
 	echo 'checking its keys, the copy of the kept blocks and the numeric model;'
 	echo 'with the search on, the verifications, each a compilation of its own'
 	echo 'that parses only the user'"'"'s file (the stdlib declarations it reaches'
 	echo 'were parsed before, lang/import_cache.c), and the -Wcapacity warnings'
-	echo 'themselves, printed with their source lines.'
+	echo 'themselves, printed with their source lines (copied in runs, no'
+	echo 'format string per line number or column, lang/diag.c).'
 	echo
 	echo '## Variants in one process'
 	echo

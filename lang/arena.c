@@ -159,6 +159,34 @@ char *arena_printf(struct arena *a, const char *fmt, ...)
 	return p;
 }
 
+char *arena_concat(struct arena *a, ...)
+{
+	va_list ap;
+	size_t n = 0;
+
+	va_start(ap, a);
+	for (const char *s; (s = va_arg(ap, const char *));) {
+		size_t len = strlen(s);
+
+		if (len > SIZE_MAX - 1 - n)
+			xdie_oom();
+		n += len;
+	}
+	va_end(ap);
+	char *p = arena_alloc(a, n + 1), *q = p;
+
+	va_start(ap, a);
+	for (const char *s; (s = va_arg(ap, const char *));) {
+		size_t len = strlen(s);
+
+		memcpy(q, s, len);
+		q += len;
+	}
+	va_end(ap);
+	*q = '\0';
+	return p;
+}
+
 void arena_free(struct arena *a)
 {
 	struct arena_block *b = a->head;

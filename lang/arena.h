@@ -43,6 +43,9 @@ char *arena_printf(struct arena *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 char *arena_vprintf(struct arena *a, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
+/* The strings up to the NULL, concatenated: the "%s%s" of arena_printf
+ * without a format string, for keys and paths built once per field. */
+char *arena_concat(struct arena *a, ...) __attribute__((sentinel));
 void arena_free(struct arena *a);
 
 #define ARENA_NEW(a, type) ((type *)arena_alloc((a), sizeof(type)))

@@ -191,10 +191,10 @@ static bool is_enum_word(const char *alts, const char *word)
 static void train_field(struct eval *ev, struct check_job *j, const struct field *f, const char *prefix,
 			const struct field_spec *specs)
 {
-	char what[96];
 	const struct field_spec *s = check_spec_find(specs, f->name);
+	const char *key = arena_concat(ev->arena, prefix, f->name, (char *)NULL);
+	const char *what = arena_concat(ev->arena, "'", key, "'", (char *)NULL);
 
-	snprintf(what, sizeof what, "'%s%s'", prefix, f->name);
 	if (!s) {
 		check_unknown_field(ev, specs, f, prefix[0] ? "this record" : "a train block");
 		j->ok = false;	/* a misspelt key: do not also call it missing */
@@ -205,7 +205,8 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 			eval_error(ev, DIAG_TYPE_MISMATCH, f->loc, "%s is written '%s { ... }'", what, f->name);
 		for (const struct field *g = f->sub; g; g = g->next)
 			if (!check_duplicate_field(ev, f->sub, g))
-				train_field(ev, j, g, arena_printf(ev->arena, "%s.", f->name), check_train_sub_specs(f->name));
+				train_field(ev, j, g, arena_concat(ev->arena, f->name, ".", (char *)NULL),
+					    check_train_sub_specs(f->name));
 		return;
 	}
 	struct value v = eval_expr(ev, NULL, f->value);
@@ -222,8 +223,6 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	v.origin = f->loc;
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))
 		v.label = f->name;	/* "tp (3)" in notes; a model keeps its own name */
-	const char *key = arena_printf(ev->arena, "%s%s", prefix, f->name);
-
 	if (check_kind(ev, v, s->type, what) && check_range(ev, v, check_range_of(check_train_ranges, key), what))
 		keep(ev, j, key, v);
 	else
@@ -328,14 +327,14 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 			   "and schedule = \"interleaved\"");
 		ok = false;
 	}
-	static const char *const split[] = { "first_stage_layers", "last_stage_layers",
-					     "account_for_embedding", "account_for_loss" };
+	static const char prefix[] = "parallel.";
+	static const char *const split[] = { "parallel.first_stage_layers", "parallel.last_stage_layers",
+					     "parallel.account_for_embedding", "parallel.account_for_loss" };
 
 	for (size_t i = 0; i < sizeof split / sizeof split[0] && !degree_above_1(j, "parallel.pp"); i++)
-		if (check_job_field(j, arena_printf(ev->arena, "parallel.%s", split[i]), &v) &&
-		    (v.kind != VAL_BOOL || v.b)) {
+		if (check_job_field(j, split[i], &v) && (v.kind != VAL_BOOL || v.b)) {
 			eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'%s' places layers on pipeline "
-				   "stages: it needs pp > 1", split[i]);
+				   "stages: it needs pp > 1", split[i] + sizeof prefix - 1);
 			ok = false;
 		}
 	if (check_job_field(j, "parallel.sequence_parallel", &v) && v.kind == VAL_BOOL && v.b &&

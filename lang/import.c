@@ -70,7 +70,7 @@ static const char *join(struct arena *a, const char *dir, const char *name)
 {
 	if (strcmp(dir, ".") == 0)
 		return arena_strdup(a, name);
-	return arena_printf(a, "%s/%s", dir, name);
+	return arena_concat(a, dir, "/", name, (char *)NULL);
 }
 
 /* Whether @path names anything at all. A FIFO, device or directory found
@@ -120,7 +120,7 @@ static const char *real_path(struct loader *ld, const char *path)
 		const char *real = real_dir_of(ld, dir);
 
 		if (real)
-			return arena_printf(ld->arena, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
+			return arena_concat(ld->arena, real, strcmp(real, "/") ? "/" : "", base, (char *)NULL);
 	}
 	char *rp = realpath(path, NULL);
 	const char *res = rp ? arena_strdup(ld->arena, rp) : NULL;
@@ -134,7 +134,7 @@ static const char *with_extension(struct arena *a, const char *name)
 	const char *base = strrchr(name, '/');
 	const char *dot = strrchr(base ? base : name, '.');
 
-	return dot && strcmp(dot, ".mem") == 0 ? name : arena_printf(a, "%s.mem", name);
+	return dot && strcmp(dot, ".mem") == 0 ? name : arena_concat(a, name, ".mem", (char *)NULL);
 }
 
 /* One candidate folder: on success fill *path and *display. */

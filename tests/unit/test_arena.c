@@ -93,6 +93,9 @@ static void string_helpers(void **state)
 	assert_string_equal(arena_strndup(&a, "abcdef", 3), "abc");
 	assert_string_equal(arena_printf(&a, "%s=%d", "n", 42), "n=42");
 	assert_string_equal(arena_printf(&a, "%s", ""), "");
+	assert_string_equal(arena_concat(&a, "parallel", ".", "tp", (char *)NULL), "parallel.tp");
+	assert_string_equal(arena_concat(&a, "", "x", "", (char *)NULL), "x");
+	assert_string_equal(arena_concat(&a, (char *)NULL), "");
 
 	int *v = ARENA_NEW_ARRAY(&a, int, 1000);
 	assert_true(is_zero((unsigned char *)v, 1000 * sizeof(int)));

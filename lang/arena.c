@@ -98,10 +98,12 @@ static void *alloc_big(struct arena *a, size_t size)
 		a->head = b;
 		a->used = size;
 	}
-	return memset(b->data, 0, size);
+	return b->data;
 }
 
-void *arena_alloc(struct arena *a, size_t size)
+/* Inlined into both arena_alloc and arena_alloc_raw: the memset of the
+ * first stays a tail call. */
+static inline void *carve(struct arena *a, size_t size)
 {
 	if (size > SIZE_MAX - ARENA_ALIGN)
 		xdie_oom();
@@ -117,7 +119,17 @@ void *arena_alloc(struct arena *a, size_t size)
 	}
 	void *p = (char *)a->head->data + a->used;
 	a->used += size;
-	return memset(p, 0, size);
+	return p;
+}
+
+void *arena_alloc_raw(struct arena *a, size_t size)
+{
+	return carve(a, size);
+}
+
+void *arena_alloc(struct arena *a, size_t size)
+{
+	return memset(carve(a, size), 0, size);
 }
 
 char *arena_strndup(struct arena *a, const char *s, size_t n)

@@ -37,6 +37,10 @@ struct arena {
 };
 
 void *arena_alloc(struct arena *a, size_t size);
+/* arena_alloc() without the zeroing, for an array whose elements are each
+ * written before they are read: zeroing a grown table of struct values
+ * per train block cost more than filling it. */
+void *arena_alloc_raw(struct arena *a, size_t size);
 char *arena_strndup(struct arena *a, const char *s, size_t n);
 char *arena_strdup(struct arena *a, const char *s);
 char *arena_printf(struct arena *a, const char *fmt, ...)

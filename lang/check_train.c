@@ -156,8 +156,9 @@ static void keep(struct eval *ev, struct check_job *j, const char *name, struct 
 {
 	if (j->nfields == j->capfields) {
 		unsigned cap = j->capfields ? j->capfields * 2 : 16;
-		struct value *f = ARENA_NEW_ARRAY(ev->arena, struct value, cap);
-		const char **n = ARENA_NEW_ARRAY(ev->arena, const char *, cap);
+		/* raw: an element is read only below nfields, once written */
+		struct value *f = arena_alloc_raw(ev->arena, arena_array_size(sizeof *f, cap));
+		const char **n = arena_alloc_raw(ev->arena, arena_array_size(sizeof *n, cap));
 
 		if (j->nfields) {
 			memcpy(f, j->fields, j->nfields * sizeof *f);
@@ -515,12 +516,12 @@ static bool compile_ok(struct eval *ev, const struct check_job *j)
  * policy; another checkpoint mode would ignore it. */
 /* data { min_seq_len, later_seq_len } bound the lengths of padding =
  * longest (§5.4). */
-static bool data_len_ok(struct eval *ev, const struct check_job *j, const char *key)
+/* @path is "data.<key>": spelt out by the caller, no format per block. */
+static bool data_len_ok(struct eval *ev, const struct check_job *j, const char *path)
 {
 	struct value m, s;
-	char path[32];
+	const char *key = path + sizeof "data." - 1;
 
-	snprintf(path, sizeof path, "data.%s", key);
 	if (!check_job_field(j, path, &m) || m.kind != VAL_NUM)
 		return true;
 	if (!check_sym_is(j, "data.padding", "longest")) {
@@ -538,7 +539,7 @@ static bool data_len_ok(struct eval *ev, const struct check_job *j, const char *
 
 static bool data_ok(struct eval *ev, const struct check_job *j)
 {
-	bool a = data_len_ok(ev, j, "min_seq_len"), b = data_len_ok(ev, j, "later_seq_len");
+	bool a = data_len_ok(ev, j, "data.min_seq_len"), b = data_len_ok(ev, j, "data.later_seq_len");
 
 	return a && b;
 }

@@ -310,7 +310,8 @@ static ssize_t read_full(int fd, char *buf, size_t want)
 static char *read_all(struct src_table *t, struct diag_engine *de, int fd,
 		      const char *name, struct loc site, size_t size)
 {
-	char *buf = arena_alloc(t->arena, size + 2);
+	/* raw: the read fills the text, the two bytes after it are set below */
+	char *buf = arena_alloc_raw(t->arena, size + 2);
 	ssize_t got = read_full(fd, buf, size + 1);
 
 	if (got < 0 || (size_t)got != size) {
@@ -318,7 +319,7 @@ static char *read_all(struct src_table *t, struct diag_engine *de, int fd,
 			   got < 0 ? strerror(errno) : "file changed while being read");
 		return NULL;
 	}
-	buf[size] = '\0';
+	buf[size] = buf[size + 1] = '\0';
 	return buf;
 }
 
@@ -493,7 +494,8 @@ uint32_t src_col_of(const struct src_file *f, uint32_t offset)
 	while (p < target) {
 		uint32_t cp;
 
-		p += src_decode(p, f->text + f->len, &cp);
+		/* ASCII is one byte, one column: decode only the rest */
+		p += (unsigned char)*p < 0x80 ? 1 : src_decode(p, f->text + f->len, &cp);
 		col++;
 	}
 	return col;

@@ -49,6 +49,28 @@ static void allocations_are_aligned_and_zeroed(void **state)
 	assert_null(a.head);
 }
 
+/* A raw request is aligned and its own: the zeroed ones around it stay
+ * zeroed, small and big alike. */
+static void raw_allocations_keep_the_others_zeroed(void **state)
+{
+	struct arena a = { 0 };
+	(void)state;
+
+	for (size_t size = 1; size < 40000; size = size * 3 + 1) {
+		unsigned char *r = arena_alloc_raw(&a, size);
+
+		assert_true(is_aligned(r));
+		memset(r, 0xcd, size);
+		unsigned char *p = arena_alloc(&a, size);
+
+		assert_true(is_aligned(p));
+		assert_true(is_zero(p, size));
+		assert_true(p + size <= r || r + size <= p);
+		memset(p, 0xab, size);
+	}
+	arena_free(&a);
+}
+
 /* Big blocks get their own chunk; earlier and later small ones survive. */
 static void large_blocks_keep_pointers_valid(void **state)
 {
@@ -167,6 +189,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(allocations_are_aligned_and_zeroed),
+		cmocka_unit_test(raw_allocations_keep_the_others_zeroed),
 		cmocka_unit_test(large_blocks_keep_pointers_valid),
 		cmocka_unit_test(a_big_block_first_is_fine),
 		cmocka_unit_test(string_helpers),

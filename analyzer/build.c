@@ -153,7 +153,8 @@ uint64_t bld_rep_pop(struct bld *b)
 bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
-					     "grouped", "paged", "op", "recompute", "input_of", "fp8_copy" };
+					     "grouped", "paged", "op", "recompute", "input_of", "fp8_copy",
+					     "output" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -471,6 +472,8 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		add_pending(b->frame, fg->args, bytes, loss, false);
 	else
 		bld_add_saves(b, bytes, loss);
+	if (b->keep_output && find_attr(t->stmt, "output"))
+		bld_add_act(b, &b->output_kept, bytes, "the saved activations of a layer");
 	if (!fg && io && b->frame)
 		add_pending(b->frame, io->args, bytes, loss, true);
 	/* TE's _Linear and torchao's saved casts keep the FP8 input they made,
@@ -499,6 +502,13 @@ static void on_temp(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 
 	if (find_attr(t->stmt, "loss"))
 		f->loss = true;
+	/* the model's output, which the loop holds (keep_output): alive from
+	 * the forward that makes it through the whole backward, as a save */
+	if (b->keep_output && fwd && find_attr(t->stmt, "output")) {
+		bld_add_saves(b, bytes, f->loss);
+		bld_add_act(b, &b->output_kept, bytes, "the saved activations of a layer");
+		return;
+	}
 	if (fwd || !bwd) {
 		bld_add_act(b, &f->temp_fwd, bytes, "the transient bytes of a layer");
 		bld_parts_push(&f->tf, bytes);

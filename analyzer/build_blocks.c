@@ -141,7 +141,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 
 		if (!loss && bld_add_act(b, &act, tf, "the transient bytes of a layer") && act > b->rl_reward_act)
 			b->rl_reward_act = act;
-		saves = tf = tb = f->input = f->input_saved = 0;
+		saves = tf = tb = f->input = f->input_saved = b->output_kept = 0;
 		tfp = tbp = NULL;
 		ntf = ntb = 0;
 		b->nsave_parts = 0;
@@ -159,13 +159,14 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.save_parts = b->save_parts, .nsave_parts = b->nsave_parts,
 		.temp_fwd_parts = tfp, .ntemp_fwd_parts = ntf,
 		.temp_bwd_parts = tbp, .ntemp_bwd_parts = ntb,
+		.kept_bytes = b->output_kept,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
 	tie_layer(b, f);
 	b->params = NULL;
 	b->nparams = b->capparams = 0;
-	b->saves = b->loss_saves = 0;
+	b->saves = b->loss_saves = b->output_kept = 0;
 	b->save_parts = NULL;
 	b->nsave_parts = b->capsave_parts = 0;
 	b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
@@ -213,7 +214,8 @@ static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 	    x->saves_bytes != y->saves_bytes || x->input_bytes != y->input_bytes ||
 	    x->temp_fwd_bytes != y->temp_fwd_bytes || x->temp_bwd_bytes != y->temp_bwd_bytes ||
 	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts ||
-	    x->tied_grad_bytes != y->tied_grad_bytes || x->tied_grad_end_bytes != y->tied_grad_end_bytes)
+	    x->tied_grad_bytes != y->tied_grad_bytes || x->tied_grad_end_bytes != y->tied_grad_end_bytes ||
+	    x->kept_bytes != y->kept_bytes)
 		return false;
 	for (size_t i = 0; i < x->nsave_parts; i++)
 		if (x->save_parts[i] != y->save_parts[i])

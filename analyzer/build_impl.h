@@ -118,6 +118,9 @@ struct bld {
 	uint64_t graph_kept;		/* the inputs MatMul4Bit keeps in ctx.tensors, every layer */
 	bool graph_kept_placed;		/* added to the first loss-region layer's forward */
 	uint64_t graph_num, graph_den;	/* the previous batch's length over seq_len (data { }) */
+	bool keep_output;		/* train.keep_output: the loop holds the model's output
+					   (the `output` tensors) until after the optimizer step */
+	uint64_t output_kept;		/* of the open layer's saves, that output's bytes */
 	uint64_t lora_r;
 	double lora_dropout;
 	const struct dtype *lora_dtype, *quant;

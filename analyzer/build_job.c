@@ -933,6 +933,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	b.optimizer = cj->optimizer;
 	key(&b, "megatron.recompute_modules", &b.recompute_modules);
 	bld_setup_finetune(&b, cj->finetune);
+	b.keep_output = key_bool(&b, "keep_output", false);
 	bld_setup_rl(&b);
 	key(&b, "freeze", &b.freeze);
 	/* The real build reports what only it evaluates (an optimizer state's

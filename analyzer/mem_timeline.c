@@ -393,6 +393,15 @@ static uint64_t tied_held(const struct walk *w, const struct pos *p)
 	return held < owners ? held : owners;
 }
 
+/* The model's output that the loop holds (train.keep_output: fsdp_qlora
+ * train.py binds `output = model(...)` and drops it only after
+ * optimizer.step()): a later layer's saves that outlive that layer's
+ * backward.  The current layer's own are still among its saves. */
+static uint64_t output_held(const struct walk *w, const struct pos *p)
+{
+	return mem_sub(w->st->total.v[S_KEPT], mem_add(p->ovf, pv(p, S_KEPT), p->c->kept));
+}
+
 /* Backward of the current layer, or (remat) the re-run of its forward. */
 static void instant_backward(struct walk *w, const struct pos *p, bool remat, struct instant *in)
 {
@@ -410,6 +419,7 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 		put_buf(w, v, MEM_B_CASTS, mem_sub(pv(p, S_CAST_FWD), p->U.v[S_CAST_FWD]));
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, true));
 	put(w, v, MEM_C_GRADIENTS, tied_held(w, p));
+	put(w, v, MEM_C_LOGITS, output_held(w, p));
 	in->after = add_grads(w, p, v, remat);
 }
 
@@ -440,6 +450,7 @@ static void optimizer_instant(struct walk *w, struct mem_vec *v, struct mem_wher
 	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
 	put(w, v, MEM_C_GRADIENTS, T->v[S_GFIN]);
+	put(w, v, MEM_C_LOGITS, T->v[S_KEPT]);	/* the loop's output, freed after the step */
 	put_buf(w, v, MEM_B_BUCKETS, w->sc[0].base.b[MEM_B_BUCKETS]);
 	put_buf(w, v, MEM_B_STEP_TEMPS, mem_add(o, T->v[S_STEP_GROUP], w->st->step_max));
 	wh->phase = MEM_PHASE_OPTIMIZER;
@@ -478,6 +489,7 @@ static void final_reduce_instant(struct walk *w, const struct scenario *s, struc
 	memset(wh, 0, sizeof(*wh));
 	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
+	put(w, v, MEM_C_LOGITS, T->v[S_KEPT]);
 	put_buf(w, v, MEM_B_BUCKETS, s->base.b[MEM_B_BUCKETS]);
 	put_buf(w, v, MEM_B_GATHERED, T->v[S_GATH]);
 	put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));

@@ -222,6 +222,10 @@ struct mem_layer {
 	 * until the earlier layer's (0: frozen); on that earlier layer, the
 	 * bytes whose hold its backward ends (docs/memory-model.md) */
 	uint64_t tied_grad_bytes, tied_grad_end_bytes;
+	/* of saves_bytes, the model's output that the training loop holds
+	 * (train.keep_output: fsdp_qlora's `output`) past this layer's backward,
+	 * through the backward of every earlier layer and the optimizer step */
+	uint64_t kept_bytes;
 };
 
 /* Under data.padding = longest: the share of a layer's saves_bytes,

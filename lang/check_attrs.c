@@ -20,7 +20,7 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    "shared_dropout", "input_of", "fp8_copy", "tied", NULL };
+					    "shared_dropout", "input_of", "fp8_copy", "tied", "output", NULL };
 
 static bool is_word(const char *name)
 {
@@ -134,6 +134,22 @@ static void check_fp8_copy(struct eval *ev, const struct stmt *s, const struct a
 	check_saves_params(ev, s, a, "fp8_copy");
 }
 
+/* output: the tensor the model returns to the training loop (its logits),
+ * which `keep_output` holds past the layer's backward; a save or a
+ * forward temporary, without arguments. */
+static void check_output(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	bool fwd = false, bwd = false;
+
+	for (const struct attr *o = s->tensor.attrs; o; o = o->next) {
+		fwd |= !strcmp(o->name, "forward");
+		bwd |= !strcmp(o->name, "backward");
+	}
+	if (a->args || bwd || (s->tensor.kind != TENSOR_SAVES && (s->tensor.kind != TENSOR_TEMP || !fwd)))
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "output marks a saves or forward temp tensor, "
+			   "without arguments");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -152,6 +168,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_fp8_copy(ev, t->stmt, a);
 		if (!strcmp(a->name, "tied"))
 			check_tied(ev, t->stmt, a);
+		if (!strcmp(a->name, "output"))
+			check_output(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };
@@ -165,7 +183,7 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
 			  "for_grad(...), fp8_copy(...), op(...), recompute(...), shared_dropout, input_of(...), "
-			  "tied(...), forward, backward, loss, "
+			  "tied(...), output, forward, backward, loss, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }

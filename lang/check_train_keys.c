@@ -37,7 +37,7 @@ const struct field_spec check_train_fields[] = {
 	{ "fp8", "record", false },
 	{ "fsdp1", "record", false }, { "nccl", "record", false },
 	{ "fsdp2", "record", false }, { "rl", "record", false },
-	{ "data", "record", false },
+	{ "data", "record", false }, { "keep_output", "bool", false },
 	{ NULL, NULL, false },
 };
 

@@ -222,13 +222,15 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 	bool q = strstr(tt, "qlora") != NULL;
 	const char *targets = !strcmp(flag_text(c, "lora_target_modules", "all"), "default") ?
 			      "[q, v]" : "[k, q, v, up, down, gate]";
-	const char *call = arena_printf(o->arena, "%s(r = %s, alpha = %s, dropout = %s, targets = %s%s%s)",
+	const char *call = arena_printf(o->arena, "%s(r = %s, alpha = %s, dropout = %s, targets = %s%s%s%s)",
 					q ? "qlora" : "lora", flag_text(c, "lora_rank", "64"),
 					flag_text(c, "lora_alpha", "16"), flag_text(c, "lora_dropout", "0.1"),
-					targets, q ? ", quant = nf4_dq, quant_storage = " : "", q ? storage : "");
+					targets, q ? ", quant = nf4_dq, quant_storage = " : "", q ? storage : "",
+					q ? ", save_input = true" : "");
 
 	set_from(o, c, "finetune", call, "train_type", q ? "Linear4bit(quant_type='nf4', quant_storage="
-		 "torch_dtype), compress_statistics left True" : NULL);
+		 "torch_dtype), compress_statistics left True; save_input: bitsandbytes before 0.43.2, as "
+		 "its README's >=0.43.0 and reentrant note had it (drop it with 0.43.2 and later)" : NULL);
 	return true;
 }
 

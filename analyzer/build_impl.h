@@ -2,12 +2,13 @@
 /*
  * build_impl.h - state of one job build, shared by build.c (the walk),
  * build_param.c (parameter bytes, adapters, optimizer states) and
- * build_job.c (blocks, layout and overheads).
+ * build_job*.c (the train block: layout, buffers and overheads).
  */
 #ifndef MEMC_ANALYZER_BUILD_IMPL_H
 #define MEMC_ANALYZER_BUILD_IMPL_H
 
 #include "analyzer/build.h"
+#include "lang/diag.h"
 
 struct dtype;
 
@@ -241,5 +242,28 @@ void bld_setup_rl(struct bld *b);
 bool bld_finish_rl(struct bld *b, struct build *out);
 void bld_walk_rl_models(struct bld *b, struct env *env);
 void bld_rl_apart(struct bld *b, struct mem_param *p, bool ref);
+
+/* build_job.c: the train block's keys (check_job_field) and the walk's
+ * bindings, each with the default the key has when it is not written. */
+bool bld_key(const struct bld *b, const char *k, struct value *v);
+uint64_t bld_key_u64(struct bld *b, const char *k, uint64_t dflt);
+bool bld_key_bool(struct bld *b, const char *k, bool dflt);
+const char *bld_key_sym(struct bld *b, const char *k, const char *dflt);
+uint64_t bld_bound_u64(struct bld *b, const char *name, uint64_t dflt);
+const char *bld_bound_sym(struct bld *b, const char *name, const char *dflt);
+bool bld_gpu_u64(struct bld *b, const char *field, uint64_t *out);
+/* Fails the build; prints (once, and not when quiet) at @at or the train block. */
+__attribute__((format(printf, 4, 5)))
+bool bld_error(struct bld *b, enum diag_id id, struct loc at, const char *fmt, ...);
+/* build_job_layout.c */
+bool bld_layout(struct bld *b, struct mem_job *j, int zero);
+bool bld_megatron_job(struct bld *b, int zero);
+int bld_megatron_setup(struct bld *b, int zero);
+void bld_fsdp2_setup(struct bld *b);
+/* build_job_buffers.c */
+void bld_buffers(struct bld *b, struct mem_job *j, int zero);
+void bld_overheads(struct bld *b, struct mem_job *j);
+void bld_shapes_split(struct eval *ev, struct arena *a, const struct check_job *cj,
+		      const struct build_override *ov, struct mem_job *j);
 
 #endif

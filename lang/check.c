@@ -117,7 +117,21 @@ static const char *const range_words[] = {
 	[RANGE_FRACTION] = "at least 0% and below 100%", [RANGE_PERCENT] = "between 0% and 100%",
 	[RANGE_AT_LEAST_1] = "at least 1", [RANGE_POSITIVE_BYTES] = "more than 0 B, in whole bytes",
 	[RANGE_NONNEG_BYTES] = "0 B or more, in whole bytes",
+	/* NCCL src/include/device.h MAXCHANNELS: every channel count is capped
+	 * there (ncclMaxNchannels), so a larger one is never what runs */
+	[RANGE_NCCL_CHANNELS] = "from 1 to 64 (NCCL's MAXCHANNELS)",
+	/* c10 CUDAAllocatorConfig parseRoundUpPower2Divisions: stoi, then
+	 * TORCH_CHECK(isPowerOf2_64); 2^30 is the largest power of two an int holds */
+	[RANGE_POWER_OF_2] = "a power of two from 1 to 2^30 (PyTorch refuses any other)",
 };
+
+/* n = 2^k for a k in 0..30. */
+static bool power_of_2(struct num n)
+{
+	uint64_t u = 0;
+
+	return num_is_int(n) && num_sign(n) > 0 && num_to_u64(n, &u) && u <= (1u << 30) && !(u & (u - 1));
+}
 
 static bool in_range(struct num n, enum check_range r)
 {
@@ -132,6 +146,8 @@ static bool in_range(struct num n, enum check_range r)
 	case RANGE_AT_LEAST_1: return vs1 >= 0;
 	case RANGE_POSITIVE_BYTES: return sign > 0 && num_is_int(n);
 	case RANGE_NONNEG_BYTES: return sign >= 0 && num_is_int(n);
+	case RANGE_NCCL_CHANNELS: return vs1 >= 0 && num_cmp(n, num_from_int(64)) <= 0;
+	case RANGE_POWER_OF_2: return power_of_2(n);
 	}
 	return true;
 }

@@ -18,6 +18,8 @@ enum check_range {
 	RANGE_AT_LEAST_1,		/* counts of things */
 	RANGE_POSITIVE_BYTES,		/* > 0 and whole bytes */
 	RANGE_NONNEG_BYTES,		/* >= 0 and whole bytes */
+	RANGE_NCCL_CHANNELS,		/* 1 to NCCL's MAXCHANNELS (64) */
+	RANGE_POWER_OF_2,		/* 1, 2, 4, ... 2^30 */
 };
 
 struct field_spec {

@@ -404,7 +404,8 @@ static bool layer_policy_ok(struct eval *ev, const struct check_job *j)
 			   "'recompute_method'/'recompute_num_layers' (Megatron) both pick layers: use one");
 		ok = false;
 	}
-	if (block && !has_n) {
+	/* written but refused (out-of-range) is not missing: one error is enough */
+	if (block && !has_n && !check_key_loc(j, "recompute_num_layers").file) {
 		eval_error(ev, DIAG_MISSING_FIELD, check_key_loc(j, "recompute_method"),
 			   "'recompute_method = block' needs 'recompute_num_layers'");
 		ok = false;

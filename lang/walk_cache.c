@@ -24,6 +24,7 @@
 #include "lang/arena.h"
 #include "lang/check_impl.h"
 #include "lang/eval_impl.h"
+#include "lang/source.h"
 #include "lang/walk_cache.h"
 
 struct walk_cache_entry {
@@ -48,6 +49,15 @@ static uint64_t mix(uint64_t h, uint64_t x)
 	return (h ^ x) * 0x100000001B3u;
 }
 
+/* A string's bytes, as atom_same compares them: a string literal is copied
+ * into the arena where it is written (lex_string), not interned, so two
+ * jobs that write the same "..." hold two pointers, and hashing the pointer
+ * would file equal keys apart (each job walking again). */
+static uint64_t str_hash(const char *s)
+{
+	return s ? src_digest(s, strlen(s)) : 0;
+}
+
 static uint64_t atom_hash(uint64_t h, const struct walk_atom *a)
 {
 	const struct value *v = &a->v;
@@ -59,8 +69,8 @@ static uint64_t atom_hash(uint64_t h, const struct walk_atom *a)
 			h = mix(h, (uint64_t)(uint8_t)v->dim.e[i]);
 		return v->unknown ? h : mix(mix(h, (uint64_t)v->num.n), (uint64_t)v->num.d);
 	case VAL_BOOL: return mix(h, v->b);
-	case VAL_STRING: case VAL_SYMBOL: return mix(h, (uintptr_t)v->str);
-	case VAL_CALL: return mix(mix(h, (uintptr_t)v->str), v->nitems);
+	case VAL_STRING: case VAL_SYMBOL: return mix(h, str_hash(v->str));
+	case VAL_CALL: return mix(mix(h, str_hash(v->str)), v->nitems);
 	case VAL_DTYPE: return mix(h, (uintptr_t)v->dtype);
 	case VAL_LIST: return mix(h, v->nitems);
 	case VAL_DECL: case VAL_INSTANCE: return mix(mix(h, (uintptr_t)v->decl), v->nitems);

@@ -97,12 +97,30 @@ static inline const char *fx_output(struct fixture *fx)
 	return fx->buf;
 }
 
-/* Add @text as file @name, make it fx->f and parse it; diagnostics are left for the test. */
-static inline struct file_ast *fx_parse(struct fixture *fx, const char *name, const char *text)
+/* Add @text as file @name to the table (it must load). */
+static inline struct src_file *fx_add(struct fixture *fx, const char *name, const char *text)
 {
 	struct src_file *f = src_add_string(fx->t, fx->de, name, text, strlen(text));
 
 	assert_non_null(f);
+	return f;
+}
+
+/* The location of the first occurrence of @needle in @f. */
+static inline struct loc fx_at(const struct src_file *f, const char *needle)
+{
+	const char *p = strstr(f->text, needle);
+
+	assert_non_null(p);
+	uint32_t start = (uint32_t)(p - f->text);
+	return (struct loc){ f->id, start, start + (uint32_t)strlen(needle) };
+}
+
+/* Add @text as file @name, make it fx->f and parse it; diagnostics are left for the test. */
+static inline struct file_ast *fx_parse(struct fixture *fx, const char *name, const char *text)
+{
+	struct src_file *f = fx_add(fx, name, text);
+
 	fx->f = f;
 	struct file_ast *ast = parse_file(&fx->arena, fx->in, fx->de, f);
 

@@ -7,6 +7,13 @@
 #ifndef MEMC_TESTS_UNIT_MEM_FIXTURE_H
 #define MEMC_TESTS_UNIT_MEM_FIXTURE_H
 
+/* cmocka 1.1.x needs these four headers before <cmocka.h>. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -21,6 +28,20 @@ static inline void mem_fx_job(struct mem_job *j, bool exact)
 	j->micro_batches = 1;
 	j->frag_factor = 1.0;
 	j->no_rounding = exact;
+}
+
+/* The one rank class of @j, which must analyse (its arrays are freed: the
+ * totals and per-class figures only). */
+static inline struct mem_class mem_fx_analyze(const struct mem_job *j)
+{
+	struct mem_result r;
+	struct mem_class k;
+
+	assert_int_equal(mem_analyze(j, &r), MEM_OK);
+	assert_int_equal(r.nclasses, 1);
+	k = r.classes[0];
+	mem_result_free(&r);
+	return k;
 }
 
 #endif

@@ -11,24 +11,6 @@
 #include "lang/strbuf.h"
 #include "lang_fixture.h"
 
-static struct src_file *add(struct fixture *fx, const char *name, const char *text)
-{
-	struct src_file *f = src_add_string(fx->t, fx->de, name, text, strlen(text));
-
-	assert_non_null(f);
-	return f;
-}
-
-/* The location of the first occurrence of @needle in @f. */
-static struct loc at(const struct src_file *f, const char *needle)
-{
-	const char *p = strstr(f->text, needle);
-
-	assert_non_null(p);
-	uint32_t start = (uint32_t)(p - f->text);
-	return (struct loc){ f->id, start, start + (uint32_t)strlen(needle) };
-}
-
 /* The first WARNING row that is on (or off) by default, or -1. */
 static int find_warning(bool default_on)
 {
@@ -41,9 +23,9 @@ static int find_warning(bool default_on)
 static void error_with_range(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "a.mem", "gpu X {\n  memory = 80 GiB + 3\n}\n");
+	struct src_file *f = fx_add(fx, "a.mem", "gpu X {\n  memory = 80 GiB + 3\n}\n");
 
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "80 GiB + 3"), "cannot add %s and %s", "bytes",
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "80 GiB + 3"), "cannot add %s and %s", "bytes",
 		   "count");
 	assert_string_equal(fx_output(fx),
 			    "a.mem:2:12: error: cannot add bytes and count [syntax]\n"
@@ -59,10 +41,10 @@ static void gutter_grows_with_line_number(void **state)
 	strbuf_init(&sb);
 	strbuf_addchars(&sb, '\n', 12344);
 	strbuf_addstr(&sb, "oops\n");
-	struct src_file *f = add(fx, "long.mem", sb.buf);
+	struct src_file *f = fx_add(fx, "long.mem", sb.buf);
 	strbuf_release(&sb);
 
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "oops"), "bad");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "oops"), "bad");
 	assert_string_equal(fx_output(fx),
 			    "long.mem:12345:1: error: bad [syntax]\n"
 			    " 12345 | oops\n"
@@ -73,10 +55,10 @@ static void gutter_grows_with_line_number(void **state)
 static void caret_under_tabs_cjk_emoji(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "u.mem", "\tname = \"日本🙂\" + y\n");
+	struct src_file *f = fx_add(fx, "u.mem", "\tname = \"日本🙂\" + y\n");
 
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "y"), "here");
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "日本"), "wide");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "y"), "here");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "日本"), "wide");
 	assert_string_equal(fx_output(fx),
 			    "u.mem:1:17: error: here [syntax]\n"
 			    "    1 | \tname = \"日本🙂\" + y\n"
@@ -89,7 +71,7 @@ static void caret_under_tabs_cjk_emoji(void **state)
 static void empty_and_multiline_ranges(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "r.mem", "abc def\nghi\n");
+	struct src_file *f = fx_add(fx, "r.mem", "abc def\nghi\n");
 	struct loc empty = { f->id, 4, 4 };
 	struct loc two_lines = { f->id, 4, 11 };
 
@@ -108,7 +90,7 @@ static void empty_and_multiline_ranges(void **state)
 static void caret_at_end_of_file(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "eof.mem", "gpu X {");
+	struct src_file *f = fx_add(fx, "eof.mem", "gpu X {");
 	struct loc eof = { f->id, f->len, f->len };
 
 	diag_error(fx->de, DIAG_SYNTAX, eof, "unexpected end of file");
@@ -127,10 +109,10 @@ static void long_line_is_clipped(void **state)
 	strbuf_addchars(&sb, 'a', 100000);
 	strbuf_addstr(&sb, "XYZ");
 	strbuf_addchars(&sb, 'b', 100000);
-	struct src_file *f = add(fx, "wide.mem", sb.buf);
+	struct src_file *f = fx_add(fx, "wide.mem", sb.buf);
 	strbuf_release(&sb);
 
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "XYZ"), "here");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "XYZ"), "here");
 	const char *out = fx_output(fx);
 	const char *src = strstr(out, "\n    1 | ...");
 	assert_non_null(src);
@@ -148,9 +130,9 @@ static void long_line_is_clipped(void **state)
 static void escapes_keep_the_line_readable(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "bidi.mem", "s = \"\xe2\x80\xae" "abc\" + \x1b" "z\n");
+	struct src_file *f = fx_add(fx, "bidi.mem", "s = \"\xe2\x80\xae" "abc\" + \x1b" "z\n");
 
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "z"), "here");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "z"), "here");
 	assert_string_equal(fx_output(fx),
 			    "bidi.mem:1:15: error: here [syntax]\n"
 			    "    1 | s = \"<U+202E>abc\" + <1b>z\n"
@@ -160,11 +142,11 @@ static void escapes_keep_the_line_readable(void **state)
 static void notes_and_no_location(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "n.mem", "a = 1\nb = a + x\n");
-	struct diag *d = diag_error(fx->de, DIAG_SYNTAX, at(f, "x"), "unknown name '%s'", "x");
+	struct src_file *f = fx_add(fx, "n.mem", "a = 1\nb = a + x\n");
+	struct diag *d = diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "x"), "unknown name '%s'", "x");
 
-	diag_note(d, at(f, "a +"), "on the same line: no second snippet");
-	diag_note(d, at(f, "a = 1"), "declared here");
+	diag_note(d, fx_at(f, "a +"), "on the same line: no second snippet");
+	diag_note(d, fx_at(f, "a = 1"), "declared here");
 	diag_note(d, NO_LOC, "see docs/diagnostics.md#%s", "syntax");
 	diag_error(fx->de, DIAG_BAD_FLAG, NO_LOC, "nowhere");
 	assert_string_equal(fx_output(fx),
@@ -183,16 +165,16 @@ static void notes_and_no_location(void **state)
 static void include_chain_before_first_diagnostic(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *a = add(fx, "a.mem", "x = 1\nimport \"b.mem\"\n");
-	struct src_file *b = add(fx, "b.mem", "import \"c.mem\"\n");
-	struct src_file *c = add(fx, "c.mem", "bad bad\n");
+	struct src_file *a = fx_add(fx, "a.mem", "x = 1\nimport \"b.mem\"\n");
+	struct src_file *b = fx_add(fx, "b.mem", "import \"c.mem\"\n");
+	struct src_file *c = fx_add(fx, "c.mem", "bad bad\n");
 
-	b->included_from = at(a, "import");
-	c->included_from = at(b, "import");
-	diag_error(fx->de, DIAG_SYNTAX, at(c, "bad"), "one");
-	diag_error(fx->de, DIAG_SYNTAX, at(c, "bad"), "two");
-	diag_error(fx->de, DIAG_SYNTAX, at(a, "x"), "three");
-	diag_error(fx->de, DIAG_SYNTAX, at(b, "import"), "four");
+	b->included_from = fx_at(a, "import");
+	c->included_from = fx_at(b, "import");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(c, "bad"), "one");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(c, "bad"), "two");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(a, "x"), "three");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(b, "import"), "four");
 	assert_string_equal(fx_output(fx),
 			    "In file included from b.mem:1:1,\n"
 			    "                 from a.mem:2:1:\n"
@@ -262,11 +244,11 @@ static void warning_flags(void **state)
 
 	if (w < 0)
 		return;	/* no default-on WARNING rows yet */
-	struct src_file *f = add(fx, "w.mem", "x\n");
+	struct src_file *f = fx_add(fx, "w.mem", "x\n");
 	const char *name = diag_name(w);
 	char want[1024];
 
-	diag_warn(fx->de, w, at(f, "x"), "plain");
+	diag_warn(fx->de, w, fx_at(f, "x"), "plain");
 	snprintf(want, sizeof(want),
 		 "w.mem:1:1: warning: plain [-W%s]\n    1 | x\n      | ^\n", name);
 	assert_string_equal(fx_output(fx), want);
@@ -277,7 +259,7 @@ static void warning_flags(void **state)
 	snprintf(flag, sizeof(flag), "no-%s", name);
 	assert_true(diag_apply_flag(fx->de, flag));
 	assert_false(diag_is_enabled(fx->de, w));
-	struct diag *d = diag_warn(fx->de, w, at(f, "x"), "hidden");
+	struct diag *d = diag_warn(fx->de, w, fx_at(f, "x"), "hidden");
 	diag_note(d, NO_LOC, "also hidden");
 	assert_null(d->notes);
 	assert_int_equal(diag_warning_count(fx->de), 1);
@@ -416,10 +398,10 @@ static void tally_warnings_only(void **state)
 static void records_are_kept_for_readers(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "k.mem", "one\n\t日 two\n");
+	struct src_file *f = fx_add(fx, "k.mem", "one\n\t日 two\n");
 
 	diag_set_output(fx->de, NULL);	/* --format=json: keep, don't print */
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "two"), "first");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "two"), "first");
 	diag_flush(fx->de);
 	diag_error(fx->de, DIAG_BAD_FLAG, NO_LOC, "second");
 	diag_flush(fx->de);
@@ -492,8 +474,8 @@ static void table_is_sorted_and_searchable(void **state)
 static void message_text_is_escaped(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "x\n.mem", "a b\n");
-	struct diag *d = diag_error(fx->de, DIAG_SYNTAX, at(f, "b"),
+	struct src_file *f = fx_add(fx, "x\n.mem", "a b\n");
+	struct diag *d = diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "b"),
 				    "m\nfake.mem:1:1: error: x\t\x1b[31m\r\x7f\xff");
 
 	diag_note(d, NO_LOC, "n\xc2\x85\xe2\x80\xae\xe2\x80\xa8\xef\xbb\xbf\\n ok \xc3\xa9");

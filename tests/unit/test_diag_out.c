@@ -10,23 +10,6 @@
 #include "analyzer/out/jsonw.h"
 #include "lang_fixture.h"
 
-static struct src_file *add(struct fixture *fx, const char *name, const char *text)
-{
-	struct src_file *f = src_add_string(fx->t, fx->de, name, text, strlen(text));
-
-	assert_non_null(f);
-	return f;
-}
-
-static struct loc at(const struct src_file *f, const char *needle)
-{
-	const char *p = strstr(f->text, needle);
-
-	assert_non_null(p);
-	uint32_t start = (uint32_t)(p - f->text);
-	return (struct loc){ f->id, start, start + (uint32_t)strlen(needle) };
-}
-
 /* What the @format writer makes of the fixture's engine, as one file. */
 static char *write_doc(struct fixture *fx, enum diag_out_format format)
 {
@@ -59,9 +42,9 @@ static void json_string_escapes(void **state)
 static void end_positions_are_exclusive(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "a.mem", "let \xc3\xa9t\xc3\xa9 = 1\nlet b = 2\n");
-	struct loc word = at(f, "\xc3\xa9t\xc3\xa9");
-	struct loc two_lines = { f->id, word.start, at(f, "b =").end };
+	struct src_file *f = fx_add(fx, "a.mem", "let \xc3\xa9t\xc3\xa9 = 1\nlet b = 2\n");
+	struct loc word = fx_at(f, "\xc3\xa9t\xc3\xa9");
+	struct loc two_lines = { f->id, word.start, fx_at(f, "b =").end };
 
 	assert_int_equal(diag_loc_col(fx->de, word), 5);
 	assert_int_equal(diag_loc_end_col(fx->de, word), 8);	/* code points, not bytes */
@@ -77,8 +60,8 @@ static void end_positions_are_exclusive(void **state)
 static void note_fix_keeps_text_output(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "a.mem", "train t {\n  micro_batch = 8\n}\n");
-	struct loc field = at(f, "micro_batch = 8");
+	struct src_file *f = fx_add(fx, "a.mem", "train t {\n  micro_batch = 8\n}\n");
+	struct loc field = fx_at(f, "micro_batch = 8");
 	char what[] = "micro_batch = 1";
 	struct diag *d = diag_warn(fx->de, DIAG_CAPACITY, field, "too big");
 
@@ -94,11 +77,11 @@ static void note_fix_keeps_text_output(void **state)
 static void json_fix_and_nulls(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "a.mem", "train t {\n  zero = 1\n}\n");
-	struct diag *d = diag_warn(fx->de, DIAG_CAPACITY, at(f, "zero = 1"), "too big");
+	struct src_file *f = fx_add(fx, "a.mem", "train t {\n  zero = 1\n}\n");
+	struct diag *d = diag_warn(fx->de, DIAG_CAPACITY, fx_at(f, "zero = 1"), "too big");
 
 	diag_note(d, NO_LOC, "the largest part");
-	diag_note_fix(d, at(f, "zero = 1"), "zero = 2", "zero = 2 fits");
+	diag_note_fix(d, fx_at(f, "zero = 1"), "zero = 2", "zero = 2 fits");
 	char *doc = write_doc(fx, DIAG_OUT_JSON);
 
 	assert_non_null(strstr(doc, "\"schema\": \"" DIAG_OUT_JSON_SCHEMA "\""));
@@ -113,10 +96,10 @@ static void json_fix_and_nulls(void **state)
 static void github_escapes_and_columns(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "50%,x:y.mem", "let a = 1\nlet b = 2\n");
-	struct loc two_lines = { f->id, at(f, "a =").start, at(f, "b =").end };
+	struct src_file *f = fx_add(fx, "50%,x:y.mem", "let a = 1\nlet b = 2\n");
+	struct loc two_lines = { f->id, fx_at(f, "a =").start, fx_at(f, "b =").end };
 
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "a = 1"), "100%% sure\r\nreally, yes: %s", "ok");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "a = 1"), "100%% sure\r\nreally, yes: %s", "ok");
 	diag_error(fx->de, DIAG_SYNTAX, two_lines, "spans");
 	char *doc = write_doc(fx, DIAG_OUT_GITHUB);
 
@@ -131,11 +114,11 @@ static void github_escapes_and_columns(void **state)
 static void sarif_rules_in_first_use_order(void **state)
 {
 	struct fixture *fx = *state;
-	struct src_file *f = add(fx, "dir/a b.mem", "let a = 1\n");
+	struct src_file *f = fx_add(fx, "dir/a b.mem", "let a = 1\n");
 
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "a"), "first");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "a"), "first");
 	diag_error(fx->de, DIAG_BAD_ARGUMENT, NO_LOC, "second");
-	diag_error(fx->de, DIAG_SYNTAX, at(f, "1"), "third");
+	diag_error(fx->de, DIAG_SYNTAX, fx_at(f, "1"), "third");
 	char *doc = write_doc(fx, DIAG_OUT_SARIF);
 	const char *syntax = strstr(doc, "\"id\": \"syntax\"");
 	const char *bad = strstr(doc, "\"id\": \"bad-argument\"");

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analyzer/memory.h"
+#include "mem_fixture.h"
 
 enum { N = 6 };
 
@@ -68,17 +69,6 @@ static void setup(struct fixture *f)
 	f->j.nblocks = 3;
 }
 
-static struct mem_class analyze(struct mem_job *j)
-{
-	struct mem_result r;
-	struct mem_class k;
-
-	assert_int_equal(mem_analyze(j, &r), MEM_OK);
-	k = r.classes[0];
-	mem_result_free(&r);
-	return k;
-}
-
 /* use_orig_params: each unit's sharded gradient covers a and w,
  * (200 + 20000) / 2 = 10,100 B per repeat; the frozen root keeps none.
  * Without it only a's: 100 B per repeat. */
@@ -88,9 +78,9 @@ static void orig_params_grads(void **state)
 
 	(void)state;
 	setup(&f);
-	assert_int_equal(analyze(&f.j).persistent[MEM_C_GRADIENTS], N * 100);
+	assert_int_equal(mem_fx_analyze(&f.j).persistent[MEM_C_GRADIENTS], N * 100);
 	f.j.fsdp1 = f.j.fsdp1_orig_params = true;
-	assert_int_equal(analyze(&f.j).persistent[MEM_C_GRADIENTS], N * 10100);
+	assert_int_equal(mem_fx_analyze(&f.j).persistent[MEM_C_GRADIENTS], N * 10100);
 }
 
 /* no_sync with 2 micro-batches: the second starts with every unit's
@@ -103,7 +93,7 @@ static void no_sync_resident(void **state)
 	setup(&f);
 	f.j.fsdp1 = f.j.fsdp1_orig_params = f.j.fsdp1_no_sync = true;
 	f.j.micro_batches = 2;
-	assert_int_equal(analyze(&f.j).at_peak[MEM_C_GRADIENTS], N * 20200);
+	assert_int_equal(mem_fx_analyze(&f.j).at_peak[MEM_C_GRADIENTS], N * 20200);
 }
 
 /* Offload, one rank: weights 8,000 + N x 20,200 + 8,000 = 137,200, states
@@ -121,11 +111,11 @@ static void offload_forward(void **state)
 	f.j.sharding = MEM_SHARD_NONE;
 	f.j.dp = 1;
 	f.j.offload_activations = true;
-	k = analyze(&f.j);
+	k = mem_fx_analyze(&f.j);
 	assert_int_equal(k.host_bytes, N * 29000);
 	assert_int_equal(k.phase_peak[MEM_PHASE_FORWARD], 173700);
 	f.j.offload_activations = false;
-	assert_int_equal(analyze(&f.j).phase_peak[MEM_PHASE_FORWARD], 173700 + (N - 1) * 29000);
+	assert_int_equal(mem_fx_analyze(&f.j).phase_peak[MEM_PHASE_FORWARD], 173700 + (N - 1) * 29000);
 }
 
 /* Megatron --cpu-offloading-num-layers 2: repeats 0 and 1 on the host
@@ -141,7 +131,7 @@ static void offload_first_layers(void **state)
 	f.j.sharding = MEM_SHARD_NONE;
 	f.j.dp = 1;
 	f.j.offload_first = 2;
-	k = analyze(&f.j);
+	k = mem_fx_analyze(&f.j);
 	assert_int_equal(k.host_bytes, 2 * 29000);
 	assert_int_equal(k.phase_peak[MEM_PHASE_FORWARD], 173700 + (N - 1) * 29000 - 2 * 29000);
 	f.j.recompute = MEM_RECOMPUTE_FULL;	/* Megatron refuses it */
@@ -156,10 +146,10 @@ static void check_fold(struct fixture *f)
 
 	f->j.blocks = f->folded;
 	f->j.nblocks = 3;
-	a = analyze(&f->j);
+	a = mem_fx_analyze(&f->j);
 	f->j.blocks = f->unrolled;
 	f->j.nblocks = N + 2;
-	b = analyze(&f->j);
+	b = mem_fx_analyze(&f->j);
 	assert_int_equal(a.peak_allocated, b.peak_allocated);
 	assert_memory_equal(a.at_peak, b.at_peak, sizeof(a.at_peak));
 	assert_int_equal(a.host_bytes, b.host_bytes);

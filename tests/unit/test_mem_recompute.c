@@ -29,17 +29,12 @@ static uint64_t peak_of(enum mem_recompute rc, uint64_t input_saved)
 	};
 	struct mem_block b = { .layers = l, .nlayers = 2, .repeat = 1, .is_body = true };
 	struct mem_job j;
-	struct mem_result r;
-	uint64_t peak;
 
 	mem_fx_job(&j, true);
 	j.blocks = &b;
 	j.nblocks = 1;
 	j.recompute = rc;
-	assert_int_equal(mem_analyze(&j, &r), MEM_OK);
-	peak = r.classes[0].peak_allocated;
-	mem_result_free(&r);
-	return peak;
+	return mem_fx_analyze(&j).peak_allocated;
 }
 
 /* torch/utils/checkpoint.py: the re-run uses detach()ed inputs, so the norm's
@@ -75,18 +70,15 @@ static uint64_t cast_peak(enum mem_recompute rc)
 	};
 	struct mem_block b = { .layers = l, .nlayers = 2, .repeat = 1, .is_body = true };
 	struct mem_job j;
-	struct mem_result r;
-	uint64_t peak;
+	struct mem_class k;
 
 	mem_fx_job(&j, true);
 	j.blocks = &b;
 	j.nblocks = 1;
 	j.recompute = rc;
-	assert_int_equal(mem_analyze(&j, &r), MEM_OK);
-	peak = r.classes[0].peak_allocated;
-	assert_int_equal(r.classes[0].buffers_at_peak[MEM_B_CASTS], 100 * MIB);
-	mem_result_free(&r);
-	return peak;
+	k = mem_fx_analyze(&j);
+	assert_int_equal(k.buffers_at_peak[MEM_B_CASTS], 100 * MIB);
+	return k.peak_allocated;
 }
 
 /* The re-run forward (under the checkpoint's autocast, with grad enabled)

@@ -89,18 +89,6 @@ static uint64_t states(const struct mem_class *k)
 	       k->persistent[MEM_C_OPTIMIZER];
 }
 
-static struct mem_class analyze_one(const struct mem_job *job)
-{
-	struct mem_result res;
-	struct mem_class k;
-
-	assert_int_equal(mem_analyze(job, &res), MEM_OK);
-	assert_int_equal(res.nclasses, 1);
-	k = res.classes[0];
-	mem_result_free(&res);
-	return k;
-}
-
 /* TV-02 and TV-08: Llama-2-7B, 16 B/param, one GPU. */
 static void tv08_llama2_7b_states(void **state)
 {
@@ -134,7 +122,7 @@ static void tv09_zero_stages(void **state)
 		struct mem_class k;
 
 		m->job.sharding = modes[i];
-		k = analyze_one(&m->job);
+		k = mem_fx_analyze(&m->job);
 		assert_int_equal(states(&k), want[i]);
 		assert_int_equal(k.ranks, 8);
 		assert_int_equal(k.ncomms, 1);
@@ -154,20 +142,20 @@ static void tv09_offload_host(void **state)
 	(void)state;
 	m->job.dp = 8;
 	m->job.sharding = MEM_SHARD_ZERO3;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.host_bytes, 0);
 	assert_int_equal(k.nvme_bytes, 0);
 	m->job.offload_optimizer = true;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.persistent[MEM_C_OPTIMIZER], 0);
 	assert_int_equal(k.host_bytes, 13476831232ull);
 	m->job.offload_params = true;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.persistent[MEM_C_WEIGHTS], 0);
 	assert_int_equal(k.host_bytes, 15161435136ull);
 	assert_int_equal(k.nvme_bytes, 0);
 	m->job.offload_optimizer_nvme = m->job.offload_params_nvme = true;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.nvme_bytes, 15161435136ull);
 	assert_int_equal(k.host_bytes, 1000000000ull + 16ull * 842301952ull);
 	free(m);
@@ -197,7 +185,7 @@ static void tv10_zero_figure1(void **state)
 		struct mem_class k;
 
 		j.sharding = modes[i];
-		k = analyze_one(&j);
+		k = mem_fx_analyze(&j);
 		assert_int_equal(states(&k), want[i]);
 	}
 }
@@ -234,12 +222,12 @@ static void tv13_korthikanti(void **state)
 	assert_int_equal(2 * sbh, 50331648ull);
 	assert_int_equal(2 * sbh / t, 6291456ull);
 	l.saves_bytes = tpsp;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 34426847232ull);
 	assert_int_equal(k.at_peak[MEM_C_ACTIVATIONS], 34426847232ull);
 	l.saves_bytes = sel;
 	j.recompute = MEM_RECOMPUTE_SELECTIVE;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 10267656192ull);
 }
 
@@ -278,13 +266,13 @@ static void tv14_full_checkpointing(void **state)
 	assert_int_equal(layer, 763887616ull);
 	assert_int_equal(32 * layer, 24444403712ull);
 	j.recompute = MEM_RECOMPUTE_FULL;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 1837629440ull);
 	assert_int_equal(k.peak.phase, MEM_PHASE_BACKWARD);
 	assert_true(k.peak.recompute);
 	assert_int_equal(k.peak.unit, 32);
 	j.recompute = MEM_RECOMPUTE_NONE;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 24444403712ull);
 }
 
@@ -306,12 +294,12 @@ static void tv17d_ddp_buckets(void **state)
 	j.nblocks = 1;
 	j.dp = 2;
 	j.sharding = MEM_SHARD_DDP;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.persistent[MEM_C_BUFFERS], 497759232ull);
 	assert_int_equal(k.persistent[MEM_C_GRADIENTS], 497759232ull);
 	assert_int_equal(k.at_peak[MEM_C_BUFFERS] + k.at_peak[MEM_C_GRADIENTS], 995518464ull);
 	j.grad_as_bucket_view = true;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.persistent[MEM_C_BUFFERS], 0);
 	assert_int_equal(k.at_peak[MEM_C_GRADIENTS], 497759232ull);
 }
@@ -327,11 +315,11 @@ static void tv17c_ipg_buckets(void **state)
 	m->job.sharding = MEM_SHARD_ZERO2;
 	m->job.zero_reduce_bucket_bytes = 1000000000ull;
 	m->body.saves_bytes = 4ull << 30;	/* make a backward instant the peak */
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.peak.phase, MEM_PHASE_BACKWARD);
 	assert_int_equal(k.buffers_at_peak[MEM_B_BUCKETS], 1000000000ull);
 	m->job.overlap_comm = true;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.buffers_at_peak[MEM_B_BUCKETS], 2000000000ull);
 	free(m);
 }
@@ -502,7 +490,7 @@ static void tv23_example_a_foreach(void **state)
 	struct mem_class k;
 
 	(void)state;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.peak_allocated, 67384156160ull);
 	assert_int_equal(k.peak.phase, MEM_PHASE_OPTIMIZER);
 	assert_int_equal(k.buffers_at_peak[MEM_B_STEP_TEMPS], 13476831232ull);
@@ -510,7 +498,7 @@ static void tv23_example_a_foreach(void **state)
 	assert_int_equal(k.phase_peak[MEM_PHASE_LOSS], 43339243520ull);
 	/* same with rounding on: every tensor is a multiple of 512 B */
 	m->job.no_rounding = true;
-	assert_int_equal(analyze_one(&m->job).peak_allocated, 67384156160ull);
+	assert_int_equal(mem_fx_analyze(&m->job).peak_allocated, 67384156160ull);
 	free(m);
 }
 
@@ -525,7 +513,7 @@ static void tv23_example_a_fused(void **state)
 	struct mem_class k;
 
 	(void)state;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.peak_allocated, 54671212544ull - 262144000ull + 33554432ull);
 	assert_true(k.peak_allocated <= 54671212544ull);
 	assert_int_equal(k.peak.phase, MEM_PHASE_BACKWARD);
@@ -547,7 +535,7 @@ static void optimizer_in_backward(void **state)
 
 	(void)state;
 	m->job.optimizer_in_backward = true;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.phase_peak[MEM_PHASE_OPTIMIZER], 0);
 	assert_true(k.peak.phase != MEM_PHASE_OPTIMIZER);
 	/* the gradients at the peak are one layer's at most (202,383,360 params x 2 B) */
@@ -584,7 +572,7 @@ static void tv24_example_b(void **state)
 	struct mem_class k;
 
 	(void)state;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.peak_allocated, 31439878144ull);
 	assert_int_equal(k.peak.phase, MEM_PHASE_LOSS);
 	assert_true(k.peak.backward_pass);
@@ -593,7 +581,7 @@ static void tv24_example_b(void **state)
 	assert_int_equal(k.at_peak[MEM_C_ACTIVATIONS], 2147483648ull);
 	assert_int_equal(k.at_peak[MEM_C_LOGITS], 14709424128ull);
 	m->job.micro_batches = 2;	/* sharded grads resident */
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(k.peak_allocated, 35455008768ull);
 	assert_true(k.peak.accumulating);
 	free(m);
@@ -617,7 +605,7 @@ static void figures_reserved_and_device(void **state)
 	j.nccl_bytes_per_comm = 512ull << 20;
 	j.capacity_bytes = 80ull << 30;
 	j.headroom = 0.10;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 10000ull << 20);
 	assert_int_equal(k.peak_reserved, 11000ull << 20);
 	assert_int_equal(k.ncomms, 3);		/* world (split by tp), dp, tp */
@@ -747,12 +735,12 @@ static void amp_cast_cache_under_recompute(void **state)
 	(void)state;
 	j.no_rounding = true;
 	j.recompute = MEM_RECOMPUTE_FULL;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak.phase, MEM_PHASE_FORWARD);
 	assert_int_equal(k.peak_allocated, N * 6 * numel + N * 64);	/* saves are not kept */
 	assert_int_equal(k.buffers_at_peak[MEM_B_CASTS], N * 2 * numel);
 	j.recompute = MEM_RECOMPUTE_NONE;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.buffers_at_peak[MEM_B_CASTS], N * 2 * numel);
 	assert_int_equal(k.peak_allocated, N * 6 * numel + N * 512);
 }
@@ -766,7 +754,7 @@ static void billion_repeats_are_instant(void **state)
 	struct mem_class k;
 
 	(void)state;
-	k = analyze_one(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 512000000000ull);
 	assert_int_equal(k.peak.unit, 1000000000ull);
 }
@@ -864,12 +852,12 @@ static void cp_inside_shard_group(void **state)
 	m->job.dp = 2;
 	m->job.cp = 4;
 	m->job.sharding = MEM_SHARD_ZERO3;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(states(&k), 13476831232ull);
 	assert_int_equal(k.ncomms, 2);		/* dp x cp and cp */
 	m->job.dp = 1;
 	m->job.cp = 8;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(states(&k), 13476831232ull);
 	assert_int_equal(k.ncomms, 2);		/* dp x cp is 8 even with dp 1 */
 	free(m);
@@ -890,15 +878,15 @@ static void expert_params_shard_over_expert_group(void **state)
 	m->job.dp = 8;
 	m->job.ep = 8;
 	m->job.sharding = MEM_SHARD_ZERO3;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(states(&k), 16 * dense / 8 + 16 * expert);
 	assert_int_equal(k.ncomms, 2);		/* dp and ep; the expert group is one rank */
 	m->job.dp = 16;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(states(&k), 16 * dense / 16 + 16 * expert / 2);
 	assert_int_equal(k.ncomms, 3);		/* + the expert data parallel group */
 	m->job.dp_shard = 8;			/* HSDP: 8 x 2 replicas, experts over 1 */
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_int_equal(states(&k), 16 * dense / 8 + 16 * expert);
 	assert_int_equal(k.ncomms, 3);		/* dp, ep, replicate */
 	m->job.dp_shard = 3;
@@ -919,11 +907,11 @@ static void explain_strings(void **state)
 	m->job.dp = 8;
 	m->job.sharding = MEM_SHARD_ZERO3;
 	m->job.no_explain = true;	/* never printed: not formatted */
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_string_equal(k.explain[MEM_C_WEIGHTS], "");
 	assert_string_equal(k.explain_peak, "");
 	m->job.no_explain = false;
-	k = analyze_one(&m->job);
+	k = mem_fx_analyze(&m->job);
 	assert_non_null(strstr(k.explain[MEM_C_WEIGHTS], "13,476,831,232 B for 6,738,415,616 params"));
 	assert_non_null(strstr(k.explain[MEM_C_WEIGHTS], "group (§3.1, §3.3), = 1,684,603,904 B (ZeRO-3)"));
 	/* no activations: the running unit's gathered params + unsharded grads win */

@@ -203,6 +203,35 @@ static void keys_follow_what_the_model_reads(void **state)
 			assert_true(key_of(r, k) != key_of(r, l));
 }
 
+/* A string literal is not interned (lex_string copies each one): two jobs
+ * that write the same "..." argument, and one that writes another, give
+ * two keys and two walks, not three. */
+static void equal_strings_written_twice_share_a_walk(void **state)
+{
+	struct fixture *fx = *state;
+	static const char *const tags[] = { "a", "a", "b" };
+
+	snprintf(fx->prog, sizeof fx->prog, "%s%s", DECLS,
+		 "model tagged(layers: count, tag: string) {\n  repeat layers { mlp(256, 1024) }\n}\n");
+	for (unsigned i = 0; i < 3; i++) {
+		size_t n = strlen(fx->prog);
+
+		snprintf(fx->prog + n, sizeof fx->prog - n,
+			 "train s%u {\n  model = tagged(layers = 2, tag = \"%s\")\n  cluster = 8 x G\n"
+			 "  precision = mixed\n  optimizer = adam\n  micro_batch = 1\n  seq_len = 64\n}\n",
+			 i, tags[i]);
+	}
+	struct check_result *r = check_text(fx);
+	unsigned long hits, misses;
+
+	fx_assert_no_diags(fx);
+	walk_cache_stats(r->ev, &hits, &misses);
+	assert_int_equal(hits, 1);
+	assert_int_equal(misses, 2);
+	assert_true(key_of(r, 0) == key_of(r, 1));
+	assert_true(key_of(r, 0) != key_of(r, 2));
+}
+
 /* Two jobs, one binding set: a walk whose warn fires is not kept, so the
  * second job warns too, at its own line, as without the cache. */
 static void a_walk_that_reported_is_not_kept(void **state)
@@ -242,6 +271,7 @@ int main(void)
 		T(kept_walks_equal_fresh_ones),
 		T(keys_follow_what_the_model_reads),
 		T(a_walk_that_reported_is_not_kept),
+		T(equal_strings_written_twice_share_a_walk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

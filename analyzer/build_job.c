@@ -409,7 +409,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	b.optimizer = cj->optimizer;
 	bld_key(&b, "megatron.recompute_modules", &b.recompute_modules);
 	bld_setup_finetune(&b, cj->finetune);
-	b.keep_output = key_bool(&b, "keep_output", false);
+	b.keep_output = bld_key_bool(&b, "keep_output", false);
 	bld_setup_rl(&b);
 	bld_key(&b, "freeze", &b.freeze);
 	/* The real build reports what only it evaluates (an optimizer state's

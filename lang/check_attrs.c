@@ -139,15 +139,19 @@ static void check_fp8_copy(struct eval *ev, const struct stmt *s, const struct a
  * forward temporary, without arguments. */
 static void check_output(struct eval *ev, const struct stmt *s, const struct attr *a)
 {
-	bool fwd = false, bwd = false;
+	bool fwd = false, bwd = false, fg = false;
 
 	for (const struct attr *o = s->tensor.attrs; o; o = o->next) {
 		fwd |= !strcmp(o->name, "forward");
 		bwd |= !strcmp(o->name, "backward");
+		fg |= !strcmp(o->name, "for_grad");
 	}
 	if (a->args || bwd || (s->tensor.kind != TENSOR_SAVES && (s->tensor.kind != TENSOR_TEMP || !fwd)))
 		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "output marks a saves or forward temp tensor, "
 			   "without arguments");
+	else if (fg)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "the loop holds the model's output whatever "
+			   "trains: drop for_grad(...)");
 }
 
 /* Attributes: a known word, or something that evaluates to a dtype. */

@@ -235,7 +235,8 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 }
 
 /* What train.py does whatever the flags: FSDP1 with its fixed arguments,
- * checkpoint_wrapper per decoder layer, HF modules with SDPA, and a loop
+ * checkpoint_wrapper per decoder layer, HF modules with SDPA (repeat_kv
+ * before the kernel: `attention = sdpa`), and a loop
  * that keeps `output` until after optimizer.step(). */
 static void fq_fixed(struct cfg *c, struct imp_out *o)
 {
@@ -245,7 +246,7 @@ static void fq_fixed(struct cfg *c, struct imp_out *o)
 
 	set_from(o, c, "checkpoint", flag_bool(c, "use_gradient_checkpointing", true) ? "full" : "none",
 		 "use_gradient_checkpointing", NULL);
-	imp_set(o, "attention", "flash", "train.py", "attn_impl = \"sdpa\"");
+	imp_set(o, "attention", "sdpa", "train.py", "attn_impl = \"sdpa\"");
 	imp_set(o, "kernels", "hf", "train.py", "AutoModelForCausalLM");
 	imp_set(o, "loss", "upcast_output", "train.py",
 		"transformers through 4.45 return logits.float() (4.46 and later: loss = standard)");

@@ -109,10 +109,13 @@ static size_t next_word(const char *t, size_t len, size_t *pos, size_t *start)
 bool cfg_read_fsdp_qlora(struct cfg *c)
 {
 	const char *t = c->file->text;
-	size_t len = c->file->len, pos = 0, s, n = next_word(t, len, &pos, &s);
+	size_t len = c->file->len, pos = 0, s, n = next_word(t, len, &pos, &s), n0 = c->n;
 
 	while (n) {
 		if (n < 3 || t[s] != '-' || t[s + 1] != '-') {	/* python, train.py, a stray word */
+			/* a launcher's own flags (torchrun --nproc_per_node 2 train.py) */
+			if (n >= 3 && !memcmp(t + s + n - 3, ".py", 3))
+				c->n = n0;
 			n = next_word(t, len, &pos, &s);
 			continue;
 		}

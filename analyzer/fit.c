@@ -500,19 +500,20 @@ static enum mem_component largest(const struct mem_class *k)
 static void capacity(struct fit_memo *m, struct eval *ev, const struct check_job *cj, const struct build *bd,
 		     const struct mem_class *k, struct diag *d)
 {
-	char part[32];
+	char part[32], rest[32];
 	enum mem_component c = largest(k);
 
 	if (d == diag_sink(eval_diag(ev)))
 		return;		/* dropped (--max-errors): nothing to note on */
 	if (bd->job.pp > 1)
 		diag_note(d, NO_LOC, "on pipeline stage %u", (unsigned)k->stage);
-	if (k->paged_bytes > k->at_peak[c])	/* unified memory, not a component */
-		diag_note(d, NO_LOC, "the largest part is paged optimizer state in unified "
-			  "memory (%s)", report_bytes(k->paged_bytes, part, sizeof part));
-	else
-		diag_note(d, NO_LOC, "the largest part is %s (%s)", mem_component_name(c),
-			  report_bytes(k->at_peak[c], part, sizeof part));
+	if (k->paged_bytes)	/* evictable (memory.c mem_class_totals): not what runs out */
+		diag_note(d, NO_LOC, "without the %s of paged optimizer states, which the driver "
+			  "evicts to the host, it still needs %s",
+			  report_bytes(k->paged_bytes, part, sizeof part),
+			  report_bytes(k->device_total - k->paged_bytes, rest, sizeof rest));
+	diag_note(d, NO_LOC, "the largest part is %s (%s)", mem_component_name(c),
+		  report_bytes(k->at_peak[c], part, sizeof part));
 	if (k->alloc_oom)	/* §5.4: where the replay, like PyTorch, runs out */
 		diag_note(d, NO_LOC, "the caching allocator cannot satisfy a request of %s (%s) even "
 			  "after freeing its cache; PyTorch raises OutOfMemoryError there",
@@ -592,6 +593,11 @@ static void warn_class(struct fit_memo *m, struct eval *ev, const struct check_j
 				   report_bytes(k->device_total, got, sizeof got), bd->rep.gpu,
 				   report_bytes(k->capacity, cap, sizeof cap),
 				   report_bytes(k->device_total - k->capacity, over, sizeof over)));
+	} else if (k->paged_evicted && !seen_at(seen[1], &nseen[1], bd->loc_train)) {
+		diag_emit(de, DIAG_HEADROOM, bd->loc_train,
+			  "nothing of %s stays free: %s of the paged optimizer states do not fit beside "
+			  "the rest and are evicted to host memory (paged in and out every step)",
+			  bd->rep.gpu, report_bytes(k->paged_evicted, over, sizeof over));
 	} else if (!k->fits_headroom && !seen_at(seen[1], &nseen[1], bd->loc_train)) {
 		diag_emit(de, DIAG_HEADROOM, bd->loc_train,
 			  "only %s (%.1f%%) of %s stays free; the job asks for %.0f%% headroom",

@@ -389,6 +389,32 @@ static void load_in_place(struct tr *r, const struct mem_layer *l, const struct 
 	free(u);
 }
 
+static void drop_loads(struct tr *r, struct inst *x)
+{
+	for (size_t i = x->load0 + x->nload; i-- > x->load0;)
+		drop(r, &r->loads.v[i]);
+	x->nload = 0;
+}
+
+/* FSDP1 keeps a unit's shard as one FlatParameter, cloned while the flat
+ * buffer and the originals are alive: _flat_param.py FlatParamHandle.shard
+ * (`_get_shard`: chunk.clone(), then `orig_storage._resize_(0)` frees the
+ * buffer), called from _init_utils.py _init_param_handle_from_params while
+ * its caller _init_param_handle_from_module still holds the originals in
+ * `managed_params`; they go when it returns. */
+static void fsdp1_shard(struct tr *r, size_t s, uint64_t k, size_t j0, size_t j1, uint32_t *flat)
+{
+	const struct mem_cost *c = mem_seg_costs(r->cx, &r->st->segs[s]);
+	uint64_t w = 0;
+
+	for (size_t j = j0; j < j1; j++)
+		w = mem_add(&r->cx->ovf, w, c[j].w);
+	put(r, w, STREAM_COMPUTE);
+	drop(r, flat);
+	for (size_t j = j0; j < j1; j++)
+		drop_loads(r, inst_of(r, s, k, j));
+}
+
 /* One unit's weights when loading shards whole units: its originals
  * (already on the GPU under from_pretrained), the FlatParameter they are
  * concatenated into (flat_param.py flatten_tensors), then the shard. */
@@ -406,13 +432,12 @@ static void load_unit(struct tr *r, size_t s, uint64_t k, size_t j0, size_t j1)
 		unit = mem_add(&r->cx->ovf, unit, c[j].gath);
 	}
 	flat = put(r, unit, STREAM_COMPUTE);
-	for (size_t j = j0; j < j1; j++) {
-		struct inst *x = inst_of(r, s, k, j);
-
-		for (size_t i = x->load0 + x->nload; i-- > x->load0;)
-			drop(r, &r->loads.v[i]);
-		x->nload = 0;
+	if (r->job->fsdp1 && r->job->sharding != MEM_SHARD_ZERO3) {
+		fsdp1_shard(r, s, k, j0, j1, &flat);
+		return;
 	}
+	for (size_t j = j0; j < j1; j++)
+		drop_loads(r, inst_of(r, s, k, j));
 	for (size_t j = j0; j < j1; j++)
 		put_params(r, &b->layers[j], c[j].w, K_W, NULL);
 	drop(r, &flat);

@@ -576,7 +576,12 @@ void mem_class_totals(const struct mem_job *job, struct mem_class *k, bool *o)
 	/* paged states are their own figure, not overhead */
 	k->at_peak[MEM_C_OVERHEAD] = k->device_total - k->paged_bytes - k->engine_bytes - k->peak_allocated;
 	k->capacity = job->capacity_bytes;
-	k->fits = !k->capacity || k->device_total <= k->capacity;
+	/* Paged states are cudaMallocManaged pages (bitsandbytes get_paged):
+	 * when the device is full the driver evicts them to the host rather
+	 * than fail a cudaMalloc, so they can slow a step but not end it. */
+	k->fits = !k->capacity || k->device_total - k->paged_bytes <= k->capacity;
+	k->paged_evicted = k->fits && k->capacity && k->device_total > k->capacity ?
+				   k->device_total - k->capacity : 0;
 	k->fits_headroom = !k->capacity ||
 			   (double)k->device_total <= (double)k->capacity * (1.0 - job->headroom);
 	k->headroom = k->capacity ? ((double)k->capacity - (double)k->device_total) /
@@ -746,9 +751,8 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	k->paged_bytes = st->total.v[S_PAGED];
 	if (job->alloc_replay) {
 		k->peak_allocated = w.peak;
-		uint64_t outside = mem_add(&cx->ovf, outside_bytes(cx), k->paged_bytes);
-
-		outside = mem_add(&cx->ovf, outside, job->engine_bytes);
+		/* not the paged states: the driver evicts them for the allocator */
+		uint64_t outside = mem_add(&cx->ovf, outside_bytes(cx), job->engine_bytes);
 
 		s = replay_reserved(cx, st, a, b, outside, k);
 		if (s != MEM_OK)

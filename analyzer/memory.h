@@ -415,7 +415,9 @@ struct mem_class {
 					   the NVMe staging buffers (§7); 0 without offload */
 	uint64_t nvme_bytes;		/* per rank: offloaded state on NVMe */
 	uint64_t capacity;
-	bool fits;			/* capacity == 0 || device_total <= capacity */
+	bool fits;			/* capacity == 0 || device_total - paged_bytes <= capacity */
+	uint64_t paged_evicted;		/* fits, but device_total over capacity by this: paged
+					   states the driver keeps on the host */
 	bool fits_headroom;		/* device_total <= capacity x (1 - headroom) */
 	double headroom;		/* (capacity - device_total) / capacity; 0 if unknown */
 	struct mem_where peak;

@@ -363,7 +363,8 @@ static void one_class(struct ph *p, const struct mem_class *k, struct phase_clas
 	}
 	c->run_alloc = c->alloc[c->run];
 	c->run_device = c->device[c->run];
-	c->run_fits = !k->capacity || c->run_device <= k->capacity;
+	/* the paged states the driver evicts (memory.c mem_class_totals) */
+	c->run_fits = !k->capacity || c->run_device - k->paged_bytes <= k->capacity;
 }
 
 bool phases_analyze(struct arena *a, const struct mem_job *job, const struct mem_result *r,

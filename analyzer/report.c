@@ -185,6 +185,11 @@ static void text_capacity(FILE *out, const struct report_job *j, const struct me
 			report_bytes(k->device_total - k->capacity, over, sizeof(over)));
 		return;
 	}
+	if (k->paged_evicted) {
+		fprintf(out, "fits with %s of paged states evicted to the host",
+			report_bytes(k->paged_evicted, over, sizeof(over)));
+		return;
+	}
 	fprintf(out, "fits, %.0f%% headroom", floor(k->headroom * 100.0));
 	if (!k->fits_headroom && j->job)
 		fprintf(out, " (below the requested %.0f%%)", j->job->headroom * 100.0);

@@ -163,7 +163,7 @@ static const struct map_row torchtune_rows[] = {
 	E("optimizer._component_", "optimizer", "torch.optim.AdamW=adamw|torch.optim.Adam=adam|"
 	  "bitsandbytes.optim.PagedAdamW8bit=paged_adamw_8bit|bitsandbytes.optim.PagedAdamW=paged_adamw|"
 	  "bitsandbytes.optim.AdamW8bit=adamw_8bit|torch.optim.SGD=sgd"),
-	NOTE("optimizer.fused", "fused AdamW: optimizer = adamw(impl = fused)"), IGN("optimizer.*"),
+	IGN("optimizer.fused"), IGN("optimizer.*"),	/* fused: torchtune_import */
 	B("optimizer_in_bwd", "optimizer_in_backward"),
 	T("fsdp_cpu_offload", "offload.params", "cpu"),
 	C("tokenizer.max_seq_len", "seq_len"), IGN("tokenizer.*"),
@@ -177,6 +177,11 @@ static const struct map_row torchtune_rows[] = {
 	  "torch.nn.CrossEntropyLoss=|torchtune.modules.loss.LinearCrossEntropyLoss=|"
 	  TUNE_PREFERENCE("dpo", "dpo", "simpo")),
 	NOTE("model._component_", "the model: import its config.json"),
+	/* read by torchtune_lora below into finetune = lora(...) / qlora(...) */
+	NOTE("model.lora_attn_modules", "read into finetune"), NOTE("model.apply_lora_to_mlp", "read into finetune"),
+	NOTE("model.apply_lora_to_output", "read into finetune"), NOTE("model.lora_rank", "read into finetune"),
+	NOTE("model.lora_alpha", "read into finetune"), NOTE("model.lora_dropout", "read into finetune"),
+	NOTE("model.use_dora", "read into finetune"), NOTE("model.quantize_base", "read into finetune"),
 	NOTE("model.*", "a model (or LoRA: finetune = lora(r, alpha, ...)) setting"),
 	T("compile", "compile", "true"), IGN("seed"), IGN("shuffle"), IGN("epochs"), IGN("max_steps_per_epoch"),
 	IGN("output_dir"), IGN("checkpointer.*"), IGN("dataset.*"), IGN("metric_logger.*"),
@@ -208,6 +213,99 @@ static const struct map_row torchtune_ppo_rows[] = {
 };
 
 static const struct map_row *rows_cat(struct arena *arena, const struct map_row *a, const struct map_row *b);
+
+static bool cfg_true(const struct cfg *c, const char *path)
+{
+	const struct cfg_item *it = cfg_find(c, path);
+
+	return it && it->kind == CFG_BOOL && it->i;
+}
+
+/* torchtune's attention names (modules/attention.py) in memc's, or NULL */
+static const char *tune_attn(const char *m, size_t n)
+{
+	static const char *const names[][2] = {
+		{ "q_proj", "q" }, { "k_proj", "k" }, { "v_proj", "v" }, { "output_proj", "o" },
+	};
+
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (strlen(names[i][0]) == n && !strncmp(m, names[i][0], n))
+			return names[i][1];
+	return NULL;
+}
+
+/* model.lora_attn_modules + apply_lora_to_mlp / _output as memc targets;
+ * NULL when a module has no memc name. */
+static const char *tune_targets(const struct cfg *c)
+{
+	const struct cfg_item *m = cfg_find(c, "model.lora_attn_modules");
+	const char *t = "", *p = m && m->kind == CFG_LIST && m->text ? m->text : "";
+
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		const char *name = tune_attn(p, n);
+
+		if (!name)
+			return NULL;
+		t = arena_printf(c->arena, "%s%s%s", t, *t ? ", " : "", name);
+		p += n + (p[n] == ',');
+	}
+	if (cfg_true(c, "model.apply_lora_to_mlp"))
+		t = arena_printf(c->arena, "%s%sgate, up, down", t, *t ? ", " : "");
+	if (cfg_true(c, "model.apply_lora_to_output"))
+		t = arena_printf(c->arena, "%s%slm_head", t, *t ? ", " : "");
+	return t;
+}
+
+/* The LoRA builders' arguments (torchtune/models/<family>/_model_builders.py
+ * lora_<model>: lora_attn_modules, apply_lora_to_mlp, apply_lora_to_output,
+ * lora_rank, lora_alpha, lora_dropout, use_dora, quantize_base) as one
+ * finetune call.  qlora_<model> is lora_<model> with quantize_base=True,
+ * whose NF4 is torchao's NF4Tensor (modules/peft/lora.py to_nf4), not
+ * bitsandbytes': quantizer = "torchao".  A dropout only when the config
+ * states one: the builders' default is 0.0 since v0.3 (v0.1/v0.2's
+ * lora_llama2_7b and lora_llama3_8b use 0.05), which the YAML cannot tell. */
+static void torchtune_lora(struct cfg *c, struct imp_out *o)
+{
+	const struct cfg_item *r = cfg_find(c, "model.lora_rank"), *a = cfg_find(c, "model.lora_alpha");
+	const struct cfg_item *d = cfg_find(c, "model.lora_dropout"), *comp = cfg_find(c, "model._component_");
+	const char *t = tune_targets(c), *v;
+	bool q = cfg_true(c, "model.quantize_base") ||
+		 (comp && comp->text && (strstr(comp->text, ".qlora_") || strstr(comp->text, ".qdora_")));
+
+	if (!r || r->kind != CFG_INT || !t || !*t)
+		return;
+	v = arena_printf(c->arena, "%s(r = %s%s%s, targets = [%s]", q ? "qlora" : "lora", r->text,
+			 a && (a->kind == CFG_INT || a->kind == CFG_REAL) ? ", alpha = " : "",
+			 a && (a->kind == CFG_INT || a->kind == CFG_REAL) ? a->text : "", t);
+	if (d && (d->kind == CFG_REAL || d->kind == CFG_INT) && d->r > 0 && d->r < 1)
+		v = arena_printf(c->arena, "%s, dropout = %s", v, d->text);
+	if (cfg_true(c, "model.use_dora") || (comp && comp->text && strstr(comp->text, "dora_")))
+		v = arena_printf(c->arena, "%s, use_dora = true", v);
+	v = arena_printf(c->arena, "%s%s)", v, q ? ", quantizer = \"torchao\"" : "");
+	imp_set(o, "finetune", v, "model.lora_rank", "model.lora_attn_modules, apply_lora_to_mlp, ...");
+}
+
+/* optimizer.fused: torch.optim.AdamW(fused=True) (torch/optim/adamw.py
+ * _fused_adamw), what the llama3_2 configs ask for. */
+static bool torchtune_import(struct cfg *c, struct imp_out *o)
+{
+	struct imp_setting *opt;
+
+	if (!map_apply(c, torchtune_rows, o))
+		return false;
+	torchtune_lora(c, o);
+	opt = imp_find(o, "optimizer");
+	if (!cfg_true(c, "optimizer.fused"))
+		return true;
+	if (opt && !strcmp(opt->value, "adamw")) {
+		opt->value = "adamw(impl = fused)";
+		opt->src = "optimizer._component_, optimizer.fused";
+	} else {
+		imp_set(o, NULL, NULL, "optimizer.fused", "optimizer.fused = true: memc's impl = fused is AdamW's");
+	}
+	return true;
+}
 
 static long long cfg_int(const struct cfg *c, const char *path, long long dflt)
 {
@@ -303,7 +401,7 @@ bool yaml_import(struct cfg *c, struct imp_out *o)
 	if (cfg_find(c, "policy_model._component_"))
 		return torchtune_ppo(c, o);
 	if (any_component(c))
-		return map_apply(c, torchtune_rows, o);
+		return torchtune_import(c, o);
 	if (!map_apply(c, hf_args_rows, o))
 		return false;
 	/* use_vllm means TRL's default vllm_mode = "server"; a vllm_mode

@@ -472,8 +472,6 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		add_pending(b->frame, fg->args, bytes, loss, false);
 	else
 		bld_add_saves(b, bytes, loss);
-	if (b->keep_output && find_attr(t->stmt, "output"))
-		bld_add_act(b, &b->output_kept, bytes, "the saved activations of a layer");
 	if (!fg && io && b->frame)
 		add_pending(b->frame, io->args, bytes, loss, true);
 	/* TE's _Linear and torchao's saved casts keep the FP8 input they made,
@@ -483,6 +481,8 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 	if (fc && b->linear_input && for_linear(b->frame, fc))
 		add_pending(b->frame, fc->args, bld_bytes(b, b->linear_input, numel), loss, false);
 	note_op(b, find_attr(t->stmt, "op"), bytes);
+	if (find_attr(t->stmt, "output"))
+		bld_add_act(b, &bld_frame_top(b)->output_saved, bytes, "the saved activations of a layer");
 	/* A save of the input's shape and dtype is the input itself (a norm's
 	 * x_in; HF RMSNorm's x.to(fp32) when x is already fp32): a checkpoint
 	 * storing the input shares its storage (memory.c, cost_layer). */
@@ -502,13 +502,8 @@ static void on_temp(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 
 	if (find_attr(t->stmt, "loss"))
 		f->loss = true;
-	/* the model's output, which the loop holds (keep_output): alive from
-	 * the forward that makes it through the whole backward, as a save */
-	if (b->keep_output && fwd && find_attr(t->stmt, "output")) {
-		bld_add_saves(b, bytes, f->loss);
-		bld_add_act(b, &b->output_kept, bytes, "the saved activations of a layer");
-		return;
-	}
+	if (find_attr(t->stmt, "output"))
+		bld_add_act(b, &bld_frame_top(b)->output, bytes, "the transient bytes of a layer");
 	if (fwd || !bwd) {
 		bld_add_act(b, &f->temp_fwd, bytes, "the transient bytes of a layer");
 		bld_parts_push(&f->tf, bytes);

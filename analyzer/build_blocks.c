@@ -141,7 +141,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 
 		if (!loss && bld_add_act(b, &act, tf, "the transient bytes of a layer") && act > b->rl_reward_act)
 			b->rl_reward_act = act;
-		saves = tf = tb = f->input = f->input_saved = b->output_kept = 0;
+		saves = tf = tb = f->input = f->input_saved = 0;
 		tfp = tbp = NULL;
 		ntf = ntb = 0;
 		b->nsave_parts = 0;
@@ -159,14 +159,14 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.save_parts = b->save_parts, .nsave_parts = b->nsave_parts,
 		.temp_fwd_parts = tfp, .ntemp_fwd_parts = ntf,
 		.temp_bwd_parts = tbp, .ntemp_bwd_parts = ntb,
-		.kept_bytes = b->output_kept,
+		.output_bytes = f->output, .output_saved_bytes = f->output_saved,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;
 	tie_layer(b, f);
 	b->params = NULL;
 	b->nparams = b->capparams = 0;
-	b->saves = b->loss_saves = b->output_kept = 0;
+	b->saves = b->loss_saves = 0;
 	b->save_parts = NULL;
 	b->nsave_parts = b->capsave_parts = 0;
 	b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
@@ -215,7 +215,7 @@ static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 	    x->temp_fwd_bytes != y->temp_fwd_bytes || x->temp_bwd_bytes != y->temp_bwd_bytes ||
 	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts ||
 	    x->tied_grad_bytes != y->tied_grad_bytes || x->tied_grad_end_bytes != y->tied_grad_end_bytes ||
-	    x->kept_bytes != y->kept_bytes)
+	    x->output_bytes != y->output_bytes || x->output_saved_bytes != y->output_saved_bytes)
 		return false;
 	for (size_t i = 0; i < x->nsave_parts; i++)
 		if (x->save_parts[i] != y->save_parts[i])
@@ -258,4 +258,66 @@ void bld_merge_blocks(struct bld *b, struct mem_job *j)
 		out[n++] = out[i];
 	}
 	j->nblocks = n;
+}
+
+/* The block's layers again, layer li reading @own's parameters as its own. */
+static void copy_tied_params(struct bld *b, struct mem_block *blk, size_t li, const struct mem_layer *own)
+{
+	struct mem_layer *layers = ARENA_NEW_ARRAY(b->arena, struct mem_layer, blk->nlayers);
+	struct mem_layer *l = &layers[li];
+	struct mem_param *p;
+
+	memcpy(layers, blk->layers, blk->nlayers * sizeof *layers);
+	p = ARENA_NEW_ARRAY(b->arena, struct mem_param, l->nparams + own->nparams);
+	if (l->nparams)
+		memcpy(p, l->params, l->nparams * sizeof *p);
+	memcpy(p + l->nparams, own->params, own->nparams * sizeof *p);
+	l->params = p;
+	l->nparams += own->nparams;
+	l->tied_grad_bytes = 0;
+	blk->layers = layers;
+}
+
+/* The layer owning the weight a tied layer reads: the latest earlier
+ * layer whose backward ends a hold of at least those bytes (tie_layer). */
+static const struct mem_layer *tie_owner(const struct mem_job *j, size_t bi, size_t li)
+{
+	uint64_t made = j->blocks[bi].layers[li].tied_grad_bytes;
+
+	for (size_t b = bi + 1; b-- > 0;)
+		for (size_t l = b == bi ? li : j->blocks[b].nlayers; l-- > 0;)
+			if (j->blocks[b].layers[l].tied_grad_end_bytes >= made)
+				return &j->blocks[b].layers[l];
+	return NULL;
+}
+
+/* Megatron-Core under pp > 1 with tied embeddings: the last stage's
+ * output layer is not the first stage's embedding, so it allocates a weight
+ * of its own (GPTModel: ColumnParallelLinear's skip_weight_param_allocation
+ * is pre_process and share_embeddings_and_output_weights), zeroed and
+ * all-reduced with the embedding group
+ * (language_module.py setup_embeddings_and_output_layer,
+ * shared_embedding_or_output_weight); a parameter of that stage's model,
+ * with its main_grad in the grad buffer and its optimizer states, its
+ * gradient all-reduced in place (finalize_model_grads
+ * _allreduce_word_embedding_grads).  The head gets a copy of the owner's
+ * parameters and makes its gradient into them: no hold across stages.  A
+ * frozen tied weight (no gradient made) is left as it is. */
+void bld_megatron_tied_copy(struct bld *b, struct mem_job *j)
+{
+	struct mem_block *blocks = NULL;
+
+	for (size_t bi = 0; bi < j->nblocks; bi++)
+		for (size_t li = 0; li < j->blocks[bi].nlayers; li++) {
+			const struct mem_layer *l = &j->blocks[bi].layers[li], *own;
+
+			if (!l->tied_grad_bytes || j->blocks[bi].is_body || !(own = tie_owner(j, bi, li)))
+				continue;
+			if (!blocks) {
+				blocks = ARENA_NEW_ARRAY(b->arena, struct mem_block, j->nblocks);
+				memcpy(blocks, j->blocks, j->nblocks * sizeof *blocks);
+			}
+			copy_tied_params(b, &blocks[bi], li, own);
+			j->blocks = blocks;
+		}
 }

@@ -57,6 +57,7 @@ struct frame {
 	uint64_t grad_made;		/* top level: the gradients autograd makes of its trained
 					   params (their dtype in the forward), for a tied use */
 	const char *tied_to;		/* a save's tied(layer): the layer whose weight it reads */
+	uint64_t output, output_saved;	/* bytes of its temps / saves marked `output` (mem_layer) */
 };
 
 /* A closed top-level layer instance, for a later tied(layer) to find:
@@ -119,9 +120,6 @@ struct bld {
 	uint64_t graph_kept;		/* the inputs MatMul4Bit keeps in ctx.tensors, every layer */
 	bool graph_kept_placed;		/* added to the first loss-region layer's forward */
 	uint64_t graph_num, graph_den;	/* the previous batch's length over seq_len (data { }) */
-	bool keep_output;		/* train.keep_output: the loop holds the model's output
-					   (the `output` tensors) until after the optimizer step */
-	uint64_t output_kept;		/* of the open layer's saves, that output's bytes */
 	uint64_t lora_r;
 	double lora_dropout;
 	const struct dtype *lora_dtype, *quant;
@@ -233,6 +231,7 @@ void bld_repeat_next(struct bld *b);
 const struct bld_tie_src *bld_tie_source(const struct bld *b, const char *name);
 /* Equal neighbouring blocks (the walk's passes) joined again, into @j. */
 void bld_merge_blocks(struct bld *b, struct mem_job *j);
+void bld_megatron_tied_copy(struct bld *b, struct mem_job *j);
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out);
 bool bld_setup_precision(struct bld *b, struct value precision);

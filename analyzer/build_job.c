@@ -409,7 +409,9 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	b.optimizer = cj->optimizer;
 	bld_key(&b, "megatron.recompute_modules", &b.recompute_modules);
 	bld_setup_finetune(&b, cj->finetune);
-	b.keep_output = bld_key_bool(&b, "keep_output", false);
+	/* the loop holds the model's output (the `output` tensors) until
+	 * after the optimizer step */
+	out->job.keep_output = bld_key_bool(&b, "keep_output", false);
 	bld_setup_rl(&b);
 	bld_key(&b, "freeze", &b.freeze);
 	/* The real build reports what only it evaluates (an optimizer state's
@@ -430,6 +432,8 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 		if (ok) {
 			bld_buffers(&b, &out->job, zero);
 			bld_overheads(&b, &out->job);
+			if (out->job.pp > 1 && bld_megatron_job(&b, zero))
+				bld_megatron_tied_copy(&b, &out->job);
 		}
 		ok = ok && !b.failed;
 	}
@@ -469,6 +473,7 @@ static struct env *neutral_bindings(struct bld *b)
 	env_bind(e, bld_intern(b, "autocast"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "compile"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "async_tp"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "dtensor_plan"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "compile_loss"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }

@@ -117,6 +117,7 @@ static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
 {
 	if (!b->fsdp2)
 		return true;
+	j->fsdp2 = true;
 	if (!fsdp2_reshard(b, j))
 		return false;
 	/* stage.py backward_maybe_with_nosync: every micro-batch of a stage
@@ -125,6 +126,7 @@ static bool fsdp2_layout(struct bld *b, struct mem_job *j, const char **name)
 	j->fsdp_keep_after_backward = j->pp > 1;
 	/* a stage FSDP2 wraps is a torch.distributed.pipelining PipelineStage */
 	j->pp_stage_buffers = j->pp > 1;
+	j->pp_return_outputs = j->pp_stage_buffers && bld_key_bool(b, "parallel.return_outputs", true);
 	j->fsdp_split_root = !strcmp(bld_key_sym(b, "fsdp2.root_unit", "model"), "split");
 	j->fsdp_no_sync = j->pp > 1 || (!bld_key_bool(b, "fsdp2.requires_gradient_sync", true) &&
 					j->micro_batches > 1);

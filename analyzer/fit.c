@@ -24,13 +24,24 @@
 #include "lang/diag.h"
 #include "lang/import.h"
 #include "lang/intern.h"
+#include "lang/reach.h"
 #include "lang/source.h"
 #include "lang/strbuf.h"
+#include "lang/strmap.h"
 
 /* A -Wcapacity search stops here and says so: a note must not cost what
  * `memc fit` may (docs/fit.md); nor a file of many distinct blocks that do
- * not fit more than FIT_FILE_MAX_BUILDS variants in all (a few seconds). */
-enum { FIT_NOTE_MAX_BUILDS = 1000, FIT_NOTE_FIXES = 3, FIT_FILE_MAX_BUILDS = 2000 };
+ * not fit more than FIT_FILE_MAX_BUILDS variants in all (a few seconds),
+ * or more than FIT_FILE_MAX_SEARCHES searches (each one its context's
+ * variants and whole-text verifications): as clang corrects at most 50
+ * typos per translation unit (-fspell-checking-limit, Sema::CorrectTypo),
+ * the blocks after those are warned about with a note saying how to get
+ * their fixes, not searched. */
+enum { FIT_NOTE_MAX_BUILDS = 1000, FIT_NOTE_FIXES = 3, FIT_FILE_MAX_BUILDS = 2000,
+       FIT_FILE_MAX_SEARCHES = 8 };
+
+/* Why a block's fixes were not searched. */
+enum fit_unsearched { FIT_SEARCHED, FIT_NO_VARIANTS_LEFT, FIT_NO_SEARCHES_LEFT };
 
 /* One fix as noted: the keys it sets (the same as memc fit's lines). */
 struct fit_note_fix {
@@ -42,12 +53,10 @@ struct fit_note_fix {
 
 /* What a search found for one train block text. */
 struct fit_memo_entry {
-	const char *key;
-	size_t keylen;
 	struct fit_note_fix *fixes, closest;	/* closest.n 0: none */
 	size_t nfixes;
 	bool truncated;
-	bool unsearched;	/* the file's variants were spent before it */
+	enum fit_unsearched unsearched;	/* the file's budget was spent before it */
 	unsigned long builds;
 };
 
@@ -58,7 +67,7 @@ struct fit_memo {
 	const struct program *prog;
 	struct eval *ev;
 	const char *path, *stdlib;
-	/* every GPU the file can name, parsed in full on the first search
+	/* every GPU the file can name, parsed on the first search
 	 * (the compilation parses only what the jobs reach) */
 	const struct program *gpus;
 	struct eval *gpu_ev;
@@ -69,9 +78,10 @@ struct fit_memo {
 	struct src_table *ctx_src;
 	struct interner *ctx_in;
 	struct diag_engine *ctx_de;
-	struct fit_memo_entry **tab;
-	size_t n, cap;
+	const struct reach *ctx_reach;
+	struct strmap memo;	/* job_key() -> struct fit_memo_entry */
 	unsigned long builds;	/* variants compiled for this file's notes */
+	unsigned searches;	/* distinct blocks searched */
 };
 
 struct fit_memo *fit_memo_new(struct arena *a, const struct driver_opts *o, const struct src_table *src,
@@ -92,8 +102,7 @@ struct fit_memo *fit_memo_new(struct arena *a, const struct driver_opts *o, cons
 
 void fit_memo_free(struct fit_memo *m)
 {
-	if (m)
-		free(m->tab);
+	(void)m;	/* everything is in the compilation's arena */
 }
 
 /* ---- the file as a variant sees it ---- */
@@ -154,7 +163,7 @@ static size_t keep_ranges(const struct fit_memo *m, const struct decl *const *ch
 	return k;
 }
 
-/* The file without its train blocks, every declaration parsed: what the
+/* The file without its train blocks, every GPU parsed: what the
  * larger-GPU fixes choose from. An empty program if it has errors. */
 static void load_gpus(struct fit_memo *m)
 {
@@ -173,14 +182,21 @@ static void load_gpus(struct fit_memo *m)
 	char *t = strbuf_detach(&sb, &len), *own = arena_strndup(m->arena, t, len);
 
 	free(t);
-	struct interner *in = interner_new(m->arena);
+	struct import_cache *cache = m->prog->cache;
+	struct interner *in = cache ? import_cache_interner(cache) : interner_new(m->arena);
 	struct src_table *src = src_table_new(m->arena);
 	struct diag_engine *de = diag_new(m->arena, src, NULL);
+	/* lazily, through the cache: what the file's train blocks reach
+	 * (parsed already), what the fixes can write, and every GPU; a
+	 * variant that names anything else compiles from the text
+	 * (fit_variant.c) */
+	struct reach_extra rx = { .like = m->prog->reach, .words = fit_knob_words, .gpus = true };
 	struct import_opts io = { .dirs = m->opts->dirs, .ndirs = m->opts->ndirs, .stdlib_dir = m->stdlib,
-				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
+				  .cache = cache, .reach_extra = &rx };
 
 	src_set_overlay(src, m->path, own, len);
-	struct program *p = import_load_many(m->arena, in, src, de, &m->path, 1, &io);
+	struct program *p = import_load(m->arena, in, src, de, m->path, &io);
 
 	if (!p->root || diag_error_count(de))
 		return;
@@ -197,6 +213,7 @@ static void load_gpus(struct fit_memo *m)
 	m->ctx_src = src;
 	m->ctx_in = in;
 	m->ctx_de = de;
+	m->ctx_reach = p->reach;
 }
 
 /* ---- the search, once per distinct block ---- */
@@ -215,43 +232,6 @@ static char *job_key(const struct fit_memo *m, const struct decl *const *chain, 
 		strbuf_add(&sb, "", 1);	/* a NUL between blocks: no text has one */
 	}
 	return strbuf_detach(&sb, len);
-}
-
-static uint64_t text_hash(const char *k, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)k[i]) * 1099511628211ull;
-	return h;
-}
-
-static struct fit_memo_entry **memo_slot(struct fit_memo *m, const char *key, size_t len)
-{
-	size_t mask = m->cap - 1, i = (size_t)text_hash(key, len) & mask;
-
-	while (m->tab[i] && (m->tab[i]->keylen != len || memcmp(m->tab[i]->key, key, len) != 0))
-		i = (i + 1) & mask;
-	return &m->tab[i];
-}
-
-/* Half full at most; false: no memory, so no memo (each block searches). */
-static bool memo_room(struct fit_memo *m)
-{
-	if (m->cap && (m->n + 1) * 2 <= m->cap)
-		return true;
-	size_t cap = m->cap ? m->cap * 2 : 64, oldcap = m->cap;
-	struct fit_memo_entry **old = m->tab, **nw = calloc(cap, sizeof *nw);
-
-	if (!nw)
-		return false;
-	m->tab = nw;
-	m->cap = cap;
-	for (size_t i = 0; i < oldcap; i++)
-		if (old[i])
-			*memo_slot(m, old[i]->key, old[i]->keylen) = old[i];
-	free(old);
-	return true;
 }
 
 /* A fix kept past the search's arena. */
@@ -280,10 +260,11 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 	struct fit_answer ans;
 	struct value hv;
 
-	if (!left) {
-		e->unsearched = true;
+	if (!left || m->searches >= FIT_FILE_MAX_SEARCHES) {
+		e->unsearched = left ? FIT_NO_SEARCHES_LEFT : FIT_NO_VARIANTS_LEFT;
 		return;
 	}
+	m->searches++;
 	if (!m->gpus_tried)
 		load_gpus(m);
 	c.opts = m->opts;
@@ -298,11 +279,13 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 	c.gpu_ev = m->gpu_ev;
 	c.job = cj;
 	c.job_name = cj->decl->name;
+	c.cache = m->prog->cache;
 	if (nchain == 1 && m->ctx) {	/* a base block is not in the context */
 		c.ctx = m->ctx;
 		c.ctx_src = m->ctx_src;
 		c.ctx_in = m->ctx_in;
 		c.ctx_de = m->ctx_de;
+		c.ctx_reach = m->ctx_reach;
 		c.ctx_arena = m->arena;
 	}
 	c.job_headroom = check_job_field(cj, "headroom", &hv) && hv.kind == VAL_NUM ? num_to_double(hv.num) : 0.10;
@@ -327,22 +310,17 @@ static const struct fit_memo_entry *fixes_for(struct fit_memo *m, const struct c
 	const struct decl *chain[64];
 	size_t n = chain_of(m, cj->decl, chain), len;
 	char *key = job_key(m, chain, n, &len);
-	struct fit_memo_entry **slot = NULL, *e;
+	struct fit_memo_entry *e = strmap_get(&m->memo, key, len);
 
-	if (memo_room(m) && *(slot = memo_slot(m, key, len))) {
+	if (e) {
 		free(key);
-		return *slot;
+		return e;
 	}
 	e = ARENA_NEW(m->arena, struct fit_memo_entry);
 	memset(e, 0, sizeof *e);
-	e->key = arena_strndup(m->arena, key, len);
-	e->keylen = len;
-	free(key);
 	run_search(m, cj, chain, n, e);
-	if (slot) {
-		*slot = e;
-		m->n++;
-	}
+	strmap_put(&m->memo, m->arena, key, len, e);
+	free(key);
 	return e;
 }
 
@@ -444,10 +422,16 @@ static void note_fixes(struct fit_memo *m, const struct check_job *cj, struct di
 {
 	const struct fit_memo_entry *e = fixes_for(m, cj);
 
-	if (e->unsearched) {
+	if (e->unsearched == FIT_NO_VARIANTS_LEFT) {
 		diag_note(d, NO_LOC, "no fix searched: this file's -Wcapacity searches used their %u variants; "
 			  "`memc fit --job %s %s` searches this one", (unsigned)FIT_FILE_MAX_BUILDS,
 			  cj->decl->name, m->path);
+		return;
+	}
+	if (e->unsearched == FIT_NO_SEARCHES_LEFT) {
+		diag_note(d, NO_LOC, "no fix searched: this file's -Wcapacity notes search the first %u distinct "
+			  "train blocks that do not fit; `memc fit --job %s %s` searches this one",
+			  (unsigned)FIT_FILE_MAX_SEARCHES, cj->decl->name, m->path);
 		return;
 	}
 	for (size_t i = 0; i < e->nfixes; i++)

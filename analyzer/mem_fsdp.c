@@ -93,14 +93,77 @@ void mem_fsdp_cost_param(struct mem_ctx *cx, const struct mem_param *p, struct m
 		c->held = mem_add(o, c->held, mem_round(job, ceil_div(g, job->fsdp_reshard_to)));
 	if (p->trainable && job->fsdp_no_sync)
 		c->gacc = mem_add(o, c->gacc, mem_round(job, p->acc_grad_bytes ? p->acc_grad_bytes : ug));
+	/* fsdp2_bytes: gather_grad = param_dtype + reduce_dtype bytes when the
+	 * dtypes differ, and acc_grad is then the reduce_dtype part */
+	if (p->trainable && p->gather_grad_bytes > p->acc_grad_bytes)
+		c->gred = mem_add(o, c->gred, mem_round(job, p->acc_grad_bytes));
 }
 
 void mem_fsdp_add_sums(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 {
 	s->v[S_HELD] = mem_add(ovf, s->v[S_HELD], c->held);
 	s->v[S_GACC] = mem_add(ovf, s->v[S_GACC], c->gacc);
-	if (!c->body)
+	if (!c->body) {
 		s->v[S_GACC_NB] = mem_add(ovf, s->v[S_GACC_NB], c->gacc);
+		s->v[S_GRED_NB] = mem_add(ovf, s->v[S_GRED_NB], c->gred);
+	}
+}
+
+/* The root's gradients in backward: param_dtype only.  Its reduce_dtype
+ * copy is made by foreach_reduce in the root's post_backward, which
+ * FSDPState._root_post_backward_final_callback runs once the whole
+ * backward has ended (the root's inputs, token ids, need no gradient, so
+ * no RegisterPostBackwardFunction runs it earlier); the body units' copy
+ * stands for the previous unit's reduce_scatter_input, which
+ * comm_ctx.reduce_scatter_state keeps through the next unit's backward.
+ * B: sums before the current position; the root's layers from there on. */
+uint64_t mem_fsdp_root_grads(const struct mem_stage *st, const struct mem_sums *B)
+{
+	const struct mem_sums *T = &st->total;
+
+	return mem_sub(mem_sub(T->v[S_GUNSH_NB], B->v[S_GUNSH_NB]), mem_sub(T->v[S_GRED_NB], B->v[S_GRED_NB]));
+}
+
+/* The root's post_backward after a backward with gradient sync: its
+ * param_dtype gradients and the reduce_scatter_input foreach_reduce fills
+ * from them (the root resharded just before, _fsdp_param_group.py
+ * post_backward); 0 when the root has no reduce_dtype copy, whose instant
+ * the backward's own already covers. */
+uint64_t mem_fsdp_root_reduce(struct mem_ctx *cx, const struct mem_stage *st)
+{
+	const struct mem_job *job = cx->job;
+	const struct mem_sums *T = &st->total;
+
+	if (!job->fsdp2 || job->fsdp_no_sync || !T->v[S_GRED_NB])
+		return 0;
+	/* split: [norm, lm_head] reduced after its own backward; the
+	 * tok_embeddings unit, whose input needs no gradient either, here */
+	return mem_sub(T->v[S_GUNSH_NB], post_root(cx, st, S_GUNSH));
+}
+
+/* In forward, the flat all_gather_output of the unit gathered last, beside
+ * its per-parameter copies: foreach_all_gather allocates it (the input a
+ * view of it), foreach_all_gather_copy_out splits it into the unsharded
+ * tensors, and wait_for_unshard keeps it in comm_ctx.all_gather_state until
+ * the next unit's copy-out, the last one until the root's post_forward
+ * (_fsdp_state.py _post_forward: iter_forward_root), so through the layers
+ * after the body but not the loss, outside the model.  A body unit with
+ * another after it: that unit's (the prefetch, the same bytes); the last
+ * one: its own; before the body: the root's (split: tok_embeddings');
+ * after it: the last body unit's (split: [norm, lm_head]'s own). */
+uint64_t mem_fsdp_forward_flat(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_cost *c,
+			       bool post, uint64_t cur, bool more)
+{
+	const struct mem_job *job = cx->job;
+	uint64_t tail = post_root(cx, st, S_GATH);
+
+	if (c->body)
+		return more ? st->max_unit_gath : cur;
+	if (!post)
+		return job->fsdp_split_root ? mem_sub(st->total.v[S_GATH_NB], tail) : st->total.v[S_GATH_NB];
+	if (c->act == MEM_C_LOGITS)
+		return 0;
+	return job->fsdp_split_root ? tail : st->max_unit_gath;
 }
 
 /* Gathered parameters at an instant: the non-body layers as root_gathered
@@ -129,7 +192,9 @@ uint64_t mem_fsdp_gathered(struct mem_ctx *cx, const struct mem_stage *st, const
 
 		return mem_add(o, live, mem_sub(body_total, body_before));
 	}
-	if (more)
+	if (!bwd && job->fsdp2)
+		pre = mem_fsdp_forward_flat(cx, st, c, post, cur, more);
+	else if (more)
 		pre = bwd ? mem_sub(st->max_unit_gath, st->max_unit_held) : st->max_unit_gath;
 	return mem_add(o, live, mem_add(o, cur, pre));
 }
@@ -162,10 +227,11 @@ uint64_t mem_fsdp_unsharded(struct mem_ctx *cx, const struct mem_stage *st, cons
 									      unit->v[S_GACC_NB]) : 0));
 	if (!unit)
 		in_unit = 0;	/* a root layer's own gradient is in the root's share */
-	uint64_t root_done = mem_sub(T->v[S_GUNSH_NB], B->v[S_GUNSH_NB]);
+	uint64_t root_done = mem_fsdp_root_grads(st, B);
+	uint64_t tail = mem_sub(post_root(cx, st, S_GUNSH), post_root(cx, st, S_GRED_NB));
 
 	if (!post)	/* a split [norm, lm_head] unit has had its post_backward */
-		root_done = mem_add(o, mem_sub(root_done, post_root(cx, st, S_GUNSH)), post_root(cx, st, S_GACC));
+		root_done = mem_add(o, mem_sub(root_done, tail), post_root(cx, st, S_GACC));
 	return mem_add(o, mem_add(o, body_done, root_done), in_unit);
 }
 
@@ -177,7 +243,7 @@ void mem_fsdp_split_grads(struct mem_ctx *cx, const struct mem_stage *st, bool p
 {
 	if (post || !cx->job->fsdp_split_root)
 		return;
-	*unsh = mem_sub(*unsh, post_root(cx, st, S_GUNSH));
+	*unsh = mem_sub(*unsh, mem_sub(post_root(cx, st, S_GUNSH), post_root(cx, st, S_GRED_NB)));
 	*after = mem_add(&cx->ovf, *after, post_root(cx, st, S_GFIN));
 }
 

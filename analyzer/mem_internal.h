@@ -26,6 +26,7 @@ struct mem_cost {
 	uint64_t held;		/* FSDP2: of gath, what a body unit keeps from its forward to
 				   its backward (reshard_after_forward, mem_fsdp.c) */
 	uint64_t gacc;		/* FSDP2 without gradient sync: unsharded accumulated gradient */
+	uint64_t gred;		/* FSDP2: of gunsh, the reduce_dtype copy foreach_reduce makes */
 	uint64_t cast_keep;	/* casts held from forward to this layer's backward */
 	uint64_t cast_tmp;	/* casts alive only while the layer runs */
 	uint64_t cast_fwd;	/* autocast-cached casts of a recomputed layer: held from its
@@ -42,7 +43,8 @@ struct mem_cost {
 	uint64_t host, nvme;	/* offloaded to host RAM / NVMe, this rank's share (§7) */
 	uint64_t tied, tied_end;	/* a tied weight's gradient held from this layer's
 					   backward / released after it (mem_layer) */
-	uint64_t kept;		/* the output the loop holds past this backward (mem_layer) */
+	uint64_t kept, kept_t;	/* keep_output: the output the loop holds past this layer's
+				   backward; of it, the part made as a forward transient */
 	enum mem_component act;	/* MEM_C_ACTIVATIONS or MEM_C_LOGITS */
 	bool body;
 };
@@ -51,7 +53,7 @@ enum mem_sum_field {
 	S_W, S_S, S_GFIN, S_GFIN_NB, S_GUNSH, S_GUNSH_NB, S_BUCKET, S_GATH, S_GATH_NB,
 	S_CAST_KEEP, S_CAST_FWD, S_STEP_GROUP, S_STORED_ACT, S_STORED_LOG, S_SAVES_ACT, S_SAVES_LOG,
 	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED, S_STORED_OFF,
-	S_HELD, S_GACC, S_GACC_NB,	/* FSDP2 (mem_fsdp.c) */
+	S_HELD, S_GACC, S_GACC_NB, S_GRED_NB,	/* FSDP2 (mem_fsdp.c) */
 	S_TIED, S_TIED_END,		/* tied weights' held gradients (mem_timeline.c) */
 	S_KEPT,				/* the model output the loop holds (mem_timeline.c) */
 	S__COUNT
@@ -264,6 +266,13 @@ uint64_t mem_fsdp_unsharded(struct mem_ctx *cx, const struct mem_stage *st, cons
 void mem_fsdp_split_grads(struct mem_ctx *cx, const struct mem_stage *st, bool post, uint64_t *after,
 			  uint64_t *unsh);
 uint64_t mem_fsdp_reduce_extra(const struct mem_stage *st);
+uint64_t mem_pp_kept_outputs(bool *ovf, const struct mem_ctx *cx, const struct mem_stage *st,
+			     bool accumulating);
+uint64_t mem_pp_own_output(bool *ovf, const struct mem_ctx *cx, const struct mem_stage *st, bool loss_layer);
+uint64_t mem_fsdp_root_grads(const struct mem_stage *st, const struct mem_sums *B);
+uint64_t mem_fsdp_root_reduce(struct mem_ctx *cx, const struct mem_stage *st);
+uint64_t mem_fsdp_forward_flat(struct mem_ctx *cx, const struct mem_stage *st, const struct mem_cost *c,
+			       bool post, uint64_t cur, bool more);
 
 /* mem_pipeline.c: the body's repeats, and model chunks per stage (vp under
  * the interleaved schedule with pp > 1, else 1). */

@@ -322,3 +322,55 @@ uint64_t mem_pp_output_bytes(bool *ovf, const struct mem_job *job, uint32_t stag
 		chunks = mem_chunks_per_stage(job) > 1 ? mem_sub(chunks, 1) : 0;
 	return mem_mul(ovf, chunks, stage_io_bytes(job));
 }
+
+/* The last stage's outputs kept by step(): forward_one_chunk appends each
+ * micro-batch's output to output_chunks (on the last stage only since
+ * pytorch/pytorch#153383, on every stage before), and step() returns
+ * _merge_outputs(output_chunks) after the last backward, unless called with
+ * return_outputs=False; backward_one_chunk only detaches it (#138504).  So
+ * each micro-batch's logits stay from its forward to the end of the step.
+ * @t, @s: one micro-batch's, made as a transient of the head / saved by it. */
+static bool kept_outputs(bool *ovf, const struct mem_ctx *cx, const struct mem_stage *st, uint64_t *t,
+			 uint64_t *s)
+{
+	const struct mem_job *job = cx->job;
+
+	*t = *s = 0;
+	if (!job->pp_return_outputs || job->pp <= 1 || st->index != job->pp - 1 || mem_pp_dual(job->schedule))
+		return false;
+	for (size_t i = 0; i < st->nsegs; i++) {
+		const struct mem_block *blk = &job->blocks[st->segs[i].block];
+
+		for (size_t j = 0; !blk->is_body && j < blk->nlayers; j++) {
+			*t = mem_add(ovf, *t, mem_mul(ovf, mem_round(job, blk->layers[j].output_bytes),
+						      st->segs[i].count));
+			*s = mem_add(ovf, *s, mem_mul(ovf, mem_round(job, blk->layers[j].output_saved_bytes),
+						      st->segs[i].count));
+		}
+	}
+	return true;
+}
+
+/* At a later micro-batch, the m - 1 micro-batches' outputs before it, all
+ * through it (the last micro-batch is the highest). */
+uint64_t mem_pp_kept_outputs(bool *ovf, const struct mem_ctx *cx, const struct mem_stage *st,
+			     bool accumulating)
+{
+	uint64_t t, s;
+
+	if (!accumulating || !kept_outputs(ovf, cx, st, &t, &s))
+		return 0;
+	return mem_mul(ovf, mem_add(ovf, t, s), cx->job->micro_batches - 1);
+}
+
+/* The walked micro-batch's own, at a backward instant: the head made them
+ * as a transient of its forward, or saved them to its backward (its saves
+ * count them there); kept past both. */
+uint64_t mem_pp_own_output(bool *ovf, const struct mem_ctx *cx, const struct mem_stage *st, bool loss_layer)
+{
+	uint64_t t, s;
+
+	if (!kept_outputs(ovf, cx, st, &t, &s))
+		return 0;
+	return loss_layer ? t : mem_add(ovf, t, s);
+}

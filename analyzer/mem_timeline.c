@@ -138,13 +138,16 @@ static void keep_point(struct mem_phase_point *pt, uint64_t total, const struct 
 	pt->where = *where;
 }
 
-static struct mem_where where_of(const struct walk *w, const struct pos *p, bool bwd, bool rec,
-				 bool accumulating)
+static void where_of(const struct walk *w, const struct pos *p, bool bwd, bool rec, bool accumulating,
+		     struct mem_where *out)
 {
 	const struct mem_block *b = &w->job->blocks[p->seg->block];
 	const struct mem_layer *l = &b->layers[p->j];
-	struct mem_where wh = { 0 };
+	struct mem_where wh;
 
+	/* every byte, padding too: a class is compared whole (the compiled
+	 * model's variants against the full build) */
+	memset(&wh, 0, sizeof wh);
 	wh.phase = l->loss_region ? MEM_PHASE_LOSS : bwd ? MEM_PHASE_BACKWARD : MEM_PHASE_FORWARD;
 	wh.backward_pass = bwd;
 	wh.recompute = rec;
@@ -155,7 +158,7 @@ static struct mem_where where_of(const struct walk *w, const struct pos *p, bool
 	wh.layer_name = l->name;
 	wh.origin = l->origin;
 	wh.unit = b->is_body ? p->seg->unit0 + p->r + 1 : 0;
-	return wh;
+	memcpy(out, &wh, sizeof wh);
 }
 
 /* Record one instant of scenario @s at @m; strict '>' keeps the earliest
@@ -212,8 +215,9 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 			total = mem_add(o, total, w->ipg);
 		if (w->rec) {
 			struct mem_vec rv;
-			struct mem_where rw = where_of(w, p, bwd, rec, s->accumulating);
+			struct mem_where rw;
 
+			where_of(w, p, bwd, rec, s->accumulating, &rw);
 			materialize(w, s, in, &rv);
 			w->rec->instant(w->rec, s->accumulating, ph, total, rv.c, rv.b, &rw);
 		}
@@ -224,7 +228,7 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 		struct mem_where wh;
 
 		if (w->job->phase_series) {
-			wh = where_of(w, p, bwd, rec, s->accumulating);
+			where_of(w, p, bwd, rec, s->accumulating, &wh);
 			materialize(w, s, in, &v);
 		}
 		keep(w, s, total, ph, &m, &v, &wh);
@@ -265,6 +269,8 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 	if (mem_fsdp1_all_gathered(w->job, w->accumulating))
 		return st->total.v[S_GATH];
 	pre = mem_fsdp1_prefetch(w->job, bwd, pre);
+	if (is_fsdp(m) && w->job->fsdp2 && !bwd)
+		pre = mem_fsdp_forward_flat(w->cx, st, p->c, !p->c->body && p->unit_idx > 0, cur, more);
 	if (is_fsdp(m) && mem_fsdp_gathers(w->job)) {
 		struct mem_sums P;
 
@@ -324,8 +330,10 @@ static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v
 		else
 			after = mem_sub(T->v[S_GFIN], pv(p, S_GFIN));
 		after = mem_sub(after, mem_sub(T->v[S_GFIN_NB], nb_before));
+		struct mem_sums P;
+
 		unsh = (p->c->body && !remat) ? in_unit : 0;
-		unsh = mem_add(o, unsh, mem_sub(T->v[S_GUNSH_NB], pv(p, S_GUNSH_NB)));
+		unsh = mem_add(o, unsh, mem_fsdp_root_grads(w->st, full_before(p, &P)));
 		mem_fsdp_split_grads(w->cx, w->st, !p->c->body && p->unit_idx > 0, &after, &unsh);
 	}
 	if (is_fsdp(m) && w->job->fsdp_no_sync) {
@@ -395,11 +403,14 @@ static uint64_t tied_held(const struct walk *w, const struct pos *p)
 
 /* The model's output that the loop holds (train.keep_output: fsdp_qlora
  * train.py binds `output = model(...)` and drops it only after
- * optimizer.step()): a later layer's saves that outlive that layer's
- * backward.  The current layer's own are still among its saves. */
+ * optimizer.step()): a later layer's that outlives that layer's backward,
+ * and the current layer's own where it was a forward transient (what it
+ * saved is still among its saves). */
 static uint64_t output_held(const struct walk *w, const struct pos *p)
 {
-	return mem_sub(w->st->total.v[S_KEPT], mem_add(p->ovf, pv(p, S_KEPT), p->c->kept));
+	uint64_t later = mem_sub(w->st->total.v[S_KEPT], mem_add(p->ovf, pv(p, S_KEPT), p->c->kept));
+
+	return mem_add(p->ovf, later, p->c->kept_t);
 }
 
 /* Backward of the current layer, or (remat) the re-run of its forward. */
@@ -419,6 +430,7 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 		put_buf(w, v, MEM_B_CASTS, mem_sub(pv(p, S_CAST_FWD), p->U.v[S_CAST_FWD]));
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, true));
 	put(w, v, MEM_C_GRADIENTS, tied_held(w, p));
+	put(w, v, MEM_C_LOGITS, mem_pp_own_output(&w->cx->ovf, w->cx, w->st, p->c->act == MEM_C_LOGITS));
 	put(w, v, MEM_C_LOGITS, output_held(w, p));
 	in->after = add_grads(w, p, v, remat);
 }
@@ -478,7 +490,9 @@ static void eval_optimizer(struct walk *w)
  * backward the held gradients are reduce-scattered unit by unit
  * (mem_fsdp.c), every unit still gathered; the first unit's reduce is the
  * highest instant. (With gradient sync turned on for the last micro-batch
- * alone, each unit reduces in that backward instead.) */
+ * alone, each unit reduces in that backward instead.)  With sync on every
+ * backward: the root's reduce-scatter once backward has ended
+ * (mem_fsdp_root_reduce). */
 static void final_reduce_instant(struct walk *w, const struct scenario *s, struct mem_vec *v,
 				 struct mem_where *wh)
 {
@@ -491,14 +505,20 @@ static void final_reduce_instant(struct walk *w, const struct scenario *s, struc
 	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
 	put(w, v, MEM_C_LOGITS, T->v[S_KEPT]);
 	put_buf(w, v, MEM_B_BUCKETS, s->base.b[MEM_B_BUCKETS]);
-	put_buf(w, v, MEM_B_GATHERED, T->v[S_GATH]);
-	put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));
+	if (!w->job->fsdp_no_sync) {
+		/* synced: the root's own reduce-scatter, every unit resharded */
+		put(w, v, MEM_C_GRADIENTS, T->v[S_GFIN]);
+		put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_fsdp_root_reduce(w->cx, w->st));
+	} else {
+		put_buf(w, v, MEM_B_GATHERED, T->v[S_GATH]);
+		put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));
+	}
 	wh->phase = MEM_PHASE_BACKWARD;
 	wh->backward_pass = true;
 	wh->accumulating = s->accumulating;
 	wh->block = SIZE_MAX;
 	wh->layer = SIZE_MAX;
-	wh->layer_name = "gradient reduce-scatter";
+	wh->layer_name = w->job->fsdp_no_sync ? "gradient reduce-scatter" : "root gradient reduce-scatter";
 }
 
 static void eval_final_reduce(struct walk *w, struct scenario *s)
@@ -687,6 +707,7 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 					    mem_pp_output_bytes(o, job, w->st->index, chunks)));
 	if (s->accumulating)
 		put_buf(w, b, MEM_B_BUCKETS, mem_pp_input_grad_bytes(o, job, w->st->index, chunks));
+	put(w, b, MEM_C_LOGITS, mem_pp_kept_outputs(o, w->cx, w->st, s->accumulating));
 	if (m == MEM_SHARD_ZERO3)
 		put_buf(w, b, MEM_B_BUCKETS, mem_round(job, job->zero_reduce_bucket_bytes));
 	if (s->accumulating)
@@ -733,7 +754,7 @@ static void replay(struct walk *w, const struct scenario *s, struct mem_vec *at,
 	else
 		instant_forward(w, &p, &in);
 	materialize(w, s, &in, at);
-	*where = where_of(w, &p, m->bwd, m->rec, s->accumulating);
+	where_of(w, &p, m->bwd, m->rec, s->accumulating, where);
 }
 
 /* The peak of the two scenarios, as if walked one after the other: the
@@ -784,6 +805,8 @@ void mem_walk_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fir
 				eval_final_reduce(&w, &w.sc[w.sc0]);
 		}
 	}
+	if (is_fsdp(job->sharding) && mem_fsdp_root_reduce(cx, st))
+		eval_final_reduce(&w, &w.sc[0]);
 	if (!job->optimizer_in_backward)
 		eval_optimizer(&w);
 	merge_peaks(&w, out);

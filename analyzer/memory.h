@@ -222,10 +222,10 @@ struct mem_layer {
 	 * until the earlier layer's (0: frozen); on that earlier layer, the
 	 * bytes whose hold its backward ends (docs/memory-model.md) */
 	uint64_t tied_grad_bytes, tied_grad_end_bytes;
-	/* of saves_bytes, the model's output that the training loop holds
-	 * (train.keep_output: fsdp_qlora's `output`) past this layer's backward,
-	 * through the backward of every earlier layer and the optimizer step */
-	uint64_t kept_bytes;
+	/* of this layer's tensors, the model's output (`output`: the logits
+	 * the loop or a pipeline stage receives from forward), one micro-batch:
+	 * a transient of the layer, or (saved) part of saves_bytes */
+	uint64_t output_bytes, output_saved_bytes;
 };
 
 /* Under data.padding = longest: the share of a layer's saves_bytes,
@@ -281,9 +281,13 @@ struct mem_job {
 	 * set_reshard_after_backward(False), as torch.distributed.pipelining does */
 	uint32_t fsdp_reshard_to;
 	bool fsdp_no_sync, fsdp_keep_after_backward;
+	bool fsdp2;			/* an fsdp2 record: fully_shard's all-gather buffers */
 	bool fsdp_split_root;		/* the non-body layers before the body and those after it
 					   are two units of their own, not the root's */
 	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */
+	bool keep_output;		/* train.keep_output: the loop holds each micro-batch's
+					   output (mem_layer.output_bytes, output_saved_bytes)
+					   from its forward until after the optimizer step */
 	bool optimizer_in_backward;	/* torchtune optimizer_in_bwd: each parameter is stepped,
 					   and its gradient freed, as soon as the gradient exists */
 	bool grads_persistent;		/* grads exist before backward (Megatron main_grad,
@@ -328,6 +332,8 @@ struct mem_job {
 	uint32_t deepep_num_sms;	/* Buffer.num_sms (moe_flex_dispatcher_num_sms, 20) */
 	bool pp_stage_buffers;		/* torch.distributed.pipelining's PipelineStage: receive
 					   buffers per micro-batch, outputs kept to backward */
+	bool pp_return_outputs;		/* ... and step(return_outputs=True): the last stage keeps
+					   every micro-batch's output to the end of the step */
 	double frag_factor;		/* reserved/allocated; 0 = 1.10 (§5.3.4); else >= 1 */
 	bool alloc_replay;		/* reserved from the caching-allocator replay (§5.4) */
 	uint64_t alloc_max_split_bytes;	/* PYTORCH_CUDA_ALLOC_CONF max_split_size; 0 = unset */

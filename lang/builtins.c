@@ -10,7 +10,7 @@
 static const char *const reserved[] = {
 	/* bound by the train block (docs/language.md §4.2) */
 	"batch", "seq", "tgt", "tp", "sp", "sp_in", "cp", "ep", "pp", "dp", "vp", "act", "autocast",
-	"compile", "compile_loss", "async_tp",
+	"compile", "compile_loss", "async_tp", "dtensor_plan",
 	/* bound per tensor inside optimizer bodies (§3.6) */
 	"numel", "rows", "cols", "rank",
 	/* values and functions */

@@ -135,8 +135,8 @@ static void check_fp8_copy(struct eval *ev, const struct stmt *s, const struct a
 }
 
 /* output: the tensor the model returns to the training loop (its logits),
- * which `keep_output` holds past the layer's backward; a save or a
- * forward temporary, without arguments. */
+ * which `keep_output` (and pipelining's step()) hold past the layer's
+ * backward; a save or a forward temporary, without arguments. */
 static void check_output(struct eval *ev, const struct stmt *s, const struct attr *a)
 {
 	bool fwd = false, bwd = false, fg = false;
@@ -187,7 +187,7 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 
 		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
 			  "for_grad(...), fp8_copy(...), op(...), recompute(...), shared_dropout, input_of(...), "
-			  "tied(...), output, forward, backward, loss, "
+			  "tied(...), forward, backward, loss, output, "
 			  "grouped, paged%s", s ? s : "");
 	}
 }
@@ -219,6 +219,7 @@ static struct env *unknown_job(struct eval *ev)
 	env_bind(e, intern_cstr(ev->interner, "autocast"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile"), ac);
 	env_bind(e, intern_cstr(ev->interner, "async_tp"), ac);
+	env_bind(e, intern_cstr(ev->interner, "dtensor_plan"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);

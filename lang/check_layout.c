@@ -198,6 +198,8 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 		eval_to_bool(ev, av, "async_tp", &atp);
 	bind(ev, e, "async_tp", (struct value){ .kind = VAL_BOOL, .b = atp, .loc = j->decl->name_loc,
 						.origin = j->decl->name_loc });
+	bind(ev, e, "dtensor_plan", (struct value){ .kind = VAL_BOOL, .b = check_tp_saves_gathered(j),
+					       .loc = j->decl->name_loc, .origin = j->decl->name_loc });
 	bind(ev, e, "dp", val_count(dp, gpus.loc));
 }
 

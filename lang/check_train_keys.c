@@ -56,6 +56,7 @@ static const struct field_spec parallel_fields[] = {
 	{ "first_stage_layers", "count", false }, { "last_stage_layers", "count", false },
 	{ "account_for_embedding", "bool", false }, { "account_for_loss", "bool", false },
 	{ "cp_comm_type", "enum:allgather|p2p|a2a", false }, { "async_tp", "bool", false },
+	{ "return_outputs", "bool", false },
 	{ NULL, NULL, false },
 };
 static const struct field_spec offload_fields[] = {

@@ -543,6 +543,16 @@ void diag_escape(struct strbuf *sb, const char *s)
 
 	while (s < end) {
 		uint32_t cp;
+		const char *run = s;
+
+		/* printable ASCII is never escaped: a run of it goes in one copy */
+		while (run < end && *run >= 0x20 && *run < 0x7f)
+			run++;
+		if (run > s) {
+			strbuf_add(sb, s, (size_t)(run - s));
+			s = run;
+			continue;
+		}
 		size_t n = src_decode(s, end, &cp);
 
 		if (cp == SRC_BAD_CP)

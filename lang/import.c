@@ -338,8 +338,10 @@ static struct program *load_program(struct arena *a, struct interner *in, struct
 	p->nfiles = ld.nfiles;
 	p->stdlib_dir = opts ? opts->stdlib_dir : NULL;
 	p->stdlib_verified = lazy && ld.nstdlib > 0 && ld.nverified == ld.nstdlib;
+	p->cache = opts ? opts->cache : NULL;
 	if (ld.nprescanned && !diag_error_count(de))
-		lazy_parse_reached(a, in, de, src, p, ld.prescanned, ld.nprescanned);
+		lazy_parse_reached(a, in, de, src, p, ld.prescanned, ld.nprescanned,
+				   opts ? opts->reach_extra : NULL);
 	/* Here, where the whole program is first seen, for every command. */
 	confusable_check(a, de, p);
 	return p;

@@ -65,12 +65,21 @@ struct stdlib_digest {
 	size_t ndecls;
 };
 
+struct import_cache;
+struct reach_extra;
+
 struct import_opts {
 	const char *const *dirs;	/* -I folders, then MEMC_PATH folders, in order */
 	size_t ndirs;
 	const char *stdlib_dir;		/* NULL: no stdlib */
 	const struct stdlib_digest *verified;	/* sorted by name; NULL: none */
 	size_t nverified;
+	/* NULL, or where the verified stdlib declarations this load parses
+	 * are kept for the next load that shares its interner */
+	struct import_cache *cache;
+	/* NULL, or what a lazy load reaches besides the words of its
+	 * files (lang/reach.h) */
+	const struct reach_extra *reach_extra;
 };
 
 /* Every loaded file, dependencies before the files that import them. */
@@ -84,6 +93,7 @@ struct program {
 	 * when memc was built (import_opts.verified), so the bodies of its
 	 * templates need no static walk (check.c); false if none is loaded. */
 	bool stdlib_verified;
+	struct import_cache *cache;	/* import_opts.cache, for the loads that follow */
 };
 
 struct program *import_load(struct arena *a, struct interner *in, struct src_table *src,
@@ -95,6 +105,25 @@ struct program *import_load(struct arena *a, struct interner *in, struct src_tab
 struct program *import_load_many(struct arena *a, struct interner *in, struct src_table *src,
 				 struct diag_engine *de, const char *const *roots, size_t nroots,
 				 const struct import_opts *opts);
+
+/*
+ * The compilations of one process that share an interner (one file's and
+ * its -Wcapacity verifications, memc fit's variants) parse a verified
+ * stdlib declaration once (lang/import_cache.c): what the parser makes
+ * of the same bytes at the same file id is the same tree, and nothing
+ * after the parser writes to one. The cache lives in @a, as the interner
+ * @in must.
+ */
+struct import_cache *import_cache_new(struct arena *a, struct interner *in);
+struct interner *import_cache_interner(const struct import_cache *c);
+/* The declarations of f's [start, end), whose index entry is @x (NULL:
+ * not verified, so parsed here and not kept), parsed once per @c (NULL:
+ * no cache) when @in is its interner; top-level nodes are fresh in @a. */
+struct decl *import_cache_parse(struct import_cache *c, struct arena *a, struct interner *in,
+				struct diag_engine *de, const struct src_file *f,
+				const struct stdlib_decl *x, uint32_t start, uint32_t end, unsigned *nerrors);
+/* Declarations taken from @c, and parsed into it. */
+void import_cache_stats(const struct import_cache *c, unsigned long *hits, unsigned long *misses);
 
 /* A display name of a file found in the stdlib folder (or next to one). */
 bool import_is_stdlib_name(const char *display_name);

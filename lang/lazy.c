@@ -341,23 +341,33 @@ static struct decl **append(struct decl **tail, struct decl *d)
 /* Parse each reached declaration of @ast from its keyword to its last
  * token; imports and the unreached stay as prescanned. */
 static void parse_reached(struct arena *a, struct interner *in, struct diag_engine *de,
-			  const struct src_file *f, struct file_ast *ast, const struct reach *r)
+			  const struct src_file *f, struct file_ast *ast, const struct reach *r,
+			  struct import_cache *cache)
 {
 	struct decl *out = NULL, **tail = &out;
 	unsigned nerrors = 0;
 
-	for (struct decl *d = ast->decls, *next; d; d = next) {
+	/* the index, when there is one, has an entry per stub, in order */
+	const struct stdlib_decl *x = ast->verified ? ast->index : NULL;
+
+	for (struct decl *d = ast->decls, *next; d; d = next, x = x ? x + 1 : NULL) {
 		next = d->next;
 		d->next = NULL;
 		if (d->kind == DECL_IMPORT || !reach_wants(r, d)) {
 			tail = append(tail, d);
 			continue;
 		}
-		struct file_ast *one = (ast->verified ? parse_file_range_clean : parse_file_range)(
-			a, in, de, f, d->loc.start, d->loc.end);
+		unsigned ne;
 
-		nerrors += one->nerrors;
-		tail = append(tail, one->decls);
+		if (ast->verified) {
+			tail = append(tail, import_cache_parse(cache, a, in, de, f, x, d->loc.start, d->loc.end, &ne));
+		} else {
+			struct file_ast *one = parse_file_range(a, in, de, f, d->loc.start, d->loc.end);
+
+			ne = one->nerrors;
+			tail = append(tail, one->decls);
+		}
+		nerrors += ne;
 	}
 	ast->decls = out;
 	ast->nerrors = nerrors;
@@ -365,9 +375,9 @@ static void parse_reached(struct arena *a, struct interner *in, struct diag_engi
 
 void lazy_parse_reached(struct arena *a, struct interner *in, struct diag_engine *de,
 			const struct src_table *src, struct program *p, struct file_ast **asts,
-			size_t n)
+			size_t n, const struct reach_extra *x)
 {
-	p->reach = reach_compute(a, in, src, p);
+	p->reach = reach_compute(a, in, src, p, x);
 	for (size_t i = 0; i < n; i++)
-		parse_reached(a, in, de, src_get(src, asts[i]->file), asts[i], p->reach);
+		parse_reached(a, in, de, src_get(src, asts[i]->file), asts[i], p->reach, p->cache);
 }

@@ -28,6 +28,7 @@ struct diag_engine;
 struct file_ast;
 struct interner;
 struct program;
+struct reach_extra;
 struct src_file;
 struct src_table;
 
@@ -41,9 +42,10 @@ struct file_ast *lazy_from_index(struct arena *a, struct interner *in, const str
 
 /* Parse the reached declarations of the @n prescanned files @asts (all
  * in @p), in place: each file keeps its imports and unreached stubs, in
- * source order with what the parser made of the rest. */
+ * source order with what the parser made of the rest. @x (may be NULL):
+ * what is reached besides the files' words (lang/reach.h). */
 void lazy_parse_reached(struct arena *a, struct interner *in, struct diag_engine *de,
 			const struct src_table *src, struct program *p, struct file_ast **asts,
-			size_t n);
+			size_t n, const struct reach_extra *x);
 
 #endif

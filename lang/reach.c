@@ -208,8 +208,35 @@ static void scan_lazy(struct reach *r, const struct interner *in, const struct s
 		mark_name(r, intern_find(in, x->refs[k], strlen(x->refs[k])));
 }
 
+static void mark_word_text(struct reach *r, const struct interner *in, const char *t)
+{
+	struct scan_ctx c = { r, in };
+
+	reach_each_word(t, 0, (uint32_t)strlen(t), mark_word, &c);
+}
+
+/* The names @like reached (by their bytes: it may come from another
+ * interner), and with @x->gpus every gpu. */
+static void mark_extra(struct reach *r, const struct interner *in, const struct reach_extra *x)
+{
+	for (size_t i = 0; x->like && i < x->like->nlazy; i++) {
+		const char *name = x->like->lazy[i]->name;
+
+		if (x->like->wanted[i] && name)
+			mark_name(r, intern_find(in, name, strlen(name)));
+	}
+	for (size_t i = 0; x->gpus && i < r->nlazy; i++)
+		if (r->lazy[i]->kind == DECL_GPU && !r->wanted[i]) {
+			r->wanted[i] = true;
+			r->work[r->nwork++] = i;
+		}
+	if (x->words)
+		mark_word_text(r, in, x->words);
+}
+
 const struct reach *reach_compute(struct arena *a, const struct interner *in,
-				  const struct src_table *src, const struct program *p)
+				  const struct src_table *src, const struct program *p,
+				  const struct reach_extra *extra)
 {
 	size_t n = count_lazy(src, p);
 
@@ -244,6 +271,8 @@ const struct reach *reach_compute(struct arena *a, const struct interner *in,
 		if (!is_lazy_file(src, p->files[i]))
 			for (const struct decl *d = p->files[i]->decls; d; d = d->next)
 				scan_decl(r, in, src, d);
+	if (extra)
+		mark_extra(r, in, extra);
 	while (r->nwork > 0)
 		scan_lazy(r, in, src, r->work[--r->nwork]);
 	return r;
@@ -257,4 +286,29 @@ bool reach_wants(const struct reach *r, const struct decl *d)
 		if (r->lazy[r->by_decl[j] - 1] == d)
 			return r->wanted[r->by_decl[j] - 1];
 	return true;
+}
+
+struct miss_ctx {
+	const struct reach *r;
+	const struct interner *in;
+	bool missed;
+};
+
+static void miss_word(void *ctx, const char *w, size_t n)
+{
+	struct miss_ctx *c = ctx;
+	const char *name = c->missed ? NULL : intern_find(c->in, w, n);
+
+	for (size_t i = name ? first_named(c->r, name) : SIZE_MAX; i != SIZE_MAX; i = c->r->next_same_name[i])
+		c->missed |= !c->r->wanted[i];
+}
+
+bool reach_misses(const struct reach *r, const struct interner *in, const char *t, uint32_t start,
+		  uint32_t end)
+{
+	struct miss_ctx c = { r, in, false };
+
+	if (r)
+		reach_each_word(t, start, end, miss_word, &c);
+	return c.missed;
 }

@@ -30,12 +30,27 @@ struct program;
 struct reach;
 struct src_table;
 
+/* What a load reaches besides its files' words (import_opts.reach_extra):
+ * the -Wcapacity notes' context (analyzer/fit.c) is the file without its
+ * train blocks, and its variants name what those blocks and the fixes
+ * name, and every GPU the file can. */
+struct reach_extra {
+	const struct reach *like;	/* every name this one reached; NULL: none */
+	const char *words;		/* NUL-terminated, words as in a file; NULL: none */
+	bool gpus;			/* every gpu declaration */
+};
+
 /* NULL when nothing is lazy (no stdlib file was imported). Lazy loading
- * (lang/lazy.c) keeps it in p->reach for the checker. */
+ * (lang/lazy.c) keeps it in p->reach for the checker. @extra may be NULL. */
 const struct reach *reach_compute(struct arena *a, const struct interner *in,
-				  const struct src_table *src, const struct program *p);
+				  const struct src_table *src, const struct program *p,
+				  const struct reach_extra *extra);
 /* Whether @d is to be checked: always for the user's own files. */
 bool reach_wants(const struct reach *r, const struct decl *d);
+/* Whether a word of t[start, end) names a stdlib declaration @r left
+ * unreached (a stub): text that would need a load of its own. */
+bool reach_misses(const struct reach *r, const struct interner *in, const char *t, uint32_t start,
+		  uint32_t end);
 
 /* Call @fn with each word of t[start, end) that could name a declaration,
  * as reach_compute() reads the text of one: letters, digits, '_' and

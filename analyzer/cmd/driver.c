@@ -108,7 +108,8 @@ static int compile_one(const struct driver_opts *o, const char *path, struct dri
 	}
 	struct import_opts io = { .dirs = o->dirs, .ndirs = o->ndirs,
 				  .stdlib_dir = driver_stdlib_dir(&arena, o),
-				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
+				  .cache = import_cache_new(&arena, in) };
 
 	p.program = import_load(&arena, in, src, de, path, &io);
 	diag_flush(de);

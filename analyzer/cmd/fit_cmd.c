@@ -194,6 +194,7 @@ static bool load_base(struct fit_ctx *c, struct fit_args *a)
 	 * not reach: the larger-GPU fixes read the memory of GPUs it never
 	 * names (each variant loads lazily, as memc check does) */
 	c->prog = prog = import_load_many(&c->arena, in, src, de, &a->file, 1, &io);
+	c->cache = import_cache_new(&c->arena, in);	/* the variants parse the stdlib once */
 	if (prog->root && !diag_error_count(de))
 		c->cr = check_program(&c->arena, in, de, src, prog);
 	diag_flush(de);

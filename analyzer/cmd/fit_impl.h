@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "lang/arena.h"
+#include "lang/strmap.h"
 
 /* The largest micro_batch and seq_len searched (docs/fit.md). */
 enum { FIT_MB_LIMIT = 1 << 20, FIT_SEQ_LIMIT = 1 << 24 };
@@ -57,8 +58,9 @@ struct fit_range {
 	uint32_t start, end;
 };
 
-struct fit_memo_slot;
 struct diag_engine;
+struct reach;
+struct import_cache;
 struct interner;
 
 /* The job as written, kept for the whole search. */
@@ -75,7 +77,7 @@ struct fit_ctx {
 	const struct fit_range *keep;
 	size_t nkeep;
 	const struct src_table *src;	/* the job's keys' text */
-	const struct program *prog;	/* every GPU the file can name, parsed in full */
+	const struct program *prog;	/* every GPU the file can name, parsed */
 	struct check_result *cr;
 	struct eval *ev, *gpu_ev;	/* the job's, and the one prog's GPUs evaluate in */
 	const struct check_job *job;
@@ -93,11 +95,15 @@ struct fit_ctx {
 	struct src_table *ctx_src;
 	struct interner *ctx_in;
 	struct diag_engine *ctx_de;	/* no error limit: its counts are exact */
+	const struct reach *ctx_reach;	/* what it parsed of the stdlib (lang/reach.h) */
 	struct arena *ctx_arena;	/* the blocks' ASTs, kept: no address is reused */
+	/* NULL, or the parsed stdlib declarations a whole-text variant takes
+	 * instead of parsing them again, with the interner they need
+	 * (lang/import.h import_cache_new) */
+	struct import_cache *cache;
 	/* outcomes by the lines of their change: the mildest tuple of a
 	 * combination is often one tried before */
-	struct fit_memo_slot *seen;
-	size_t nseen, capseen;
+	struct strmap seen;
 };
 
 struct fit_answer {
@@ -111,6 +117,10 @@ struct fit_answer {
 	size_t nfixes;
 	struct fit_fix closest;	/* nlines 0: none was analysed */
 };
+
+/* The words the fixes write besides the block's own text and GPU names
+ * (fit_search.c), for what the block path's context parses. */
+extern const char fit_knob_words[];
 
 /* Evaluate the file with @ch applied to the job (@ch NULL: as written). */
 void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out);

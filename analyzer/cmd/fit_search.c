@@ -32,6 +32,14 @@ struct knob_alts {
 	size_t strong;		/* the strongest the checker takes alone (set when it is tried) */
 };
 
+/* Every identifier the knobs below write, keys included: the block path
+ * parses what these name (analyzer/fit.c load_gpus); one missing only
+ * sends its variants to the whole text (fit_variant.c). */
+const char fit_knob_words[] =
+	"micro_batch grad_accum checkpoint selective full zero fsdp full_shard optimizer adamw_8bit "
+	"paged_adamw_8bit adam_8bit offload params cpu parallel tp pp cp finetune lora qlora r alpha "
+	"targets all_linear cluster x";
+
 static uint64_t key_u64(const struct fit_ctx *c, const char *key, uint64_t dflt)
 {
 	struct value v;

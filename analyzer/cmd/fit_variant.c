@@ -24,8 +24,10 @@
 #include "lang/import.h"
 #include "lang/intern.h"
 #include "lang/parse.h"
+#include "lang/reach.h"
 #include "lang/source.h"
 #include "lang/strbuf.h"
+#include "lang/strmap.h"
 
 /* A field the train block writes itself (inherited keys are not its text). */
 static const struct field *own_field(const struct fit_ctx *c, const char *name)
@@ -268,20 +270,7 @@ static void analyse_text(struct fit_ctx *c, struct arena *a, struct interner *in
 
 /* ---- outcomes already known ---- */
 
-struct fit_memo_slot {
-	char *key;		/* the change's lines, one per line; "" as written */
-	struct fit_outcome out;
-};
-
-static uint64_t key_hash(const char *k)
-{
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-
-	for (; *k; k++)
-		h = (h ^ (unsigned char)*k) * 1099511628211ull;
-	return h;
-}
-
+/* The change's lines, one per line; "" as written. */
 static char *change_key(struct fit_ctx *c, const struct fit_change *ch)
 {
 	struct strbuf sb;
@@ -300,41 +289,10 @@ static char *change_key(struct fit_ctx *c, const struct fit_change *ch)
 	return k;
 }
 
-/* The slot of @key: its own, or the empty one it goes in. */
-static struct fit_memo_slot *memo_slot(struct fit_ctx *c, const char *key)
-{
-	size_t mask = c->capseen - 1, i = (size_t)key_hash(key) & mask;
-
-	while (c->seen[i].key && strcmp(c->seen[i].key, key) != 0)
-		i = (i + 1) & mask;
-	return &c->seen[i];
-}
-
-/* Half full at most, doubled as it fills; false: no memory, no memo. */
-static bool memo_room(struct fit_ctx *c)
-{
-	if (c->capseen && (c->nseen + 1) * 2 <= c->capseen)
-		return true;
-	size_t cap = c->capseen ? c->capseen * 2 : 64;
-	struct fit_memo_slot *old = c->seen, *nw = calloc(cap, sizeof *nw);
-	size_t oldcap = c->capseen;
-
-	if (!nw)
-		return false;
-	c->seen = nw;
-	c->capseen = cap;
-	for (size_t i = 0; i < oldcap; i++)
-		if (old[i].key)
-			*memo_slot(c, old[i].key) = old[i];
-	free(old);
-	return true;
-}
-
 void fit_ctx_release(struct fit_ctx *c)
 {
-	free(c->seen);
-	c->seen = NULL;
-	c->nseen = c->capseen = 0;
+	/* its entries stay in c->arena until that is freed */
+	memset(&c->seen, 0, sizeof c->seen);
 }
 
 /* The whole file's text with @ch written in, compiled from scratch in an
@@ -342,11 +300,12 @@ void fit_ctx_release(struct fit_ctx *c)
 static void text_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
 {
 	struct arena a = { 0 };
-	struct interner *in = interner_new(&a);
+	struct interner *in = c->cache ? import_cache_interner(c->cache) : interner_new(&a);
 	struct src_table *src = src_table_new(&a);
 	struct diag_engine *de = diag_new(&a, src, NULL);
 	struct import_opts io = { .dirs = c->opts->dirs, .ndirs = c->opts->ndirs, .stdlib_dir = c->stdlib,
-				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests };
+				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
+				  .cache = c->cache };
 	size_t len = c->len;
 	char *text = ch || c->nkeep ? apply(c, ch, c->keep, c->nkeep, &len) : NULL;
 
@@ -376,6 +335,12 @@ static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct
 	unsigned e0 = diag_error_count(de), w0 = diag_warning_count(de);
 	size_t len;
 	char *text = apply(c, ch, &block, 1, &len);
+
+	if (text && reach_misses(c->ctx_reach, c->ctx_in, text, 0, (uint32_t)len)) {
+		free(text);	/* it names what the context left a stub */
+		text_variant(c, ch, out);
+		return;
+	}
 	const struct src_file *f = text ? src_add_string(c->ctx_src, de, c->path, text, len) : NULL;
 	const struct file_ast *fa = f ? parse_file(c->ctx_arena, c->ctx_in, de, f) : NULL;
 
@@ -412,21 +377,16 @@ bool fit_verify(struct fit_ctx *c, const struct fit_change *ch, const struct fit
 void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
 {
 	char *key = change_key(c, ch);
+	size_t len = strlen(key);
+	const struct fit_outcome *known = strmap_get(&c->seen, key, len);
 
-	if (c->capseen) {
-		struct fit_memo_slot *s = memo_slot(c, key);
-
-		if (s->key) {
-			*out = s->out;
-			return;
-		}
+	if (known) {
+		*out = *known;
+		return;
 	}
 	compile_variant(c, ch, out);
-	if (memo_room(c)) {
-		struct fit_memo_slot *s = memo_slot(c, key);
+	struct fit_outcome *keep = ARENA_NEW(&c->arena, struct fit_outcome);
 
-		s->key = key;
-		s->out = *out;
-		c->nseen++;
-	}
+	*keep = *out;
+	strmap_put(&c->seen, &c->arena, key, len, keep);
 }

@@ -224,22 +224,34 @@ where_section() {
 	echo 'checkpoint none/full, ZeRO 0..3). In `repeating` the blocks repeat'
 	echo 'every 128; `distinct` adds `grad_accum = 1 + i / 128`, so no two blocks'
 	echo 'are alike. Wall time and peak RSS of one `memc check` and one'
-	echo '`memc report` (tests/bench/rusage.c). The -Wcapacity fix search runs'
-	echo 'once per distinct block text that does not fit (analyzer/fit.c), the'
-	echo 'searches of a file 2000 variants in all (docs/fit.md): the row with'
-	echo '`-Wno-capacity` is the same check without any search.'
+	echo '`memc report` (tests/bench/rusage.c), the run of three with the least'
+	echo 'CPU time (user + system). The -Wcapacity fix search runs'
+	echo 'once per distinct block text that does not fit, for the first 8 such'
+	echo 'texts of a file and 2000 variants at most (analyzer/fit.c, docs/fit.md);'
+	echo 'every other block that does not fit keeps its warning, with a note on'
+	echo 'how to search it. The row with `-Wno-capacity` is the same check'
+	echo 'without any search or -Wcapacity warning.'
 	echo
-	echo '| file | command | wall | peak RSS | exit status | per block |'
-	echo '| --- | --- | ---: | ---: | ---: | ---: |'
+	echo '| file | command | wall | CPU | peak RSS | exit status | CPU per block |'
+	echo '| --- | --- | ---: | ---: | ---: | ---: | ---: |'
 	for f in many distinct; do
 		for cmd in check check\ -Wno-capacity report; do
 			read -r -a argv <<<"$cmd"
 			file=$many name=repeating
 			[[ $f = distinct ]] && file=$distinct name=distinct
-			"$b/bench-rusage" "$tmp/ru" "$memc" "${argv[@]}" "$file" >/dev/null 2>&1 || true
-			read -r wall rss rc <"$tmp/ru"
-			per=$(awk -v w="$wall" 'BEGIN { printf "%.1f us", w * 1e6 / 10000 }')
-			printf '| %s | memc %s | %s s | %s MiB | %s | %s |\n' "$name" "$cmd" "$wall" "$rss" "$rc" "$per"
+			# the least of three runs: the load of a shared machine only adds
+			best=
+			for _ in 1 2 3; do
+				"$b/bench-rusage" "$tmp/ru" "$memc" "${argv[@]}" "$file" >/dev/null 2>&1 || true
+				read -r wall rss rc cpu <"$tmp/ru"
+				if [[ -z $best ]] || awk -v a="$cpu" -v b="${best##* }" 'BEGIN { exit !(a < b) }'; then
+					best="$wall $rss $rc $cpu"
+				fi
+			done
+			read -r wall rss rc cpu <<<"$best"
+			per=$(awk -v w="$cpu" 'BEGIN { printf "%.1f us", w * 1e6 / 10000 }')
+			printf '| %s | memc %s | %s s | %s s | %s MiB | %s | %s |\n' "$name" "$cmd" "$wall" "$cpu" \
+				"$rss" "$rc" "$per"
 		done
 	done
 	echo
@@ -270,7 +282,9 @@ where_section() {
 		echo 'The same split of `memc report examples/does-not-fit.mem`, the one'
 		echo 'example whose job does not fit (its -Wcapacity notes search 25'
 		echo 'variants; `load_program` is every file read and parsed, the'
-		echo 'verifications'"'"' and the one full parse of the file'"'"'s GPUs included):'
+		echo 'verifications'"'"' and the context'"'"'s, with the GPUs, included; a'
+		echo 'verified stdlib declaration is parsed once for all of them,'
+		echo 'lang/import_cache.c):'
 		echo
 		cg_run "$memc" report examples/does-not-fit.mem
 		echo '| instructions | fit_search_fixes | fit_try | fit_verify | load_program |'
@@ -290,7 +304,10 @@ where_section() {
 	echo 'text repeats; a block with a new micro_batch, checkpoint mode or layout'
 	echo 'walks again. What remains per block with the search off is reading and'
 	echo 'checking its keys, the copy of the kept blocks and the numeric model;'
-	echo 'with the search on, the verifications, each a compilation of its own.'
+	echo 'with the search on, the verifications, each a compilation of its own'
+	echo 'that parses only the user'"'"'s file (the stdlib declarations it reaches'
+	echo 'were parsed before, lang/import_cache.c), and the -Wcapacity warnings'
+	echo 'themselves, printed with their source lines.'
 	echo
 	echo '## Variants in one process'
 	echo

@@ -79,7 +79,7 @@ measure() { # name file...
 	shift
 	for cmd in check report; do
 		"$rusage" "$out/$name.$cmd.time" "$memc" "$cmd" "$@" 2>"$out/$name.$cmd.err" >/dev/null
-		read -r wall rss rc < "$out/$name.$cmd.time"
+		read -r wall rss rc _ < "$out/$name.$cmd.time"
 		local flag=""
 		if awk -v w="$wall" -v m="$rss" 'BEGIN { exit !(w > 2 || m > 200) }'; then flag=" OVER"; over=1; fi
 		if [ "$rc" -ge 128 ]; then flag="$flag CRASH"; over=1; fi

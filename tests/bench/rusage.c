@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rusage.c - run a command, print its wall time, peak RSS and exit status.
+ * rusage.c - run a command, print its wall time, peak RSS, exit status
+ * and CPU time.
  *
  *   build/bench-rusage FILE CMD [ARG...]
  *
- * writes "WALL_S MAXRSS_MB RC" to FILE (the command's own output goes
+ * writes "WALL_S MAXRSS_MB RC CPU_S" to FILE (CPU: user + system, which
+ * moves less than wall time with the load of a shared machine; the
+ * command's own output goes
  * where it would). GNU time would do, but it is a package of its own that a
  * fresh machine may lack; wait4() gives the same figures. Used by
  * tests/bench/hostile.sh (`make bench-limits`).
@@ -52,6 +55,9 @@ int main(int argc, char **argv)
 		return perror("wait4"), 2;
 	int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
-	fprintf(summary, "%.3f %.1f %d\n", now() - t0, (double)ru.ru_maxrss / 1024.0, rc);
+	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+		     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
+
+	fprintf(summary, "%.3f %.1f %d %.3f\n", now() - t0, (double)ru.ru_maxrss / 1024.0, rc, cpu);
 	return fclose(summary) ? 2 : 0;
 }

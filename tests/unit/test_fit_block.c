@@ -6,7 +6,8 @@
  * compiling the whole text with the change written in; the search finds
  * the same fixes either way; and where the block path disagrees with the
  * text (here: a context whose GPU is not the file's), the verification
- * catches it and the text decides.
+ * catches it and the text decides; and a variant naming a stdlib
+ * declaration the context left a stub goes to the text.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 #include "analyzer/cmd/driver.h"
 #include "analyzer/cmd/fit_impl.h"
+#include "analyzer/cmd/stdlib_digests.h"
 #include "lang/arena.h"
 #include "lang/check.h"
 #include "lang/diag.h"
@@ -204,12 +206,72 @@ static void a_wrong_context_falls_back_to_the_text(void **state)
 	release(&block, &j2, &x2);
 }
 
+/* A stdlib job, and a context that reached nothing of the stdlib (no
+ * words besides its imports, no reach_extra): every declaration the
+ * block names is a stub there, so the block path must hand each variant
+ * to the text (reach_misses), which checks and analyses it in full. */
+static const char std_text[] =
+	"import \"gpus/nvidia\"\nimport \"models/llama\"\nimport \"optimizers\"\nimport \"precision\"\n"
+	"train t {\n  model = llama2_7b\n  cluster = 1 x A100_80GB\n  precision = bf16_true\n"
+	"  optimizer = adamw\n  micro_batch = 1\n  seq_len = 512\n}\n";
+
+static void compile_std(struct unit *u, const char *text, size_t len, bool jobs)
+{
+	struct import_opts io = { .stdlib_dir = "stdlib", .verified = memc_stdlib_digests,
+				  .nverified = memc_stdlib_ndigests };
+
+	memset(u, 0, sizeof *u);
+	u->in = interner_new(&u->a);
+	u->src = src_table_new(&u->a);
+	u->de = diag_new(&u->a, u->src, NULL);
+	src_set_overlay(u->src, "root.mem", text, len);
+	u->p = import_load(&u->a, u->in, u->src, u->de, "root.mem", &io);
+	assert_non_null(u->p->root);
+	u->cr = jobs ? check_program(&u->a, u->in, u->de, u->src, u->p) :
+		       check_program_decls(&u->a, u->in, u->de, u->src, u->p);
+	assert_int_equal(diag_error_count(u->de), 0);
+	diag_set_max_errors(u->de, 0);
+}
+
+static void a_stub_named_sends_the_variant_to_the_text(void **state)
+{
+	struct driver_opts o = { .ndirs = 0, .stdlib_dir = "stdlib" };
+	struct unit job, ctx;
+	struct fit_ctx c;
+	struct fit_set set;
+	struct fit_change ch;
+	struct fit_outcome as_written, changed;
+
+	(void)state;
+	compile_std(&job, std_text, strlen(std_text), true);
+	compile_std(&ctx, std_text, (size_t)(strstr(std_text, "train") - std_text), false);
+	assert_non_null(ctx.p->reach);
+	memset(&c, 0, sizeof c);
+	c = (struct fit_ctx){ .opts = &o, .path = "root.mem", .stdlib = "stdlib", .text = std_text,
+			      .len = strlen(std_text), .src = job.src, .prog = ctx.p, .ev = job.cr->ev,
+			      .gpu_ev = ctx.cr->ev, .job = job.cr->jobs, .job_name = "t", .job_headroom = 0.10,
+			      .max_fixes = 3, .max_builds = 1000, .ctx = ctx.cr, .ctx_src = ctx.src,
+			      .ctx_in = ctx.in, .ctx_de = ctx.de, .ctx_arena = &ctx.a, .ctx_reach = ctx.p->reach };
+	fit_try(&c, NULL, &as_written);
+	one(&set, "optimizer", NULL, "adamw_8bit", &ch);
+	fit_try(&c, &ch, &changed);
+	assert_true(as_written.ok && changed.ok);	/* a stub checked would be an error */
+	assert_true(changed.total < as_written.total);	/* 8-bit states are smaller */
+	assert_true(fit_verify(&c, NULL, &as_written));
+	assert_true(fit_verify(&c, &ch, &changed));
+	fit_ctx_release(&c);
+	arena_free(&c.arena);
+	arena_free(&ctx.a);
+	arena_free(&job.a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(each_variant_is_what_the_text_gives),
 		cmocka_unit_test(the_search_finds_the_text_s_fixes),
 		cmocka_unit_test(a_wrong_context_falls_back_to_the_text),
+		cmocka_unit_test(a_stub_named_sends_the_variant_to_the_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,9 +2,10 @@
 /*
  * test_mem_output.c - the model output the training loop holds
  * (train.keep_output, docs/memory-model.md "The output the loop keeps"):
- * a layer's kept_bytes outlive its backward, through the backward of the
- * layers before it and the optimizer step, and not into the next
- * micro-batch's forward (the loop rebinds `output` every micro-batch).
+ * a layer's output (output_saved_bytes, output_bytes) outlives its
+ * backward, through the backward of the layers before it and the
+ * optimizer step, and not into the next micro-batch's forward (the loop
+ * rebinds `output` every micro-batch).
  */
 #include "analyzer/memory.h"
 #include "mem_fixture.h"
@@ -19,8 +20,9 @@
 #define MIB (UINT64_C(1) << 20)
 
 /* A body repeat with a 10 MiB weight (10 MiB bf16 gradient) and 100 MiB of
- * saves, and a head without weights whose 20 MiB of saves hold @kept MiB
- * of output, with 30 MiB of backward temporaries; no optimizer states. */
+ * saves, and a head without weights whose 20 MiB of saves hold 16 MiB of
+ * output, with 30 MiB of backward temporaries; no optimizer states; the
+ * loop keeps the output when @kept. */
 struct tiny {
 	struct mem_param body;
 	struct mem_layer l[2];
@@ -28,20 +30,21 @@ struct tiny {
 	struct mem_job j;
 };
 
-static void tiny_job(struct tiny *t, uint64_t kept, uint64_t micro_batches)
+static void tiny_job(struct tiny *t, bool kept, uint64_t micro_batches)
 {
 	t->body = (struct mem_param){ .name = "w", .numel = 1, .weight_bytes = 10 * MIB,
 				      .grad_bytes = 10 * MIB, .trainable = true };
 	t->l[0] = (struct mem_layer){ .name = "block", .params = &t->body, .nparams = 1,
 				      .saves_bytes = 100 * MIB };
 	t->l[1] = (struct mem_layer){ .name = "lm_head", .saves_bytes = 20 * MIB, .temp_bwd_bytes = 30 * MIB,
-				      .loss_region = true, .kept_bytes = kept * MIB };
+				      .loss_region = true, .output_saved_bytes = 16 * MIB };
 	for (int i = 0; i < 2; i++)
 		t->b[i] = (struct mem_block){ .layers = &t->l[i], .nlayers = 1, .repeat = 1, .is_body = i == 0 };
 	mem_fx_job(&t->j, true);
 	t->j.blocks = t->b;
 	t->j.nblocks = 2;
 	t->j.micro_batches = micro_batches;
+	t->j.keep_output = kept;
 }
 
 static struct mem_result analyse(struct tiny *t)
@@ -62,13 +65,13 @@ static void held_through_backward_and_step(void **state)
 	struct mem_result r;
 
 	(void)state;
-	tiny_job(&t, 0, 1);
+	tiny_job(&t, false, 1);
 	r = analyse(&t);
 	assert_int_equal(r.classes[0].peak_allocated, 160 * MIB);
 	assert_int_equal(r.classes[0].phase_peak[MEM_PHASE_BACKWARD], 120 * MIB);
 	assert_int_equal(r.classes[0].phase_peak[MEM_PHASE_OPTIMIZER], 20 * MIB);
 	mem_result_free(&r);
-	tiny_job(&t, 16, 1);
+	tiny_job(&t, true, 1);
 	r = analyse(&t);
 	assert_int_equal(r.classes[0].peak_allocated, 160 * MIB);
 	assert_int_equal(r.classes[0].phase_peak[MEM_PHASE_BACKWARD], 136 * MIB);
@@ -89,7 +92,7 @@ static void not_into_the_next_forward(void **state)
 
 	(void)state;
 	for (int k = 0; k < 2; k++) {
-		tiny_job(&t, k ? 16 : 0, 2);
+		tiny_job(&t, k == 1, 2);
 		r = analyse(&t);
 		fwd[k] = r.classes[0].phase_peak[MEM_PHASE_FORWARD];
 		mem_result_free(&r);
@@ -98,11 +101,32 @@ static void not_into_the_next_forward(void **state)
 	assert_int_equal(fwd[1], 120 * MIB);
 }
 
+/* An output the head makes as a forward transient (upcast_output's fp32
+ * logits): 16 MiB more at the head's own backward too (10 + 100 + 20 + 30
+ * + 16 = 176 MiB), and at the block's (136) and the step (36). */
+static void held_from_a_transient(void **state)
+{
+	struct tiny t;
+	struct mem_result r;
+
+	(void)state;
+	tiny_job(&t, true, 1);
+	t.l[1].output_saved_bytes = 0;
+	t.l[1].output_bytes = 16 * MIB;
+	t.l[1].temp_fwd_bytes = 16 * MIB;
+	r = analyse(&t);
+	assert_int_equal(r.classes[0].phase_peak[MEM_PHASE_LOSS], 176 * MIB);
+	assert_int_equal(r.classes[0].phase_peak[MEM_PHASE_BACKWARD], 136 * MIB);
+	assert_int_equal(r.classes[0].phase_peak[MEM_PHASE_OPTIMIZER], 36 * MIB);
+	mem_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(held_through_backward_and_step),
 		cmocka_unit_test(not_into_the_next_forward),
+		cmocka_unit_test(held_from_a_transient),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -154,7 +154,7 @@ bool bld_is_tensor_word(const char *name)
 {
 	static const char *const words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					     "grouped", "paged", "op", "recompute", "input_of", "fp8_copy",
-					     "output" };
+					     "output", "matmul" };
 
 	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
 		if (!strcmp(name, words[i]))
@@ -345,6 +345,12 @@ void bld_frame_pop(struct bld *b)
 			b->frame->child_bwd = childb;
 			parts_take(&b->frame->ctb, &f->tb, &f->ctb);
 		}
+		/* a nested layer's `matmul` temps stand for its own instant */
+		b->frame->mm |= f->mm;
+		if (f->mm_fwd > b->frame->mm_fwd)
+			b->frame->mm_fwd = f->mm_fwd;
+		if (f->mm_bwd > b->frame->mm_bwd)
+			b->frame->mm_bwd = f->mm_bwd;
 	} else {
 		bld_layer_close(b, f);
 	}
@@ -493,24 +499,53 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 		f->input_saved = bytes;
 }
 
+/* A `matmul` temp: alive beside the layer's per-call weight copy
+ * (MatMul4Bit's dequantisation), which comes before the layer's loss
+ * region in forward and after it in backward (mem_timeline.c).
+ * matmul(previous): the previous micro-batch's, which the loop holds, at
+ * that batch's length (data { padding = longest }: min_seq_len). */
+static void on_matmul_temp(struct bld *b, const struct attr *mm, uint64_t bytes, bool fwd, bool bwd)
+{
+	struct frame *f = bld_frame(b);
+	uint64_t den = b->graph_den ? b->graph_den : 1, scaled = bytes;
+
+	f->mm = true;
+	if (mm->args && bld_mul(b, bytes, b->graph_den ? b->graph_num : 1, &scaled, "the transient bytes of a layer"))
+		scaled = scaled / den + (scaled % den != 0);
+	if (fwd || !bwd)
+		bld_add_act(b, &f->mm_fwd, scaled, "the transient bytes of a layer");
+	if (bwd || !fwd)
+		bld_add_act(b, &f->mm_bwd, scaled, "the transient bytes of a layer");
+}
+
 static void on_temp(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 {
 	const struct dtype *dt = tensor_dtype(b, t);
 	uint64_t bytes = bld_bytes(b, dt ? dt : b->act, numel);
 	bool fwd = find_attr(t->stmt, "forward") != NULL, bwd = find_attr(t->stmt, "backward") != NULL;
+	bool loss = find_attr(t->stmt, "loss") != NULL;
+	const struct attr *mm = find_attr(t->stmt, "matmul");
 	struct frame *f = bld_frame(b);
 
-	if (find_attr(t->stmt, "loss"))
+	if (mm) {
+		on_matmul_temp(b, mm, bytes, fwd, bwd);
+		return;
+	}
+	if (loss)
 		f->loss = true;
 	if (find_attr(t->stmt, "output"))
 		bld_add_act(b, &bld_frame_top(b)->output, bytes, "the transient bytes of a layer");
 	if (fwd || !bwd) {
 		bld_add_act(b, &f->temp_fwd, bytes, "the transient bytes of a layer");
 		bld_parts_push(&f->tf, bytes);
+		if (loss)
+			bld_add_act(b, &f->loss_tf, bytes, "the transient bytes of a layer");
 	}
 	if (bwd || !fwd) {
 		bld_add_act(b, &f->temp_bwd, bytes, "the transient bytes of a layer");
 		bld_parts_push(&f->tb, bytes);
+		if (loss)
+			bld_add_act(b, &f->loss_tb, bytes, "the transient bytes of a layer");
 	}
 }
 

@@ -130,6 +130,14 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		b->graph_kept_placed = true;
 	}
 
+	/* the per-call weight copy's instant: what is outside the loss region */
+	uint64_t mmf = b->saves, mmb = b->saves;
+
+	bld_add_act(b, &mmf, tf > f->loss_tf ? tf - f->loss_tf : 0, "the transient bytes of a layer");
+	bld_add_act(b, &mmf, f->mm_fwd, "the transient bytes of a layer");
+	bld_add_act(b, &mmb, tb > f->loss_tb ? tb - f->loss_tb : 0, "the transient bytes of a layer");
+	bld_add_act(b, &mmb, f->mm_bwd, "the transient bytes of a layer");
+
 	size_t ntf, ntb;
 	const uint64_t *tfp = layer_parts(b, &f->tf, &f->ctf, &ntf);
 	const uint64_t *tbp = layer_parts(b, &f->tb, &f->ctb, &ntb);
@@ -141,7 +149,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 
 		if (!loss && bld_add_act(b, &act, tf, "the transient bytes of a layer") && act > b->rl_reward_act)
 			b->rl_reward_act = act;
-		saves = tf = tb = f->input = f->input_saved = 0;
+		saves = tf = tb = f->input = f->input_saved = mmf = mmb = 0;
 		tfp = tbp = NULL;
 		ntf = ntb = 0;
 		b->nsave_parts = 0;
@@ -154,6 +162,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.saves_bytes = saves, .input_bytes = f->input, .input_saved_bytes = f->input_saved,
 		.temp_fwd_bytes = tf, .temp_bwd_bytes = tb,
 		.loss_region = loss,
+		.mm_split = f->mm, .mm_fwd_bytes = mmf, .mm_bwd_bytes = mmb,
 		.op_mm = { b->op_mm[0], b->op_mm[1] }, .op_sdpa = b->op_sdpa,
 		.op_mm_count = b->op_mm_count,
 		.save_parts = b->save_parts, .nsave_parts = b->nsave_parts,
@@ -214,6 +223,8 @@ static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 	    x->saves_bytes != y->saves_bytes || x->input_bytes != y->input_bytes ||
 	    x->temp_fwd_bytes != y->temp_fwd_bytes || x->temp_bwd_bytes != y->temp_bwd_bytes ||
 	    x->loss_region != y->loss_region || x->nsave_parts != y->nsave_parts ||
+	    x->mm_split != y->mm_split || x->mm_fwd_bytes != y->mm_fwd_bytes ||
+	    x->mm_bwd_bytes != y->mm_bwd_bytes ||
 	    x->tied_grad_bytes != y->tied_grad_bytes || x->tied_grad_end_bytes != y->tied_grad_end_bytes ||
 	    x->output_bytes != y->output_bytes || x->output_saved_bytes != y->output_saved_bytes)
 		return false;

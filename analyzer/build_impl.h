@@ -43,6 +43,10 @@ struct frame {
 	struct pending *pending;
 	size_t npending, cappending;
 	uint64_t temp_fwd, temp_bwd;	/* this instance's own transients */
+	uint64_t loss_tf, loss_tb;	/* ... of them, those of the loss region (`loss`) */
+	uint64_t mm_fwd, mm_bwd;	/* `matmul` temps: beside a per-call weight copy, in
+					   place of the loss region (mem_layer mm_split) */
+	bool mm;			/* a `matmul` temp is declared (here or nested) */
 	uint64_t dora_temp;		/* the largest DoRA weight-norm transient in temp_fwd */
 	bool shared_dropout;		/* a `shared_dropout` adapter's dropped input is counted */
 	uint64_t child_fwd, child_bwd;	/* the largest nested instance's */

@@ -133,6 +133,8 @@ static void data_shapes(struct bld *b, struct mem_job *j)
 		return;
 	j->shape_seq_len = s;
 	j->shape_min_seq_len = m < 1 ? 1 : m > s ? s : m;
+	m = bld_key_u64(b, "data.later_seq_len", s);
+	j->later_seq_len = m >= 1 && m < s ? m : 0;
 }
 
 /* The share q of `full` bytes at seq_len that is quadratic in it, from

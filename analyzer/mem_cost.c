@@ -203,6 +203,7 @@ static void cost_params(struct mem_ctx *cx, const struct mem_block *b, size_t j,
 	/* MatMul4Bit.forward/backward and torchao's linear_nf4 dequantise one
 	 * weight per matmul and free it after: the layer's largest copy */
 	c->cast_tmp = mem_add(&cx->ovf, c->cast_tmp, each);
+	c->cast_each = each;
 }
 
 /* What cost_params reads of the job besides the layer's parameters and
@@ -218,7 +219,7 @@ struct cost_key {
 	bool full, flat, body;
 };
 
-_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_job) == 432,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_job) == 440,
 	       "a new mem_job field: add it to struct cost_key if a parameter's cost reads it");
 
 /* One layer's cached cost: the key and a copy of the parameters it was
@@ -385,6 +386,9 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 	}
 	c->tfwd = mem_round(job, l->temp_fwd_bytes);
 	c->tbwd = mem_round(job, l->temp_bwd_bytes);
+	c->mm_split = l->mm_split && !full;
+	c->mmf = mem_round(job, l->mm_fwd_bytes);
+	c->mmb = mem_round(job, l->mm_bwd_bytes);
 	/* outside the cached part: the bytes come from another layer's param */
 	c->tied = mem_round(job, l->tied_grad_bytes);
 	c->tied_end = mem_round(job, l->tied_grad_end_bytes);

@@ -31,6 +31,9 @@ struct mem_cost {
 	uint64_t cast_tmp;	/* casts alive only while the layer runs */
 	uint64_t cast_fwd;	/* autocast-cached casts of a recomputed layer: held from its
 				   forward to the end of the forward pass (part of cast_tmp) */
+	uint64_t cast_each;	/* of cast_tmp, the per-call weight copy (MatMul4Bit) */
+	bool mm_split;		/* that copy has an instant of its own (mem_layer) ... */
+	uint64_t mmf, mmb;	/* ... where the layer holds these instead of stored + tfwd/tbwd */
 	uint64_t step_group;	/* grouped (foreach) step temporaries */
 	uint64_t step_max;	/* largest one-at-a-time step temporary */
 	uint64_t stored;	/* activations kept to backward in stored form */

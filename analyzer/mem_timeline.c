@@ -71,6 +71,7 @@ struct scenario {
 		size_t seg, j;
 		uint64_t r;
 		bool bwd, rec, optimizer, final_reduce;
+		unsigned char part;	/* enum part */
 	} mark;
 };
 
@@ -83,8 +84,14 @@ static const struct mem_sums *full_before(const struct pos *p, struct mem_sums *
 	return tmp;
 }
 
+/* A layer whose weight is copied per call (mem_cost mm_split) passes two
+ * instants: its matmul, beside the copy, and its loss region without it;
+ * any other layer, one (PART_WHOLE). */
+enum part { PART_WHOLE, PART_LOSS, PART_MM };
+
 struct walk {
 	struct mem_ctx *cx;
+	enum part part;		/* of the instant being made */
 	const struct mem_job *job;
 	const struct mem_stage *st;
 	uint64_t ipg;		/* ZeRO-1/2 IPG buckets while backward runs */
@@ -223,7 +230,7 @@ static void consider_at(struct walk *w, const struct instant *in, const struct p
 		}
 		if (!w->job->phase_series && total <= w->out->phase_peak[ph] && s->any && total <= s->peak)
 			continue;
-		struct mark m = { p->s, p->j, p->r, bwd, rec, false, false };
+		struct mark m = { p->s, p->j, p->r, bwd, rec, false, false, (unsigned char)w->part };
 		struct mem_vec v;
 		struct mem_where wh;
 
@@ -244,7 +251,8 @@ static void add_activations(struct walk *w, const struct pos *p, struct mem_vec 
 	 * the running repeat's on the GPU (being copied out, or brought back) */
 	put(w, v, MEM_C_ACTIVATIONS, mem_sub(pv(p, S_STORED_ACT), p->U.v[S_STORED_OFF]));
 	put(w, v, MEM_C_LOGITS, pv(p, S_STORED_LOG));
-	put(w, v, p->c->act, p->c->stored);
+	if (w->part != PART_MM)	/* the matmul's instant: the layer's own in mmf/mmb */
+		put(w, v, p->c->act, p->c->stored);
 	if (!remat)
 		return;
 	put(w, v, MEM_C_ACTIVATIONS, mem_sub(pv(p, S_SAVES_ACT), p->U.v[S_SAVES_ACT]));
@@ -368,20 +376,49 @@ static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v
 	return after;	/* the scenarios without resident gradients add it */
 }
 
+/* The layer's own transient casts at this instant: the per-call weight
+ * copy (MatMul4Bit dequantises per call) exists at the matmul's, not
+ * beside the loss region. */
+static uint64_t own_casts(const struct walk *w, const struct pos *p)
+{
+	return w->part == PART_LOSS ? mem_sub(p->c->cast_tmp, p->c->cast_each) : p->c->cast_tmp;
+}
+
+/* data { later_seq_len }: lit-gpt 2023's train() forces the longest
+ * sample into iteration 0 (get_batch(..., longest_seq_ix if iter_num == 0)),
+ * before any gradient exists; a later micro-batch, with the gradients
+ * resident, is padded to its own longest sample, at most later_seq_len:
+ * its activations and logits are taken per token at that length. */
+static void later_shape(struct walk *w, struct instant *in)
+{
+	uint64_t n = w->job->later_seq_len, d = w->job->shape_seq_len;
+	bool *o = &w->cx->ovf;
+	static const enum mem_component cs[] = { MEM_C_ACTIVATIONS, MEM_C_LOGITS };
+
+	if (!w->accumulating || !n || !d || n >= d)
+		return;
+	for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+		uint64_t x = in->v.c[cs[i]];
+
+		in->v.c[cs[i]] = mem_add(o, mem_mul(o, x / d, n), (x % d * n + d - 1) / d);
+	}
+}
+
 static void instant_forward(struct walk *w, const struct pos *p, struct instant *in)
 {
 	struct mem_vec *v = &in->v;
 
 	*in = (struct instant){ { { 0 }, { 0 } }, 0, false };
 	add_activations(w, p, v, false);
-	put(w, v, p->c->act, p->c->tfwd);
+	put(w, v, p->c->act, w->part == PART_MM ? p->c->mmf : p->c->tfwd);
 	/* casts saved for backward, the autocast-cached casts of earlier
 	 * recomputed layers (held until the forward pass ends, §2.1), and this
 	 * layer's own */
 	put_buf(w, v, MEM_B_CASTS, mem_add(&w->cx->ovf, mem_add(&w->cx->ovf, pv(p, S_CAST_KEEP),
 							       pv(p, S_CAST_FWD)),
-					   mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
+					   mem_add(&w->cx->ovf, p->c->cast_keep, own_casts(w, p))));
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, false));
+	later_shape(w, in);
 }
 
 /* A tied weight's gradient from a later layer (the LM head), not yet in
@@ -421,9 +458,9 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 
 	*in = (struct instant){ { { 0 }, { 0 } }, 0, true };	/* + the first micro-batch's IPG */
 	add_activations(w, p, v, full);
-	put(w, v, p->c->act, remat ? p->c->tfwd : p->c->tbwd);
+	put(w, v, p->c->act, remat ? p->c->tfwd : w->part == PART_MM ? p->c->mmb : p->c->tbwd);
 	put_buf(w, v, MEM_B_CASTS, mem_add(&w->cx->ovf, pv(p, S_CAST_KEEP),
-					   mem_add(&w->cx->ovf, p->c->cast_keep, p->c->cast_tmp)));
+					   mem_add(&w->cx->ovf, p->c->cast_keep, own_casts(w, p))));
 	/* the re-run forward of a recomputed repeat saves its casts for
 	 * backward, as a none-mode forward does: earlier layers' casts live */
 	if (full)
@@ -433,22 +470,37 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 	put(w, v, MEM_C_LOGITS, mem_pp_own_output(&w->cx->ovf, w->cx, w->st, p->c->act == MEM_C_LOGITS));
 	put(w, v, MEM_C_LOGITS, output_held(w, p));
 	in->after = add_grads(w, p, v, remat);
+	later_shape(w, in);
 }
 
+/* In time order: forward makes the head's output (beside the weight's
+ * copy) before the loss region; backward ends the loss region first
+ * (litgpt chunked_cross_entropy's log-softmax backward runs before
+ * MatMul4Bit.backward dequantises again). */
 static void eval_forward(struct walk *w, const struct pos *p)
 {
 	struct instant in;
+	bool split = p->c->mm_split;
 
-	instant_forward(w, p, &in);
-	consider_at(w, &in, p, false, false);
+	for (int k = 0; k < (split ? 2 : 1); k++) {
+		w->part = !split ? PART_WHOLE : k == 0 ? PART_MM : PART_LOSS;
+		instant_forward(w, p, &in);
+		consider_at(w, &in, p, false, false);
+	}
+	w->part = PART_WHOLE;
 }
 
 static void eval_backward(struct walk *w, const struct pos *p, bool remat)
 {
 	struct instant in;
+	bool split = p->c->mm_split && !remat;
 
-	instant_backward(w, p, remat, &in);
-	consider_at(w, &in, p, true, remat);
+	for (int k = 0; k < (split ? 2 : 1); k++) {
+		w->part = !split ? PART_WHOLE : k == 0 ? PART_LOSS : PART_MM;
+		instant_backward(w, p, remat, &in);
+		consider_at(w, &in, p, true, remat);
+	}
+	w->part = PART_WHOLE;
 }
 
 /* Optimizer step: all gradients exist, activations are gone (§5.1, §5.2). */
@@ -475,7 +527,7 @@ static void eval_optimizer(struct walk *w)
 {
 	struct mem_vec v;
 	struct mem_where wh;
-	struct mark m = { 0, 0, 0, false, false, true, false };
+	struct mark m = { 0, 0, 0, false, false, true, false, PART_WHOLE };
 	uint64_t total = 0;
 
 	optimizer_instant(w, &v, &wh);
@@ -525,7 +577,7 @@ static void eval_final_reduce(struct walk *w, struct scenario *s)
 {
 	struct mem_vec v;
 	struct mem_where wh;
-	struct mark m = { 0, 0, 0, true, false, false, true };
+	struct mark m = { 0, 0, 0, true, false, false, true, PART_WHOLE };
 	uint64_t total = 0;
 
 	final_reduce_instant(w, s, &v, &wh);
@@ -726,6 +778,8 @@ static bool shared_instants(const struct mem_job *job)
 {
 	if (is_fsdp(job->sharding) && (mem_fsdp_gathers(job) || job->fsdp_no_sync))
 		return false;
+	if (job->later_seq_len)	/* a later micro-batch is shorter */
+		return false;
 	return mem_fsdp1_all_gathered(job, false) == mem_fsdp1_all_gathered(job, true) &&
 	       mem_fsdp1_accumulates_unsharded(job, false) == mem_fsdp1_accumulates_unsharded(job, true);
 }
@@ -747,12 +801,14 @@ static void replay(struct walk *w, const struct scenario *s, struct mem_vec *at,
 		return;
 	}
 	w->accumulating = s->accumulating;
+	w->part = (enum part)m->part;
 	set_repeat(w, &p, m->seg, m->r);
 	set_layer(w, &p, m->j);
 	if (m->bwd)
 		instant_backward(w, &p, m->rec, &in);
 	else
 		instant_forward(w, &p, &in);
+	w->part = PART_WHOLE;
 	materialize(w, s, &in, at);
 	where_of(w, &p, m->bwd, m->rec, s->accumulating, where);
 }

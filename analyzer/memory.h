@@ -203,6 +203,13 @@ struct mem_layer {
 	uint64_t temp_fwd_bytes;	/* transients alive only while its forward runs */
 	uint64_t temp_bwd_bytes;	/* transients alive only while its backward runs */
 	bool loss_region;		/* saves/temps count as MEM_C_LOGITS */
+	/* `matmul` temps declared (head.mem): the layer's per-call weight copy
+	 * (MatMul4Bit dequantises per call) exists at an instant of its own,
+	 * before the loss region in forward and after it in backward, where the
+	 * layer holds mm_fwd/mm_bwd_bytes (its saves and temps outside the loss
+	 * region + those temps) instead of its saves and temps (mem_timeline.c) */
+	bool mm_split;
+	uint64_t mm_fwd_bytes, mm_bwd_bytes;
 	/* saves tagged op(mm) / op(sdpa), for op-level SAC: op_mm[k] adds the
 	 * layer's (k+1)-th, (k+3)-th, ... mm output (the block's parity decides
 	 * which half torchtitan keeps), op_mm_count their number */
@@ -344,6 +351,9 @@ struct mem_job {
 					   padded to lengths from shape_min_seq_len to this
 					   (seq_len); 0: every step at seq_len (§5.4) */
 	uint64_t shape_min_seq_len;
+	uint64_t later_seq_len;		/* data { later_seq_len } below seq_len: the micro-batches
+					   after the run's first (lit-gpt 2023 forces its longest
+					   sample into iteration 0) are this long; 0 = seq_len */
 	const struct mem_quad *shape_quad; /* [layers of blocks[0], blocks[1], ...];
 					   NULL: every activation per token */
 	size_t shape_quad_n;

@@ -20,7 +20,8 @@
 
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
-					    "shared_dropout", "input_of", "fp8_copy", "tied", "output", NULL };
+					    "shared_dropout", "input_of", "fp8_copy", "tied", "output",
+					    "matmul", NULL };
 
 static bool is_word(const char *name)
 {
@@ -154,6 +155,20 @@ static void check_output(struct eval *ev, const struct stmt *s, const struct att
 			   "trains: drop for_grad(...)");
 }
 
+/* matmul, matmul(previous): a temp alive beside its layer's per-call
+ * weight copy, in place of the loss region (language.md). */
+static void check_matmul(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	const struct arg *x = a->args;
+
+	if (s->tensor.kind != TENSOR_TEMP)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "matmul marks a temp tensor");
+	else if (x && (x->next || x->name || x->value->kind != EXPR_NAME ||
+		       strcmp(x->value->name.name, "previous")))
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "matmul takes no argument, or `previous` "
+			   "(the previous micro-batch's, which the loop holds)");
+}
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
@@ -174,6 +189,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_tied(ev, t->stmt, a);
 		if (!strcmp(a->name, "output"))
 			check_output(ev, t->stmt, a);
+		if (!strcmp(a->name, "matmul"))
+			check_matmul(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };

@@ -514,24 +514,34 @@ static bool compile_ok(struct eval *ev, const struct check_job *j)
 
 /* checkpoint_saves lists ops (as op() tags name them) for the op-level
  * policy; another checkpoint mode would ignore it. */
-/* data { min_seq_len } bounds the lengths of padding = longest (§5.4). */
-static bool data_ok(struct eval *ev, const struct check_job *j)
+/* data { min_seq_len, later_seq_len } bound the lengths of padding =
+ * longest (§5.4). */
+static bool data_len_ok(struct eval *ev, const struct check_job *j, const char *key)
 {
 	struct value m, s;
+	char path[32];
 
-	if (!check_job_field(j, "data.min_seq_len", &m) || m.kind != VAL_NUM)
+	snprintf(path, sizeof path, "data.%s", key);
+	if (!check_job_field(j, path, &m) || m.kind != VAL_NUM)
 		return true;
 	if (!check_sym_is(j, "data.padding", "longest")) {
-		eval_error(ev, DIAG_IGNORED_SETTING, m.origin, "'min_seq_len' bounds the batch lengths "
-			   "of 'padding = longest'; other padding makes every batch 'seq_len' long");
+		eval_error(ev, DIAG_IGNORED_SETTING, m.origin, "'%s' bounds the batch lengths "
+			   "of 'padding = longest'; other padding makes every batch 'seq_len' long", key);
 		return false;
 	}
 	if (check_job_field(j, "seq_len", &s) && s.kind == VAL_NUM && num_cmp(m.num, s.num) > 0) {
-		eval_error(ev, DIAG_OUT_OF_RANGE, m.origin, "'min_seq_len' is above 'seq_len', the "
-			   "longest batch: it must be at most that");
+		eval_error(ev, DIAG_OUT_OF_RANGE, m.origin, "'%s' is above 'seq_len', the "
+			   "longest batch: it must be at most that", key);
 		return false;
 	}
 	return true;
+}
+
+static bool data_ok(struct eval *ev, const struct check_job *j)
+{
+	bool a = data_len_ok(ev, j, "min_seq_len"), b = data_len_ok(ev, j, "later_seq_len");
+
+	return a && b;
 }
 
 static bool checkpoint_ok(struct eval *ev, const struct check_job *j)

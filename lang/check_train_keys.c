@@ -141,6 +141,7 @@ static const struct field_spec alloc_fields[] = {
  * padded_collate_sft padding (§5.4 "Batch shapes"). */
 static const struct field_spec data_fields[] = {
 	{ "padding", "enum:longest|max_length|packed", false }, { "min_seq_len", "count", false },
+	{ "later_seq_len", "count", false },
 	{ NULL, NULL, false },
 };
 
@@ -162,6 +163,7 @@ const struct range_spec check_train_ranges[] = {
 	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
 	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT }, { "rl.rollout_batch", RANGE_AT_LEAST_1 },
 	{ "data.min_seq_len", RANGE_AT_LEAST_1 },
+	{ "data.later_seq_len", RANGE_AT_LEAST_1 },
 	{ "checkpoint_every", RANGE_AT_LEAST_1 }, { "recompute_num_layers", RANGE_AT_LEAST_1 },
 	{ "eval.generate", RANGE_NONNEG }, { "megatron.moe_flex_dispatcher_num_sms", RANGE_AT_LEAST_1 },
 	{ NULL, RANGE_ANY },

@@ -40,6 +40,8 @@ static const size_t act_off[] = {
 	offsetof(struct mem_layer, op_sdpa),
 	offsetof(struct mem_layer, output_bytes),
 	offsetof(struct mem_layer, output_saved_bytes),
+	offsetof(struct mem_layer, mm_fwd_bytes),
+	offsetof(struct mem_layer, mm_bwd_bytes),
 };
 enum { CM_NACT = sizeof act_off / sizeof act_off[0] };
 
@@ -48,7 +50,7 @@ enum { CM_NACT = sizeof act_off / sizeof act_off[0] };
  * between the builds (same_layer; mem_param_equal in memory.c).  Otherwise a lowering
  * would carry the micro_batch-1 value of a new per-token field into every
  * variant.  The sizes on x86-64 / LP64 stop the build until it is. */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_layer) == 192,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_layer) == 208,
 	       "a new mem_layer field: sort it in compiled.c (act_off or same_layer)");
 _Static_assert(sizeof(void *) != 8 || sizeof(struct mem_param) == 152,
 	       "a new mem_param field: compare it in memory.c (mem_param_equal)");
@@ -130,6 +132,7 @@ static bool same_layer(const struct mem_layer *x, const struct mem_layer *y)
 {
 	if (!same_str(x->name, y->name) || x->origin != y->origin || x->nparams != y->nparams ||
 	    x->loss_region != y->loss_region || x->op_mm_count != y->op_mm_count ||
+	    x->mm_split != y->mm_split ||
 	    x->tied_grad_bytes != y->tied_grad_bytes || x->tied_grad_end_bytes != y->tied_grad_end_bytes)
 		return false;
 	for (size_t i = 0; i < x->nparams; i++)

@@ -120,5 +120,7 @@ bool megatron_import(struct cfg *c, struct imp_out *o);
 bool fsdp_qlora_import(struct cfg *c, struct imp_out *o);
 bool titan_import(struct cfg *c, struct imp_out *o);
 bool yaml_import(struct cfg *c, struct imp_out *o);
+/* LitGPT's `litgpt finetune` YAML (config_hub/finetune), from yaml_import. */
+bool litgpt_import(struct cfg *c, struct imp_out *o);
 
 #endif

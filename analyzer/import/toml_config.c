@@ -236,7 +236,9 @@ static const struct map_row titan_rows[] = {
 	IGN("training.seed"), IGN("training.deterministic"), IGN("training.gc_freq"),
 	IGN("training.gc_debug"), IGN("debug.*"), IGN("memory_estimation.*"),
 	IGN("compile.enable"), IGN("compile.components"), IGN("compile.backend"),
-	MUST("float8.enable_fsdp_float8_all_gather", "false"),
+	IGN("float8.enable_float8_linear"), MUST("float8.scaling_type_input", "dynamic"),
+	MUST("float8.scaling_type_weight", "dynamic"), MUST("float8.scaling_type_grad_output", "dynamic"),
+	IGN("optimizer.fused"), IGN("experimental.pipeline_parallel_microbatches"),
 	IGN("quantize.linear.float8.enable_fsdp_float8_all_gather"),
 	IGN("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp"),
 	IGN("quantize.linear.float8.recipe_name"), IGN("quantize.linear.float8.filter_fqns"),
@@ -250,6 +252,53 @@ static struct cfg_item *titan_item(struct cfg *c, const char *path)
 		if (!strcmp(c->items[i].path, path))
 			return &c->items[i];
 	return NULL;
+}
+
+/* torchtitan's keys before #980 (2025-03-18), as the configs of its Dec
+ * 2024 benchmarks (9dec370) write them, and today's name of each; the
+ * [float8] table is [quantize.linear.float8] since the converters. */
+static const char *const titan_legacy[][2] = {
+	{ "training.data_parallel_replicate_degree", "parallelism.data_parallel_replicate_degree" },
+	{ "training.data_parallel_shard_degree", "parallelism.data_parallel_shard_degree" },
+	{ "training.tensor_parallel_degree", "parallelism.tensor_parallel_degree" },
+	{ "training.disable_loss_parallel", "parallelism.disable_loss_parallel" },
+	{ "experimental.enable_async_tensor_parallel", "parallelism.enable_async_tensor_parallel" },
+	{ "experimental.pipeline_parallel_degree", "parallelism.pipeline_parallel_degree" },
+	{ "experimental.pipeline_parallel_split_points", "parallelism.pipeline_parallel_split_points" },
+	{ "experimental.pipeline_parallel_schedule", "parallelism.pipeline_parallel_schedule" },
+	{ "experimental.enable_compiled_autograd", "parallelism.enable_compiled_autograd" },
+	{ "experimental.context_parallel_degree", "parallelism.context_parallel_degree" },
+	{ "experimental.context_parallel_rotate_method", "parallelism.context_parallel_rotate_method" },
+	{ "float8.enable_fsdp_float8_all_gather", "quantize.linear.float8.enable_fsdp_float8_all_gather" },
+	{ "float8.precompute_float8_dynamic_scale_for_fsdp",
+	  "quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp" },
+	{ "float8.recipe_name", "quantize.linear.float8.recipe_name" },
+	{ "float8.filter_fqns", "quantize.linear.float8.filter_fqns" },
+	{ "float8.emulate", "quantize.linear.float8.emulate" },
+};
+
+/* Reads an old config's keys under today's names, so every rule below
+ * applies to both (the output's comments name them so); returns whether
+ * the config is of the old layout. */
+static bool titan_rename_legacy(struct cfg *c)
+{
+	bool legacy = false;
+
+	for (size_t i = 0; i < c->n; i++) {
+		struct cfg_item *it = &c->items[i];
+
+		if (!strncmp(it->path, "experimental.", 13) || !strcmp(it->path, "optimizer.fused") ||
+		    !strcmp(it->path, "float8.enable_float8_linear"))
+			legacy = true;
+		for (size_t k = 0; k < sizeof titan_legacy / sizeof titan_legacy[0]; k++) {
+			if (strcmp(it->path, titan_legacy[k][0]))
+				continue;
+			legacy |= !strncmp(it->path, "training.", 9);
+			if (!titan_item(c, titan_legacy[k][1]))
+				it->path = titan_legacy[k][1];
+		}
+	}
+	return legacy;
 }
 
 /* mode = "selective" with selective_ac_option = "op" is the op-level
@@ -336,29 +385,61 @@ static bool titan_precision(struct cfg *c, struct imp_out *o, bool fsdp)
 /* apply_fsdp: the policy names reshard_after_forward ("default": not under
  * pp); today's torchtitan wraps tok_embeddings and [norm, output] as units
  * of their own, root_unit = "split". */
-static bool titan_reshard(struct cfg *c, struct imp_out *o, bool fsdp)
+static bool titan_reshard(struct cfg *c, struct imp_out *o, bool fsdp, bool legacy)
 {
 	const char *path = "parallelism.fsdp_reshard_after_forward";
 	bool pp = titan_count(c, "parallelism.pipeline_parallel_degree", 1) > 1;
 
 	if (!fsdp)
 		return titan_enum(c, o, path, "", "default=|always=|never=", NULL);
-	imp_set(o, "fsdp2.root_unit", "\"split\"", "torchtitan's apply_fsdp",
-		"tok_embeddings and [norm, output] are units of their own");
+	if (legacy)
+		imp_set(o, "fsdp2.root_unit", "\"model\"", "torchtitan's apply_fsdp before #1094",
+			"tok_embeddings, norm and output are the root's, fully_shard(model)");
+	else
+		imp_set(o, "fsdp2.root_unit", "\"split\"", "torchtitan's apply_fsdp",
+			"tok_embeddings and [norm, output] are units of their own");
 	return titan_enum(c, o, path, "fsdp2.reshard_after_forward_policy",
 			  "default=\"default\"|always=\"always\"|never=\"never\"", pp ? "\"default\"" : NULL);
 }
 
+/* Before #980 the local batch ran as experimental.pipeline_parallel_microbatches
+ * micro-batches (parallelisms/pipeline_llama.py: default the pp degree). */
+static bool titan_pipeline_count(struct cfg *c, struct imp_out *o, const struct cfg_item *lb, long long pp)
+{
+	const char *path = "experimental.pipeline_parallel_microbatches";
+	const struct cfg_item *n = titan_item(c, path);
+	long long k = n && n->kind == CFG_INT ? n->i : pp;
+
+	if (k < 1 || lb->i % k)
+		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, n ? n->loc : lb->loc,
+				 "'training.batch_size' = %lld does not split into %lld pipeline "
+				 "micro-batches", lb->i, k);
+	imp_set(o, "micro_batch", arena_printf(c->arena, "%lld", lb->i / k),
+		"training.batch_size / pipeline_parallel_microbatches", "the pipeline micro-batch");
+	imp_set(o, "grad_accum", arena_printf(c->arena, "%lld", k), path,
+		n ? "micro-batches per stage" : "torchtitan's default: the pp degree");
+	imp_set(o, NULL, NULL, "experimental.pipeline_parallel_degree",
+		"pp > 1: generate_split_points gives the first and the last stage n_layers // stages "
+		"and each middle one a layer more while the remainder lasts: set parallel "
+		"{ first_stage_layers, last_stage_layers } when they do not split evenly");
+	return true;
+}
+
 /* Under pp the local batch runs as micro-batches of
  * pipeline_parallel_microbatch_size (1 unless given) through each stage. */
-static bool titan_pipeline(struct cfg *c, struct imp_out *o)
+static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy)
 {
 	const char *path = "parallelism.pipeline_parallel_microbatch_size";
 	const struct cfg_item *lb = titan_item(c, "training.local_batch_size"), *mb = titan_item(c, path);
 	long long m = mb && mb->kind == CFG_INT ? mb->i : 1;
+	long long pp = titan_count(c, "parallelism.pipeline_parallel_degree", 1);
 
-	if (titan_count(c, "parallelism.pipeline_parallel_degree", 1) <= 1 || !lb || lb->kind != CFG_INT)
+	if (!lb)
+		lb = titan_item(c, "training.batch_size");
+	if (pp <= 1 || !lb || lb->kind != CFG_INT)
 		return true;
+	if (legacy && !mb)
+		return titan_pipeline_count(c, o, lb, pp);
 	if (m < 1 || lb->i % m)
 		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, mb ? mb->loc : lb->loc,
 				 "'training.local_batch_size' = %lld is not a whole number of pipeline "
@@ -428,7 +509,8 @@ static bool titan_float8(struct cfg *c, struct imp_out *o)
 	static const char *const keys[] = { "enable_fsdp_float8_all_gather",
 					    "precompute_float8_dynamic_scale_for_fsdp" };
 	const struct cfg_item *conv = titan_item(c, "model.converters");
-	bool on = false, ok = true;
+	const struct cfg_item *old = titan_item(c, "float8.enable_float8_linear");
+	bool on = old && old->kind == CFG_BOOL && old->i, ok = true;
 
 	for (const char *p = conv ? conv->text : NULL; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
 		size_t n = strcspn(p, ",");
@@ -442,7 +524,10 @@ static bool titan_float8(struct cfg *c, struct imp_out *o)
 	}
 	if (!on)
 		return ok;
-	imp_set(o, "fp8.library", "\"torchao\"", conv->path, "Float8Linear");
+	imp_set(o, "fp8.library", "\"torchao\"", old && old->i ? old->path : conv->path, "Float8Linear");
+	if (old && old->i)
+		imp_set(o, "fp8.save_float8_casts", "true", old->path, "the torchao of these configs, "
+			"before pytorch/ao#1480 (2025-01-13), saved the float8 casts; drop it for a later torchao");
 	ok &= titan_enum(c, o, "quantize.linear.float8.recipe_name", "fp8.recipe",
 			 "tensorwise=\"tensorwise\"|rowwise=\"rowwise\"", NULL);
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -457,10 +542,18 @@ static bool titan_float8(struct cfg *c, struct imp_out *o)
 }
 
 /* optimizer.name with optimizer.implementation, whose default is fused. */
-static bool titan_optimizer(struct cfg *c, struct imp_out *o)
+static bool titan_optimizer(struct cfg *c, struct imp_out *o, bool legacy)
 {
 	const char *name = titan_text(c, "optimizer.name", NULL);
-	const char *impl = titan_text(c, "optimizer.implementation", "fused");
+	const struct cfg_item *fused = titan_item(c, "optimizer.fused");
+	const char *impl = titan_text(c, "optimizer.implementation", legacy ? "foreach" : "fused");
+	const char *why = legacy ? "implementation: foreach, torchtitan's default before #881 (2025-02-24)" :
+			  "implementation: torchtitan's default fused";
+
+	if (fused && !titan_item(c, "optimizer.implementation")) {
+		impl = fused->kind == CFG_BOOL && fused->i ? "fused" : "foreach";
+		why = "optimizer.fused";
+	}
 	bool ok = titan_enum(c, o, "optimizer.name", "", "AdamW=|Adam=", NULL) &
 		  titan_enum(c, o, "optimizer.implementation", "", "fused=|foreach=|for-loop=", NULL);
 
@@ -468,8 +561,7 @@ static bool titan_optimizer(struct cfg *c, struct imp_out *o)
 		return ok;
 	impl = !strcmp(impl, "fused") ? "(impl = fused)" : !strcmp(impl, "for-loop") ? "(impl = for_loop)" : "";
 	imp_set(o, "optimizer", arena_printf(c->arena, "%s%s", strcasecmp(name, "adam") ? "adamw" : "adam", impl),
-		"optimizer.name", titan_item(c, "optimizer.implementation") ? "optimizer.implementation" :
-		"implementation: torchtitan's default fused");
+		"optimizer.name", titan_item(c, "optimizer.implementation") ? "optimizer.implementation" : why);
 	return true;
 }
 
@@ -477,9 +569,17 @@ static bool titan_optimizer(struct cfg *c, struct imp_out *o)
  * is "the GPUs left over", memc's default for dp_shard as well) or cp > 1. */
 bool titan_import(struct cfg *c, struct imp_out *o)
 {
+	bool legacy = titan_rename_legacy(c);
 	bool fsdp = titan_count(c, "parallelism.data_parallel_shard_degree", -1) != 1 ||
 		    titan_count(c, "parallelism.context_parallel_degree", 1) > 1;
-	bool ok = titan_precision(c, o, fsdp) & titan_reshard(c, o, fsdp);
+	bool ok;
+
+	if (legacy)
+		imp_set(o, NULL, NULL, "torchtitan before #980", "torchtitan before #980 (2025-03-18): "
+			"its training.*_degree, [experimental] and [float8] keys are read as today's "
+			"parallelism.* and quantize.linear.float8.* (the comments name those), with that "
+			"torchtitan's defaults");
+	ok = titan_precision(c, o, fsdp) & titan_reshard(c, o, fsdp, legacy);
 
 	titan_ac_option(c, o);
 	for (size_t i = 0; i < c->n; i++) {
@@ -499,7 +599,7 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 		if (it->i == -1)
 			cfg_set_scalar(it, CFG_NULL, "null");
 	}
-	ok &= titan_optimizer(c, o) & map_apply(c, titan_rows, o);
+	ok &= titan_optimizer(c, o, legacy) & map_apply(c, titan_rows, o);
 	titan_tp(c, o);
-	return ok & titan_pipeline(c, o) & titan_loss_compile(c, o) & titan_float8(c, o);
+	return ok & titan_pipeline(c, o, legacy) & titan_loss_compile(c, o) & titan_float8(c, o);
 }

@@ -24,7 +24,7 @@ static const struct map_row hf_args_rows[] = {
 	C("per_device_train_batch_size", "micro_batch"), C("gradient_accumulation_steps", "grad_accum"),
 	T("gradient_checkpointing", "checkpoint", "full"), IGN("gradient_checkpointing_kwargs.*"),
 	T("bf16", "precision", "amp_bf16"), T("fp16", "precision", "amp_fp16"),
-	E("optim", "optimizer", "adamw_torch=adamw|adamw_hf=adamw|adamw_torch_fused=adamw(impl = fused)|"
+	E("optim", "optimizer", "adamw_torch=adamw|adamw_hf=adamw(impl = for_loop)|adamw_torch_fused=adamw(impl = fused)|"
 	  "adamw_8bit=adamw_8bit|adamw_bnb_8bit=adamw_8bit|paged_adamw_8bit=paged_adamw_8bit|"
 	  "paged_adamw_32bit=paged_adamw|adafactor=adafactor|sgd=sgd|lion_8bit=lion_8bit|"
 	  "lion_32bit=lion_32bit|adamw_torch_foreach=adamw|adam=adam|adamw_bnb_32bit=paged_adamw"),
@@ -166,6 +166,9 @@ static const struct map_row torchtune_rows[] = {
 	IGN("optimizer.fused"), IGN("optimizer.*"),	/* fused: torchtune_import */
 	B("optimizer_in_bwd", "optimizer_in_backward"),
 	T("fsdp_cpu_offload", "offload.params", "cpu"),
+	/* the 2024 QLoRA distributed configs' block, which no recipe reads
+	 * (lora_finetune_distributed @30b8519e8 reads fsdp_cpu_offload) */
+	NOTE("fsdp.cpu_offload", "no recipe reads it (fsdp_cpu_offload is the key): nothing offloaded"),
 	C("tokenizer.max_seq_len", "seq_len"), IGN("tokenizer.*"),
 	E("loss._component_", "loss", "torchtune.modules.loss.CEWithChunkedOutputLoss=chunked_output|"
 	  "torch.nn.CrossEntropyLoss=upcast_output|torchtune.modules.loss.LinearCrossEntropyLoss=chunked|"
@@ -286,15 +289,48 @@ static void torchtune_lora(struct cfg *c, struct imp_out *o)
 	imp_set(o, "finetune", v, "model.lora_rank", "model.lora_attn_modules, apply_lora_to_mlp, ...");
 }
 
+/* What the YAML cannot say but its recipe and release decide, where a
+ * user reads it: full_finetune_* (and lora_finetune_distributed) call
+ * training.compile_loss(self._loss_fn) and drop what it returns, so a plain
+ * CrossEntropyLoss runs eager (the recipes @1814feb17); the *_distributed
+ * recipes shard with FSDP, FSDP1 before #1287 (full, 2024-08-11) and #1517
+ * (LoRA, 2024-09-10); v0.1 pinned torchao 0.1 and v0.1/v0.2's
+ * lora_llama2_7b / lora_llama3_8b default lora_dropout to 0.05. */
+static void torchtune_recipe_notes(struct cfg *c, struct imp_out *o, bool lora)
+{
+	const struct imp_setting *loss = imp_find(o, "loss"), *ft = imp_find(o, "finetune");
+
+	if (cfg_true(c, "compile") && loss && !strcmp(loss->value, "upcast_output")) {
+		if (!lora)
+			imp_set(o, "compile_components", "[\"model\"]", "compile",
+				"full_finetune_* drops what training.compile_loss returns: the plain loss runs eager");
+		else
+			imp_set(o, NULL, NULL, "compile", "lora_finetune_distributed drops what "
+				"training.compile_loss returns: write compile_components = [\"model\"] for it");
+	}
+	imp_set(o, NULL, NULL, "recipe", "a *_distributed recipe (tune run --nproc_per_node N): "
+		"fsdp = full_shard; before torchtune #1287 (full, 2024-08-11) / #1517 (LoRA, "
+		"2024-09-10) its FSDP1 also fsdp1 { } and load = rank0_cpu (docs/writing-rows.md)");
+	if (ft && strstr(ft->value, "qlora("))
+		imp_set(o, NULL, NULL, "release", "a config of torchtune v0.1 (2024-04, torchao 0.1): "
+			"quantizer = \"torchao-0.1\"");
+	if (ft && !cfg_find(c, "model.lora_dropout"))
+		imp_set(o, NULL, NULL, "release", "a config of torchtune v0.1 or v0.2 (before 2024-09): "
+			"lora_llama2_7b and lora_llama3_8b default to dropout = 0.05");
+}
+
 /* optimizer.fused: torch.optim.AdamW(fused=True) (torch/optim/adamw.py
  * _fused_adamw), what the llama3_2 configs ask for. */
 static bool torchtune_import(struct cfg *c, struct imp_out *o)
 {
+	const struct cfg_item *comp = cfg_find(c, "model._component_");
 	struct imp_setting *opt;
 
 	if (!map_apply(c, torchtune_rows, o))
 		return false;
 	torchtune_lora(c, o);
+	torchtune_recipe_notes(c, o, cfg_find(c, "model.lora_rank") ||
+			       (comp && comp->text && strstr(comp->text, "lora_")));
 	opt = imp_find(o, "optimizer");
 	if (!cfg_true(c, "optimizer.fused"))
 		return true;
@@ -402,6 +438,8 @@ bool yaml_import(struct cfg *c, struct imp_out *o)
 		return torchtune_ppo(c, o);
 	if (any_component(c))
 		return torchtune_import(c, o);
+	if (cfg_find(c, "checkpoint_dir") && (cfg_find(c, "train.micro_batch_size") || cfg_find(c, "train.global_batch_size")))
+		return litgpt_import(c, o);
 	if (!map_apply(c, hf_args_rows, o))
 		return false;
 	/* use_vllm means TRL's default vllm_mode = "server"; a vllm_mode

@@ -74,10 +74,13 @@ void bld_overflow(struct bld *b, const char *what, const struct value *extra)
 
 	if (!at.file)
 		at = train->name_loc;
-	struct diag *d = diag_error(eval_diag(b->ev), DIAG_OVERFLOW, at,
-				    f && f->label ? "%s would overflow 64 bits; its largest factor is %s (%llu)" :
+	/* no factor known (a product of the job's own figures): none is named,
+	 * rather than "its largest factor is 0" */
+	struct diag *d = !f ? diag_error(eval_diag(b->ev), DIAG_OVERFLOW, at, "%s would overflow 64 bits", what) :
+			 diag_error(eval_diag(b->ev), DIAG_OVERFLOW, at,
+				    f->label ? "%s would overflow 64 bits; its largest factor is %s (%llu)" :
 				    "%s would overflow 64 bits; its largest factor is %s%llu",
-				    what, f && f->label ? f->label : "", (unsigned long long)n);
+				    what, f->label ? f->label : "", (unsigned long long)n);
 
 	if (b->tensor && b->tensor->stmt->loc.file)
 		diag_note(d, b->tensor->stmt->loc, "in tensor '%s'", b->tensor->stmt->tensor.name);

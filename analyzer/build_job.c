@@ -373,6 +373,12 @@ static bool build_walks(struct bld *b, const struct build_override *ov)
 		count(b, b->bindings);
 	if (!walk_once(b) || b->failed)
 		return false;
+	/* the checker counts declarations; `repeat 0 { ... }` around all of them
+	 * leaves a job with nothing to train, and a report of zeros */
+	if (!b->params_total)
+		return bld_error(b, DIAG_BAD_ARGUMENT, key_loc(b, "model"), "%s has no parameters once its "
+				 "repeats are counted: the job trains nothing",
+				 b->cj->model.label ? b->cj->model.label : b->cj->model.decl->name);
 	if (!b->quiet && unsharded) {
 		b->out->rep.params_total = b->params_total;
 		b->out->rep.params_trainable = b->params_trainable;
@@ -424,6 +430,9 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 
 	eval_set_quiet(ev, false);
 	b.reported |= diag_error_count(eval_diag(ev)) > errors;	/* the walk said why */
+	/* and a walk that said so dropped what it could not size (a state of
+	 * 0 elements): no numbers from it, as from a build that failed */
+	ok = ok && !b.reported;
 	free(b.memo);
 	free(b.reps);
 	if (ok) {

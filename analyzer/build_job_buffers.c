@@ -38,16 +38,9 @@ static uint64_t key_bytes(struct bld *b, const char *k, uint64_t dflt, uint64_t 
  * `offload { params = cpu }` (memory-model.md "FSDP1"). */
 static void fsdp1_setup(struct bld *b, struct mem_job *j)
 {
-	static const char *const keys[] = { "fsdp1.use_orig_params", "fsdp1.no_sync",
-					    "fsdp1.limit_all_gathers", "fsdp1.forward_prefetch",
-					    "fsdp1.backward_prefetch", "fsdp1.cpu_offload",
-					    "fsdp1.sync_module_states" };
-	struct value v;
-
 	for (const struct field *f = b->cj->decl->record.fields; f; f = f->next)
-		j->fsdp1 |= !strcmp(f->name, "fsdp1");
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		j->fsdp1 |= bld_key(b, keys[i], &v);
+		j->fsdp1 |= !strcmp(f->name, "fsdp1");	/* an empty fsdp1 { } too */
+	j->fsdp1 |= check_job_record(b->cj, "fsdp1");
 	j->fsdp1_orig_params = bld_key_bool(b, "fsdp1.use_orig_params", false);
 	j->fsdp1_no_sync = bld_key_bool(b, "fsdp1.no_sync", false);
 	j->fsdp1_forward_prefetch = bld_key_bool(b, "fsdp1.forward_prefetch", false);

@@ -60,15 +60,7 @@ static enum mem_sharding sharding(struct bld *b, int zero, uint32_t dp, const ch
  * dtypes for the walk; read before the model is walked. */
 static bool fsdp2_record(struct bld *b)
 {
-	static const char *const keys[] = { "fsdp2.reshard_after_forward", "fsdp2.reshard_after_forward_policy",
-					    "fsdp2.param_dtype", "fsdp2.reduce_dtype",
-					    "fsdp2.requires_gradient_sync", "fsdp2.root_unit" };
-	struct value v;
-
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		if (bld_key(b, keys[i], &v))
-			return true;
-	return false;
+	return check_job_record(b->cj, "fsdp2");
 }
 
 void bld_fsdp2_setup(struct bld *b)
@@ -212,17 +204,7 @@ static enum mem_schedule schedule(struct bld *b)
  * borrow megatron_bf16 for FSDP2's bf16/fp32 dtypes). */
 static bool megatron_record(struct bld *b)
 {
-	static const char *const keys[] = { "megatron.distributed_optimizer", "megatron.grad_reduce_in_bf16",
-					    "megatron.overlap_grad_reduce", "megatron.overlap_param_gather",
-					    "megatron.bucket_size", "megatron.recompute_modules",
-					    "megatron.cpu_offloading_num_layers", "megatron.cpu_offloading_activations",
-					    "megatron.moe_token_dispatcher_type", "megatron.moe_flex_dispatcher_num_sms" };
-	struct value v;
-
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		if (bld_key(b, keys[i], &v))
-			return true;
-	return false;
+	return check_job_record(b->cj, "megatron");
 }
 
 bool bld_megatron_job(struct bld *b, int zero)

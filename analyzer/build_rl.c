@@ -227,9 +227,16 @@ static uint64_t generation_rows(struct bld *b, struct build *out)
 {
 	uint64_t rows = 0, all = 0, n = 1;
 	struct loc at = NO_LOC;
+	struct value ga = { 0 };
 
-	bld_mul(b, out->rep.micro_batch, out->job.micro_batches, &rows, "the generation batch");
-	bld_mul(b, rows, out->job.dp, &all, "the generation batch");
+	/* grad_accum is the factor a user can grow past 64 bits: blame its line */
+	check_job_field(b->cj, "grad_accum", &ga);
+	ga.label = "grad_accum";
+	if (__builtin_mul_overflow(out->rep.micro_batch, out->job.micro_batches, &rows) ||
+	    __builtin_mul_overflow(rows, out->job.dp, &all)) {
+		bld_overflow(b, "the generation batch (micro_batch x grad_accum x dp)", ga.kind == VAL_NUM ? &ga : NULL);
+		return 0;
+	}
 	if (rl_u64(b, "rl.num_generations", &n, &at) && n && all % n)
 		rl_error(b, DIAG_NOT_DIVISIBLE, at, "rl { num_generations = %llu } does not divide the "
 			 "generation batch of %llu completions (micro_batch x grad_accum x dp)",

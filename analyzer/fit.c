@@ -49,11 +49,14 @@ struct fit_note_fix {
 	size_t n, nlines;
 	char *line;		/* the one line to paste when nlines is 1 */
 	uint64_t total;
+	uint64_t spare, capacity;	/* a tight one's: what it leaves of the GPU's memory */
 };
 
 /* What a search found for one train block text. */
 struct fit_memo_entry {
 	struct fit_note_fix *fixes, closest;	/* closest.n 0: none */
+	struct fit_note_fix tight;	/* on the GPU, not inside the headroom; n 0: none */
+	double headroom;
 	size_t nfixes;
 	bool truncated;
 	enum fit_unsearched unsearched;	/* the file's budget was spent before it */
@@ -241,12 +244,15 @@ static void keep_fix(struct arena *a, const struct fit_fix *f, struct fit_note_f
 	out->nlines = f->nlines;
 	out->line = f->nlines == 1 ? arena_strdup(a, f->lines[0]) : NULL;
 	out->total = f->total;
+	out->spare = f->spare;
+	out->capacity = f->capacity;
 	out->v = ARENA_NEW_ARRAY(a, struct fit_set, f->change.n ? f->change.n : 1);
 	for (size_t i = 0; i < f->change.n; i++) {
 		const struct fit_set *v = &f->change.v[i];
 
+		/* a caveat is a static string of fit_search.c */
 		out->v[i] = (struct fit_set){ arena_strdup(a, v->top), v->sub ? arena_strdup(a, v->sub) : NULL,
-					      arena_strdup(a, v->value) };
+					      arena_strdup(a, v->value), v->caveat };
 	}
 }
 
@@ -297,6 +303,10 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 		keep_fix(m->arena, &ans.closest, &e->closest);
 	else
 		e->closest.n = 0;
+	e->tight.n = 0;
+	if (ans.tight.nlines)
+		keep_fix(m->arena, &ans.tight, &e->tight);
+	e->headroom = c.job_headroom;
 	e->truncated = c.truncated;
 	e->builds = c.builds;
 	m->builds += c.builds;
@@ -367,6 +377,14 @@ static void describe(struct strbuf *sb, const struct fit_note_fix *f)
 	}
 }
 
+/* "; " and each caveat of @f's keys (docs/fit.md "Caveats"). */
+static void caveats(struct strbuf *sb, const struct fit_note_fix *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->v[i].caveat)
+			strbuf_addf(sb, "; %s", f->v[i].caveat);
+}
+
 /* The field a note on @v points at: the key itself if the block writes it,
  * its record if only that. */
 static const struct field *field_of(const struct check_job *cj, const struct fit_set *v)
@@ -383,7 +401,7 @@ static const struct field *field_of(const struct check_job *cj, const struct fit
 static void note_fix(struct diag *d, const struct check_job *cj, const struct fit_note_fix *f)
 {
 	const struct field *at = NULL, *top = f->nlines == 1 ? own_field(cj, f->v[0].top) : NULL;
-	struct strbuf sb, edit;
+	struct strbuf sb, edit, why;
 	char buf[32];
 
 	strbuf_init(&sb);
@@ -392,18 +410,22 @@ static void note_fix(struct diag *d, const struct check_job *cj, const struct fi
 	for (size_t i = 0; i < f->n && !at; i++)
 		at = field_of(cj, &f->v[i]);
 	report_bytes(f->total, buf, sizeof buf);
+	strbuf_init(&why);
+	caveats(&why, f);
 	bool one_sub = top && f->n == 1 && f->v[0].sub && at != top;
 
 	if (top)
 		strbuf_addf(&edit, "%s%s%s", one_sub ? f->v[0].sub : f->line, one_sub ? " = " : "",
 			    one_sub ? f->v[0].value : "");
 	if (top)
-		diag_note_fix(d, one_sub ? at->loc : top->loc, edit.buf, "%s fits (device total %s)", sb.buf, buf);
+		diag_note_fix(d, one_sub ? at->loc : top->loc, edit.buf, "%s fits (device total %s)%s", sb.buf, buf,
+			      why.buf);
 	else
-		diag_note(d, at ? at->loc : cj->decl->name_loc, "%s %s (device total %s)", sb.buf,
-			  f->nlines > 1 || f->n > 1 ? "together fit" : "fits", buf);
+		diag_note(d, at ? at->loc : cj->decl->name_loc, "%s %s (device total %s)%s", sb.buf,
+			  f->nlines > 1 || f->n > 1 ? "together fit" : "fits", buf, why.buf);
 	strbuf_release(&sb);
 	strbuf_release(&edit);
+	strbuf_release(&why);
 }
 
 static void note_closest(struct diag *d, const struct check_job *cj, const struct fit_note_fix *f)
@@ -416,6 +438,31 @@ static void note_closest(struct diag *d, const struct check_job *cj, const struc
 	diag_note(d, cj->decl->name_loc, "nothing fits with up to 3 changes; the closest is %s (device total %s)",
 		  sb.buf, report_bytes(f->total, buf, sizeof buf));
 	strbuf_release(&sb);
+}
+
+/* A change that fits the GPU but not inside the headroom, with its
+ * margin: the smaller change the headroom hides (docs/fit.md). */
+static void note_tight(struct diag *d, const struct check_job *cj, const struct fit_memo_entry *e)
+{
+	const struct fit_note_fix *f = &e->tight;
+	const struct field *at = NULL;
+	struct strbuf sb, why;
+	char buf[32], left[32];
+	uint64_t cap = f->capacity;
+
+	strbuf_init(&sb);
+	strbuf_init(&why);
+	describe(&sb, f);
+	caveats(&why, f);
+	for (size_t i = 0; i < f->n && !at; i++)
+		at = field_of(cj, &f->v[i]);
+	report_bytes(f->spare, left, sizeof left);
+	diag_note(d, at ? at->loc : cj->decl->name_loc, "a smaller change: %s %s the GPU with %s (%.1f%%) to "
+		  "spare, under the %.0f%% headroom (device total %s)%s", sb.buf, f->n > 1 ? "fit" : "fits", left,
+		  cap ? 100.0 * (double)f->spare / (double)cap : 0.0, e->headroom * 100,
+		  report_bytes(f->total, buf, sizeof buf), why.buf);
+	strbuf_release(&sb);
+	strbuf_release(&why);
 }
 
 static void note_fixes(struct fit_memo *m, const struct check_job *cj, struct diag *d)
@@ -436,6 +483,8 @@ static void note_fixes(struct fit_memo *m, const struct check_job *cj, struct di
 	}
 	for (size_t i = 0; i < e->nfixes; i++)
 		note_fix(d, cj, &e->fixes[i]);
+	if (e->tight.n)
+		note_tight(d, cj, e);
 	if (e->nfixes)
 		return;
 	if (e->closest.n)

@@ -202,8 +202,15 @@ static void analyse(struct check_result *cr, const struct check_job *cj, struct 
 	}
 	bd->rep.result = res;
 	bd->rep.analysed = true;
-	if (phases_analyze(scratch, &bd->job, res, &bd->run_in, &bd->run))
+	if (phases_analyze(scratch, &bd->job, res, &bd->run_in, &bd->run)) {
 		bd->rep.run = &bd->run;
+	} else if (bd->run.overflow) {
+		/* eval { batch } past 64 bits: an error, not a report without the phase */
+		overflow_error(p, cj, bd);
+		mem_result_free(res);
+		header_only(bd, cj);
+		return;
+	}
 	fit_check(p->fit, cr->ev, scratch, cj, bd);
 	offload_check(cr->ev, bd);
 }

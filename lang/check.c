@@ -9,6 +9,7 @@
 #include "lang/check.h"
 #include "lang/check_impl.h"
 #include "lang/diag.h"
+#include "lang/dtypes.h"
 #include "lang/eval_impl.h"
 #include "lang/import.h"
 #include "lang/intern.h"
@@ -123,6 +124,8 @@ static const char *const range_words[] = {
 	/* c10 CUDAAllocatorConfig parseRoundUpPower2Divisions: stoi, then
 	 * TORCH_CHECK(isPowerOf2_64); 2^30 is the largest power of two an int holds */
 	[RANGE_POWER_OF_2] = "a power of two from 1 to 2^30 (PyTorch refuses any other)",
+	[RANGE_PERCENT_ABOVE_0] = "above 0% and at most 100%",
+	[RANGE_FRACTION_ABOVE_0] = "above 0% and below 100%",
 };
 
 /* n = 2^k for a k in 0..30. */
@@ -148,6 +151,8 @@ static bool in_range(struct num n, enum check_range r)
 	case RANGE_NONNEG_BYTES: return sign >= 0 && num_is_int(n);
 	case RANGE_NCCL_CHANNELS: return vs1 >= 0 && num_cmp(n, num_from_int(64)) <= 0;
 	case RANGE_POWER_OF_2: return power_of_2(n);
+	case RANGE_PERCENT_ABOVE_0: return sign > 0 && vs1 <= 0;
+	case RANGE_FRACTION_ABOVE_0: return sign > 0 && vs1 < 0;
 	}
 	return true;
 }
@@ -159,7 +164,7 @@ bool check_range(struct eval *ev, struct value v, enum check_range r, const char
 
 	if (v.kind != VAL_NUM || v.unknown || in_range(v.num, r))
 		return true;
-	if (r != RANGE_FRACTION && r != RANGE_PERCENT) {
+	if (r != RANGE_FRACTION && r != RANGE_PERCENT && r != RANGE_PERCENT_ABOVE_0 && r != RANGE_FRACTION_ABOVE_0) {
 		eval_error(ev, DIAG_OUT_OF_RANGE, v.loc, "%s must be %s", what, range_words[r]);
 		return false;
 	}
@@ -208,6 +213,61 @@ static const char *field_what(struct eval *ev, const struct decl *d, const struc
 	return arena_printf(ev->arena, "'%s' of %s", f->name, record_owner(ev, d));
 }
 
+/* `gpu A : B`, `gpu B : A`: eval_record_field() reads EVAL_MAX_BASES
+ * records, so a cycle (or a longer chain) would leave every field it does
+ * not write, memory included, silently unset. Reported by each record on
+ * the cycle; one that only leads into a cycle is left to them. */
+static void check_base_chain(struct eval *ev, const struct decl *d)
+{
+	const struct decl *seen[EVAL_MAX_BASES];
+	const struct decl *b = d;
+	unsigned n = 0;
+
+	while (b && b->record.base) {
+		b = scope_find_kind_in(ev->scope, b->record.base, b->kind, b->record.base_loc.file);
+		for (unsigned i = 0; b && i < n; i++)
+			if (seen[i] == b)
+				return;		/* a cycle d only leads into */
+		if (b == d) {
+			struct diag *g = eval_error(ev, DIAG_DEFINITION_CYCLE, d->record.base_loc,
+						    "%s derives from itself", record_owner(ev, d));
+
+			for (unsigned k = 0; k < n; k++)
+				diag_note(g, seen[k]->record.base_loc, "'%s' derives from '%s'", seen[k]->name,
+					  seen[k]->record.base);
+			return;
+		}
+		if (b && n + 2 > EVAL_MAX_BASES) {	/* d, n bases and b */
+			eval_error(ev, DIAG_DEFINITION_CYCLE, d->record.base_loc, "%s derives through a chain of "
+				   "more than %d records; memc follows at most %d", record_owner(ev, d),
+				   EVAL_MAX_BASES, EVAL_MAX_BASES);
+			return;
+		}
+		if (b)
+			seen[n++] = b;
+	}
+}
+
+/* A precision's weights, grads, master and compute dtypes are what autograd
+ * trains and computes in: floating point ("only Tensors of floating point
+ * and complex dtype can require gradients", torch/csrc/autograd/
+ * python_variable.cpp THPVariable_set_requires_grad). A block-scaled type
+ * (nf4, mxfp8) is packed bytes to torch; 4-bit weights are qlora's. */
+static void trained_dtype_ok(struct eval *ev, const struct decl *d, const struct field *f, struct value v)
+{
+	static const char *const trained[] = { "weights", "grads", "master", "compute" };
+	bool listed = false;
+
+	for (size_t i = 0; i < sizeof trained / sizeof trained[0]; i++)
+		listed |= str_is(f->name, trained[i]);
+	if (d->kind != DECL_PRECISION || !listed || v.kind != VAL_DTYPE ||
+	    (v.dtype->kind == DTYPE_FLOAT && !dtype_is_block_scaled(v.dtype)))
+		return;
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be a floating-point dtype (fp32, bf16, fp16, fp8_e4m3): "
+		   "autograd trains only those, and %s is not one%s", field_what(ev, d, f), dtype_name(v.dtype),
+		   dtype_is_block_scaled(v.dtype) ? " (4-bit base weights are qlora(...)'s)" : "");
+}
+
 static void check_record(struct eval *ev, const struct decl *d, const struct field_spec *specs)
 {
 	for (const struct field *f = d->record.fields; f; f = f->next) {
@@ -227,8 +287,10 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 		struct value v = eval_expr(ev, NULL, f->value);
 		enum check_range r = check_range_of(d->kind == DECL_GPU ? gpu_ranges : precision_ranges, f->name);
 
-		if (field_ok(v, s->type, r))
+		if (field_ok(v, s->type, r)) {
+			trained_dtype_ok(ev, d, f, v);
 			continue;
+		}
 		const char *what = field_what(ev, d, f);
 
 		if (check_value_type(ev, v, s->type, what))
@@ -244,6 +306,8 @@ static void check_record(struct eval *ev, const struct decl *d, const struct fie
 				eval_note_gpu(ev, g, d->record.base, d->name);
 			else
 				eval_note_undefined(ev, g, d->record.base, d->kind);
+		} else {
+			check_base_chain(ev, d);
 		}
 		return;
 	}
@@ -354,6 +418,16 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 		tail = &(*tail)->next;
 	}
 	return r;
+}
+
+bool check_job_record(const struct check_job *job, const char *record)
+{
+	size_t n = strlen(record);
+
+	for (unsigned i = 0; i < job->nfields; i++)
+		if (!strncmp(job->names[i], record, n) && job->names[i][n] == '.')
+			return true;
+	return false;
 }
 
 bool check_job_field(const struct check_job *job, const char *key, struct value *out)

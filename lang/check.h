@@ -59,6 +59,9 @@ bool check_tensor_answers_to(const struct stmt *s, const char *name);
 const char *check_train_key(size_t i);
 /* The value of @key in @job, or false if it was not given. */
 bool check_job_field(const struct check_job *job, const char *key, struct value *out);
+/* Whether @job writes a key of its record @record (`fsdp2 { ... }`): one
+ * test instead of a list of the record's keys to keep in step. */
+bool check_job_record(const struct check_job *job, const char *record);
 /* Whether the job's tensor-parallel Linears save their gathered input (the
  * `sp_in` binding is 1 then): torch's DTensor plan, a job with fsdp2 keys. */
 bool check_tp_saves_gathered(const struct check_job *job);

@@ -11,18 +11,9 @@
 #include "lang/eval_impl.h"
 #include "lang/num.h"
 
-static const char *const fsdp2_keys[] = { "fsdp2.reshard_after_forward", "fsdp2.reshard_after_forward_policy",
-					  "fsdp2.param_dtype", "fsdp2.reduce_dtype",
-					  "fsdp2.requires_gradient_sync", "fsdp2.root_unit" };
-
 bool check_fsdp2_present(const struct check_job *j)
 {
-	struct value v;
-
-	for (size_t i = 0; i < sizeof fsdp2_keys / sizeof fsdp2_keys[0]; i++)
-		if (check_job_field(j, fsdp2_keys[i], &v))
-			return true;
-	return false;
+	return check_job_record(j, "fsdp2");
 }
 
 /* fully_shard(reshard_after_forward: bool | int): an int is the number of

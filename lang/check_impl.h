@@ -20,6 +20,8 @@ enum check_range {
 	RANGE_NONNEG_BYTES,		/* >= 0 and whole bytes */
 	RANGE_NCCL_CHANNELS,		/* 1 to NCCL's MAXCHANNELS (64) */
 	RANGE_POWER_OF_2,		/* 1, 2, 4, ... 2^30 */
+	RANGE_PERCENT_ABOVE_0,		/* 0 < x <= 1 */
+	RANGE_FRACTION_ABOVE_0,		/* 0 < x < 1 */
 };
 
 struct field_spec {

@@ -143,15 +143,29 @@ static void layout_not_divisible(struct eval *ev, struct check_job *j, struct lo
  * and Transformer Engine save the shard and gather again in backward. */
 bool check_tp_saves_gathered(const struct check_job *j)
 {
-	static const char *const keys[] = { "fsdp2.reshard_after_forward", "fsdp2.reshard_after_forward_policy",
-					    "fsdp2.param_dtype", "fsdp2.reduce_dtype",
-					    "fsdp2.requires_gradient_sync", "fsdp2.root_unit" };
-	struct value v;
+	return check_job_record(j, "fsdp2");
+}
 
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-		if (check_job_field(j, keys[i], &v))
-			return true;
-	return false;
+/* Context parallelism cuts each sequence into 2 x cp chunks and gives rank
+ * r chunks r and 2cp - 1 - r, which balances the causal mask's work:
+ * Megatron's get_batch_on_this_cp_rank views seq_len as [2cp, seq_len /
+ * 2cp], torch's _HeadTailLoadBalancer._generate_indices (torchtitan's
+ * default) asserts seq_len % (2cp) == 0. A length cp alone divides has no
+ * such split: the job would not start. */
+static void cp_chunks(struct eval *ev, struct check_job *j, uint64_t cp, const struct value *cpv)
+{
+	struct value s;
+	uint64_t seq = 0;
+
+	if (cp < 2 || cp > CHECK_MAX_GPUS || !check_job_field(j, "seq_len", &s) || s.kind != VAL_NUM || s.unknown ||
+	    !num_to_u64(s.num, &seq) || seq % cp || seq % (2 * cp) == 0)
+		return;
+	diag_note(eval_error(ev, DIAG_NOT_DIVISIBLE, s.loc, "seq_len = %llu is not a multiple of 2 x cp = %llu: "
+			     "context parallelism cuts each sequence into 2 x cp chunks (Megatron's "
+			     "get_batch_on_this_cp_rank, torch's _HeadTailLoadBalancer)",
+			     (unsigned long long)seq, (unsigned long long)(2 * cp)),
+		  cpv->origin.file ? cpv->origin : cpv->loc, "'cp' is set here");
+	j->ok = false;
 }
 
 /* dp = gpus / (tp * pp * cp): the layout must divide the cluster. */
@@ -182,6 +196,8 @@ static void layout(struct eval *ev, struct check_job *j, struct env *e)
 		return;
 	}
 	uint64_t dp = total && mp ? total / mp : 1;
+
+	cp_chunks(ev, j, c, &cp);
 
 	expert_layout(ev, j, e, dp_shard_key(ev, j, dp, per, t * c) * c * t, tp, ep);
 	bind(ev, e, "tp", tp);

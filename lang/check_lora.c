@@ -83,6 +83,28 @@ static bool quantizer_ok(struct eval *ev, struct value v)
 	return false;
 }
 
+/* `quant` stores the base weights: a dtype of 8 bits or fewer (nf4 or
+ * int8; fp32 would be a larger copy, not a quantisation). `dtype`,
+ * `compute_dtype` and `dequant_dtype` are what torch computes in (the
+ * adapters, MatMul4Bit's dequantised weight): a plain float of 16 bits or
+ * more. Either other way the number memc gave was of no real job. */
+static bool dtype_arg_ok(struct eval *ev, const char *name, struct value v, const char *what)
+{
+	const struct dtype *d = v.kind == VAL_DTYPE ? v.dtype : NULL;
+	bool quant = !strcmp(name, "quant");
+
+	if (!d || (!quant && strcmp(name, "dtype") && strcmp(name, "compute_dtype") && strcmp(name, "dequant_dtype")))
+		return true;
+	if (quant ? d->kind != DTYPE_BOOL && d->bits <= 8 :
+		    d->kind == DTYPE_FLOAT && d->bits >= 16 && !dtype_is_block_scaled(d))
+		return true;
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, quant ? "%s must be a dtype of 8 bits or fewer (nf4, nf4_dq, fp4, "
+		   "int8): the base weights are stored in it, and %s is not a quantisation" :
+		   "%s must be a float dtype of 16 bits or more (bf16, fp16, fp32): torch computes in it, "
+		   "and not in %s", what, dtype_name(d));
+	return false;
+}
+
 static bool lora_arg(struct eval *ev, const char *call, const char *name, struct value v)
 {
 	const struct field_spec *s = check_spec_find(lora_args, name);
@@ -105,7 +127,7 @@ static bool lora_arg(struct eval *ev, const char *call, const char *name, struct
 	if (!strcmp(name, "targets") && all_linear(v))
 		return true;
 	snprintf(what, sizeof what, "'%s' of %s()", name, call);
-	if (!check_value_type(ev, v, s->type, what))
+	if (!check_value_type(ev, v, s->type, what) || !dtype_arg_ok(ev, name, v, what))
 		return false;
 	return !strcmp(name, "quantizer") ? quantizer_ok(ev, v) :
 	       check_range(ev, v, check_range_of(lora_ranges, name), what);

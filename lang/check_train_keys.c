@@ -154,14 +154,16 @@ const struct range_spec check_train_ranges[] = {
 	{ "overhead.fragmentation", RANGE_PERCENT }, { "eval.batch", RANGE_AT_LEAST_1 },
 	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
 	{ "alloc.roundup_power2_divisions", RANGE_POWER_OF_2 },
-	{ "alloc.garbage_collection_threshold", RANGE_FRACTION },
+	/* c10 CUDAAllocatorConfig parseGarbageCollectionThreshold: 0 < t < 1 */
+	{ "alloc.garbage_collection_threshold", RANGE_FRACTION_ABOVE_0 },
 	{ "fp8.amax_history_len", RANGE_AT_LEAST_1 },
 	{ "megatron.bucket_size", RANGE_AT_LEAST_1 }, { "nccl.buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_NCCL_CHANNELS },
 	{ "nccl.nchannels_per_net_peer", RANGE_NCCL_CHANNELS }, { "nccl.nvls_nchannels", RANGE_NCCL_CHANNELS }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
 	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
-	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT }, { "rl.rollout_batch", RANGE_AT_LEAST_1 },
+	/* vllm/config CacheConfig: gpu_memory_utilization = Field(0.9, gt=0, le=1) */
+	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT_ABOVE_0 }, { "rl.rollout_batch", RANGE_AT_LEAST_1 },
 	{ "data.min_seq_len", RANGE_AT_LEAST_1 },
 	{ "data.later_seq_len", RANGE_AT_LEAST_1 },
 	{ "checkpoint_every", RANGE_AT_LEAST_1 }, { "recompute_num_layers", RANGE_AT_LEAST_1 },

@@ -71,6 +71,9 @@ struct eval {
  * 40 levels of layers that each use the one below twice. */
 enum { EVAL_MAX_DEPTH = 64, EVAL_MAX_STEPS = 20000,
        EVAL_MAX_TOTAL_STEPS = 2000000, EVAL_MAX_EXPR_DEPTH = 1500 };
+/* Records of one `gpu A : B : ...` chain eval_record_field() reads; a longer
+ * chain or a cycle is a definition-cycle (check.c check_base_chain). */
+enum { EVAL_MAX_BASES = 64 };
 
 const char *eval_type_name(const struct value *v, char *buf, size_t n);
 const char *eval_describe(struct eval *ev, const struct value *v, char *buf, size_t n);

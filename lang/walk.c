@@ -162,6 +162,11 @@ bool eval_matches_type(const struct value *v, const char *type)
 
 	if (v->kind == VAL_ERROR || str_is(type, "any"))
 		return true;
+	/* a template checked on its own binds an unknown string, dtype or list
+	 * parameter as its type's name (bind_defaults): passed on to another
+	 * template of that type, it is any such value, not an undefined name */
+	if (v->kind == VAL_SYMBOL && v->unknown && v->str && str_is(v->str, type))
+		return true;
 	if (dim_named(type, &d))
 		return v->kind == VAL_NUM && dim_eq(v->dim, d) &&
 		       (!str_is(type, "count") || v->unknown || num_is_int(v->num));
@@ -192,6 +197,11 @@ bool eval_is_type(struct eval *ev, struct value v, const char *type, const char 
 
 	if (eval_matches_type(&v, type))
 		return true;
+	if (v.kind == VAL_SYMBOL && v.unknown && v.str && eval_type_known(v.str)) {	/* bind_defaults' */
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc.file ? v.loc : at, "%s must be %s, but this is %s",
+			   what, type, v.str);
+		return false;
+	}
 	if (v.kind == VAL_SYMBOL) {
 		undefined_name_of(ev, &v, kind_of_type(type));
 		return false;
@@ -313,7 +323,7 @@ const struct field *eval_record_field(const struct scope *scope, const struct de
 {
 	unsigned guard = 0;	/* `gpu A : B` and `gpu B : A` must not loop */
 
-	for (; d && guard++ < 64;
+	for (; d && guard++ < EVAL_MAX_BASES;
 	     d = d->record.base ? scope_find_kind_in(scope, d->record.base, d->kind, d->record.base_loc.file) : NULL)
 		for (const struct field *f = d->record.fields; f; f = f->next)
 			if (!strcmp(f->name, name) && f->value)
@@ -430,8 +440,14 @@ static struct value record_call(struct eval *ev, struct env *env, const struct e
 			eval_error(ev, DIAG_BAD_ARGUMENT, x->value->loc, "arguments of '%s' must be named", f);
 			continue;
 		}
-		struct value a = eval_expr(ev, env, x->value);
+		struct value a = eval_expr(ev, env, x->value), old;
 
+		/* as bind_args() for templates: a second value would silently win */
+		if (env_lookup(v.args, x->name, &old)) {
+			diag_note(eval_error(ev, DIAG_BAD_ARGUMENT, x->name_loc, "'%s' is given twice", x->name),
+				  old.origin, "first given here");
+			continue;
+		}
 		a.origin = x->name_loc;
 		a.label = x->name;
 		env_bind(v.args, x->name, a);

@@ -84,10 +84,35 @@ static int parse_fit_args(struct fit_args *a, int argc, char **argv, const char 
 	return driver_parse_file_args("fit", argc, argv, &a->file, option_of, a);
 }
 
+/* The paste-able lines, then each caveat as a comment line (pasted too,
+ * it changes nothing). */
 static void print_lines(const struct fit_fix *f)
 {
 	for (size_t i = 0; i < f->nlines; i++)
 		printf("    %s\n", f->lines[i]);
+	for (size_t i = 0; i < f->change.n; i++)
+		if (f->change.v[i].caveat)
+			printf("    // %s\n", f->change.v[i].caveat);
+}
+
+/* ", 4 fit the GPU with 3.00 GiB (7.5%) to spare, under the 10% headroom". */
+static void print_spare(uint64_t spare, uint64_t capacity, const struct fit_answer *a)
+{
+	char b[32];
+
+	printf("with %s (%.1f%%) to spare, under the %.0f%% headroom", report_bytes(spare, b, sizeof b),
+	       capacity ? 100.0 * (double)spare / (double)capacity : 0.0, a->headroom * 100);
+}
+
+static void print_tight(const char *what, uint64_t v, uint64_t total, uint64_t spare, const struct fit_answer *a)
+{
+	char b[32];
+
+	if (!v)
+		return;
+	printf("    %s = %llu fits the GPU (%s) ", what, (unsigned long long)v, report_bytes(total, b, sizeof b));
+	print_spare(spare, a->capacity, a);
+	putchar('\n');
 }
 
 static void print_found(const char *what, uint64_t v, uint64_t total, uint64_t limit)
@@ -109,12 +134,26 @@ static void print_text(const char *name, const struct fit_ctx *c, const struct f
 	       report_bytes(a->as_written.total, b, sizeof b), a->gpu, report_bytes(a->capacity, cap, sizeof cap),
 	       a->headroom * 100, !a->as_written.ok ? "cannot be analysed" :
 	       a->as_written.fits ? "fits" : "does not fit");
+	if (a->as_written.ok && !a->as_written.fits && a->as_written.on_gpu) {
+		printf("  (it fits the GPU ");
+		print_spare(a->as_written.spare, a->as_written.capacity, a);
+		printf(")\n");
+	}
 	print_found("max_micro_batch", a->max_micro_batch, a->mb_total, FIT_MB_LIMIT);
+	print_tight("micro_batch", a->tight_micro_batch, a->tight_mb_total, a->tight_mb_spare, a);
 	print_found("max_seq_len", a->max_seq_len, a->seq_total, FIT_SEQ_LIMIT);
+	print_tight("seq_len", a->tight_seq_len, a->tight_seq_total, a->tight_seq_spare, a);
 	print_found("min_gpus", a->min_gpus, a->gpus_total, 0);
+	print_tight("gpus", a->tight_gpus, a->tight_gpus_total, a->tight_gpus_spare, a);
 	for (size_t i = 0; i < a->nfixes; i++) {
 		printf("  fix %zu (%s):\n", i + 1, report_bytes(a->fixes[i].total, b, sizeof b));
 		print_lines(&a->fixes[i]);
+	}
+	if (a->tight.nlines) {
+		printf("  fits the GPU (%s) ", report_bytes(a->tight.total, b, sizeof b));
+		print_spare(a->tight.spare, a->tight.capacity, a);
+		printf(":\n");
+		print_lines(&a->tight);
 	}
 	if (!a->as_written.fits && !a->nfixes) {
 		printf("  nothing fits with up to 3 changes");
@@ -136,6 +175,11 @@ static void json_fix(struct jsonw *w, const char *key, const struct fit_fix *f)
 	for (size_t i = 0; i < f->nlines; i++)
 		jsonw_str(w, NULL, f->lines[i]);
 	jsonw_close(w, ']');
+	jsonw_open(w, "caveats", '[');
+	for (size_t i = 0; i < f->change.n; i++)
+		if (f->change.v[i].caveat)
+			jsonw_str(w, NULL, f->change.v[i].caveat);
+	jsonw_close(w, ']');
 	jsonw_u64(w, "device_total_bytes", f->total);
 	jsonw_close(w, '}');
 }
@@ -146,6 +190,22 @@ static void json_count(struct jsonw *w, const char *key, uint64_t v)
 		jsonw_u64(w, key, v);
 	else
 		jsonw_null(w, key);
+}
+
+/* What fits the GPU but not inside the headroom (docs/fit.md). */
+static void json_tight(struct jsonw *w, const struct fit_answer *a)
+{
+	jsonw_open(w, "under_headroom", '{');
+	json_count(w, "max_micro_batch", a->tight_micro_batch);
+	json_count(w, "max_seq_len", a->tight_seq_len);
+	json_count(w, "min_gpus", a->tight_gpus);
+	if (a->tight.nlines) {
+		json_fix(w, "fix", &a->tight);
+		jsonw_u64(w, "fix_spare_bytes", a->tight.spare);
+	} else {
+		jsonw_null(w, "fix");
+	}
+	jsonw_close(w, '}');
 }
 
 static void print_json(struct jsonw *w, const char *name, const struct fit_ctx *c, const struct fit_answer *a)
@@ -168,6 +228,7 @@ static void print_json(struct jsonw *w, const char *name, const struct fit_ctx *
 		json_fix(w, "closest", &a->closest);
 	else
 		jsonw_null(w, "closest");
+	json_tight(w, a);
 	jsonw_bool(w, "truncated", c->truncated);
 	jsonw_close(w, '}');
 }

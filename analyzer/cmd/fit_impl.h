@@ -33,6 +33,7 @@ struct program;
  * `top { sub = value }` merged into the block's own record. */
 struct fit_set {
 	const char *top, *sub, *value;
+	const char *caveat;	/* NULL, or what the change costs besides memory (printed with it) */
 };
 
 struct fit_change {
@@ -44,6 +45,9 @@ struct fit_outcome {
 	bool ok;		/* checked and analysed without an error */
 	bool fits;		/* every rank class within the headroom, every phase on the GPU */
 	uint64_t total;		/* largest device total over the classes and phases */
+	bool on_gpu;		/* ok, and fits except for the headroom: every class and phase on the GPU */
+	uint64_t spare;		/* on_gpu: the least the GPU has left over the classes and phases */
+	uint64_t capacity;	/* the memory of the GPU that has it */
 };
 
 struct fit_fix {
@@ -51,6 +55,8 @@ struct fit_fix {
 	char **lines;		/* the paste-able lines, one per top key */
 	size_t nlines;
 	uint64_t total;
+	uint64_t spare, capacity;	/* what the GPU has left (a tight one's), of its memory */
+	bool on_gpu;		/* as its outcome's */
 };
 
 /* A byte range of the file's text that every variant keeps. */
@@ -116,6 +122,14 @@ struct fit_answer {
 	struct fit_fix *fixes;
 	size_t nfixes;
 	struct fit_fix closest;	/* nlines 0: none was analysed */
+	/* What fits the GPU but not inside the headroom (docs/fit.md "Under
+	 * the headroom"): the values (0: none, or the same as above), and a
+	 * change with no more knobs than the fewest of any fix (nlines 0:
+	 * none), with what it leaves of the GPU */
+	uint64_t tight_micro_batch, tight_seq_len, tight_gpus;
+	uint64_t tight_mb_spare, tight_seq_spare, tight_gpus_spare;	/* of `capacity` */
+	uint64_t tight_mb_total, tight_seq_total, tight_gpus_total;
+	struct fit_fix tight;
 };
 
 /* The words the fixes write besides the block's own text and GPU names

@@ -21,8 +21,10 @@
 #include "lang/source.h"
 
 /* The cost order of docs/fit.md: a cheaper knob changes less of the run. */
-enum knob { K_MICRO_BATCH, K_CHECKPOINT, K_SHARDING, K_OPTIMIZER, K_OFFLOAD, K_TP, K_PP, K_CP, K_FINETUNE,
-	    K_GPU, K__COUNT };
+/* K_ADAPTERS is LoRA for a job that does not say it is a fine-tune:
+ * turning what may be pre-training into adapters is the largest change. */
+enum knob { K_MICRO_BATCH, K_CHECKPOINT, K_SHARDING, K_OPTIMIZER, K_PRECISION, K_OFFLOAD, K_TP, K_PP, K_CP,
+	    K_FINETUNE, K_GPU, K_ADAPTERS, K__COUNT };
 
 enum { FIT_MAX_KNOBS = 3, FIT_MAX_FIXES = 6, FIT_MAX_ALTS = 24 };
 
@@ -38,7 +40,7 @@ struct knob_alts {
 const char fit_knob_words[] =
 	"micro_batch grad_accum checkpoint selective full zero fsdp full_shard optimizer adamw_8bit "
 	"paged_adamw_8bit adam_8bit offload params cpu parallel tp pp cp finetune lora qlora r alpha "
-	"targets all_linear cluster x";
+	"targets all_linear cluster x precision amp_bf16 bf16_true";
 
 static uint64_t key_u64(const struct fit_ctx *c, const char *key, uint64_t dflt)
 {
@@ -80,10 +82,16 @@ static void add_alt(struct fit_ctx *c, struct knob_alts *k, const char *top, con
 	struct fit_change *ch = &k->alt[k->n++];
 
 	ch->v = ARENA_NEW_ARRAY(&c->arena, struct fit_set, 2);
-	ch->v[0] = (struct fit_set){ top, sub, arena_strdup(&c->arena, value) };
+	ch->v[0] = (struct fit_set){ top, sub, arena_strdup(&c->arena, value), NULL };
 	ch->n = 1;
 	if (top2)
-		ch->v[ch->n++] = (struct fit_set){ top2, sub2, arena_strdup(&c->arena, value2) };
+		ch->v[ch->n++] = (struct fit_set){ top2, sub2, arena_strdup(&c->arena, value2), NULL };
+}
+
+/* What the last alternative costs besides memory, said with it. */
+static void caveat(struct knob_alts *k, const char *why)
+{
+	k->alt[k->n - 1].v[0].caveat = why;
 }
 
 static void alt_u64(struct fit_ctx *c, struct knob_alts *k, const char *top, const char *sub, uint64_t v)
@@ -205,16 +213,59 @@ static void knob_degree(struct fit_ctx *c, const struct layout *l, const char *w
 			alt_u64(c, k, "parallel", which, d);
 }
 
-/* LoRA and QLoRA only for a fine-tune: `finetune = full` written, or a
- * model loaded from a checkpoint. */
-static void knob_finetune(struct fit_ctx *c, struct knob_alts *k)
+static const char caveat_amp[] =
+	"bf16 autocast over the fp32 weights (torch.autocast; HF Trainer bf16 = True, LitGPT --precision "
+	"bf16-mixed): needs a GPU with bf16";
+static const char caveat_true[] =
+	"pure bf16 (LitGPT --precision bf16-true, torchtune dtype = bf16): no fp32 master weights or "
+	"optimizer states, so updates below bf16's precision are lost; compare the loss with the mixed run";
+
+/* Precision by the stdlib's names (stdlib/precision.mem): fp32 to bf16
+ * autocast, then to pure bf16; a mixed bf16 policy (an fp32 master or
+ * fp32 weights under autocast or FSDP2) to pure bf16. fp16 has no pure
+ * form users train in, Megatron's bf16 none in its own options, and a
+ * policy written as a record is the user's own: none is offered. */
+static void knob_precision(struct fit_ctx *c, struct knob_alts *k)
+{
+	const char *t = key_text(c, "precision");
+
+	if (!t)
+		return;
+	if (strcmp(t, "fp32") == 0) {
+		add_alt(c, k, "precision", NULL, "amp_bf16", NULL, NULL, NULL);
+		caveat(k, caveat_amp);
+	}
+	if (strcmp(t, "fp32") == 0 || strcmp(t, "amp_bf16") == 0 || strcmp(t, "bf16_mixed") == 0 ||
+	    strcmp(t, "fsdp2_bf16") == 0) {
+		add_alt(c, k, "precision", NULL, "bf16_true", NULL, NULL, NULL);
+		caveat(k, caveat_true);
+	}
+}
+
+/* LoRA and QLoRA for full training: a fine-tune (`finetune = full`
+ * written, or a model loaded from a checkpoint) in @k; else, the default
+ * `full`, in @guess, said to be for a fine-tune only. LoRA to QLoRA with
+ * the same adapters. */
+static void knob_finetune(struct fit_ctx *c, struct knob_alts *k, struct knob_alts *guess)
 {
 	const char *ft = key_text(c, "finetune");
+	const char *why = ft || key_is(c, "load", "from_pretrained") ? NULL :
+		"if this is a fine-tune: LoRA trains adapters on the frozen model, not the model itself";
 
-	if (ft ? strcmp(ft, "full") != 0 : !key_is(c, "load", "from_pretrained"))
+	if (ft && strncmp(ft, "lora(", 5) == 0) {
+		add_alt(c, k, "finetune", NULL, arena_printf(&c->arena, "q%s", ft), NULL, NULL, NULL);
+		caveat(k, "QLoRA (LitGPT --quantize bnb.nf4, HF BitsAndBytesConfig(load_in_4bit = True)): "
+			  "the frozen base weights in 4-bit NF4, dequantised per matmul: slower, and the "
+			  "base's outputs move slightly");
 		return;
+	}
+	if (ft && strcmp(ft, "full") != 0)
+		return;
+	k = why ? guess : k;
 	add_alt(c, k, "finetune", NULL, "lora(r = 16, alpha = 32, targets = all_linear)", NULL, NULL, NULL);
+	caveat(k, why);
 	add_alt(c, k, "finetune", NULL, "qlora(r = 16, alpha = 32, targets = all_linear)", NULL, NULL, NULL);
+	caveat(k, why);
 }
 
 struct gpu_choice {
@@ -277,11 +328,12 @@ static void knobs(struct fit_ctx *c, struct knob_alts *k)
 	knob_checkpoint(c, &k[K_CHECKPOINT]);
 	knob_sharding(c, &l, &k[K_SHARDING]);
 	knob_optimizer(c, &k[K_OPTIMIZER]);
+	knob_precision(c, &k[K_PRECISION]);
 	knob_offload(c, &k[K_OFFLOAD]);
 	knob_degree(c, &l, "tp", &k[K_TP]);
 	knob_degree(c, &l, "pp", &k[K_PP]);
 	knob_degree(c, &l, "cp", &k[K_CP]);
-	knob_finetune(c, &k[K_FINETUNE]);
+	knob_finetune(c, &k[K_FINETUNE], &k[K_ADAPTERS]);
 	knob_gpu(c, &l, &k[K_GPU]);
 }
 
@@ -295,6 +347,10 @@ struct search {
 	size_t npick;
 	uint64_t closest;	/* the smallest total of a variant that did not fit */
 	unsigned found[FIT_MAX_FIXES];	/* the knobs of each fix, as bits */
+	/* the combination being tried (counted in search order) and the sum
+	 * of its tuple's positions; the tight variant's, when one is kept */
+	size_t combo, sum, tight_combo, tight_sum;
+	size_t first_combo, first_sum;	/* the first fix's */
 };
 
 static size_t most_fixes(const struct fit_ctx *c)
@@ -320,11 +376,26 @@ static struct fit_change combine(struct search *s, const size_t *idx)
 	return ch;
 }
 
-static void keep(struct fit_ctx *c, struct fit_fix *f, const struct fit_change *ch, uint64_t total)
+static void keep(struct fit_ctx *c, struct fit_fix *f, const struct fit_change *ch, const struct fit_outcome *o)
 {
 	f->change = *ch;
-	f->total = total;
+	f->total = o->total;
+	f->spare = o->spare;
+	f->capacity = o->capacity;
+	f->on_gpu = o->on_gpu;
 	fit_lines(c, ch, &f->lines, &f->nlines);
+}
+
+/* A variant on the GPU but not inside the headroom: the first
+ * combination in search order that has one, and its mildest tuple tried. */
+static void keep_tight(struct search *s, const struct fit_change *ch, const struct fit_outcome *o)
+{
+	if (s->ans->tight.nlines && (s->tight_combo < s->combo ||
+	    (s->tight_combo == s->combo && s->tight_sum <= s->sum)))
+		return;
+	keep(s->c, &s->ans->tight, ch, o);
+	s->tight_combo = s->combo;
+	s->tight_sum = s->sum;
 }
 
 static bool probe(struct search *s, const struct fit_change *ch, struct fit_outcome *o)
@@ -335,15 +406,17 @@ static bool probe(struct search *s, const struct fit_change *ch, struct fit_outc
 	}
 	fit_try(s->c, ch, o);
 	if (o->ok && !o->fits && (!s->ans->closest.nlines || o->total < s->closest)) {
-		keep(s->c, &s->ans->closest, ch, o->total);
+		keep(s->c, &s->ans->closest, ch, o);
 		s->closest = o->total;
 	}
+	if (o->ok && !o->fits && o->on_gpu)
+		keep_tight(s, ch, o);
 	return o->ok && o->fits;
 }
 
 /* The tuple of alternatives that fits with the smallest sum of indices
  * (the mildest); false if none does. */
-static bool mildest(struct search *s, size_t *best, uint64_t *best_total)
+static bool mildest(struct search *s, size_t *best, struct fit_outcome *best_o)
 {
 	size_t idx[FIT_MAX_KNOBS] = { 0 }, best_sum = SIZE_MAX;
 
@@ -356,9 +429,10 @@ static bool mildest(struct search *s, size_t *best, uint64_t *best_total)
 		if (sum < best_sum) {
 			struct fit_change ch = combine(s, idx);
 
+			s->sum = sum;
 			if (probe(s, &ch, &o)) {
 				best_sum = sum;
-				*best_total = o.total;
+				*best_o = o;
 				memcpy(best, idx, sizeof idx);
 			}
 		}
@@ -384,6 +458,9 @@ static bool strongest_fits(struct search *s, size_t *strong)
 	for (;;) {
 		struct fit_change ch = combine(s, strong);
 
+		s->sum = 0;
+		for (size_t i = 0; i < s->npick; i++)
+			s->sum += strong[i];
 		if (probe(s, &ch, &o))
 			return true;
 		if (o.ok || s->npick > 1 || !strong[0] || s->c->truncated)
@@ -395,7 +472,7 @@ static bool strongest_fits(struct search *s, size_t *strong)
 static void try_combination(struct search *s)
 {
 	size_t strong[FIT_MAX_KNOBS], best[FIT_MAX_KNOBS];
-	uint64_t total = 0;
+	struct fit_outcome total = { .ok = false };
 	unsigned mask = 0;
 
 	for (size_t i = 0; i < s->npick; i++)
@@ -403,12 +480,18 @@ static void try_combination(struct search *s)
 	for (size_t i = 0; i < s->ans->nfixes; i++)
 		if ((s->found[i] & mask) == s->found[i])
 			return;		/* a fix with fewer knobs is inside this one */
+	s->combo++;
 	if (!strongest_fits(s, strong) || !mildest(s, best, &total) || s->ans->nfixes == most_fixes(s->c))
 		return;
 	struct fit_change ch = combine(s, best);
 
 	s->found[s->ans->nfixes] = mask;
-	keep(s->c, &s->ans->fixes[s->ans->nfixes++], &ch, total);
+	if (!s->ans->nfixes) {
+		s->first_combo = s->combo;
+		for (size_t i = 0; i < s->npick; i++)
+			s->first_sum += best[i];
+	}
+	keep(s->c, &s->ans->fixes[s->ans->nfixes++], &ch, &total);
 }
 
 /* Every combination of @left more knobs from @from on, in cost order. */
@@ -441,18 +524,24 @@ static void find_fixes(struct fit_ctx *c, struct fit_answer *ans)
 	for (size_t n = 1; n <= FIT_MAX_KNOBS && ans->nfixes < 3 && ans->nfixes < most_fixes(c) &&
 	     !c->truncated; n++)
 		combinations(&s, K_MICRO_BATCH, n);
+	/* a tight change is said only where the search, headroom given up,
+	 * would have offered it before its first fix: a smaller change */
+	if (ans->as_written.on_gpu || (ans->nfixes && (s.tight_combo > s.first_combo ||
+	    (s.tight_combo == s.first_combo && s.tight_sum >= s.first_sum))))
+		ans->tight.nlines = 0;	/* nor when the job as written is on the GPU */
 }
 
 /* ---- the largest and the fewest ---- */
 
-/* @v as the value of the one key @top (@sub), or the cluster of @v GPUs. */
-static bool probe_one(struct fit_ctx *c, const char *top, const char *sub, uint64_t v, uint64_t *total)
+/* @v as the value of the one key @top (@sub), or the cluster of @v GPUs:
+ * whether it fits (with @on_gpu, the GPU without the headroom). */
+static bool probe_one(struct fit_ctx *c, const char *top, uint64_t v, bool on_gpu, struct fit_outcome *o)
 {
-	struct fit_set set = { top, sub, NULL };
+	struct fit_set set = { top, NULL, NULL, NULL };
 	struct fit_change ch = { &set, 1 };
-	struct fit_outcome o;
 	struct layout l;
 
+	memset(o, 0, sizeof *o);
 	if (c->builds >= c->max_builds) {
 		c->truncated = true;
 		return false;
@@ -465,55 +554,63 @@ static bool probe_one(struct fit_ctx *c, const char *top, const char *sub, uint6
 	} else {
 		set.value = arena_printf(&c->arena, "%llu", (unsigned long long)v);
 	}
-	fit_try(c, &ch, &o);
-	*total = o.total;
-	return o.ok && o.fits;
+	fit_try(c, &ch, o);
+	return o->ok && (on_gpu ? o->on_gpu : o->fits);
 }
 
+/* How a gallop judges and what it keeps: the outcome at its answer. */
+struct gallop {
+	bool fewest;		/* the smallest that fits (totals shrink as it grows) */
+	bool on_gpu;		/* fits the GPU, the headroom left out */
+	struct fit_outcome at;
+};
+
 /* The largest multiple of @step up to @limit for which @top fits (0 if
- * none; totals grow with it): gallop up, then bisect. With @fewest, the
- * smallest multiple that fits instead (totals shrink as it grows). */
-static uint64_t gallop(struct fit_ctx *c, const char *top, const char *sub, uint64_t step, uint64_t limit,
-		       bool fewest, uint64_t *total)
+ * none; totals grow with it): gallop up, then bisect. With g->fewest, the
+ * smallest multiple that fits instead. */
+static uint64_t gallop(struct fit_ctx *c, const char *top, uint64_t step, uint64_t limit, struct gallop *g)
 {
-	uint64_t lo = 0, hi = 0, t;	/* in steps: lo fits (for fewest: does not), hi the other */
+	uint64_t lo = 0, hi = 0;	/* in steps: lo fits (for fewest: does not), hi the other */
+	struct fit_outcome t;
 
 	for (uint64_t i = 1; i <= limit / step; i = i > UINT64_MAX / 2 ? UINT64_MAX : i * 2) {
-		if (probe_one(c, top, sub, i * step, &t) == fewest) {
+		if (probe_one(c, top, i * step, g->on_gpu, &t) == g->fewest) {
 			hi = i;
-			if (fewest)
-				*total = t;
+			if (g->fewest)
+				g->at = t;
 			break;
 		}
 		lo = i;
-		if (!fewest)
-			*total = t;
+		if (!g->fewest)
+			g->at = t;
 	}
-	if (!hi && fewest)
+	if (!hi && g->fewest)
 		return 0;
 	if (!hi)
 		hi = limit / step + 1;
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 
-		if (probe_one(c, top, sub, mid * step, &t) == fewest) {
+		if (probe_one(c, top, mid * step, g->on_gpu, &t) == g->fewest) {
 			hi = mid;
-			if (fewest)
-				*total = t;
+			if (g->fewest)
+				g->at = t;
 		} else {
 			lo = mid;
-			if (!fewest)
-				*total = t;
+			if (!g->fewest)
+				g->at = t;
 		}
 	}
-	return fewest ? hi * step : lo * step;
+	return g->fewest ? hi * step : lo * step;
 }
 
 /* The fewest GPUs of the job's type: a multiple of tp x pp x cp, and of
- * the GPUs per node when the cluster is written with nodes. */
+ * the GPUs per node when the cluster is written with nodes; then, if
+ * fewer fit the GPU without the headroom, those. */
 static void fewest_gpus(struct fit_ctx *c, struct fit_answer *ans)
 {
 	struct layout l;
+	struct gallop g = { .fewest = true }, t = { .fewest = true, .on_gpu = true };
 
 	read_layout(c, &l);
 	uint64_t mp = l.tp * l.pp * l.cp, step = mp;
@@ -522,7 +619,15 @@ static void fewest_gpus(struct fit_ctx *c, struct fit_answer *ans)
 		return;
 	if (l.nodes > 1)
 		step = mp / num_gcd_u64(mp, l.per) * l.per;
-	ans->min_gpus = gallop(c, "cluster", NULL, step, BUILD_MAX_GPUS, true, &ans->gpus_total);
+	ans->min_gpus = gallop(c, "cluster", step, BUILD_MAX_GPUS, &g);
+	ans->gpus_total = g.at.total;
+	uint64_t v = gallop(c, "cluster", step, ans->min_gpus ? ans->min_gpus : BUILD_MAX_GPUS, &t);
+
+	if (v && (!ans->min_gpus || v < ans->min_gpus)) {
+		ans->tight_gpus = v;
+		ans->tight_gpus_total = t.at.total;
+		ans->tight_gpus_spare = t.at.spare;
+	}
 }
 
 /* The GPU and its capacity, and the job as written. */
@@ -540,19 +645,23 @@ static void as_written(struct fit_ctx *c, struct fit_answer *ans)
 
 /* What the block path found is what the text gives: the job as written
  * does not fit (the caller's own analysis said so), and each fix noted,
- * or the closest, compiled from the whole text as it would be pasted. */
+ * the closest and the tight one, compiled from the whole text as they
+ * would be pasted. */
 static bool verified(struct fit_ctx *c, const struct fit_answer *ans)
 {
-	struct fit_outcome got = { .ok = true, .fits = false, .total = ans->closest.total };
+	struct fit_outcome got = { .ok = true, .total = ans->closest.total, .on_gpu = ans->closest.on_gpu };
+	struct fit_outcome tight = { .ok = true, .total = ans->tight.total, .on_gpu = true };
 
 	if (!ans->as_written.ok || ans->as_written.fits)
 		return false;
 	for (size_t i = 0; i < ans->nfixes; i++) {
-		struct fit_outcome fix = { .ok = true, .fits = true, .total = ans->fixes[i].total };
+		struct fit_outcome fix = { .ok = true, .fits = true, .total = ans->fixes[i].total, .on_gpu = true };
 
 		if (!fit_verify(c, &ans->fixes[i].change, &fix))
 			return false;
 	}
+	if (ans->tight.nlines && !fit_verify(c, &ans->tight.change, &tight))
+		return false;
 	return ans->nfixes || !ans->closest.nlines || fit_verify(c, &ans->closest.change, &got);
 }
 
@@ -580,27 +689,51 @@ void fit_search_fixes(struct fit_ctx *c, struct fit_answer *ans)
  * and stop the gallop below the job as written; then the multiples of the
  * written value are searched, which keep every such rule. */
 static uint64_t largest(struct fit_ctx *c, const struct fit_answer *ans, const char *key, uint64_t step,
-			uint64_t limit, uint64_t *total)
+			uint64_t limit, struct gallop *g)
 {
-	uint64_t v = gallop(c, key, NULL, step, limit, false, total);
+	uint64_t v = gallop(c, key, step, limit, g);
 	uint64_t written = key_u64(c, key, 1);
+	bool fits = ans->as_written.ok && (g->on_gpu ? ans->as_written.on_gpu : ans->as_written.fits);
 
-	if (v < written && ans->as_written.ok && ans->as_written.fits && written <= limit)
-		v = gallop(c, key, NULL, written, limit, false, total);
+	if (v < written && fits && written <= limit)
+		v = gallop(c, key, written, limit, g);
 	return v;
+}
+
+/* The largest @key that fits the GPU without the headroom, if larger
+ * than @v, the largest inside it. */
+static uint64_t largest_tight(struct fit_ctx *c, const struct fit_answer *ans, const char *key, uint64_t step,
+			      uint64_t limit, uint64_t v, uint64_t *total, uint64_t *spare)
+{
+	struct gallop g = { .on_gpu = true };
+	uint64_t t = largest(c, ans, key, step, limit, &g);
+
+	if (t <= v)
+		return 0;
+	*total = g.at.total;
+	*spare = g.at.spare;
+	return t;
 }
 
 void fit_search(struct fit_ctx *c, struct fit_answer *ans)
 {
+	struct gallop mb = { .fewest = false }, sl = { .fewest = false };
+
 	as_written(c, ans);
-	ans->max_micro_batch = largest(c, ans, "micro_batch", 1, FIT_MB_LIMIT, &ans->mb_total);
+	ans->max_micro_batch = largest(c, ans, "micro_batch", 1, FIT_MB_LIMIT, &mb);
+	ans->mb_total = mb.at.total;
+	ans->tight_micro_batch = largest_tight(c, ans, "micro_batch", 1, FIT_MB_LIMIT, ans->max_micro_batch,
+					       &ans->tight_mb_total, &ans->tight_mb_spare);
 	/* lengths in steps of 128 (or of the largest power of two dividing
 	 * seq_len as written, if smaller): the checker's divisibility by
 	 * sp and cp holds as it does for the job as written */
 	uint64_t seq = key_u64(c, "seq_len", 1), step = seq & (~seq + 1);
 
 	step = step > 128 || !step ? 128 : step;
-	ans->max_seq_len = largest(c, ans, "seq_len", step, FIT_SEQ_LIMIT, &ans->seq_total);
+	ans->max_seq_len = largest(c, ans, "seq_len", step, FIT_SEQ_LIMIT, &sl);
+	ans->seq_total = sl.at.total;
+	ans->tight_seq_len = largest_tight(c, ans, "seq_len", step, FIT_SEQ_LIMIT, ans->max_seq_len,
+					   &ans->tight_seq_total, &ans->tight_seq_spare);
 	fewest_gpus(c, ans);
 	if (!ans->as_written.fits)
 		find_fixes(c, ans);

@@ -200,6 +200,20 @@ static char *apply(struct fit_ctx *c, const struct fit_change *ch, const struct 
 	return strbuf_detach(&sb, len);
 }
 
+/* What @k's GPU has left at its largest total @t, measured as the
+ * headroom is (paged states included): a variant that needs the driver
+ * to evict its paged states is not said to be on the GPU with a margin. */
+static void spare_of(const struct mem_class *k, uint64_t t, struct fit_outcome *out)
+{
+	uint64_t left = k->capacity > t ? k->capacity - t : 0;
+
+	out->on_gpu &= !k->capacity || t <= k->capacity;
+	if (k->capacity && left < out->spare) {
+		out->spare = left;
+		out->capacity = k->capacity;
+	}
+}
+
 /* Fold one analysed job into @out: the worst class and phase. */
 static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
 {
@@ -211,18 +225,25 @@ static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
 		return;
 	bool phases = phases_analyze(a, &bd->job, &res, &bd->run_in, &run);
 
-	out->ok = out->fits = true;
+	out->ok = out->fits = out->on_gpu = true;
+	out->spare = UINT64_MAX;
 	for (size_t i = 0; i < res.nclasses; i++) {
 		const struct mem_class *k = &res.classes[i];
 		uint64_t t = k->device_total;
 
 		out->fits &= k->fits_headroom;
+		out->on_gpu &= k->fits;
 		if (phases && i < run.nclasses) {
 			t = run.classes[i].run_device > t ? run.classes[i].run_device : t;
 			out->fits &= run.classes[i].run_fits;
+			out->on_gpu &= run.classes[i].run_fits;
 		}
 		out->total = t > out->total ? t : out->total;
+		spare_of(k, t, out);
 	}
+	out->fits &= out->on_gpu;
+	if (!out->on_gpu)
+		out->spare = 0;
 	mem_result_free(&res);
 }
 
@@ -371,7 +392,8 @@ bool fit_verify(struct fit_ctx *c, const struct fit_change *ch, const struct fit
 	struct fit_outcome text;
 
 	text_variant(c, ch, &text);
-	return text.ok == got->ok && text.fits == got->fits && text.total == got->total;
+	return text.ok == got->ok && text.fits == got->fits && text.total == got->total &&
+	       text.on_gpu == got->on_gpu;
 }
 
 void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)

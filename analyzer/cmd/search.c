@@ -326,7 +326,8 @@ static void layouts_of(struct search_ctx *c, struct list *ls, uint32_t gpus)
 		if (l.per_node % tp)
 			continue;
 		for (uint32_t cp = 1; cp <= SEARCH_CP_LIMIT && tp * cp <= gpus; cp++) {
-			if ((gpus / tp) % cp || gpus % (tp * cp) || c->facts.seq_len % cp)
+			/* cp > 1 cuts each sequence into 2 x cp chunks (check_layout.c cp_chunks) */
+			if ((gpus / tp) % cp || gpus % (tp * cp) || c->facts.seq_len % (cp > 1 ? 2 * cp : 1))
 				continue;
 			uint32_t rest = gpus / (tp * cp);
 
@@ -474,7 +475,8 @@ bool search_job(struct search_ctx *c, const struct search_opts *o)
 			layouts_of(c, &ls, o->gpus[i]);
 	else
 		layouts_of(c, &ls, (uint32_t)gpus);
-	qsort(ls.v, ls.n, sizeof *ls.v, by_speed);
+	if (ls.n)	/* none divides: ls.v is NULL, which qsort may not be given */
+		qsort(ls.v, ls.n, sizeof *ls.v, by_speed);
 	pick(c, o, &ls, t0);
 	mem_ws_free(&c->ws);
 	free(ls.v);

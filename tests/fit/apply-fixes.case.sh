@@ -30,3 +30,11 @@ for f in examples/does-not-fit.mem tests/fit/full-13b-4090.mem tests/fit/sharded
 		fi
 	done
 done
+# The smaller change under the headroom, pasted, is on the GPU: memc check
+# warns about the headroom (-Wheadroom) and not about the capacity.
+f=tests/fit/under-headroom.mem
+cp "$f" "$SCRATCH/tight.mem"
+while IFS= read -r line; do
+	apply "$SCRATCH/tight.mem" "$line"
+done < <($MEMC fit --format json "$f" | jq -r '.jobs[0].under_headroom.fix.changes[]')
+$MEMC check "$SCRATCH/tight.mem" 2>&1 | grep -o '\[-W[a-z-]*\]' | sort | uniq -c | sed "s|^ *|$f, under the headroom: |"

@@ -10,7 +10,8 @@
  * run (a NULL stream) and rendered once at the end into /dev/null, so the
  * printer (snippets, carets, escapes) is fuzzed and the log stays readable.
  *
- * fuzz_one() is the pipeline: parse, dump, -Wconfusable/-Wmixed-script,
+ * fuzz_one() is the pipeline: memc fmt's layout, parse, dump,
+ * -Wconfusable/-Wmixed-script,
  * and on a file that parsed without errors (the driver's gate,
  * analyzer/pipeline.c) the checker:
  * scope resolution, evaluation of every declaration and train block; then,
@@ -27,6 +28,7 @@
 #include "analyzer/build.h"
 #include "analyzer/cmd/driver.h"
 #include "analyzer/fit.h"
+#include "analyzer/fmt/fmt_impl.h"
 #include "analyzer/memory.h"
 #include "analyzer/out/diag_out.h"
 #include "analyzer/report.h"
@@ -111,6 +113,12 @@ static void fuzz_one(const uint8_t *data, size_t size)
 	const struct src_file *f = src_add_string(src, de, "fuzz.mem", (const char *)data, size);
 
 	if (f) {
+		/* memc fmt's own scanner and layout: fmt lays out only a file
+		 * that parses, but its scanner is not the lexer, and any loaded
+		 * text must be safe to scan */
+		size_t flen = 0;
+
+		free(fmt_layout(f->text, f->len, &flen));
 		struct file_ast *ast = parse_file(&arena, in, de, f);
 		struct file_ast *files[1] = { ast };
 		struct program prog = { .files = files, .nfiles = 1, .root = ast };

@@ -253,6 +253,13 @@ static void settings_with_every_section(void **state)
 	assert_string_equal(v.str, "full");
 	assert_true(check_job_field(j, "overhead.context", &v));
 	assert_int_equal(u64(v), 500u << 20);
+	/* a record is written when one of its keys is: `parallel.tp`, not a
+	 * top-level key that only starts with its name (`optimizer`, `overhead`) */
+	assert_true(check_job_record(j, "parallel"));
+	assert_true(check_job_record(j, "overhead"));
+	assert_false(check_job_record(j, "over"));
+	assert_false(check_job_record(j, "optimizer"));
+	assert_false(check_job_record(j, "fsdp2"));
 }
 
 static void misspelt_train_key(void **state)

@@ -100,7 +100,7 @@ static void setup_ctx(struct fit_ctx *c, const struct driver_opts *o, struct uni
 static void one(struct fit_set *v, const char *top, const char *sub, const char *value,
 		struct fit_change *ch)
 {
-	*v = (struct fit_set){ top, sub, value };
+	*v = (struct fit_set){ top, sub, value, NULL };
 	*ch = (struct fit_change){ v, 1 };
 }
 
@@ -149,6 +149,10 @@ static void same_fixes(const struct fit_answer *x, const struct fit_answer *y)
 		for (size_t k = 0; k < x->fixes[i].nlines; k++)
 			assert_string_equal(x->fixes[i].lines[k], y->fixes[i].lines[k]);
 	}
+	assert_int_equal(x->tight.nlines, y->tight.nlines);
+	assert_int_equal(x->tight.total, y->tight.total);
+	for (size_t k = 0; k < x->tight.nlines; k++)
+		assert_string_equal(x->tight.lines[k], y->tight.lines[k]);
 }
 
 /* @ctx_decls: the context the block path checks in. */
@@ -265,6 +269,49 @@ static void a_stub_named_sends_the_variant_to_the_text(void **state)
 	arena_free(&job.a);
 }
 
+/* What a variant leaves of the GPU: on it, the GPU's memory less its
+ * total (no paged states here); inside the headroom only with 10% of it
+ * left; off it, nothing. Micro-batches 1 to 16 on 4 GiB (3 fit, 1 is on
+ * the GPU under the headroom, 12 are over it), and the block path and the
+ * text agree on each. */
+static void the_margin_is_what_the_gpu_has_left(void **state)
+{
+	struct driver_opts o = { .ndirs = 0 };
+	struct unit job, ctx;
+	struct fit_ctx c;
+	const uint64_t cap = 4ull << 30;
+	unsigned fits = 0, tight = 0, over = 0;
+
+	(void)state;
+	compile(&job, job_text, true);
+	compile(&ctx, DECLS("4 GiB"), false);
+	setup_ctx(&c, &o, &job, &ctx, true);
+	for (unsigned mb = 1; mb <= 16; mb++) {
+		char v[8];
+		struct fit_set set;
+		struct fit_change ch;
+		struct fit_outcome got;
+
+		snprintf(v, sizeof v, "%u", mb);
+		one(&set, "micro_batch", NULL, v, &ch);
+		fit_try(&c, &ch, &got);
+		assert_true(got.ok && fit_verify(&c, &ch, &got));
+		assert_int_equal(got.on_gpu, got.total <= cap);
+		assert_int_equal(got.spare, got.on_gpu ? cap - got.total : 0);
+		if (got.on_gpu)
+			assert_int_equal(got.capacity, cap);
+		assert_true(!got.fits || got.spare * 10 >= cap);
+		fits += got.fits;
+		tight += got.on_gpu && !got.fits;
+		over += !got.on_gpu;
+	}
+	assert_true(fits >= 1 && tight >= 1 && over >= 1);	/* 3, 1 and 12 */
+	fit_ctx_release(&c);
+	arena_free(&c.arena);
+	arena_free(&ctx.a);
+	arena_free(&job.a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +319,7 @@ int main(void)
 		cmocka_unit_test(the_search_finds_the_text_s_fixes),
 		cmocka_unit_test(a_wrong_context_falls_back_to_the_text),
 		cmocka_unit_test(a_stub_named_sends_the_variant_to_the_text),
+		cmocka_unit_test(the_margin_is_what_the_gpu_has_left),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

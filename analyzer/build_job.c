@@ -415,6 +415,9 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	b.optimizer = cj->optimizer;
 	bld_key(&b, "megatron.recompute_modules", &b.recompute_modules);
 	bld_setup_finetune(&b, cj->finetune);
+	/* the loop holds the model's output (the `output` tensors) until
+	 * after the optimizer step */
+	out->job.keep_output = bld_key_bool(&b, "keep_output", false);
 	bld_setup_rl(&b);
 	bld_key(&b, "freeze", &b.freeze);
 	/* The real build reports what only it evaluates (an optimizer state's

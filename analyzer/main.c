@@ -128,7 +128,8 @@ static const struct cmd_help {
 		"FILEs, or from the whole stdlib without FILEs.\n", true },
 	{ "import", "usage: memc import [--name NAME] [-o FILE] CONFIG...\n\n"
 		"Print .mem text from a Hugging Face config.json, DeepSpeed JSON, Megatron\n"
-		"arguments, a torchtitan TOML or a training YAML config (docs/import.md).\n",
+		"arguments, an fsdp_qlora train.py command line, a torchtitan TOML or a\n"
+		"training YAML config (docs/import.md).\n",
 	  false },
 	{ "lsp", "usage: memc lsp\n\n"
 		"Serve the Language Server Protocol (JSON-RPC over stdin and stdout) for an\n"

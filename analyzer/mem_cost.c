@@ -392,6 +392,10 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 	/* outside the cached part: the bytes come from another layer's param */
 	c->tied = mem_round(job, l->tied_grad_bytes);
 	c->tied_end = mem_round(job, l->tied_grad_end_bytes);
+	if (job->keep_output) {
+		c->kept_t = mem_round(job, l->output_bytes);
+		c->kept = mem_add(&cx->ovf, c->kept_t, mem_round(job, l->output_saved_bytes));
+	}
 	/* torchtune keeps the head and the loss out of OffloadActivations
 	 * (NoOpManager on the output); Unsloth offloads decoder-layer inputs */
 	if ((job->offload_activations || (job->offload_first && !plain)) && b->is_body &&

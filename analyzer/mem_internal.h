@@ -46,6 +46,8 @@ struct mem_cost {
 	uint64_t host, nvme;	/* offloaded to host RAM / NVMe, this rank's share (§7) */
 	uint64_t tied, tied_end;	/* a tied weight's gradient held from this layer's
 					   backward / released after it (mem_layer) */
+	uint64_t kept, kept_t;	/* keep_output: the output the loop holds past this layer's
+				   backward; of it, the part made as a forward transient */
 	enum mem_component act;	/* MEM_C_ACTIVATIONS or MEM_C_LOGITS */
 	bool body;
 };
@@ -56,6 +58,7 @@ enum mem_sum_field {
 	S_RAW_W, S_RAW_G, S_RAW_S, S_NUMEL, S_NUMEL_TRAIN, S_HOST, S_NVME, S_PAGED, S_STORED_OFF,
 	S_HELD, S_GACC, S_GACC_NB, S_GRED_NB,	/* FSDP2 (mem_fsdp.c) */
 	S_TIED, S_TIED_END,		/* tied weights' held gradients (mem_timeline.c) */
+	S_KEPT,				/* the model output the loop holds (mem_timeline.c) */
 	S__COUNT
 };
 

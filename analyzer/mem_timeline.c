@@ -438,6 +438,18 @@ static uint64_t tied_held(const struct walk *w, const struct pos *p)
 	return held < owners ? held : owners;
 }
 
+/* The model's output that the loop holds (train.keep_output: fsdp_qlora
+ * train.py binds `output = model(...)` and drops it only after
+ * optimizer.step()): a later layer's that outlives that layer's backward,
+ * and the current layer's own where it was a forward transient (what it
+ * saved is still among its saves). */
+static uint64_t output_held(const struct walk *w, const struct pos *p)
+{
+	uint64_t later = mem_sub(w->st->total.v[S_KEPT], mem_add(p->ovf, pv(p, S_KEPT), p->c->kept));
+
+	return mem_add(p->ovf, later, p->c->kept_t);
+}
+
 /* Backward of the current layer, or (remat) the re-run of its forward. */
 static void instant_backward(struct walk *w, const struct pos *p, bool remat, struct instant *in)
 {
@@ -456,6 +468,7 @@ static void instant_backward(struct walk *w, const struct pos *p, bool remat, st
 	put_buf(w, v, MEM_B_GATHERED, gathered(w, p, true));
 	put(w, v, MEM_C_GRADIENTS, tied_held(w, p));
 	put(w, v, MEM_C_LOGITS, mem_pp_own_output(&w->cx->ovf, w->cx, w->st, p->c->act == MEM_C_LOGITS));
+	put(w, v, MEM_C_LOGITS, output_held(w, p));
 	in->after = add_grads(w, p, v, remat);
 	later_shape(w, in);
 }
@@ -501,6 +514,7 @@ static void optimizer_instant(struct walk *w, struct mem_vec *v, struct mem_wher
 	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
 	put(w, v, MEM_C_GRADIENTS, T->v[S_GFIN]);
+	put(w, v, MEM_C_LOGITS, T->v[S_KEPT]);	/* the loop's output, freed after the step */
 	put_buf(w, v, MEM_B_BUCKETS, w->sc[0].base.b[MEM_B_BUCKETS]);
 	put_buf(w, v, MEM_B_STEP_TEMPS, mem_add(o, T->v[S_STEP_GROUP], w->st->step_max));
 	wh->phase = MEM_PHASE_OPTIMIZER;
@@ -541,6 +555,7 @@ static void final_reduce_instant(struct walk *w, const struct scenario *s, struc
 	memset(wh, 0, sizeof(*wh));
 	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
 	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
+	put(w, v, MEM_C_LOGITS, T->v[S_KEPT]);
 	put_buf(w, v, MEM_B_BUCKETS, s->base.b[MEM_B_BUCKETS]);
 	if (!w->job->fsdp_no_sync) {
 		/* synced: the root's own reduce-scatter, every unit resharded */

@@ -264,6 +264,9 @@ static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c
 	put_saves(r, l, stored - a, h, n, &c2);
 	x->nstored = c1 + c2;
 	mtr_idl_drop_from(r, &r->tmp, t0);
+	/* the output the loop binds outlives the forward's temporaries */
+	if (c->kept_t)
+		mtr_idl_push(r, &r->kept, put(r, c->kept_t, STREAM_COMPUTE));
 	drop(r, &cast);
 }
 
@@ -475,6 +478,10 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	backward_frees(r, x, c, l, &r->tmp);
 	drop_run(r, x->saves0, &x->nsaves);
 	drop_run(r, x->stored0, &x->nstored);
+	/* what of the kept output the layer saved stays once its saves go
+	 * (the timeline's output_held) */
+	if (c->kept > c->kept_t)
+		mtr_idl_push(r, &r->kept, put(r, c->kept - c->kept_t, STREAM_COMPUTE));
 	mtr_idl_drop_from(r, &r->tmp, t0);
 	matmul(r, c, c->mmb);
 	drop(r, &cast);
@@ -591,6 +598,8 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 	r->acc_mode = 0;
 	mtr_caught_up(r);
 	drop(r, &extra);
+	if (r->job->optimizer_in_backward)
+		mtr_idl_drop_from(r, &r->kept, 0);
 	r->have_grads = !r->job->optimizer_in_backward;
 }
 
@@ -650,6 +659,8 @@ static void optimizer(struct tr *r)
 		mtr_states(r);
 	r->t->what = "optimizer step";
 	step_temps(r);
+	/* train.py's `output = None` comes after optimizer.step() */
+	mtr_idl_drop_from(r, &r->kept, 0);
 	if (r->zeros)
 		return;
 	mtr_idl_drop_from(r, &r->grads, 0);
@@ -742,6 +753,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	free(r.tmp.v);
 	free(r.agq.v);
 	free(r.tied.v);
+	free(r.kept.v);
 	free(r.acc.v);
 	free(r.share);
 	return ok && !out->nomem;

@@ -46,6 +46,7 @@ struct tr {
 	struct idl tmp;		/* the running layer's temporaries */
 	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
 	struct idl tied;	/* tied weights' gradients held for their owners (newest last) */
+	struct idl kept;	/* train.keep_output: the model's output, held past the step */
 	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
 	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
 	struct idl acc;		/* FSDP1 no_sync(): the units' flat gradients kept as .grad */

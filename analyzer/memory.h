@@ -292,6 +292,9 @@ struct mem_job {
 	bool fsdp_split_root;		/* the non-body layers before the body and those after it
 					   are two units of their own, not the root's */
 	bool grad_as_bucket_view;	/* DDP gradient_as_bucket_view=True */
+	bool keep_output;		/* train.keep_output: the loop holds each micro-batch's
+					   output (mem_layer.output_bytes, output_saved_bytes)
+					   from its forward until after the optimizer step */
 	bool optimizer_in_backward;	/* torchtune optimizer_in_bwd: each parameter is stepped,
 					   and its gradient freed, as soon as the gradient exists */
 	bool grads_persistent;		/* grads exist before backward (Megatron main_grad,

@@ -135,6 +135,26 @@ static void check_fp8_copy(struct eval *ev, const struct stmt *s, const struct a
 	check_saves_params(ev, s, a, "fp8_copy");
 }
 
+/* output: the tensor the model returns to the training loop (its logits),
+ * which `keep_output` (and pipelining's step()) hold past the layer's
+ * backward; a save or a forward temporary, without arguments. */
+static void check_output(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	bool fwd = false, bwd = false, fg = false;
+
+	for (const struct attr *o = s->tensor.attrs; o; o = o->next) {
+		fwd |= !strcmp(o->name, "forward");
+		bwd |= !strcmp(o->name, "backward");
+		fg |= !strcmp(o->name, "for_grad");
+	}
+	if (a->args || bwd || (s->tensor.kind != TENSOR_SAVES && (s->tensor.kind != TENSOR_TEMP || !fwd)))
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "output marks a saves or forward temp tensor, "
+			   "without arguments");
+	else if (fg)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "the loop holds the model's output whatever "
+			   "trains: drop for_grad(...)");
+}
+
 /* matmul, matmul(previous): a temp alive beside its layer's per-call
  * weight copy, in place of the loss region (language.md). */
 static void check_matmul(struct eval *ev, const struct stmt *s, const struct attr *a)
@@ -167,6 +187,8 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 			check_fp8_copy(ev, t->stmt, a);
 		if (!strcmp(a->name, "tied"))
 			check_tied(ev, t->stmt, a);
+		if (!strcmp(a->name, "output"))
+			check_output(ev, t->stmt, a);
 		if (!strcmp(a->name, "matmul"))
 			check_matmul(ev, t->stmt, a);
 		if (is_word(a->name))

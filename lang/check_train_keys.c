@@ -20,7 +20,7 @@ const struct field_spec check_train_fields[] = {
 	{ "optimizer", "optimizer", true }, { "micro_batch", "count", true }, { "seq_len", "count", true },
 	{ "target_len", "count", false }, { "grad_accum", "count", false },
 	{ "checkpoint", "enum:none|selective|full|selective_op", false },
-	{ "attention", "enum:flash|eager", false }, { "kernels", "enum:hf|fused", false },
+	{ "attention", "enum:flash|eager|sdpa", false }, { "kernels", "enum:hf|fused", false },
 	{ "loss", "enum:standard|chunked|chunked_kept|chunked_output|chunked_output_compiled|chunked_ce|inplace_ce|upcast|upcast_output", false },
 	{ "zero", "count", false },
 	{ "fsdp", "enum:none|full_shard|shard_grad_op|hybrid_shard|no_shard", false },
@@ -37,7 +37,7 @@ const struct field_spec check_train_fields[] = {
 	{ "fp8", "record", false },
 	{ "fsdp1", "record", false }, { "nccl", "record", false },
 	{ "fsdp2", "record", false }, { "rl", "record", false },
-	{ "data", "record", false },
+	{ "data", "record", false }, { "keep_output", "bool", false },
 	{ NULL, NULL, false },
 };
 

@@ -131,6 +131,8 @@ static bool import_one(struct import_run *r, const char *path)
 		return cfg_read_toml(&c) && titan_import(&c, &r->train);
 	if (ends_with(path, ".yaml") || ends_with(path, ".yml"))
 		return cfg_read_yaml(&c) && yaml_import(&c, &r->train);
+	if (fsdp_qlora_is_args(f))
+		return cfg_read_fsdp_qlora(&c) && fsdp_qlora_import(&c, &r->train);
 	return cfg_read_args(&c) && megatron_import(&c, &r->train);
 }
 

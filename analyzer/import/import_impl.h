@@ -52,6 +52,9 @@ bool cfg_read_json(struct cfg *c);
 bool cfg_read_yaml(struct cfg *c);
 bool cfg_read_toml(struct cfg *c);
 bool cfg_read_args(struct cfg *c);
+/* An fsdp_qlora train.py command line (fsdp_qlora_args.c), not Megatron's. */
+bool fsdp_qlora_is_args(const struct src_file *f);
+bool cfg_read_fsdp_qlora(struct cfg *c);
 
 /*
  * How a source key becomes memc text. A row's src may end in ".*" to cover
@@ -114,6 +117,7 @@ bool hf_is_model_config(const struct cfg *c);
 /* The train-setting formats: each maps @c into @o. */
 bool ds_import(struct cfg *c, struct imp_out *o);
 bool megatron_import(struct cfg *c, struct imp_out *o);
+bool fsdp_qlora_import(struct cfg *c, struct imp_out *o);
 bool titan_import(struct cfg *c, struct imp_out *o);
 bool yaml_import(struct cfg *c, struct imp_out *o);
 /* LitGPT's `litgpt finetune` YAML (config_hub/finetune), from yaml_import. */

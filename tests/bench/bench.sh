@@ -314,6 +314,10 @@ where_section() {
 	echo 'were parsed before, lang/import_cache.c), and the -Wcapacity warnings'
 	echo 'themselves, printed with their source lines (copied in runs, no'
 	echo 'format string per line number or column, lang/diag.c).'
+	echo 'Reading a key of a block formats nothing either: its name and the'
+	echo 'quoted name for messages are one allocation (lang/check_train.c'
+	echo '`quoted_key`), and the per-block tables that are written before they'
+	echo 'are read are not zeroed (`arena_alloc_raw`, lang/arena.h).'
 	echo
 	echo '## Variants in one process'
 	echo

@@ -243,7 +243,9 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 	v.origin = f->loc;
 	if (!v.label || (v.kind != VAL_INSTANCE && v.kind != VAL_DECL))
 		v.label = f->name;	/* "tp (3)" in notes; a model keeps its own name */
-	if (check_kind(ev, v, s->type, what) && check_range(ev, v, check_range_of(check_train_ranges, key), what))
+	/* only a number has a range: the table is not searched for the others */
+	if (check_kind(ev, v, s->type, what) &&
+	    (v.kind != VAL_NUM || check_range(ev, v, check_range_of(check_train_ranges, key), what)))
 		keep(ev, j, key, v);
 	else
 		j->ok = false;

@@ -51,22 +51,30 @@ struct unit {
 	struct check_result *cr;
 };
 
-/* @text as root.mem, its declarations checked (and its jobs, with @jobs). */
-static void compile(struct unit *u, const char *text, bool jobs)
+/* @len bytes of @text as root.mem, loaded with @io, its declarations
+ * checked (and its jobs, with @jobs). */
+static void compile_with(struct unit *u, const char *text, size_t len, bool jobs,
+			 const struct import_opts *io)
 {
-	struct import_opts io = { .stdlib_dir = NULL };
-
 	memset(u, 0, sizeof *u);
 	u->in = interner_new(&u->a);
 	u->src = src_table_new(&u->a);
 	u->de = diag_new(&u->a, u->src, NULL);
-	src_set_overlay(u->src, "root.mem", text, strlen(text));
-	u->p = import_load(&u->a, u->in, u->src, u->de, "root.mem", &io);
+	src_set_overlay(u->src, "root.mem", text, len);
+	u->p = import_load(&u->a, u->in, u->src, u->de, "root.mem", io);
 	assert_non_null(u->p->root);
 	u->cr = jobs ? check_program(&u->a, u->in, u->de, u->src, u->p) :
 		       check_program_decls(&u->a, u->in, u->de, u->src, u->p);
 	assert_int_equal(diag_error_count(u->de), 0);
 	diag_set_max_errors(u->de, 0);
+}
+
+/* @text as root.mem without the stdlib. */
+static void compile(struct unit *u, const char *text, bool jobs)
+{
+	struct import_opts io = { .stdlib_dir = NULL };
+
+	compile_with(u, text, strlen(text), jobs, &io);
 }
 
 /* The search's context as analyzer/fit.c sets it, with @block the block
@@ -224,17 +232,7 @@ static void compile_std(struct unit *u, const char *text, size_t len, bool jobs)
 	struct import_opts io = { .stdlib_dir = "stdlib", .verified = memc_stdlib_digests,
 				  .nverified = memc_stdlib_ndigests };
 
-	memset(u, 0, sizeof *u);
-	u->in = interner_new(&u->a);
-	u->src = src_table_new(&u->a);
-	u->de = diag_new(&u->a, u->src, NULL);
-	src_set_overlay(u->src, "root.mem", text, len);
-	u->p = import_load(&u->a, u->in, u->src, u->de, "root.mem", &io);
-	assert_non_null(u->p->root);
-	u->cr = jobs ? check_program(&u->a, u->in, u->de, u->src, u->p) :
-		       check_program_decls(&u->a, u->in, u->de, u->src, u->p);
-	assert_int_equal(diag_error_count(u->de), 0);
-	diag_set_max_errors(u->de, 0);
+	compile_with(u, text, len, jobs, &io);
 }
 
 static void a_stub_named_sends_the_variant_to_the_text(void **state)

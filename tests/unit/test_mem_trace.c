@@ -43,17 +43,6 @@ static struct mem_job frag_job(struct mem_layer *l, struct mem_block *b)
 	return j;
 }
 
-static struct mem_class analyze(const struct mem_job *j)
-{
-	struct mem_result r;
-	struct mem_class k;
-
-	assert_int_equal(mem_analyze(j, &r), MEM_OK);
-	assert_int_equal(r.nclasses, 1);
-	k = r.classes[0];
-	mem_result_free(&r);
-	return k;
-}
 
 /* Layer l holds parameter p alone (named `name`, numel elements of
  * `bytes`), no saves, no temporaries: the jobs below that replay only
@@ -98,7 +87,7 @@ static void replayed_job_save_parts(void **state)
 	(void)state;
 	l.save_parts = parts;
 	l.nsave_parts = 2;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 60 * MiB);
 	assert_int_equal(k.peak_reserved, 80 * MiB);
 }
@@ -123,16 +112,16 @@ static void replayed_job_shapes(void **state)
 
 	(void)state;
 	b.repeat = 1;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 40 * MiB);
 	assert_int_equal(k.peak_reserved, 40 * MiB);
 	j.shape_seq_len = 8;
 	j.shape_min_seq_len = 4;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 40 * MiB);
 	assert_int_equal(k.peak_reserved, 102 * MiB);
 	j.shape_min_seq_len = 8;	/* min = seq_len: every step at 8 */
-	assert_int_equal(analyze(&j).peak_reserved, 40 * MiB);
+	assert_int_equal(mem_fx_analyze(&j).peak_reserved, 40 * MiB);
 }
 
 /* The same with the temporary quadratic in the length (eager scores,
@@ -158,7 +147,7 @@ static void replayed_job_shapes_quadratic(void **state)
 	j.shape_min_seq_len = 4;
 	j.shape_quad = &q;
 	j.shape_quad_n = 1;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 40 * MiB);
 	assert_int_equal(k.peak_reserved, 92 * MiB);
 }
@@ -181,11 +170,11 @@ static void replayed_job_loading(void **state)
 	p.load_bytes = 64 * MiB;
 	b.repeat = 1;
 	j.load = MEM_LOAD_META;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 16 * MiB);
 	assert_int_equal(k.peak_reserved, 80 * MiB);
 	j.load = MEM_LOAD_NONE;
-	assert_int_equal(analyze(&j).peak_reserved, 16 * MiB);
+	assert_int_equal(mem_fx_analyze(&j).peak_reserved, 16 * MiB);
 }
 
 /* FSDP over 2 ranks, three units of one trainable 32 MiB weight (16 MiB
@@ -213,7 +202,7 @@ static void replayed_job_fsdp_streams(void **state)
 	p.trainable = true;
 	b.repeat = 3;
 	fsdp_two(&j, false);
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 160 * MiB);
 	assert_int_equal(k.replay_allocated, 160 * MiB);
 	assert_int_equal(k.peak_reserved, 224 * MiB);
@@ -244,7 +233,7 @@ static void replayed_job_fsdp1_record_stream(void **state)
 	(void)state;
 	weight_only(&l, &p, "w", 16 * MiB, 32 * MiB);
 	fsdp_two(&j, true);
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 112 * MiB);
 	assert_int_equal(k.peak_reserved, 144 * MiB);
 	assert_int_equal(k.overhead_frag, 32 * MiB);
@@ -279,7 +268,7 @@ static void replayed_job_fsdp1_root_caught_up(void **state)
 	j.blocks = b;
 	j.nblocks = 2;
 	fsdp_two(&j, true);
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 208 * MiB);
 	assert_int_equal(k.peak_reserved, 240 * MiB);
 	assert_int_equal(k.overhead_frag, 32 * MiB);
@@ -322,7 +311,7 @@ static void replayed_job_tied_gradient(void **state)
 	j.blocks = b;
 	j.nblocks = 2;
 	j.alloc_replay = true;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 96 * MiB);
 	assert_int_equal(k.replay_allocated, 96 * MiB);
 	assert_int_equal(k.peak_reserved, 114 * MiB);
@@ -344,12 +333,12 @@ static void replayed_job_offloaded_activations(void **state)
 	(void)state;
 	l.temp_fwd_bytes = 0;
 	j.offload_activations = true;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 10 * MiB);
 	assert_int_equal(k.replay_allocated, 10 * MiB);
 	assert_int_equal(k.peak_reserved, 10 * MiB);
 	j.offload_activations = false;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 30 * MiB);
 	assert_int_equal(k.peak_reserved, 30 * MiB);
 }
@@ -359,7 +348,7 @@ static void replayed_job_fragments(void **state)
 	struct mem_layer l;
 	struct mem_block b;
 	struct mem_job j = frag_job(&l, &b);
-	struct mem_class k = analyze(&j);
+	struct mem_class k = mem_fx_analyze(&j);
 
 	(void)state;
 	assert_true(k.replayed);
@@ -368,7 +357,7 @@ static void replayed_job_fragments(void **state)
 	assert_int_equal(k.peak_reserved, 70 * MiB);
 	assert_int_equal(k.overhead_frag, 10 * MiB);
 	j.alloc_replay = false;	/* the ratio path (frag 1.0) gives allocated */
-	assert_int_equal(analyze(&j).peak_reserved, 60 * MiB);
+	assert_int_equal(mem_fx_analyze(&j).peak_reserved, 60 * MiB);
 }
 
 /* Expandable segments map 20 MiB pages: 20 for the first save, 40 once its
@@ -382,7 +371,7 @@ static void replayed_job_expandable(void **state)
 
 	(void)state;
 	j.alloc_expandable = true;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 60 * MiB);
 	assert_int_equal(k.peak_reserved, 60 * MiB);
 }
@@ -399,14 +388,14 @@ static void replayed_job_at_capacity(void **state)
 
 	(void)state;
 	j.capacity_bytes = 65 * MiB;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_true(k.alloc_oom);
 	assert_int_equal(k.alloc_oom_request, 30 * MiB);
 	assert_string_equal(k.alloc_oom_what, "layer");
 	assert_int_equal(k.peak_reserved, 70 * MiB);
 	assert_false(k.fits);
 	j.capacity_bytes = 70 * MiB;
-	k = analyze(&j);
+	k = mem_fx_analyze(&j);
 	assert_false(k.alloc_oom);
 	assert_true(k.fits);
 	assert_int_equal(k.peak_reserved, 70 * MiB);

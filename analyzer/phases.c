@@ -363,8 +363,12 @@ static void one_class(struct ph *p, const struct mem_class *k, struct phase_clas
 	}
 	c->run_alloc = c->alloc[c->run];
 	c->run_device = c->device[c->run];
-	/* the paged states the driver evicts (memory.c mem_class_totals) */
-	c->run_fits = !k->capacity || c->run_device - k->paged_bytes <= k->capacity;
+	/* the paged states the driver evicts (memory.c mem_class_totals); the
+	 * optimizer makes them at its first step, after loading and preparing */
+	bool states = c->run != PHASE_LOADING && c->run != PHASE_PREPARE;
+	uint64_t paged = states && k->paged_bytes < c->run_device ? k->paged_bytes : 0;
+
+	c->run_fits = !k->capacity || c->run_device - paged <= k->capacity;
 }
 
 bool phases_analyze(struct arena *a, const struct mem_job *job, const struct mem_result *r,

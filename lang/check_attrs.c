@@ -169,28 +169,29 @@ static void check_matmul(struct eval *ev, const struct stmt *s, const struct att
 			   "(the previous micro-batch's, which the loop holds)");
 }
 
+/* The attributes whose arguments or placement have rules of their own. */
+static const struct {
+	const char *name;
+	void (*check)(struct eval *ev, const struct stmt *s, const struct attr *a);
+} attr_checks[] = {
+	{ "hf", check_hf },
+	{ "op", check_op },
+	{ "recompute", check_recompute },
+	{ "shared_dropout", check_shared_dropout },
+	{ "input_of", check_input_of },
+	{ "fp8_copy", check_fp8_copy },
+	{ "tied", check_tied },
+	{ "output", check_output },
+	{ "matmul", check_matmul },
+};
+
 /* Attributes: a known word, or something that evaluates to a dtype. */
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
-		if (!strcmp(a->name, "hf"))
-			check_hf(ev, t->stmt, a);
-		if (!strcmp(a->name, "op"))
-			check_op(ev, t->stmt, a);
-		if (!strcmp(a->name, "recompute"))
-			check_recompute(ev, t->stmt, a);
-		if (!strcmp(a->name, "shared_dropout"))
-			check_shared_dropout(ev, t->stmt, a);
-		if (!strcmp(a->name, "input_of"))
-			check_input_of(ev, t->stmt, a);
-		if (!strcmp(a->name, "fp8_copy"))
-			check_fp8_copy(ev, t->stmt, a);
-		if (!strcmp(a->name, "tied"))
-			check_tied(ev, t->stmt, a);
-		if (!strcmp(a->name, "output"))
-			check_output(ev, t->stmt, a);
-		if (!strcmp(a->name, "matmul"))
-			check_matmul(ev, t->stmt, a);
+		for (size_t i = 0; i < sizeof attr_checks / sizeof attr_checks[0]; i++)
+			if (!strcmp(a->name, attr_checks[i].name))
+				attr_checks[i].check(ev, t->stmt, a);
 		if (is_word(a->name))
 			continue;
 		struct expr name = { .kind = EXPR_NAME, .loc = a->loc, .name.name = a->name };

@@ -3,6 +3,7 @@
  * cfg.c - the flat key list every config reader fills, and the table
  * engine that turns its keys into memc settings.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,18 @@ void cfg_set_scalar(struct cfg_item *it, enum cfg_kind kind, const char *text)
 	} else if (kind == CFG_BOOL) {
 		it->i = !strcmp(text, "true");
 	}
+}
+
+enum cfg_kind cfg_number_kind(const char *v)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)*v) && *v != '-' && *v != '+' && *v != '.')
+		return CFG_STR;
+	(void)strtod(v, &end);
+	if (*end)
+		return CFG_STR;
+	return strchr(v, '.') || strchr(v, 'e') ? CFG_REAL : CFG_INT;
 }
 
 void cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *text, struct loc loc)

@@ -64,7 +64,6 @@ static enum cfg_kind value_kind(const char *v, const char **canon)
 {
 	static const char *const yes[] = { "y", "yes", "t", "true", "on" };
 	static const char *const no[] = { "n", "no", "f", "false", "off" };
-	char *end;
 
 	*canon = v;
 	for (size_t i = 0; i < 5; i++) {
@@ -73,10 +72,7 @@ static enum cfg_kind value_kind(const char *v, const char **canon)
 		if (!strcasecmp(v, no[i]))
 			return *canon = "false", CFG_BOOL;
 	}
-	(void)strtod(v, &end);
-	if ((isdigit((unsigned char)*v) || *v == '-' || *v == '+' || *v == '.') && !*end)
-		return strchr(v, '.') || strchr(v, 'e') ? CFG_REAL : CFG_INT;
-	return CFG_STR;
+	return cfg_number_kind(v);
 }
 
 /* The next word at or after *pos: skips blanks, backslash continuations and

@@ -47,6 +47,10 @@ const struct cfg_item *cfg_find(const struct cfg *c, const char *path);
 struct loc cfg_loc(const struct cfg *c, size_t start, size_t len);
 /* Scalar text as it would be compared: "3", "0.5", "true", "null", "cpu". */
 void cfg_set_scalar(struct cfg_item *it, enum cfg_kind kind, const char *text);
+/* A command-line value's kind (argparse gives none): CFG_INT or CFG_REAL
+ * where the whole text is a decimal number (a '.' or an exponent makes it
+ * real), CFG_STR otherwise. */
+enum cfg_kind cfg_number_kind(const char *v);
 
 bool cfg_read_json(struct cfg *c);
 bool cfg_read_yaml(struct cfg *c);

@@ -95,14 +95,8 @@ static void read_arg_line(struct cfg *c, const char *line, size_t len, size_t of
 		v++;
 	const char *key = arena_strndup(c->arena, line + k, ke - k);
 	const char *val = v < len ? arena_strndup(c->arena, line + v, len - v) : "true";
-	char *end;
-	enum cfg_kind kind = v >= len ? CFG_BOOL : CFG_STR;
+	enum cfg_kind kind = v >= len ? CFG_BOOL : cfg_number_kind(val);
 
-	if (kind == CFG_STR) {
-		(void)strtod(val, &end);
-		if (!*end)
-			kind = strchr(val, '.') || strchr(val, 'e') ? CFG_REAL : CFG_INT;
-	}
 	cfg_add(c, key, kind, val, cfg_loc(c, off + i, ke - i));
 }
 

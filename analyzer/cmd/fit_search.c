@@ -414,6 +414,16 @@ static bool probe(struct search *s, const struct fit_change *ch, struct fit_outc
 	return o->ok && o->fits;
 }
 
+/* A tuple's sum of indices: how far from as written, the search's order. */
+static size_t tuple_sum(const struct search *s, const size_t *idx)
+{
+	size_t sum = 0;
+
+	for (size_t i = 0; i < s->npick; i++)
+		sum += idx[i];
+	return sum;
+}
+
 /* The tuple of alternatives that fits with the smallest sum of indices
  * (the mildest); false if none does. */
 static bool mildest(struct search *s, size_t *best, struct fit_outcome *best_o)
@@ -421,11 +431,9 @@ static bool mildest(struct search *s, size_t *best, struct fit_outcome *best_o)
 	size_t idx[FIT_MAX_KNOBS] = { 0 }, best_sum = SIZE_MAX;
 
 	for (;;) {
-		size_t sum = 0, i;
+		size_t sum = tuple_sum(s, idx), i;
 		struct fit_outcome o;
 
-		for (i = 0; i < s->npick; i++)
-			sum += idx[i];
 		if (sum < best_sum) {
 			struct fit_change ch = combine(s, idx);
 
@@ -458,9 +466,7 @@ static bool strongest_fits(struct search *s, size_t *strong)
 	for (;;) {
 		struct fit_change ch = combine(s, strong);
 
-		s->sum = 0;
-		for (size_t i = 0; i < s->npick; i++)
-			s->sum += strong[i];
+		s->sum = tuple_sum(s, strong);
 		if (probe(s, &ch, &o))
 			return true;
 		if (o.ok || s->npick > 1 || !strong[0] || s->c->truncated)
@@ -488,8 +494,7 @@ static void try_combination(struct search *s)
 	s->found[s->ans->nfixes] = mask;
 	if (!s->ans->nfixes) {
 		s->first_combo = s->combo;
-		for (size_t i = 0; i < s->npick; i++)
-			s->first_sum += best[i];
+		s->first_sum = tuple_sum(s, best);
 	}
 	keep(s->c, &s->ans->fixes[s->ans->nfixes++], &ch, &total);
 }

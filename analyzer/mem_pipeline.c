@@ -7,6 +7,8 @@
  */
 #include "analyzer/mem_internal.h"
 
+#include <stdlib.h>
+
 uint64_t mem_body_repeats(const struct mem_job *job)
 {
 	uint64_t r = 0;
@@ -373,4 +375,140 @@ uint64_t mem_pp_own_output(bool *ovf, const struct mem_ctx *cx, const struct mem
 	if (!kept_outputs(ovf, cx, st, &t, &s))
 		return 0;
 	return loss_layer ? t : mem_add(ovf, t, s);
+}
+
+/* One rank's DualPipe(V).step, event by event, in its logical phases (0:
+ * the chunk with more forwards in flight): stored activations a[] and
+ * deferred-W bytes w[] per chunk micro-batch, forwards in flight f[], the
+ * FIFO of deferred W passes (WeightGradStore.funcs_queue, one entry per
+ * B run with enable_zb). */
+struct dual_sim {
+	uint64_t a[2], w[2], f[2], held, peak, peak_act;
+	unsigned char *q;
+	size_t head, tail;
+	bool *ovf;
+};
+
+static void dual_note(struct dual_sim *s)
+{
+	uint64_t act = mem_add(s->ovf, mem_mul(s->ovf, s->f[0], s->a[0]), mem_mul(s->ovf, s->f[1], s->a[1]));
+	uint64_t all = mem_add(s->ovf, act, s->held);
+
+	if (act > s->peak_act)
+		s->peak_act = act;
+	if (all > s->peak)
+		s->peak = all;
+}
+
+/* _forward_chunk: its activations exist once it ran */
+static void dual_f(struct dual_sim *s, int p)
+{
+	s->f[p]++;
+	dual_note(s);
+}
+
+/* _backward_chunk: the chunk's activations until it ends (its input is
+ * dropped after it, `input_chunks[phase][chunk_id] = None`); with enable_zb
+ * each Linear's backward has put a closure over its input and grad_output
+ * (WeightGradStore.put), all queued by the flush at its end */
+static void dual_b(struct dual_sim *s, int p, bool zb)
+{
+	if (zb) {
+		s->q[s->tail++] = (unsigned char)p;
+		s->held = mem_add(s->ovf, s->held, s->w[p]);
+	}
+	dual_note(s);
+	s->f[p] = mem_sub(s->f[p], 1);
+}
+
+/* _weight_chunk: WeightGradStore.pop runs the oldest queued W */
+static void dual_w(struct dual_sim *s)
+{
+	dual_note(s);
+	if (s->head < s->tail)
+		s->held = mem_sub(s->held, s->w[s->q[s->head++]]);
+}
+
+/* dualpipe.py DualPipe.step over num_half_ranks n, half_rank h and
+ * half_num_chunks c (DualPipeV.step: num_ranks, rank, num_chunks, whose
+ * step 4 runs c - 2n + h + 1 times); step 4 repeats one state, so two of
+ * its iterations stand for all. */
+static void dual_step(struct dual_sim *s, uint64_t n, uint64_t h, uint64_t n4)
+{
+	uint64_t i;
+
+	for (i = 0; i < (n - h - 1) * 2; i++)
+		dual_f(s, 0);
+	for (i = 0; i < h + 1; i++) {			/* step 2: nF0F1 */
+		dual_f(s, 0);
+		dual_f(s, 1);
+	}
+	for (i = 0; i < n - h - 1; i++) {		/* step 3: nB1W1F1 */
+		dual_b(s, 1, true);
+		dual_w(s);
+		dual_f(s, 1);
+	}
+	for (i = 0; i < (n4 < 2 ? n4 : 2); i++) {	/* step 4: nF0B1F1B0 */
+		dual_f(s, 0);
+		dual_b(s, 1, false);
+		dual_f(s, 1);
+		dual_b(s, 0, false);
+	}
+	for (i = 0; i < n - h - 1; i++) {		/* step 5: nB1F1B0 */
+		dual_b(s, 1, false);
+		dual_f(s, 1);
+		dual_b(s, 0, false);
+	}
+	for (i = 0; i < h + 1; i++) {			/* step 6: the second half with zero bubble */
+		dual_b(s, 1, i > (h + 1) / 2 || (i == (h + 1) / 2 && h % 2 == 1));
+		dual_b(s, 0, i >= (h + 1) / 2);
+	}
+	for (i = 0; i < n - h - 1; i++) {		/* step 7: nWB0 */
+		dual_w(s);
+		dual_b(s, 0, true);
+	}
+	for (i = 0; i < h + 1; i++)			/* step 8: nW */
+		dual_w(s);
+}
+
+/* The rank's two chunks have different in-flight counts k0 > k1, so the
+ * stage's total (one micro-batch of each) and flight (each times its
+ * count) give each chunk's share of field f. */
+static void chunk_shares(const struct mem_stage *st, enum mem_sum_field f, uint64_t k0, uint64_t k1,
+			 uint64_t x[2])
+{
+	uint64_t t = st->total.v[f], fl = st->flight.v[f], base = k1 * t;
+
+	x[0] = fl >= base ? (fl - base) / (k0 - k1) : 0;
+	x[1] = mem_sub(t, x[0]);
+}
+
+uint64_t mem_pp_deferred_w(bool *ovf, const struct mem_job *job, const struct mem_stage *st)
+{
+	bool v = job->schedule == MEM_PP_DUALPIPEV;
+	uint64_t n = v ? job->pp : job->pp / 2, h, c, n4, act[2], off[2], log[2];
+	struct dual_sim s = { .ovf = ovf };
+
+	if (job->pp <= 1 || !mem_pp_dual(job->schedule) || !st->total.v[S_WGRAD] ||
+	    mem_pp_dual_rule(job) != MEM_DUAL_OK || st->index >= job->pp)
+		return 0;
+	h = v ? st->index : (st->index < n ? st->index : job->pp - 1 - st->index);
+	c = v ? job->micro_batches : job->micro_batches / 2;
+	n4 = mem_sub(c + h + 1, 2 * n);
+	/* flights (mem_pp_chunk_flight): 2n - h and h + 1 */
+	chunk_shares(st, S_STORED_ACT, 2 * n - h, h + 1, act);
+	chunk_shares(st, S_STORED_OFF, 2 * n - h, h + 1, off);
+	chunk_shares(st, S_STORED_LOG, 2 * n - h, h + 1, log);
+	chunk_shares(st, S_WGRAD, 2 * n - h, h + 1, s.w);
+	for (int p = 0; p < 2; p++)
+		s.a[p] = mem_add(ovf, mem_sub(act[p], off[p]), log[p]);
+	/* each zero-bubble B queues one entry: steps 3, 6 and 7 */
+	s.q = malloc(2 * (n + 1));
+	if (!s.q) {
+		*ovf = true;
+		return 0;
+	}
+	dual_step(&s, n, h, n4);
+	free(s.q);
+	return s.peak > s.peak_act ? s.peak - s.peak_act : 0;
 }

@@ -69,6 +69,7 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_TIED] = mem_add(ovf, v[S_TIED], c->tied);
 	v[S_TIED_END] = mem_add(ovf, v[S_TIED_END], c->tied_end);
 	v[S_KEPT] = mem_add(ovf, v[S_KEPT], c->kept);
+	v[S_WGRAD] = mem_add(ovf, v[S_WGRAD], c->wgrad);
 	mem_fsdp_add_sums(ovf, s, c);
 }
 

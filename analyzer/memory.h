@@ -233,6 +233,10 @@ struct mem_layer {
 	 * the loop or a pipeline stage receives from forward), one micro-batch:
 	 * a transient of the layer, or (saved) part of saves_bytes */
 	uint64_t output_bytes, output_saved_bytes;
+	/* what a deferred weight gradient (DualPipe's WeightGradStore) holds
+	 * from this layer's backward to its W pass, one micro-batch: its trained
+	 * Linears' inputs and the gradients of their outputs (build.c) */
+	uint64_t wgrad_bytes;
 };
 
 /* Under data.padding = longest: the share of a layer's saves_bytes,

@@ -286,7 +286,10 @@ static void deferred_w(struct bld *b, struct frame *f, const struct pending *p)
 				f->d_in[i] = 0;	/* one input per Linear */
 				any = true;
 			}
-	if (any && bld_add_act(b, &held, p->bytes, "the gradient of a Linear's output"))
+	if (!any)
+		return;
+	bld_add_act(b, &bld_frame_top(b)->wgrad_out, held, "the gradient of a Linear's output");
+	if (bld_add_act(b, &held, p->bytes, "the gradient of a Linear's output"))
 		bld_add_act(b, &bld_frame_top(b)->wgrad, held, "the gradient of a Linear's output");
 }
 

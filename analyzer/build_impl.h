@@ -69,6 +69,7 @@ struct frame {
 	const char *tied_to;		/* a save's tied(layer): the layer whose weight it reads */
 	uint64_t output, output_saved;	/* bytes of its temps / saves marked `output` (mem_layer) */
 	uint64_t wgrad;			/* top level: what a deferred W pass holds (mem_layer) */
+	uint64_t wgrad_out;		/* ... of it, the Linears' output gradients */
 };
 
 /* A closed top-level layer instance, for a later tied(layer) to find:

@@ -49,6 +49,7 @@ struct mem_cost {
 	uint64_t kept, kept_t;	/* keep_output: the output the loop holds past this layer's
 				   backward; of it, the part made as a forward transient */
 	uint64_t wgrad;		/* held by a deferred W pass (mem_layer wgrad_bytes) */
+	uint64_t wgrad_out;	/* ... its output gradients (wgrad_out_bytes) */
 	enum mem_component act;	/* MEM_C_ACTIVATIONS or MEM_C_LOGITS */
 	bool body;
 };
@@ -60,7 +61,7 @@ enum mem_sum_field {
 	S_HELD, S_GACC, S_GACC_NB, S_GRED_NB,	/* FSDP2 (mem_fsdp.c) */
 	S_TIED, S_TIED_END,		/* tied weights' held gradients (mem_timeline.c) */
 	S_KEPT,				/* the model output the loop holds (mem_timeline.c) */
-	S_WGRAD,			/* held by deferred W passes (mem_pipeline.c) */
+	S_WGRAD, S_WGRAD_OUT,		/* held by deferred W passes (mem_pipeline.c) */
 	S__COUNT
 };
 

@@ -201,7 +201,8 @@ static const struct map_row titan_rows[] = {
 	C("parallelism.expert_parallel_degree", "parallel.ep"),
 	C("parallelism.expert_tensor_parallel_degree", "parallel.etp"),
 	E("parallelism.pipeline_parallel_schedule", "parallel.schedule",
-	  "1F1B=\"1f1b\"|Interleaved1F1B=\"interleaved\"|GPipe=\"gpipe\""),
+	  "1F1B=\"1f1b\"|Interleaved1F1B=\"interleaved\"|GPipe=\"gpipe\"|ZBVZeroBubble=\"zbv\"|"
+	  "InterleavedZeroBubble=\"interleaved_zb\"|DualPipeV=\"dualpipev\""),
 	B("parallelism.enable_async_tensor_parallel", "parallel.async_tp"),
 	E("parallelism.context_parallel_rotate_method", "parallel.cp_comm_type", "allgather=allgather"),
 	IGN("parallelism.context_parallel_load_balancer"),

@@ -459,6 +459,17 @@ static void pp_logits_last_chunk(void **state)
 	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 40), 7000);
 	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 21), 3000);
 	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 37), 4000);
+	/* pp 8, vp 2, the last stage's 9 (Interleaved1F1B's (vp - 1) pp + 1):
+	 * one micro-batch, its own (the mean-chunk rule's extra was 3.5); the
+	 * interleaved zero bubble's vp x pp = 16: pp = 8, 7 extra */
+	j.pp = 8;
+	j.vp = 2;
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED, 8, 2, 7, 8), 9);
+	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 9), 0);
+	j.schedule = MEM_PP_INTERLEAVED_ZB;
+	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 16), 7000);
+	j.pp = 4;
+	j.vp = 5;
 	j.schedule = MEM_PP_1F1B;
 	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 3), 2000);
 	assert_false(ovf);

@@ -455,6 +455,21 @@ static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy)
 	return true;
 }
 
+/* pipeline_parallel.py: a multi-stage schedule without
+ * pipeline_parallel_layers_per_stage runs "2 virtual stages per rank"; ZBV
+ * and DualPipeV place theirs in a V, which their memc schedules imply. */
+static void titan_stages(struct cfg *c, struct imp_out *o)
+{
+	const char *path = "parallelism.pipeline_parallel_schedule";
+	const char *s = titan_text(c, path, "1F1B");
+
+	if (titan_count(c, "parallelism.pipeline_parallel_degree", 1) <= 1 ||
+	    titan_item(c, "parallelism.pipeline_parallel_layers_per_stage"))
+		return;
+	if (!strcmp(s, "Interleaved1F1B") || !strcmp(s, "InterleavedZeroBubble"))
+		imp_set(o, "parallel.vp", "2", path, "torchtitan's default: 2 stages per rank");
+}
+
 /* apply_tp: the norms are SequenceParallel() whenever tp > 1. */
 static void titan_tp(struct cfg *c, struct imp_out *o)
 {
@@ -602,5 +617,6 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 	}
 	ok &= titan_optimizer(c, o, legacy) & map_apply(c, titan_rows, o);
 	titan_tp(c, o);
+	titan_stages(c, o);
 	return ok & titan_pipeline(c, o, legacy) & titan_loss_compile(c, o) & titan_float8(c, o);
 }

@@ -2,8 +2,9 @@
 /*
  * mem_pipeline.c - how a pipeline splits the body and schedules its
  * micro-batches (memory-model.md §4.6, "Pipeline split"): Megatron-Core's
- * stage split, the in-flight chunk counts of each schedule, and the
- * logits of the last model chunk.
+ * stage split, the in-flight chunk counts of each schedule, the logits of
+ * the last model chunk, and what the zero-bubble schedules' deferred weight
+ * gradients hold (DualPipe(V), torch's ZBV and interleaved zero bubble).
  */
 #include "analyzer/mem_internal.h"
 

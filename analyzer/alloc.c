@@ -775,6 +775,13 @@ void alloc_trace_complete(struct alloc_trace *t, uint32_t id)
 	push_free(t, id, ALLOC_OP_COMPLETE);
 }
 
+void alloc_trace_empty_cache(struct alloc_trace *t)
+{
+	struct alloc_event e = { 0, t->what, 0, 0, ALLOC_OP_EMPTY_CACHE };
+
+	push_event(t, e);
+}
+
 void alloc_trace_mark(struct alloc_trace *t)
 {
 	if (t->nomem || !grow((void **)&t->marks, &t->marks_cap, t->nmarks, sizeof(*t->marks))) {
@@ -806,7 +813,7 @@ bool alloc_trace_step_peak(const struct alloc_trace *t, uint64_t *peak)
 			size[e->id] = alloc_round_size(e->size);
 			if (__builtin_add_overflow(live, size[e->id], &live))
 				live = UINT64_MAX;	/* the analysis has flagged it already */
-		} else if (e->op != ALLOC_OP_COMPLETE) {
+		} else if (e->op != ALLOC_OP_COMPLETE && e->op != ALLOC_OP_EMPTY_CACHE) {
 			live -= size[e->id];
 			size[e->id] = 0;
 		}
@@ -839,7 +846,9 @@ static enum alloc_status replay_event(struct alloc_sim *sim, const struct alloc_
 	enum alloc_status st;
 
 	if (!e->size) {
-		if (e->op == ALLOC_OP_FREE_RECORDED)
+		if (e->op == ALLOC_OP_EMPTY_CACHE)
+			alloc_sim_empty_cache(sim);
+		else if (e->op == ALLOC_OP_FREE_RECORDED)
 			alloc_sim_release_recorded(sim, handle[e->id]);
 		else if (e->op == ALLOC_OP_COMPLETE) {
 			/* empty_cache may have completed it, and its slot serve another */

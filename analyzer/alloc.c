@@ -829,7 +829,7 @@ static bool steady(const struct alloc_trace *t, size_t i, size_t *k, uint64_t *a
 	bool stop = false;
 
 	while (*k < t->nmarks && t->marks[*k] == i) {
-		if (*k == 0)
+		if (*k == 0 && peak > out->setup_reserved)
 			out->setup_reserved = peak;
 		stop |= !t->varies && *k >= 2 && peak == *at;
 		*at = peak;
@@ -846,9 +846,17 @@ static enum alloc_status replay_event(struct alloc_sim *sim, const struct alloc_
 	enum alloc_status st;
 
 	if (!e->size) {
-		if (e->op == ALLOC_OP_EMPTY_CACHE)
+		if (e->op == ALLOC_OP_EMPTY_CACHE) {
+			/* the peak statistics restart from what is left
+			 * (fsdp_qlora: reset_peak_memory_stats() before the
+			 * loop, nothing emptied between); loading's own peak
+			 * stays the setup figure */
+			if (sim->peak_reserved > out->setup_reserved)
+				out->setup_reserved = sim->peak_reserved;
 			alloc_sim_empty_cache(sim);
-		else if (e->op == ALLOC_OP_FREE_RECORDED)
+			sim->peak_reserved = sim->reserved;
+			sim->peak_allocated = sim->allocated;
+		} else if (e->op == ALLOC_OP_FREE_RECORDED)
 			alloc_sim_release_recorded(sim, handle[e->id]);
 		else if (e->op == ALLOC_OP_COMPLETE) {
 			/* empty_cache may have completed it, and its slot serve another */

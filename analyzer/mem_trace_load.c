@@ -62,6 +62,18 @@ static bool fsdp1_roots(const struct tr *r)
 	return r->job->fsdp1 && r->job->sharding != MEM_SHARD_ZERO3 && loads_whole(r);
 }
 
+/* FSDP1 without use_orig_params from rank 0's CPU model: a FlatParameter's
+ * tensors must agree on requires_grad (flat_param.py
+ * _validate_tensors_to_flatten), so fsdp_qlora's policy (get_wrapping_policy:
+ * every leaf module whose weight requires grad, i.e. each lora_A and
+ * lora_B Linear) and PEFT's fsdp_auto_wrap_policy make each trainable
+ * leaf a unit, wrapped before the body repeat that holds it. */
+static bool leaf_units(const struct tr *r)
+{
+	return r->job->fsdp1 && !r->job->fsdp1_orig_params && r->job->load == MEM_LOAD_RANK0_CPU &&
+	       r->job->sharding != MEM_SHARD_ZERO3;
+}
+
 /* torchao's to_nf4 beside a weight's 16-bit source (phases.c
  * torchao_transient): scaled_blocks, then the two [elements, 16] tensors
  * of quantize_tensor_nearest, freed before the packed weight is made. */
@@ -89,13 +101,15 @@ static void quant_temps(struct tr *r, const struct mem_param *p)
  * weight's 16-bit source goes to the GPU, is packed there and freed
  * (bitsandbytes Params4bit._quantize). */
 static void load_originals(struct tr *r, struct inst *x, const struct mem_layer *l,
-			   const struct mem_cost *c)
+			   const struct mem_cost *c, bool leaf)
 {
 	bool sh = shards(r->job->sharding);
 
 	x->load0 = r->loads.n;
 	if (mtr_shares(r, l, sh ? c->gath : c->w, K_W))
 		for (size_t i = 0; i < l->nparams; i++) {
+			if (leaf && l->params[i].trainable)
+				continue;	/* moved with its own unit (fsdp1_leaves) */
 			/* quantised before the wrap (quantises_first): packed already */
 			uint32_t src = quantises_first(r) ? NO_ID :
 				       put(r, mem_round(r->job, l->params[i].load_bytes), STREAM_COMPUTE);
@@ -177,12 +191,13 @@ static void bcast_flush(struct tr *r, struct bcast *b)
 	b->n = 0;
 }
 
-static void bcast_layer(struct tr *r, struct bcast *b, const struct mem_layer *l, uint64_t unsharded)
+static void bcast_layer(struct tr *r, struct bcast *b, const struct mem_layer *l, uint64_t unsharded,
+			bool leaf)
 {
 	if (!mtr_shares(r, l, unsharded, K_W))
 		return;
 	for (size_t i = 0; i < l->nparams; i++) {
-		if (!r->share[i])
+		if (!r->share[i] || (leaf && l->params[i].trainable))
 			continue;
 		b->fill = mem_add(&r->cx->ovf, b->fill, r->share[i]);
 		b->n++;
@@ -247,6 +262,44 @@ struct uref {
 	uint64_t k;
 };
 
+/* The trainable parameters of a body layer as units of their own
+ * (leaf_units), each wrapped as fsdp1_unit does (one tensor: its broadcast
+ * is a view); *g and *w lose their unsharded and resident bytes. */
+static void fsdp1_leaves(struct tr *r, const struct mem_layer *l, const struct mem_cost *c,
+			 uint64_t *g, uint64_t *w)
+{
+	uint64_t *gs;
+
+	if (!mtr_shares(r, l, *g, K_W))
+		return;
+	gs = malloc(l->nparams * sizeof(*gs) + 1);
+	if (!gs) {
+		r->t->nomem = true;
+		return;
+	}
+	memcpy(gs, r->share, l->nparams * sizeof(*gs));
+	if (!mtr_shares(r, l, c->w, K_W))
+		memset(r->share, 0, l->nparams * sizeof(*gs));
+	for (size_t i = 0; i < l->nparams; i++) {
+		uint64_t sh = r->share[i] ? r->share[i] : mem_shard_bytes(gs[i], r->cx->shard_n);
+		uint32_t o, f, d;
+
+		if (!l->params[i].trainable || !gs[i])
+			continue;
+		o = put(r, gs[i], STREAM_COMPUTE);
+		f = put(r, gs[i], STREAM_COMPUTE);
+		d = fsdp1_whole(r) ? f : put(r, sh, STREAM_COMPUTE);
+		if (d != f)
+			drop(r, &f);
+		drop(r, &o);
+		if (r->job->offload_params && d != f)
+			drop(r, &d);
+		*g -= *g < gs[i] ? *g : gs[i];
+		*w -= *w < r->share[i] ? *w : r->share[i];
+	}
+	free(gs);
+}
+
 /* One FSDP1 unit's wrap (_init_utils.py _init_param_handle_from_module):
  * its originals moved to the GPU (_move_module_to_device; on the other
  * ranks param_init_fn's to_empty, the same sizes), sync_module_states'
@@ -268,18 +321,23 @@ static void fsdp1_unit(struct tr *r, const struct uref *u, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
 		const struct mem_cost *c = &mem_seg_costs(r->cx, &r->st->segs[u[i].s])[u[i].j];
+		uint64_t g = whole ? c->w : c->gath, wl = c->w;
+		bool leaf = leaf_units(r) && b->is_body;
 
 		r->t->what = b->layers[u[i].j].name;
+		if (leaf)
+			fsdp1_leaves(r, &b->layers[u[i].j], c, &g, &wl);
 		if (r->job->load != MEM_LOAD_FROM_PRETRAINED)
-			load_originals(r, inst_of(r, u[i].s, u[i].k, u[i].j), &b->layers[u[i].j], c);
-		unit = mem_add(&r->cx->ovf, unit, whole ? c->w : c->gath);
-		w = mem_add(&r->cx->ovf, w, c->w);
+			load_originals(r, inst_of(r, u[i].s, u[i].k, u[i].j), &b->layers[u[i].j], c, leaf);
+		unit = mem_add(&r->cx->ovf, unit, g);
+		w = mem_add(&r->cx->ovf, w, wl);
 	}
 	for (size_t i = 0; r->job->load == MEM_LOAD_RANK0_CPU && i < n; i++) {
 		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
 		const struct mem_cost *c = &mem_seg_costs(r->cx, &r->st->segs[u[i].s])[u[i].j];
 
-		bcast_layer(r, &bc, &b->layers[u[i].j], whole ? c->w : c->gath);
+		bcast_layer(r, &bc, &b->layers[u[i].j], whole ? c->w : c->gath,
+			    leaf_units(r) && b->is_body);
 	}
 	bcast_end(r, &bc);
 	flat = put(r, unit, STREAM_COMPUTE);
@@ -354,7 +412,7 @@ static void load_unit(struct tr *r, size_t s, uint64_t k, size_t j0, size_t j1)
 	}
 	for (size_t j = j0; j < j1; j++) {
 		if (r->job->load != MEM_LOAD_FROM_PRETRAINED)
-			load_originals(r, inst_of(r, s, k, j), &b->layers[j], &c[j]);
+			load_originals(r, inst_of(r, s, k, j), &b->layers[j], &c[j], false);
 		unit = mem_add(&r->cx->ovf, unit, c[j].gath);
 	}
 	flat = put(r, unit, STREAM_COMPUTE);
@@ -414,7 +472,7 @@ void mtr_setup(struct tr *r)
 		for (uint64_t k = 0; k < kept(seg->count); k++)
 			for (size_t j = 0; j < b->nlayers; j++)
 				load_originals(r, inst_of(r, s, k, j), &b->layers[j],
-					       &mem_seg_costs(r->cx, seg)[j]);
+					       &mem_seg_costs(r->cx, seg)[j], false);
 	}
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];

@@ -28,9 +28,6 @@ static uint64_t state_part(const struct mem_layer *l, uint64_t s, bool master)
 	return master ? m : s - m;
 }
 
-/* Loading that gathers whole units before sharding them (FSDP's
- * FlatParameter from a model already on the GPU, or one moved there a
- * unit at a time). */
 /* FSDP1's NO_SHARD from rank 0's CPU model: each unit is moved, broadcast
  * and flattened as under sharding, and its FlatParameter is the unit's
  * resident weights (FlatParamHandle.shard only records metadata when
@@ -41,6 +38,9 @@ static bool fsdp1_whole(const struct tr *r)
 	       r->job->sharding == MEM_SHARD_FSDP_NO_SHARD;
 }
 
+/* Loading that gathers whole units before sharding them (FSDP's
+ * FlatParameter from a model already on the GPU, or one moved there a
+ * unit at a time). */
 static bool loads_whole(const struct tr *r)
 {
 	enum mem_load ld = r->job->load;
@@ -262,6 +262,23 @@ struct uref {
 	uint64_t k;
 };
 
+/* sync_module_states' buckets over one unit's tensors (its trainable
+ * ones left out where they are units of their own), all freed before the
+ * FlatParameter is made. */
+static void bcast_unit(struct tr *r, const struct uref *u, size_t n)
+{
+	struct bcast bc = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
+		const struct mem_cost *c = &mem_seg_costs(r->cx, &r->st->segs[u[i].s])[u[i].j];
+
+		bcast_layer(r, &bc, &b->layers[u[i].j], fsdp1_whole(r) ? c->w : c->gath,
+			    leaf_units(r) && b->is_body);
+	}
+	bcast_end(r, &bc);
+}
+
 /* The trainable parameters of a body layer as units of their own
  * (leaf_units), each wrapped as fsdp1_unit does (one tensor: its broadcast
  * is a view); *g and *w lose their unsharded and resident bytes. */
@@ -315,7 +332,6 @@ static void fsdp1_unit(struct tr *r, const struct uref *u, size_t n)
 {
 	bool whole = fsdp1_whole(r);
 	uint64_t unit = 0, w = 0;
-	struct bcast bc = { 0 };
 	uint32_t flat, shard;
 
 	for (size_t i = 0; i < n; i++) {
@@ -332,14 +348,8 @@ static void fsdp1_unit(struct tr *r, const struct uref *u, size_t n)
 		unit = mem_add(&r->cx->ovf, unit, g);
 		w = mem_add(&r->cx->ovf, w, wl);
 	}
-	for (size_t i = 0; r->job->load == MEM_LOAD_RANK0_CPU && i < n; i++) {
-		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
-		const struct mem_cost *c = &mem_seg_costs(r->cx, &r->st->segs[u[i].s])[u[i].j];
-
-		bcast_layer(r, &bc, &b->layers[u[i].j], whole ? c->w : c->gath,
-			    leaf_units(r) && b->is_body);
-	}
-	bcast_end(r, &bc);
+	if (r->job->load == MEM_LOAD_RANK0_CPU)
+		bcast_unit(r, u, n);
 	flat = put(r, unit, STREAM_COMPUTE);
 	if (!whole) {
 		if (!w && r->job->offload_params)

@@ -262,10 +262,28 @@ struct uref {
 	uint64_t k;
 };
 
+/* Whether a body unit mixes trainable and frozen tensors, which only
+ * leaf_units splits (a full fine-tune's repeat stays one FlatParameter). */
+static bool mixed(const struct tr *r, const struct uref *u, size_t n)
+{
+	bool tr = false, fr = false;
+
+	for (size_t i = 0; leaf_units(r) && i < n; i++) {
+		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
+		const struct mem_layer *l = &b->layers[u[i].j];
+
+		for (size_t p = 0; b->is_body && p < l->nparams; p++) {
+			tr |= l->params[p].trainable;
+			fr |= !l->params[p].trainable;
+		}
+	}
+	return tr && fr;
+}
+
 /* sync_module_states' buckets over one unit's tensors (its trainable
  * ones left out where they are units of their own), all freed before the
  * FlatParameter is made. */
-static void bcast_unit(struct tr *r, const struct uref *u, size_t n)
+static void bcast_unit(struct tr *r, const struct uref *u, size_t n, bool leaf)
 {
 	struct bcast bc = { 0 };
 
@@ -273,8 +291,7 @@ static void bcast_unit(struct tr *r, const struct uref *u, size_t n)
 		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
 		const struct mem_cost *c = &mem_seg_costs(r->cx, &r->st->segs[u[i].s])[u[i].j];
 
-		bcast_layer(r, &bc, &b->layers[u[i].j], fsdp1_whole(r) ? c->w : c->gath,
-			    leaf_units(r) && b->is_body);
+		bcast_layer(r, &bc, &b->layers[u[i].j], fsdp1_whole(r) ? c->w : c->gath, leaf);
 	}
 	bcast_end(r, &bc);
 }
@@ -330,7 +347,7 @@ static void fsdp1_leaves(struct tr *r, const struct mem_layer *l, const struct m
  * Under NO_SHARD the flat buffer is what stays. */
 static void fsdp1_unit(struct tr *r, const struct uref *u, size_t n)
 {
-	bool whole = fsdp1_whole(r);
+	bool whole = fsdp1_whole(r), leaf = mixed(r, u, n);
 	uint64_t unit = 0, w = 0;
 	uint32_t flat, shard;
 
@@ -338,7 +355,6 @@ static void fsdp1_unit(struct tr *r, const struct uref *u, size_t n)
 		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
 		const struct mem_cost *c = &mem_seg_costs(r->cx, &r->st->segs[u[i].s])[u[i].j];
 		uint64_t g = whole ? c->w : c->gath, wl = c->w;
-		bool leaf = leaf_units(r) && b->is_body;
 
 		r->t->what = b->layers[u[i].j].name;
 		if (leaf)
@@ -349,7 +365,7 @@ static void fsdp1_unit(struct tr *r, const struct uref *u, size_t n)
 		w = mem_add(&r->cx->ovf, w, wl);
 	}
 	if (r->job->load == MEM_LOAD_RANK0_CPU)
-		bcast_unit(r, u, n);
+		bcast_unit(r, u, n, leaf);
 	flat = put(r, unit, STREAM_COMPUTE);
 	if (!whole) {
 		if (!w && r->job->offload_params)

@@ -572,6 +572,26 @@ static bool titan_loss_compile(struct cfg *c, struct imp_out *o)
 	return ok;
 }
 
+/* AsyncTP is an Inductor pass: torchtitan refuses it without compiled
+ * blocks (9dec370 parallelize_llama.py "Async TP requires
+ * --training.compile", under tp > 1; config/configs.py today: "Async TP
+ * requires 'model' in --compile.components and --compile.enable"). */
+static bool titan_async_tp(struct cfg *c)
+{
+	const struct cfg_item *at = titan_item(c, "parallelism.enable_async_tensor_parallel");
+	const struct cfg_item *en = titan_item(c, "compile.enable"), *old = titan_item(c, "training.compile");
+	const char *comp = titan_text(c, "compile.components", "model,loss");
+	bool blocks = en ? en->kind == CFG_BOOL && en->i && strstr(comp, "model") :
+		      old && old->kind == CFG_BOOL && old->i;
+
+	if (!at || at->kind != CFG_BOOL || !at->i || blocks ||
+	    titan_count(c, "parallelism.tensor_parallel_degree", 1) <= 1)
+		return true;
+	return diag_fail(c->diag, DIAG_MISSING_FIELD, at->loc, "'enable_async_tensor_parallel' needs "
+			 "the blocks compiled (training.compile = true before #980, compile.enable with "
+			 "\"model\" in compile.components today): torchtitan refuses AsyncTP without them");
+}
+
 /* components/quantization/float8.py: the "quantize.linear.float8"
  * converter ("float8" before) swaps nn.Linear for torchao's Float8Linear;
  * its [quantize.linear.float8] keys only act with it. */
@@ -681,5 +701,5 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 	if (!strcmp(titan_text(c, "model.name", ""), "llama3"))
 		imp_set(o, "attention", "sdpa", "torchtitan's llama3 Attention", "repeat_kv to every query "
 			"head, then F.scaled_dot_product_attention (until #2259, 2026-01-27: enable_gqa)");
-	return ok & titan_loss_compile(c, o) & titan_float8(c, o);
+	return ok & titan_async_tp(c) & titan_loss_compile(c, o) & titan_float8(c, o);
 }

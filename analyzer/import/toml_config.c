@@ -469,6 +469,34 @@ static void titan_split(struct cfg *c, struct imp_out *o, long long pp, long lon
 		"parallelism.pipeline_parallel_degree", why);
 }
 
+/* Today's split (distributed/pipeline_parallel.py
+ * generate_llm_fqn_per_model_part): the embedding and the head count as
+ * pipeline_parallel_first/last_stage_less_layers (default 1) layers; n +
+ * both over the stages, the first (n + both) % stages a layer more. */
+static void titan_split_today(struct cfg *c, struct imp_out *o, long long pp, long long layers)
+{
+	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
+	long long in = titan_count(c, "parallelism.pipeline_parallel_first_stage_less_layers", 1);
+	long long out = titan_count(c, "parallelism.pipeline_parallel_last_stage_less_layers", 1);
+	long long eff = layers + in + out, base = eff / pp, extra = eff % pp;
+	const char *why = "generate_llm_fqn_per_model_part; the embedding and the head as layers";
+
+	if (titan_item(c, "parallelism.pipeline_parallel_layers_per_stage") ||
+	    titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 3 ||
+	    (strcmp(sched, "1F1B") && strcmp(sched, "GPipe")) || base <= in || base <= out)
+		return;
+	if (extra > 1 && extra < pp - 1) {
+		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree", arena_printf(c->arena,
+			"generate_llm_fqn_per_model_part gives stages 0 to %lld a layer more than the rest, "
+			"a split parallel { first_stage_layers, last_stage_layers } cannot state", extra - 1));
+		return;
+	}
+	imp_set(o, "parallel.first_stage_layers", arena_printf(c->arena, "%lld", base + (extra > 0) - in),
+		"parallelism.pipeline_parallel_degree", why);
+	imp_set(o, "parallel.last_stage_layers", arena_printf(c->arena, "%lld", base - out),
+		"parallelism.pipeline_parallel_degree", why);
+}
+
 /* Before #980 the local batch ran as experimental.pipeline_parallel_microbatches
  * micro-batches (parallelisms/pipeline_llama.py: default the pp degree). */
 static bool titan_pipeline_count(struct cfg *c, struct imp_out *o, const struct cfg_item *lb, long long pp,
@@ -518,10 +546,13 @@ static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy, const 
 	imp_set(o, "micro_batch", arena_printf(c->arena, "%lld", m), path, mb ? NULL : "torchtitan's default");
 	imp_set(o, "grad_accum", arena_printf(c->arena, "%lld", lb->i / m),
 		"training.local_batch_size / pipeline_parallel_microbatch_size", "micro-batches per stage");
-	imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree",
-		"pp > 1: torchtitan's generate_split_points gives the first and last stages "
-		"pipeline_parallel_first/last_stage_less_layers (1) fewer layers: set parallel "
-		"{ first_stage_layers, last_stage_layers }");
+	if (f)
+		titan_split_today(c, o, pp, f->layers);
+	else
+		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree",
+			"pp > 1: torchtitan's generate_split_points gives the first and last stages "
+			"pipeline_parallel_first/last_stage_less_layers (1) fewer layers: set parallel "
+			"{ first_stage_layers, last_stage_layers }");
 	return true;
 }
 
@@ -696,8 +727,7 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 	ok &= map_apply(c, titan_rows, o);
 
 	titan_tp(c, o);
-	/* the split comes from today's generate_llm_fqn_per_model_part, not read here */
-	ok &= titan_pipeline(c, o, legacy, legacy ? flavor : NULL);
+	ok &= titan_pipeline(c, o, legacy, flavor);
 	if (!strcmp(titan_text(c, "model.name", ""), "llama3"))
 		imp_set(o, "attention", "sdpa", "torchtitan's llama3 Attention", "repeat_kv to every query "
 			"head, then F.scaled_dot_product_attention (until #2259, 2026-01-27: enable_gqa)");

@@ -564,6 +564,16 @@ static void titan_tp(struct cfg *c, struct imp_out *o)
 			"torchtitan's TP plan shards the norms' sequence");
 }
 
+/* The llama3 Attention.forward repeats K and V to every query head before
+ * F.scaled_dot_product_attention, until #2259 (2026-01-27) passed
+ * enable_gqa: the stdlib's sdpa attention. */
+static void titan_attention(struct cfg *c, struct imp_out *o)
+{
+	if (!strcmp(titan_text(c, "model.name", ""), "llama3"))
+		imp_set(o, "attention", "sdpa", "torchtitan's llama3 Attention", "repeat_kv to every query "
+			"head, then F.scaled_dot_product_attention (until #2259, 2026-01-27: enable_gqa)");
+}
+
 /* "a,b" -> ["a", "b"], a .mem list of strings. */
 static const char *titan_str_list(struct arena *a, const char *list)
 {
@@ -725,11 +735,8 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 	const struct titan_flavor *flavor = titan_model(c, o);
 
 	ok &= map_apply(c, titan_rows, o);
-
 	titan_tp(c, o);
 	ok &= titan_pipeline(c, o, legacy, flavor);
-	if (!strcmp(titan_text(c, "model.name", ""), "llama3"))
-		imp_set(o, "attention", "sdpa", "torchtitan's llama3 Attention", "repeat_kv to every query "
-			"head, then F.scaled_dot_product_attention (until #2259, 2026-01-27: enable_gqa)");
+	titan_attention(c, o);
 	return ok & titan_async_tp(c) & titan_loss_compile(c, o) & titan_float8(c, o);
 }

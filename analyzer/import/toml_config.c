@@ -201,7 +201,8 @@ static const struct map_row titan_rows[] = {
 	C("parallelism.expert_parallel_degree", "parallel.ep"),
 	C("parallelism.expert_tensor_parallel_degree", "parallel.etp"),
 	E("parallelism.pipeline_parallel_schedule", "parallel.schedule",
-	  "1F1B=\"1f1b\"|Interleaved1F1B=\"interleaved\"|GPipe=\"gpipe\""),
+	  "1F1B=\"1f1b\"|Interleaved1F1B=\"interleaved\"|GPipe=\"gpipe\"|ZBVZeroBubble=\"zbv\"|"
+	  "InterleavedZeroBubble=\"interleaved_zb\"|DualPipeV=\"dualpipev\""),
 	B("parallelism.enable_async_tensor_parallel", "parallel.async_tp"),
 	E("parallelism.context_parallel_rotate_method", "parallel.cp_comm_type", "allgather=allgather"),
 	IGN("parallelism.context_parallel_load_balancer"),
@@ -473,7 +474,7 @@ static void titan_split(struct cfg *c, struct imp_out *o, long long pp, long lon
  * generate_llm_fqn_per_model_part): the embedding and the head count as
  * pipeline_parallel_first/last_stage_less_layers (default 1) layers; n +
  * both over the stages, the first (n + both) % stages a layer more. */
-static void titan_split_today(struct cfg *c, struct imp_out *o, long long pp, long long layers)
+static bool titan_split_today(struct cfg *c, struct imp_out *o, long long pp, long long layers)
 {
 	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
 	long long in = titan_count(c, "parallelism.pipeline_parallel_first_stage_less_layers", 1);
@@ -484,17 +485,18 @@ static void titan_split_today(struct cfg *c, struct imp_out *o, long long pp, lo
 	if (titan_item(c, "parallelism.pipeline_parallel_layers_per_stage") ||
 	    titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 3 ||
 	    (strcmp(sched, "1F1B") && strcmp(sched, "GPipe")) || base <= in || base <= out)
-		return;
+		return false;
 	if (extra > 1 && extra < pp - 1) {
 		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree", arena_printf(c->arena,
 			"generate_llm_fqn_per_model_part gives stages 0 to %lld a layer more than the rest, "
 			"a split parallel { first_stage_layers, last_stage_layers } cannot state", extra - 1));
-		return;
+		return true;
 	}
 	imp_set(o, "parallel.first_stage_layers", arena_printf(c->arena, "%lld", base + (extra > 0) - in),
 		"parallelism.pipeline_parallel_degree", why);
 	imp_set(o, "parallel.last_stage_layers", arena_printf(c->arena, "%lld", base - out),
 		"parallelism.pipeline_parallel_degree", why);
+	return true;
 }
 
 /* Before #980 the local batch ran as experimental.pipeline_parallel_microbatches
@@ -546,14 +548,27 @@ static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy, const 
 	imp_set(o, "micro_batch", arena_printf(c->arena, "%lld", m), path, mb ? NULL : "torchtitan's default");
 	imp_set(o, "grad_accum", arena_printf(c->arena, "%lld", lb->i / m),
 		"training.local_batch_size / pipeline_parallel_microbatch_size", "micro-batches per stage");
-	if (f)
-		titan_split_today(c, o, pp, f->layers);
-	else
+	if (!f || !titan_split_today(c, o, pp, f->layers))
 		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree",
 			"pp > 1: torchtitan's generate_split_points gives the first and last stages "
 			"pipeline_parallel_first/last_stage_less_layers (1) fewer layers: set parallel "
 			"{ first_stage_layers, last_stage_layers }");
 	return true;
+}
+
+/* pipeline_parallel.py: a multi-stage schedule without
+ * pipeline_parallel_layers_per_stage runs "2 virtual stages per rank"; ZBV
+ * and DualPipeV place theirs in a V, which their memc schedules imply. */
+static void titan_stages(struct cfg *c, struct imp_out *o)
+{
+	const char *path = "parallelism.pipeline_parallel_schedule";
+	const char *s = titan_text(c, path, "1F1B");
+
+	if (titan_count(c, "parallelism.pipeline_parallel_degree", 1) <= 1 ||
+	    titan_item(c, "parallelism.pipeline_parallel_layers_per_stage"))
+		return;
+	if (!strcmp(s, "Interleaved1F1B") || !strcmp(s, "InterleavedZeroBubble"))
+		imp_set(o, "parallel.vp", "2", path, "torchtitan's default: 2 stages per rank");
 }
 
 /* apply_tp: the norms are SequenceParallel() whenever tp > 1. */
@@ -736,6 +751,7 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 
 	ok &= map_apply(c, titan_rows, o);
 	titan_tp(c, o);
+	titan_stages(c, o);
 	ok &= titan_pipeline(c, o, legacy, flavor);
 	titan_attention(c, o);
 	return ok & titan_async_tp(c) & titan_loss_compile(c, o) & titan_float8(c, o);

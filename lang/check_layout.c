@@ -16,10 +16,11 @@
 #include "lang/scope.h"
 #include "lang/strbuf.h"
 
+/* @name is a literal: interned by its address (intern_static). */
 static void bind(struct eval *ev, struct env *e, const char *name, struct value v)
 {
 	v.label = name;
-	env_bind(e, intern_cstr(ev->interner, name), v);
+	env_bind(e, intern_static(ev->interner, name), v);
 }
 
 static struct value sym_key(struct eval *ev, const struct check_job *j, const char *key, const char *def)

@@ -39,6 +39,8 @@ void interner_init(struct interner *in, struct arena *a)
 	in->nslots = INTERN_INITIAL_SLOTS;
 	in->slots = ARENA_NEW_ARRAY(a, struct intern_entry *, in->nslots);
 	in->count = 0;
+	in->lit_from = in->lit_to = NULL;
+	in->nlit = in->caplit = 0;
 }
 
 struct interner *interner_new(struct arena *a)
@@ -106,6 +108,52 @@ const char *intern(struct interner *in, const char *s, size_t n)
 const char *intern_cstr(struct interner *in, const char *s)
 {
 	return intern(in, s, strlen(s));
+}
+
+static size_t lit_slot(const struct interner *in, const char *s)
+{
+	uint64_t h = (uint64_t)(uintptr_t)s * UINT64_C(0x9E3779B97F4A7C15);
+	size_t i = (size_t)(h >> 40) & (in->caplit - 1);
+
+	while (in->lit_from[i] && in->lit_from[i] != s)
+		i = (i + 1) & (in->caplit - 1);
+	return i;
+}
+
+/* Twice the room, the entries placed again (kept at most half full). */
+static void lit_grow(struct interner *in)
+{
+	const char **from = in->lit_from, **to = in->lit_to;
+	size_t old = in->caplit;
+
+	in->caplit = old ? old * 2 : 64;
+	in->lit_from = ARENA_NEW_ARRAY(in->arena, const char *, in->caplit);
+	in->lit_to = ARENA_NEW_ARRAY(in->arena, const char *, in->caplit);
+	for (size_t i = 0; i < old; i++)
+		if (from[i]) {
+			size_t j = lit_slot(in, from[i]);
+
+			in->lit_from[j] = from[i];
+			in->lit_to[j] = to[i];
+		}
+}
+
+const char *intern_static(struct interner *in, const char *s)
+{
+	size_t i;
+
+	if (in->caplit) {
+		i = lit_slot(in, s);
+		if (in->lit_from[i])
+			return in->lit_to[i];
+	}
+	if (2 * (in->nlit + 1) > in->caplit)
+		lit_grow(in);
+	i = lit_slot(in, s);
+	in->lit_from[i] = s;
+	in->lit_to[i] = intern_cstr(in, s);
+	in->nlit++;
+	return in->lit_to[i];
 }
 
 const char *intern_find(const struct interner *in, const char *s, size_t n)

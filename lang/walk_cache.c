@@ -125,10 +125,12 @@ static bool atom_same(const struct walk_atom *x, const struct walk_atom *y)
 
 static unsigned env_count(const struct env *e)
 {
-	struct value v;
+	const struct binding *b = NULL;
+	const struct value *v;
+	const char *name;
 	unsigned n = 0;
 
-	while (e && env_name_at(e, n, &v))
+	while (e && (b = env_next_binding(e, b, &name, &v)))
 		n++;
 	return n;
 }
@@ -161,11 +163,12 @@ static void flatten(struct walk_key *c, const char *name, const struct value *v,
  * instance's parent is the job's frame, flattened beside it). */
 static void flatten_env(struct walk_key *c, const struct env *e, unsigned depth)
 {
-	struct value v;
+	const struct binding *b = NULL;
+	const struct value *v;
 	const char *name;
 
-	for (unsigned i = 0; e && (name = env_name_at(e, i, &v)); i++)
-		flatten(c, name, &v, depth);
+	while (e && (b = env_next_binding(e, b, &name, &v)))
+		flatten(c, name, v, depth);
 }
 
 void walk_key_clear(struct walk_key *k, struct arena *a)

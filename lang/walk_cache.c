@@ -295,6 +295,30 @@ static bool store_find(struct eval *ev, const struct walk_key *k, struct check_m
 	return false;
 }
 
+static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cache *c, const struct check_model *m);
+
+/* Put @e first in its slot of @map (the map keeps one entry per hash). */
+static void link_entry(struct u64map *map, struct arena *a, uint64_t h, struct walk_cache_entry *e)
+{
+	struct walk_cache_entry *first = u64map_get(map, h);
+
+	if (first) {
+		e->next = first->next;	/* the map's slot keeps its first entry */
+		first->next = e;
+	} else {
+		u64map_put(map, a, h, e);
+	}
+}
+
+/* What another compilation's walk gave the key just looked up, kept in
+ * this one's cache too: the next job with that key is a local hit, not
+ * a canonical key made and looked up again (each -Wcapacity variant is
+ * such a job). */
+static void keep_local(struct eval *ev, struct walk_cache *c, uint64_t h, const struct check_model *m)
+{
+	link_entry(&c->by_hash, ev->perm, h, new_entry(ev->perm, c, m));
+}
+
 uint64_t walk_cache_key(struct eval *ev, struct value model, const struct env *bindings)
 {
 	return make_key(cache_of(ev), ev->perm, model, bindings);
@@ -307,7 +331,8 @@ bool walk_cache_find(struct eval *ev, struct value model, const struct env *bind
 	/* after a runaway template every walk stops at once (walk.c): so does this one */
 	if (ev->steps_reported)
 		return false;
-	struct walk_cache_entry *e = u64map_get(&c->by_hash, make_key(c, ev->perm, model, bindings));
+	uint64_t h = make_key(c, ev->perm, model, bindings);
+	struct walk_cache_entry *e = u64map_get(&c->by_hash, h);
 
 	for (; c->key.ok && e; e = e->next)
 		if (walk_key_equal(&e->key, &c->key)) {
@@ -316,7 +341,10 @@ bool walk_cache_find(struct eval *ev, struct value model, const struct env *bind
 			return true;
 		}
 	c->misses++;
-	return c->key.ok && store_find(ev, &c->key, out);
+	if (!c->key.ok || !store_find(ev, &c->key, out))
+		return false;
+	keep_local(ev, c, h, out);
+	return true;
 }
 
 static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cache *c, const struct check_model *m)
@@ -380,15 +408,7 @@ void walk_cache_put(struct eval *ev, struct value model, const struct env *bindi
 
 	if (!c->key.ok)
 		return;
-	struct walk_cache_entry *first = u64map_get(&c->by_hash, key);
-	struct walk_cache_entry *e = new_entry(ev->perm, c, m);
-
-	if (first) {
-		e->next = first->next;	/* the map's slot keeps its first entry */
-		first->next = e;
-	} else {
-		u64map_put(&c->by_hash, ev->perm, key, e);
-	}
+	link_entry(&c->by_hash, ev->perm, key, new_entry(ev->perm, c, m));
 	store_put(ev, &c->key, m);
 }
 

@@ -248,6 +248,26 @@ static void restore(struct bld *b, const struct bld_cache_entry *e)
 	env_set_parent(b->cj->model.args, b->bindings);
 }
 
+/* Store entry @e, just restored for the job keyed last, kept in this
+ * compilation's cache too: the next job with that key is a local hit,
+ * not a canonical key made and looked up again (each -Wcapacity variant
+ * is such a job). It shares @e's walk, which lives in the import cache's
+ * arena, longer than this compilation. */
+static void keep_local(struct bld_cache *c, const struct bld_cache_entry *e)
+{
+	if (c->entries >= BLD_CACHE_MAX)
+		return;
+	struct bld_cache_entry *l = ARENA_NEW(c->perm, struct bld_cache_entry);
+
+	l->hash = c->hash;
+	l->image = c->image;
+	walk_key_copy(&l->values, &c->key, c->perm);
+	l->after = e->after;
+	l->next = c->by_hash[c->hash & 255];
+	c->by_hash[c->hash & 255] = l;
+	c->entries++;
+}
+
 bool bld_cache_find(struct bld *b)
 {
 	struct bld_cache *c = cache_of(b->ev);
@@ -271,6 +291,7 @@ bool bld_cache_find(struct bld *b)
 	if (e) {
 		restore(b, e);
 		s->hits++;
+		keep_local(c, e);
 	} else if (keyed) {
 		s->misses++;
 	}

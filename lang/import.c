@@ -247,7 +247,7 @@ static struct src_file *load_source(struct loader *ld, const char *path, const c
  * checked clean when memc was built: same path under the stdlib, same
  * bytes; else NULL. */
 static const struct stdlib_digest *verified_entry(const struct import_opts *o, const char *display,
-						  const struct src_file *f)
+						  uint64_t digest)
 {
 	const char *name = display + strlen(IMPORT_STDLIB_DISPLAY) + 1;
 	size_t lo = 0, hi = o ? o->nverified : 0;
@@ -257,13 +257,43 @@ static const struct stdlib_digest *verified_entry(const struct import_opts *o, c
 		int c = strcmp(o->verified[mid].name, name);
 
 		if (c == 0)
-			return o->verified[mid].digest == src_digest(f->text, f->len) ? &o->verified[mid] : NULL;
+			return o->verified[mid].digest == digest ? &o->verified[mid] : NULL;
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return NULL;
+}
+
+/* The cache shared with other compilations, for stdlib file @path (not
+ * one whose text comes from memory); NULL: none. */
+static struct import_cache *file_cache(const struct loader *ld, const char *path)
+{
+	const char *over = ld->src->overlay_path;
+
+	return ld->opts && (!over || strcmp(path, over) != 0) ? ld->opts->cache : NULL;
+}
+
+/* A stdlib file: as another compilation sharing the import cache read it
+ * (the same run of memc), else from disk, then kept for the next; its
+ * digest in *digest. */
+static struct src_file *load_stdlib(struct loader *ld, const char *path, const char *display,
+				    struct loc site, const char *real, uint64_t *digest)
+{
+	struct import_cache *c = real ? file_cache(ld, path) : NULL;
+	const char *text;
+	size_t len;
+
+	if (import_cache_file(c, real, &text, &len, digest))
+		return src_add_loaded(ld->src, display, text, len, real, site);
+	struct src_file *f = load_source(ld, path, display, site, real);
+
+	if (f) {
+		*digest = src_digest(f->text, f->len);
+		import_cache_keep_file(c, f, *digest);
+	}
+	return f;
 }
 
 static struct file_ast *load_file(struct loader *ld, const char *path, const char *display,
@@ -285,7 +315,10 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 		ld->depth_reported = true;
 		return NULL;
 	}
-	f = load_source(ld, path, display, site, rp);
+	bool in_stdlib = site.file != 0 && import_is_stdlib_name(display);
+	uint64_t digest = 0;
+
+	f = in_stdlib ? load_stdlib(ld, path, display, site, rp, &digest) : load_source(ld, path, display, site, rp);
 	if (!f)
 		return NULL;
 
@@ -294,8 +327,7 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 	info->dir = dir_of(ld->arena, path);
 	info->display_dir = display_dir;
 	info->ast = NULL;
-	bool in_stdlib = site.file != 0 && import_is_stdlib_name(display);
-	const struct stdlib_digest *v = in_stdlib ? verified_entry(ld->opts, display, f) : NULL;
+	const struct stdlib_digest *v = in_stdlib ? verified_entry(ld->opts, display, digest) : NULL;
 
 	ld->nstdlib += in_stdlib;
 	ld->nverified += v != NULL;

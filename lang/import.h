@@ -135,6 +135,16 @@ struct arena *import_cache_arena(struct import_cache *c);
 enum { IMPORT_CACHE_WALKS, IMPORT_CACHE_BUILDS, IMPORT_CACHE_SLOTS };
 void **import_cache_slot(struct import_cache *c, unsigned which);
 
+/* A stdlib file one of the compilations sharing @c has read and found
+ * valid, by its real path: its text (in @c's arena) and digest, so the
+ * next one neither reads nor digests it again. False if none kept it. */
+bool import_cache_file(const struct import_cache *c, const char *real_path, const char **text, size_t *len,
+		       uint64_t *digest);
+/* Keep @f's text and @digest for the next compilations (a copy in @c's
+ * arena unless @f's text is in it: the compilation that read it may free
+ * its own). */
+void import_cache_keep_file(struct import_cache *c, const struct src_file *f, uint64_t digest);
+
 /* A display name of a file found in the stdlib folder (or next to one). */
 bool import_is_stdlib_name(const char *display_name);
 

@@ -146,10 +146,21 @@ static void flatten(struct walk_key *c, const char *name, const struct value *v,
 	ARENA_GROW(c->arena, c->atoms, c->n, c->cap);
 	struct walk_atom *a = &c->atoms[c->n++];
 
+	/* only what atom_hash and atom_same read: the rest of an atom (loc,
+	 * origin, label, items, args) is never written, so it stays as the
+	 * arena gave it, zero (a tenth of a job's key made field by field) */
 	a->name = name;
-	a->v = (struct value){ .kind = v->kind, .unknown = v->unknown, .num = v->num, .dim = v->dim,
-			       .b = v->b, .str = v->str, .dtype = v->dtype, .decl = v->decl,
-			       .nodes = v->nodes, .gpus = v->gpus, .nitems = v->nitems };
+	a->v.kind = v->kind;
+	a->v.unknown = v->unknown;
+	a->v.num = v->num;
+	a->v.dim = v->dim;
+	a->v.b = v->b;
+	a->v.str = v->str;
+	a->v.dtype = v->dtype;
+	a->v.decl = v->decl;
+	a->v.nodes = v->nodes;
+	a->v.gpus = v->gpus;
+	a->v.nitems = v->nitems;
 	if (v->kind == VAL_LIST) {
 		for (unsigned i = 0; i < v->nitems; i++)
 			flatten(c, NULL, &v->items[i], depth + 1);

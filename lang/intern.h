@@ -22,14 +22,20 @@
 struct arena;
 struct intern_entry;
 
+/* An address -> address map, open addressing, at most half full. */
+struct intern_ptrmap {
+	const void **from;
+	void **to;
+	size_t n, cap;
+};
+
 struct interner {
 	struct arena *arena;
 	struct intern_entry **slots;	/* open hashing, power-of-two size */
 	size_t nslots;
 	size_t count;
-	/* intern_static(): literal address -> interned copy, open addressing */
-	const char **lit_from, **lit_to;
-	size_t nlit, caplit;
+	struct intern_ptrmap lits;	/* intern_static(): a literal -> its interned copy */
+	struct intern_ptrmap strs;	/* interned strings asked for -> their entries (intern_memo) */
 };
 
 struct interner *interner_new(struct arena *a);

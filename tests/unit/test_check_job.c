@@ -156,12 +156,39 @@ static void static_names_intern_alike(void **state)
 	arena_free(&a);
 }
 
+static void memos_by_address(void **state)
+{
+	struct arena a = { 0 };
+	struct interner *in = interner_new(&a);
+	char copy[300][8];
+	const char *s[300];
+
+	(void)state;
+	for (int i = 0; i < 300; i++) {
+		snprintf(copy[i], sizeof copy[i], "m%d", i);
+		s[i] = intern_cstr(in, copy[i]);
+	}
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 300; i++) {
+			struct intern_memo *m = intern_memo(in, s[i]);
+
+			assert_non_null(m);
+			assert_null(intern_memo(in, copy[i]));	/* the same bytes elsewhere */
+			if (round == 0)
+				m->unit = i + 1;
+			assert_int_equal(m->unit, i + 1);	/* its own memo, each time */
+		}
+	assert_null(intern_memo(in, "never interned"));
+	arena_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lookups_match_a_scan),
 		cmocka_unit_test(the_filter_answers_misses),
 		cmocka_unit_test(static_names_intern_alike),
+		cmocka_unit_test(memos_by_address),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

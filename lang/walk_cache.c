@@ -82,12 +82,16 @@ static uint64_t atom_hash(uint64_t h, const struct walk_atom *a)
 {
 	const struct value *v = &a->v;
 
-	h = mix(mix(mix(h, (uintptr_t)a->name), (uint64_t)v->kind), v->unknown);
+	h = mix(h, (uintptr_t)a->name ^ (uint64_t)v->kind << 56 ^ (uint64_t)v->unknown << 63);
 	switch (v->kind) {
-	case VAL_NUM:
-		for (unsigned i = 0; i < DIM__COUNT; i++)
-			h = mix(h, (uint64_t)(uint8_t)v->dim.e[i]);
+	case VAL_NUM: {
+		uint64_t d = 0;
+
+		for (unsigned i = 0; i < DIM__COUNT; i++)	/* the exponents as one word */
+			d = d << 8 | (uint8_t)v->dim.e[i];
+		h = mix(h, d);
 		return v->unknown ? h : mix(mix(h, (uint64_t)v->num.n), (uint64_t)v->num.d);
+	}
 	case VAL_BOOL: return mix(h, v->b);
 	case VAL_STRING: case VAL_SYMBOL: return mix(h, str_hash(v->str));
 	case VAL_CALL: return mix(mix(h, str_hash(v->str)), v->nitems);
@@ -110,7 +114,9 @@ static bool atom_same(const struct walk_atom *x, const struct walk_atom *y)
 	if (x->name != y->name || a->kind != b->kind || a->unknown != b->unknown || a->nitems != b->nitems)
 		return false;
 	switch (a->kind) {
-	case VAL_NUM: return dim_eq(a->dim, b->dim) && (a->unknown || num_eq(a->num, b->num));
+	case VAL_NUM:	/* num_eq and dim_eq, inline: an atom of every binding */
+		return !memcmp(a->dim.e, b->dim.e, sizeof a->dim.e) &&
+		       (a->unknown || (a->num.n == b->num.n && a->num.d == b->num.d));
 	case VAL_BOOL: return a->b == b->b;
 	case VAL_STRING: case VAL_SYMBOL: case VAL_CALL:
 		return a->str == b->str || (a->str && b->str && !strcmp(a->str, b->str));

@@ -17,9 +17,11 @@
  * can miss, never answer for a walk it did not make.
  *
  * Only a walk that failed nothing and asked for no report is kept; RL
- * jobs, which walk more than one model, are not. A hit copies the blocks
- * into the job's arena (the compiled model rewrites its copy's activation
- * bytes) and restores the walk's results into struct bld.
+ * jobs, which walk more than one model, are not. A hit copies the array
+ * of blocks into the job's arena (build_job merges and drops blocks in
+ * it) and shares their layers, which nothing writes after the walk (the
+ * compiled model and Megatron's tied copy make copies of their own), and
+ * restores the walk's results into struct bld.
  *
  * As the checker's walks (lang/walk_cache.c), a walk is also kept for
  * every compilation that shares the program's import cache (struct
@@ -242,7 +244,9 @@ static void restore(struct bld *b, const struct bld_cache_entry *e)
 	b->reps = cur.reps;
 	b->nreps = cur.nreps;
 	b->capreps = cur.capreps;
-	b->blocks = copy_blocks(b->arena, e->after.blocks, e->after.nblocks, NULL);
+	b->blocks = ARENA_NEW_ARRAY(b->arena, struct mem_block, e->after.nblocks ? e->after.nblocks : 1);
+	if (e->after.nblocks)
+		memcpy(b->blocks, e->after.blocks, e->after.nblocks * sizeof *b->blocks);
 	b->capblocks = b->nblocks;
 	/* the walk leaves the instance's frame parented to the bindings */
 	env_set_parent(b->cj->model.args, b->bindings);

@@ -77,27 +77,43 @@ static const char *join(struct arena *a, const char *dir, const char *name)
  * here is the file the import means: src_load() then refuses it at the
  * import, without blocking, rather than the search going on silently to
  * a same-named file further down the path (the stdlib's, say). */
-static bool exists(const char *path)
+/* Whether @path exists: asked once per run for the compilations sharing
+ * an import cache (each import tries the same folders in each). */
+static bool exists(const struct loader *ld, const char *path)
 {
+	struct import_cache *c = ld->opts ? ld->opts->cache : NULL;
 	struct stat st;
+	bool yes;
 
-	return stat(path, &st) == 0;
+	if (import_cache_exists(c, path, &yes))
+		return yes;
+	yes = stat(path, &st) == 0;
+	import_cache_keep_exists(c, path, yes);
+	return yes;
 }
 
+/* Each folder resolved once per compilation, and once per run for the
+ * compilations sharing an import cache (a -Wcapacity search's context
+ * and verifications resolve the stdlib's folders again otherwise). */
 static const char *real_dir_of(struct loader *ld, const char *dir)
 {
+	struct import_cache *c = ld->opts ? ld->opts->cache : NULL;
 	struct real_dir *r;
+	const char *kept;
 
 	for (r = ld->real_dirs; r; r = r->next)
 		if (strcmp(r->dir, dir) == 0)
 			return r->real;
-	char *rp = realpath(dir, NULL);
+	char *rp = NULL;
 
+	if (!import_cache_real_dir(c, dir, &kept))
+		kept = rp = realpath(dir, NULL);
 	r = ARENA_NEW(ld->arena, struct real_dir);
 	r->dir = arena_strdup(ld->arena, dir);
-	r->real = rp ? arena_strdup(ld->arena, rp) : NULL;
+	r->real = kept ? arena_strdup(ld->arena, kept) : NULL;
 	r->next = ld->real_dirs;
 	ld->real_dirs = r;
+	import_cache_keep_real_dir(c, dir, r->real);
 	free(rp);
 	return r->real;
 }
@@ -143,7 +159,7 @@ static bool try_dir(struct loader *ld, const char *dir, const char *display_dir,
 {
 	const char *p = join(ld->arena, dir, name);
 
-	if (!exists(p))
+	if (!exists(ld, p))
 		return false;
 	*path = p;
 	*display = join(ld->arena, display_dir, name);
@@ -175,7 +191,7 @@ static bool resolve(struct loader *ld, const struct file_info *from, const char 
 	const char *dir = from ? from->dir : ".", *ddir = from ? from->display_dir : ".";
 
 	if (name[0] == '/') {
-		if (!exists(name))
+		if (!exists(ld, name))
 			return report_not_found(ld, from, name, site, true), false;
 		*path = *display = name;
 		return true;
@@ -360,6 +376,7 @@ static struct program *load_program(struct arena *a, struct interner *in, struct
 			     .lazy = lazy };
 	struct program *p = ARENA_NEW(a, struct program);
 
+	import_cache_count_load(opts ? opts->cache : NULL);
 	for (size_t i = 0; i < nroots; i++) {
 		struct file_ast *f = load_file(&ld, roots[i], roots[i], dir_of(a, roots[i]), NO_LOC);
 

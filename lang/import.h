@@ -145,6 +145,17 @@ bool import_cache_file(const struct import_cache *c, const char *real_path, cons
  * its own). */
 void import_cache_keep_file(struct import_cache *c, const struct src_file *f, uint64_t digest);
 
+/* The realpath() of folder @dir, as a compilation sharing @c resolved it
+ * (*real NULL: it failed); false if none did. */
+bool import_cache_real_dir(const struct import_cache *c, const char *dir, const char **real);
+void import_cache_keep_real_dir(struct import_cache *c, const char *dir, const char *real);
+/* One more load through @c (lang/import.c, at the start of each). */
+void import_cache_count_load(struct import_cache *c);
+/* Whether a path an import tried exists, as a compilation sharing @c
+ * found (*yes); false if none tried it since the second load. */
+bool import_cache_exists(const struct import_cache *c, const char *path, bool *yes);
+void import_cache_keep_exists(struct import_cache *c, const char *path, bool yes);
+
 /* A display name of a file found in the stdlib folder (or next to one). */
 bool import_is_stdlib_name(const char *display_name);
 

@@ -27,6 +27,9 @@ struct import_cache {
 	struct u64map origins;	/* by interior(): each parsed top-level node */
 	void *slots[IMPORT_CACHE_SLOTS];
 	struct strmap files;	/* real path -> struct kept_file */
+	struct strmap dirs;	/* a folder -> its realpath() ("" when it failed) */
+	struct strmap paths;	/* a path tried for an import -> "y" or "n" (it exists) */
+	unsigned loads;		/* import_load()s through the cache so far */
 	unsigned long hits, misses;
 };
 
@@ -171,4 +174,43 @@ void import_cache_keep_file(struct import_cache *c, const struct src_file *f, ui
 	k->len = f->len;
 	k->digest = digest;
 	strmap_put(&c->files, c->arena, f->real_path, strlen(f->real_path), k);
+}
+
+bool import_cache_real_dir(const struct import_cache *c, const char *dir, const char **real)
+{
+	const char *r = c ? strmap_get(&c->dirs, dir, strlen(dir)) : NULL;
+
+	if (!r)
+		return false;
+	*real = *r ? r : NULL;
+	return true;
+}
+
+void import_cache_keep_real_dir(struct import_cache *c, const char *dir, const char *real)
+{
+	if (c && !strmap_get(&c->dirs, dir, strlen(dir)))
+		strmap_put(&c->dirs, c->arena, dir, strlen(dir), arena_strdup(c->arena, real ? real : ""));
+}
+
+void import_cache_count_load(struct import_cache *c)
+{
+	if (c)
+		c->loads++;
+}
+
+/* Paths are kept from the second load on: a run of one compilation (most
+ * runs) would only pay for keeping them. */
+bool import_cache_exists(const struct import_cache *c, const char *path, bool *yes)
+{
+	const char *r = c && c->loads > 1 ? strmap_get(&c->paths, path, strlen(path)) : NULL;
+
+	if (r)
+		*yes = *r == 'y';
+	return r != NULL;
+}
+
+void import_cache_keep_exists(struct import_cache *c, const char *path, bool yes)
+{
+	if (c && c->loads > 1 && !strmap_get(&c->paths, path, strlen(path)))
+		strmap_put(&c->paths, c->arena, path, strlen(path), (void *)(uintptr_t)(yes ? "y" : "n"));
 }

@@ -194,6 +194,37 @@ static void stdlib_files_are_read_once(void **state)
 	arena_free(&a2), arena_free(&a3), arena_free(&a4);
 }
 
+/* What the loader asks the file system, kept per cache: a path's
+ * existence from the second load on (the first one's would be for
+ * nothing in a run of one compilation), a folder's realpath() always. */
+static void paths_and_folders_are_kept(void **state)
+{
+	struct fixture *fx = *state;
+	struct import_cache *c = import_cache_new(&fx->arena, fx->in);
+	const char *real = "?";
+	bool yes = false;
+
+	import_cache_count_load(c);
+	import_cache_keep_exists(c, "a.mem", true);
+	assert_false(import_cache_exists(c, "a.mem", &yes));	/* one load: not kept */
+	import_cache_count_load(c);
+	import_cache_keep_exists(c, "a.mem", true);
+	import_cache_keep_exists(c, "b.mem", false);
+	assert_true(import_cache_exists(c, "a.mem", &yes));
+	assert_true(yes);
+	assert_true(import_cache_exists(c, "b.mem", &yes));
+	assert_false(yes);
+	assert_false(import_cache_exists(c, "c.mem", &yes));
+	assert_false(import_cache_real_dir(c, "stdlib", &real));
+	import_cache_keep_real_dir(c, "stdlib", "/x/stdlib");
+	import_cache_keep_real_dir(c, "gone", NULL);
+	assert_true(import_cache_real_dir(c, "stdlib", &real));
+	assert_string_equal(real, "/x/stdlib");
+	assert_true(import_cache_real_dir(c, "gone", &real));
+	assert_null(real);
+	assert_false(import_cache_exists(NULL, "a.mem", &yes));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -202,6 +233,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(misses_are_the_stubs_named, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(another_interner_does_not_use_it, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(stdlib_files_are_read_once, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(paths_and_folders_are_kept, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -281,8 +281,8 @@ where_section() {
 		done
 		echo
 		echo 'The same split of `memc report examples/does-not-fit.mem`, the one'
-		echo 'example whose job does not fit (its -Wcapacity notes search 25'
-		echo 'variants; `load_program` is every file read and parsed, the'
+		echo 'example whose job does not fit (its -Wcapacity notes try 34'
+		echo 'variants besides the job as written; `load_program` is every file read and parsed, the'
 		echo 'verifications'"'"' and the context'"'"'s, with the GPUs, included; a'
 		echo 'verified stdlib declaration is parsed once for all of them,'
 		echo 'lang/import_cache.c):'

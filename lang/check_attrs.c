@@ -169,6 +169,30 @@ static void check_matmul(struct eval *ev, const struct stmt *s, const struct att
 			   "(the previous micro-batch's, which the loop holds)");
 }
 
+/* Where each plain word may stand (language.md, the attribute table): on
+ * another kind of tensor the analyzer would ignore it without a word. */
+#define ON(k) (1u << TENSOR_##k)
+#define ON_KIND(k) (1u << (unsigned)(k))
+static const struct {
+	const char *name;
+	unsigned kinds;
+	const char *what;
+} attr_places[] = {
+	{ "linear", ON(PARAM), "a param" }, { "adaptable", ON(PARAM), "a param" },
+	{ "expert", ON(PARAM), "a param" }, { "for_grad", ON(SAVES), "a saves" },
+	{ "forward", ON(TEMP), "a temp" }, { "backward", ON(TEMP), "a temp" },
+	{ "loss", ON(SAVES) | ON(TEMP), "a saves or temp" }, { "grouped", ON(TEMP), "an optimizer's temp" },
+	{ "paged", ON(STATE), "an optimizer's state" },
+};
+
+static void check_attr_place(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	for (size_t i = 0; i < sizeof attr_places / sizeof attr_places[0]; i++)
+		if (!strcmp(a->name, attr_places[i].name) && !(attr_places[i].kinds & ON_KIND(s->tensor.kind)))
+			eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "%s marks %s tensor", a->name,
+				   attr_places[i].what);
+}
+
 /* The attributes whose arguments or placement have rules of their own. */
 static const struct {
 	const char *name;
@@ -189,6 +213,7 @@ static const struct {
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
+		check_attr_place(ev, t->stmt, a);
 		for (size_t i = 0; i < sizeof attr_checks / sizeof attr_checks[0]; i++)
 			if (!strcmp(a->name, attr_checks[i].name))
 				attr_checks[i].check(ev, t->stmt, a);

@@ -182,8 +182,8 @@ static void flatten(struct cfg *c, const struct key_scan *s, json_t *obj, const 
 			text = list_text(c->arena, v);
 		else if (json_is_object(v))
 			kind = CFG_NULL, text = "{}";
-		cfg_add(c, path, kind, text, here);
-		c->items[c->n - 1].block_loc = block;
+		if (cfg_add(c, path, kind, text, here))
+			c->items[c->n - 1].block_loc = block;
 	}
 }
 

@@ -552,6 +552,8 @@ static bool replay(struct replay *r)
 	return true;
 }
 
+static json_t *parsed(json_t *root, const json_error_t *je, struct snap_error *err);
+
 static json_t *load(const char *file, struct snap_error *err)
 {
 	json_error_t je;
@@ -567,12 +569,15 @@ static json_t *load(const char *file, struct snap_error *err)
 	if (c == 0x80)	/* pickle protocol 2+: torch.cuda.memory._dump_snapshot() */
 		return fail(err, "", "this is a pickle from _dump_snapshot(); convert it to JSON "
 			    "first (docs/compare.md)"), NULL;
-	json_t *root = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+	return parsed(json_load_file(file, JSON_REJECT_DUPLICATES, &je), &je, err);
+}
 
+static json_t *parsed(json_t *root, const json_error_t *je, struct snap_error *err)
+{
 	if (!root) {
-		err->line = je.line > 0 ? (unsigned)je.line : 1;
-		err->col = je.column > 0 ? (unsigned)je.column : 1;
-		fail(err, "", "invalid JSON: %s", je.text);
+		err->line = je->line > 0 ? (unsigned)je->line : 1;
+		err->col = je->column > 0 ? (unsigned)je->column : 1;
+		fail(err, "", "invalid JSON: %s", je->text);
 	} else if (!json_is_object(root)) {
 		json_decref(root);
 		return fail(err, "", "a snapshot is a JSON object with 'segments' and "
@@ -581,9 +586,8 @@ static json_t *load(const char *file, struct snap_error *err)
 	return root;
 }
 
-bool snap_measure(const char *file, int device, struct snap_measure *m, struct snap_error *err)
+static bool measure(json_t *root, int device, struct snap_measure *m, struct snap_error *err)
 {
-	json_t *root = load(file, err);
 	struct replay r = { .m = m, .err = err };
 	bool ok;
 
@@ -610,4 +614,17 @@ bool snap_measure(const char *file, int device, struct snap_measure *m, struct s
 	free(r.blk);
 	json_decref(root);
 	return ok;
+}
+
+bool snap_measure(const char *file, int device, struct snap_measure *m, struct snap_error *err)
+{
+	return measure(load(file, err), device, m, err);
+}
+
+bool snap_measure_text(const char *text, size_t len, int device, struct snap_measure *m,
+		       struct snap_error *err)
+{
+	json_error_t je;
+
+	return measure(parsed(json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), &je, err), device, m, err);
 }

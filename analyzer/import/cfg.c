@@ -201,6 +201,26 @@ static bool bad_value(struct cfg *c, const struct cfg_item *it, const char *want
 	return false;
 }
 
+bool cfg_whole_at_least(struct cfg *c, const struct cfg_item *it, long long min)
+{
+	if (it->kind != CFG_INT && !(it->kind == CFG_REAL && it->r == (double)it->i))
+		return bad_value(c, it, "a whole number");
+	if (it->i < min)
+		return diag_fail(c->diag, DIAG_OUT_OF_RANGE, it->loc, "'%s' is %s; memc import needs %lld or "
+				 "more here", it->path, it->text, min);
+	return true;
+}
+
+bool cfg_number_in(struct cfg *c, const struct cfg_item *it, double lo, double hi, const char *range)
+{
+	if (it->kind != CFG_INT && it->kind != CFG_REAL)
+		return bad_value(c, it, "a number");
+	if (!(it->r >= lo && it->r < hi))	/* nan too */
+		return diag_fail(c->diag, DIAG_OUT_OF_RANGE, it->loc, "'%s' is %s; memc import needs %s here",
+				 it->path, it->text, range);
+	return true;
+}
+
 static bool map_count(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o)
 {
 	if (it->kind == CFG_STR && !strcmp(it->text, "auto")) {

@@ -55,6 +55,13 @@ void cfg_set_scalar(struct cfg_item *it, enum cfg_kind kind, const char *text);
  * use it for their decimal numbers too. */
 enum cfg_kind cfg_number_kind(const char *v);
 
+/* Values a mapper writes into memc text itself (a LoRA rank into
+ * `lora(r = ...)`): true, or false after an error at @it that says what
+ * was wanted. A whole number of at least @min; a number in [@lo, @hi),
+ * @range saying so ("a number from 0 to below 1"). */
+bool cfg_whole_at_least(struct cfg *c, const struct cfg_item *it, long long min);
+bool cfg_number_in(struct cfg *c, const struct cfg_item *it, double lo, double hi, const char *range);
+
 bool cfg_read_json(struct cfg *c);
 bool cfg_read_yaml(struct cfg *c);
 bool cfg_read_toml(struct cfg *c);

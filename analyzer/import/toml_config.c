@@ -138,8 +138,16 @@ static const char *array_text(struct arena *a, const char *v)
 	return t;
 }
 
+/* A multi-line array being read: its key, located, and its text so far
+ * (appended to, line by line: copying it whole per line was quadratic). */
+struct toml_pending {
+	const char *path;	/* NULL: none open */
+	struct loc loc;
+	struct strbuf val;
+};
+
 static bool toml_pair(struct cfg *c, const char *table, const char *line, size_t len, size_t off,
-		      struct strbuf *pending)
+		      struct toml_pending *pending)
 {
 	const char *eq = memchr(line, '=', len);
 
@@ -153,9 +161,14 @@ static bool toml_pair(struct cfg *c, const char *table, const char *line, size_t
 	struct loc loc = cfg_loc(c, off + lead, (size_t)(eq - line) - lead);
 
 	if (val[0] == '[' && val[strlen(val) - 1] != ']') {
-		strbuf_addf(pending, "%s\n%s\n%u %u", path, val, loc.start, loc.end);
+		pending->path = path;
+		pending->loc = loc;
+		strbuf_setlen(&pending->val, 0);
+		strbuf_addstr(&pending->val, val);
 		return true;
 	}
+	if (!*key)
+		return diag_fail(c->diag, DIAG_SYNTAX, cfg_loc(c, off, len), "a value without a key");
 	if (!*val)
 		return diag_fail(c->diag, DIAG_SYNTAX, loc, "'%s' has no value", key);
 	if (val[0] == '[') {
@@ -180,23 +193,18 @@ static bool toml_pair(struct cfg *c, const char *table, const char *line, size_t
 }
 
 /* A multi-line array: lines are appended until the closing bracket. */
-static void toml_continue(struct cfg *c, struct strbuf *pending, const char *line, size_t len)
+static bool toml_continue(struct cfg *c, struct toml_pending *p, const char *line, size_t len)
 {
-	strbuf_add(pending, "", 0);
-	char *nl1 = strchr(pending->buf, '\n'), *nl2 = strchr(nl1 + 1, '\n');
-	const char *path = arena_strndup(c->arena, pending->buf, (size_t)(nl1 - pending->buf));
-	char *val = arena_printf(c->arena, "%.*s %.*s", (int)(nl2 - nl1 - 1), nl1 + 1, (int)len, line);
-	unsigned s = 0, e = 0;
+	bool ok = true;
 
-	sscanf(nl2 + 1, "%u %u", &s, &e);
+	strbuf_addch(&p->val, ' ');
+	strbuf_add(&p->val, line, len);
 	if (len && line[len - 1] == ']') {
-		cfg_add(c, path, CFG_LIST, array_text(c->arena, trim(c->arena, val, strlen(val))),
-			cfg_loc(c, s, e - s));
-		strbuf_setlen(pending, 0);
-		return;
+		ok = cfg_add(c, p->path, CFG_LIST, array_text(c->arena, trim(c->arena, p->val.buf, p->val.len)),
+			     p->loc);
+		p->path = NULL;
 	}
-	strbuf_setlen(pending, 0);
-	strbuf_addf(pending, "%s\n%s\n%u %u", path, val, s, e);
+	return ok;
 }
 
 /* "[table]" or "[[table]]": its name, or an error for a header without
@@ -253,26 +261,28 @@ bool cfg_read_toml(struct cfg *c)
 {
 	const char *t = c->file->text, *table = "";
 	struct strmap arrays = { 0 };	/* the [[name]] tables */
-	struct strbuf pending;
+	struct toml_pending pending = { .path = NULL };
 	bool ok = true;
 
-	strbuf_init(&pending);
+	strbuf_init(&pending.val);
 	for (size_t off = 0; off < c->file->len;) {
 		size_t full = strcspn(t + off, "\n"), len = content_len(t + off, full);
 		const char *line = t + off;
 		size_t lead = strspn(line, " \t");
 
-		if (pending.len)
-			toml_continue(c, &pending, line + lead, len - lead);
+		if (lead > len)
+			lead = len;	/* a line of blanks and a comment */
+		if (pending.path)
+			ok &= toml_continue(c, &pending, line + lead, len - lead);
 		else if (len > lead && line[lead] == '[')
 			ok &= toml_header(c, line + lead, len - lead, off + lead, &table, &arrays);
 		else if (len > lead)
 			ok &= toml_pair(c, table, line, len, off, &pending);
 		off += full + 1;
 	}
-	if (pending.len)
+	if (pending.path)
 		ok = diag_fail(c->diag, DIAG_SYNTAX, cfg_loc(c, c->file->len, 0), "an array is not closed");
-	strbuf_release(&pending);
+	strbuf_release(&pending.val);
 	return toml_unique(c, &arrays) && ok;
 }
 

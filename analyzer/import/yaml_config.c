@@ -279,9 +279,11 @@ static bool add_merge(struct yreader *y, struct yframe *f, size_t anchor, size_t
 	size_t *m = arena_alloc(y->c->arena, arena_array_size(sizeof *m, f->nmerges + 1));
 
 	/* a later `<<` key goes first; within one list, in list order (@at) */
-	memcpy(m, f->merges, at * sizeof *m);
+	for (size_t i = 0; i < at; i++)
+		m[i] = f->merges[i];
 	m[at] = anchor;
-	memcpy(m + at + 1, f->merges + at, (f->nmerges - at) * sizeof *m);
+	for (size_t i = at; i < f->nmerges; i++)
+		m[i + 1] = f->merges[i];
 	f->merges = m;
 	f->nmerges++;
 	return true;

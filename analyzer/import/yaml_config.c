@@ -65,7 +65,7 @@ struct yreader {
 
 /* An alias copies what its anchor holds: a file of nested aliases (each
  * level twice the one before) would grow without end. */
-enum { YAML_MAX_COPIED = 1 << 20 };
+enum { YAML_MAX_COPIED = 1 << 16 };
 
 /* libyaml marks count lines and code points; memc locations are bytes. */
 static size_t mark_offset(const struct cfg *c, yaml_mark_t m)

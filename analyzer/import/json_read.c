@@ -172,6 +172,14 @@ static void flatten(struct cfg *c, const struct key_scan *s, json_t *obj, const 
 
 		struct loc here = key_loc(c, s, path), block = loc_is_none(top) ? here : top;
 
+		/* {"zero_optimization.stage": 3} would read as the stage, which
+		 * DeepSpeed never sees: a top-level key it ignores */
+		if (strchr(key, '.')) {
+			diag_error(c->diag, DIAG_SYNTAX, here, "key '%s' has a '.': memc import names a nested "
+				   "key by its dotted path, so this would read as one", key);
+			continue;
+		}
+
 		if (json_is_object(v) && json_object_size(v) > 0) {
 			flatten(c, s, v, path, block);
 			continue;

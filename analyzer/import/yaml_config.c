@@ -294,12 +294,53 @@ static bool is_merge_key(const struct yframe *f)
 	return f->key && f->merging;
 }
 
+/* A tag as yaml.safe_load takes it: !!str makes a string, !!int, !!float,
+ * !!bool and !!null must agree with the text; any other (!!python/...,
+ * a local !tag) SafeLoader refuses, and so does memc import. */
+static bool scalar_tag(struct yreader *y, yaml_event_t *e, enum cfg_kind *k, const char **text)
+{
+	static const char std[] = "tag:yaml.org,2002:";
+	static const struct { const char *name; enum cfg_kind kind; } tags[] = {
+		{ "int", CFG_INT }, { "float", CFG_REAL }, { "bool", CFG_BOOL }, { "null", CFG_NULL },
+	};
+	const char *tag = (const char *)e->data.scalar.tag;
+
+	if (!tag || e->data.scalar.plain_implicit || e->data.scalar.quoted_implicit)
+		return true;
+	if (!strcmp(tag, "tag:yaml.org,2002:str")) {
+		*k = CFG_STR;
+		*text = (const char *)e->data.scalar.value;
+		return true;
+	}
+	for (size_t i = 0; !strncmp(tag, std, sizeof std - 1) && i < sizeof tags / sizeof *tags; i++)
+		if (!strcmp(tag + sizeof std - 1, tags[i].name))
+			return *k == tags[i].kind || (*k == CFG_INT && tags[i].kind == CFG_REAL) ||
+			       yfail(y, DIAG_TYPE_MISMATCH, event_loc(y, e), "'%s' is not a YAML %s",
+				     (const char *)e->data.scalar.value, tags[i].name);
+	return yfail(y, DIAG_SYNTAX, event_loc(y, e), "tag '%s': memc import reads what yaml.safe_load "
+		     "does, which refuses it", tag);
+}
+
+/* A mapping's or a list's tag: none, !!map or !!seq (yaml.safe_load's). */
+static bool node_tag(struct yreader *y, yaml_event_t *e, const yaml_char_t *tag, bool implicit)
+{
+	const char *t = (const char *)tag;
+
+	if (!t || implicit || !strcmp(t, "tag:yaml.org,2002:map") || !strcmp(t, "tag:yaml.org,2002:seq"))
+		return true;
+	return yfail(y, DIAG_SYNTAX, event_loc(y, e), "tag '%s': memc import reads what yaml.safe_load "
+		     "does, which refuses it", t);
+}
+
 static bool on_key(struct yreader *y, struct yframe *f, yaml_event_t *e)
 {
 	f->key = arena_strdup(y->c->arena, (const char *)e->data.scalar.value);
 	f->key_loc = event_loc(y, e);
 	if (f == y->stack)
 		y->top_loc = f->key_loc;
+	if (strchr(f->key, '.'))	/* it would read as a key of the block before the dot */
+		return yfail(y, DIAG_SYNTAX, f->key_loc, "key '%s' has a '.': memc import names a nested "
+			     "key by its dotted path, so this would read as one", f->key);
 	/* a quoted "<<" is a key like any other */
 	f->merging = !strcmp(f->key, "<<") && e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
 	if (f->merging) {
@@ -327,6 +368,8 @@ static bool on_scalar(struct yreader *y, yaml_event_t *e)
 	const char *path = frame_path(y, f);
 
 	f->key = NULL;
+	if (!scalar_tag(y, e, &k, &text))
+		return false;
 	if (e->data.scalar.anchor)
 		add_anchor(y, e->data.scalar.anchor,
 			   (struct yanchor){ .kind = k, .text = arena_strdup(y->c->arena, text) });
@@ -428,6 +471,8 @@ static bool on_sequence(struct yreader *y, yaml_event_t *e)
 	if (!f || !f->key)
 		return yfail(y, DIAG_SYNTAX, event_loc(y, e), "a list as %s: memc import reads a mapping "
 			     "of plain keys", f ? "a key" : "the whole config");
+	if (!node_tag(y, e, e->data.sequence_start.tag, e->data.sequence_start.implicit))
+		return false;
 	if (is_merge_key(f))
 		return read_merge_list(y, f);
 	size_t self = anchor ? add_anchor(y, anchor, (struct yanchor){ .kind = CFG_LIST, .open = true }) : SIZE_MAX;
@@ -452,6 +497,8 @@ static bool on_mapping(struct yreader *y, yaml_event_t *e)
 	if (f && !f->key)
 		return yfail(y, DIAG_SYNTAX, event_loc(y, e), "a mapping as a key: memc import reads "
 			     "plain keys");
+	if (!node_tag(y, e, e->data.mapping_start.tag, e->data.mapping_start.implicit))
+		return false;
 	if (f && is_merge_key(f))
 		return yfail(y, DIAG_SYNTAX, event_loc(y, e), "'<<' with a mapping written in place: "
 			     "write its keys in the mapping itself");

@@ -62,29 +62,36 @@ struct yreader {
 	bool failed;		/* an error was reported: stop */
 	struct diag *last;	/* that error, for its notes */
 	bool refused;		/* a value no item holds (cfg_add said why) */
+	size_t mark_line, mark_col, mark_off;	/* the last mark_offset() */
 };
 
 /* An alias copies what its anchor holds: a file of nested aliases (each
  * level twice the one before) would grow without end. */
 enum { YAML_MAX_COPIED = 1 << 16 };
 
-/* libyaml marks count lines and code points; memc locations are bytes. */
-static size_t mark_offset(const struct cfg *c, yaml_mark_t m)
+/* libyaml marks count lines and code points; memc locations are bytes.
+ * The walk goes on from the last mark on the same line (events come in
+ * order): from the line's start each time, a 1 MB line of flow keys took
+ * minutes. */
+static size_t mark_offset(struct yreader *y, yaml_mark_t m)
 {
-	const struct src_file *f = c->file;
-	size_t n = src_nlines(f), line = m.line < n ? m.line : n - 1, off = src_line_starts(f)[line];
+	const struct src_file *f = y->c->file;
+	size_t n = src_nlines(f), line = m.line < n ? m.line : n - 1, off = src_line_starts(f)[line], col = 0;
 
-	for (size_t col = 0; col < m.column && off < f->len; col++) {
+	if (y->mark_line == line && y->mark_col <= m.column)
+		off = y->mark_off, col = y->mark_col;
+	for (; col < m.column && off < f->len; col++) {
 		uint32_t cp;
 
 		off += src_decode(f->text + off, f->text + f->len, &cp);
 	}
+	y->mark_line = line, y->mark_col = col, y->mark_off = off;
 	return off;
 }
 
-static struct loc event_loc(const struct yreader *y, const yaml_event_t *e)
+static struct loc event_loc(struct yreader *y, const yaml_event_t *e)
 {
-	size_t a = mark_offset(y->c, e->start_mark), b = mark_offset(y->c, e->end_mark);
+	size_t a = mark_offset(y, e->start_mark), b = mark_offset(y, e->end_mark);
 
 	return cfg_loc(y->c, a, b > a ? b - a : 1);
 }
@@ -609,7 +616,7 @@ bool cfg_read_yaml(struct cfg *c)
 		yaml_event_delete(&e);
 	}
 	if (!ok && !y.failed) {
-		size_t at = mark_offset(c, y.parser.problem_mark);
+		size_t at = mark_offset(&y, y.parser.problem_mark);
 
 		diag_error(c->diag, DIAG_SYNTAX, cfg_loc(c, at, 1), "invalid YAML: %s",
 			   y.parser.problem ? y.parser.problem : "parse error");

@@ -590,6 +590,10 @@ static void micro_batch(struct tr *r, uint64_t chunks)
 			     STREAM_COMPUTE);
 	uint32_t root = NO_ID;
 
+	/* the loop rebinds its output each micro-batch (fsdp_qlora's `output =
+	 * None` per iteration, torchtune 2024's `logits = ...`): a previous
+	 * micro-batch's kept output is gone before this one's loss region */
+	mtr_idl_drop_from(r, &r->kept, 0);
 	r->acc_mode = !mtr_keeps_unsharded(r) ? 0 : r->have_grads ? 2 : 1;
 	forward(r, &root);
 	backward(r, &root);

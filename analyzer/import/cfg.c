@@ -233,6 +233,11 @@ static bool map_count(struct cfg *c, const struct cfg_item *it, const struct map
 		imp_set(o, r->dst, "", it->path, NULL);
 		return true;
 	}
+	/* arg: the least value the model can be built with, so that
+	 * `"hidden_size": -4096` is refused at its key, not after the output
+	 * is written */
+	if (r->arg && !cfg_whole_at_least(c, it, strtoll(r->arg, NULL, 10)))
+		return false;
 	if (it->kind != CFG_INT && !(it->kind == CFG_REAL && it->r == (double)it->i))
 		return bad_value(c, it, "a whole number");
 	imp_set(o, r->dst, arena_printf(c->arena, "%lld", it->i), it->path, NULL);

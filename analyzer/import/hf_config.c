@@ -144,6 +144,20 @@ static void apply_defaults(struct cfg *c, const struct hf_family *f, struct imp_
 	}
 }
 
+/* A key of the file that gives @param and was refused where it stands
+ * (`"hidden_size": -4096`): a second error saying it is absent would be
+ * false. null and "auto" leave it to the template or the user. */
+static bool refused(const struct cfg *c, const struct hf_family *f, const char *param)
+{
+	for (const struct map_row *r = f->rows; r->src; r++) {
+		const struct cfg_item *it = r->dst && !strcmp(r->dst, param) ? cfg_find(c, r->src) : NULL;
+
+		if (it && it->kind != CFG_NULL && !(it->kind == CFG_STR && !strcmp(it->text, "auto")))
+			return true;
+	}
+	return false;
+}
+
 static bool check_required(struct cfg *c, const struct hf_family *f, const struct imp_out *o,
 			   struct loc at)
 {
@@ -156,7 +170,9 @@ static bool check_required(struct cfg *c, const struct hf_family *f, const struc
 		snprintf(buf, sizeof buf, "%.*s", (int)len, p);
 		const struct imp_setting *s = param_of(o, buf);
 
-		if (!s || !s->value || !*s->value) {
+		if ((!s || !s->value || !*s->value) && refused(c, f, buf)) {
+			ok = false;
+		} else if (!s || !s->value || !*s->value) {
 			diag_error(c->diag, DIAG_MISSING_FIELD, at,
 				   "%s needs '%s', and this config.json does not give the key for it",
 				   f->template, buf);

@@ -75,7 +75,7 @@ bool cfg_read_fsdp_qlora(struct cfg *c);
  * every key below it.
  */
 enum map_conv {
-	MAP_COUNT,	/* a whole number (`"auto"` becomes a comment) */
+	MAP_COUNT,	/* a whole number, at least arg if set (`"auto"` becomes a comment) */
 	MAP_BOOL,	/* true / false */
 	MAP_NONZERO,	/* a number: dst = (value != 0), e.g. a dropout probability */
 	MAP_ENUM,	/* arg "src=dst|src=dst": string values, case-insensitive */

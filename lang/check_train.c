@@ -300,6 +300,27 @@ static bool positive_keys(struct eval *ev, struct check_job *j)
 	return ok;
 }
 
+/* optimizer_in_backward steps each parameter as its gradient is made and
+ * frees it, so no gradient is left to accumulate: torchtune's recipes raise
+ * "Gradient accumulation is not supported with optimizer in bwd"
+ * (recipes/full_finetune_single_device.py and
+ * full_finetune_distributed.py, __init__). */
+static bool in_backward_ok(struct eval *ev, const struct check_job *j)
+{
+	struct value o, g;
+
+	if (!check_job_field(j, "optimizer_in_backward", &o) || o.kind != VAL_BOOL || !o.b ||
+	    !check_job_field(j, "grad_accum", &g) || g.kind != VAL_NUM || g.unknown ||
+	    num_cmp(g.num, num_from_int(1)) <= 0)
+		return true;
+	diag_note(eval_error(ev, DIAG_IGNORED_SETTING, o.origin, "'optimizer_in_backward' steps the "
+			     "optimizer inside each backward, so no gradient is kept to accumulate "
+			     "(torchtune raises 'Gradient accumulation is not supported with optimizer "
+			     "in bwd'): set grad_accum = 1 or optimizer_in_backward = false"),
+		  g.origin, "'grad_accum' is set here");
+	return false;
+}
+
 /* The location of top-level key @key of @j's block (a sub-record too). */
 struct loc check_key_loc(const struct check_job *j, const char *key)
 {
@@ -886,7 +907,8 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
 	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j) &
-		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j) & data_ok(ev, j);
+		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j) & data_ok(ev, j) &
+		       in_backward_ok(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {
 		check_capabilities(ev, j);

@@ -110,8 +110,10 @@ static bool yfail(struct yreader *y, enum diag_id id, struct loc at, const char 
 
 /* 0x1F, 0b101 and 0017 as PyYAML's YAML 1.1 reads them (resolver.py's
  * int pattern, constructor.py construct_yaml_int: a leading 0 is octal),
- * in decimal; false where the digits do not fit that base or 64 bits. */
-static bool based_int(struct arena *a, const char *s, const char **text)
+ * in decimal; false where the digits do not fit that base, and *wide
+ * where they do but not 64 bits (Python's int holds it: an integer, too
+ * wide for memc, as the decimal 99999999999999999999 is). */
+static bool based_int(struct arena *a, const char *s, const char **text, bool *wide)
 {
 	bool neg = *s == '-';
 	const char *p = s + (*s == '-' || *s == '+');
@@ -124,8 +126,10 @@ static bool based_int(struct arena *a, const char *s, const char **text)
 	errno = 0;
 	unsigned long long v = strtoull(d, &end, base);
 
-	if (*end || errno == ERANGE || v > (unsigned long long)LLONG_MAX + neg)
+	if (*end)
 		return false;
+	if (errno == ERANGE || v > (unsigned long long)LLONG_MAX + neg)
+		return *wide = true;
 	*text = neg ? arena_printf(a, "-%llu", v) : arena_printf(a, "%llu", v);
 	return true;
 }
@@ -133,7 +137,7 @@ static bool based_int(struct arena *a, const char *s, const char **text)
 /* A plain scalar's type as YAML 1.1 (PyYAML) gives it: a 1.1 integer in
  * another base becomes decimal, .inf and .nan are reals (which no count
  * takes), and a decimal number is one as Python reads it. */
-static enum cfg_kind plain_kind(struct arena *a, const char *s, const char **text)
+static enum cfg_kind plain_kind(struct arena *a, const char *s, const char **text, bool *wide)
 {
 	const char *p = s + (*s == '-' || *s == '+');
 
@@ -149,7 +153,7 @@ static enum cfg_kind plain_kind(struct arena *a, const char *s, const char **tex
 	if (p == s && (!strcmp(s, ".nan") || !strcmp(s, ".NaN") || !strcmp(s, ".NAN")))
 		return *text = "nan", CFG_REAL;
 	if (p[0] == '0' && p[1] && p[1] != '.' && p[1] != 'e' && p[1] != 'E')
-		return based_int(a, s, text) ? CFG_INT : CFG_STR;
+		return based_int(a, s, text, wide) ? CFG_INT : CFG_STR;
 	if (strchr(p, '_') && p[0] >= '1' && p[0] <= '9' && strspn(p, "0123456789_") == strlen(p)) {
 		char *d = arena_strdup(a, s), *w = d;	/* 1_000: the 1.1 int pattern's */
 
@@ -365,6 +369,18 @@ static bool on_key(struct yreader *y, struct yframe *f, yaml_event_t *e)
 	return new_key(y, frame_path(y, f), f->key_loc);
 }
 
+/* A 0x, 0b or 0 integer wider than 64 bits is out-of-range at its key, as
+ * cfg_add says of a decimal one. An alias to it holds a string: the read
+ * is refused, so no key maps it. */
+static bool wide_int(struct yreader *y, const yaml_event_t *e, const char *path, const char *s,
+		     struct loc at)
+{
+	diag_error(y->c->diag, DIAG_OUT_OF_RANGE, at, "'%s' = %s does not fit in a 64-bit integer", path, s);
+	if (e->data.scalar.anchor)
+		add_anchor(y, e->data.scalar.anchor, (struct yanchor){ .kind = CFG_STR, .text = arena_strdup(y->c->arena, s) });
+	return y->refused = true;
+}
+
 static bool on_scalar(struct yreader *y, yaml_event_t *e)
 {
 	struct yframe *f = y->depth ? &y->stack[y->depth - 1] : NULL;
@@ -378,13 +394,16 @@ static bool on_scalar(struct yreader *y, yaml_event_t *e)
 	if (is_merge_key(f))
 		return yfail(y, DIAG_SYNTAX, event_loc(y, e), "'<<' merges a mapping (an alias '*name' "
 			     "or a list of them), not a value");
-	enum cfg_kind k = e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? plain_kind(y->c->arena, s, &text) :
-			  CFG_STR;
+	bool wide = false;
+	enum cfg_kind k = e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ?
+			  plain_kind(y->c->arena, s, &text, &wide) : CFG_STR;
 	const char *path = frame_path(y, f);
 
 	f->key = NULL;
 	if (!scalar_tag(y, e, &k, &text))
 		return false;
+	if (wide && k == CFG_INT)	/* not !!str: cfg_add's error, in the digits as written */
+		return wide_int(y, e, path, s, f->key_loc);
 	if (e->data.scalar.anchor)
 		add_anchor(y, e->data.scalar.anchor,
 			   (struct yanchor){ .kind = k, .text = arena_strdup(y->c->arena, text) });

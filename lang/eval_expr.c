@@ -78,6 +78,49 @@ static struct value percent(struct eval *ev, const struct expr *e)
 	return v;
 }
 
+/* @e's source text, or NULL where it is long or not at hand. */
+static const char *expr_text(struct eval *ev, const struct expr *e, char *buf, size_t n)
+{
+	const struct src_file *f = ev->src ? src_get(ev->src, e->loc.file) : NULL;
+	uint32_t len = e->loc.end - e->loc.start;
+
+	if (!f || len == 0 || len >= n)
+		return NULL;
+	memcpy(buf, f->text + e->loc.start, len);
+	buf[len] = '\0';
+	return buf;
+}
+
+/* The error names what the member was asked of: an undeclared word
+ * (`bfloat16.size`, a framework's dtype spelling), a dtype, a declaration
+ * or another value, never "this value". */
+static void no_member(struct eval *ev, const struct expr *e, const struct value *obj)
+{
+	const char *f = e->member.field, *s;
+	char type[64], text[64];
+	struct diag *d;
+
+	if (obj->kind == VAL_SYMBOL) {
+		d = eval_error(ev, DIAG_UNKNOWN_FIELD, e->member.field_loc, "'%s' has no member '%s': it is "
+			       "neither declared nor a dtype", obj->str, f);
+		s = dtype_suggest(obj->str);
+		if (!eval_note_undefined(ev, d, obj->str, DECL__COUNT) && s)
+			diag_note(d, NO_LOC, "did you mean the dtype '%s'? (%s.%s)", s, s, f);
+	} else if (obj->kind == VAL_DTYPE) {
+		eval_error(ev, DIAG_UNKNOWN_FIELD, e->member.field_loc, "the dtype %s has no member '%s' "
+			   "(a dtype has size and bits)", dtype_name(obj->dtype), f);
+	} else if ((obj->kind == VAL_DECL || obj->kind == VAL_INSTANCE) && obj->decl && obj->decl->name) {
+		eval_error(ev, DIAG_UNKNOWN_FIELD, e->member.field_loc, "the %s '%s' has no member '%s'",
+			   ast_decl_keyword[obj->decl->kind], obj->decl->name, f);
+	} else {
+		const char *name = obj->label ? obj->label : expr_text(ev, e->member.object, text, sizeof text);
+
+		eval_error(ev, DIAG_UNKNOWN_FIELD, e->member.field_loc, "the %s%s%s%s has no member '%s'",
+			   eval_type_name(obj, type, sizeof type), name ? " '" : "", name ? name : "",
+			   name ? "'" : "", f);
+	}
+}
+
 static struct value member(struct eval *ev, struct env *env, const struct expr *e)
 {
 	struct value obj = eval_expr(ev, env, e->member.object);
@@ -102,8 +145,7 @@ static struct value member(struct eval *ev, struct env *env, const struct expr *
 		if (fl)
 			return eval_expr(ev, env, fl->value);
 	}
-	eval_error(ev, DIAG_UNKNOWN_FIELD, e->member.field_loc, "'%s' has no member '%s'",
-		   obj.label ? obj.label : "this value", f);
+	no_member(ev, e, &obj);
 	return val_error(e->loc);
 }
 

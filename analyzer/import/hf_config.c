@@ -96,18 +96,32 @@ static bool map_keys(struct cfg *c, const struct hf_family *f, struct imp_out *o
 	return ok;
 }
 
+/* Each count fits in 64 bits; a product of two need not. */
+static bool product(struct cfg *c, long long a, long long b, struct loc at, const char *what, long long *out)
+{
+	if (!__builtin_mul_overflow(a, b, out))
+		return true;
+	return diag_fail(c->diag, DIAG_OUT_OF_RANGE, at, "%s does not fit in a 64-bit integer", what);
+}
+
 /* Counts a template derives differently from the Hugging Face class. */
 static bool derived_params(struct cfg *c, const struct hf_family *f, struct imp_out *o)
 {
 	const struct cfg_item *h = cfg_find(c, "hidden_size"), *n = cfg_find(c, "n_shared_experts");
 	const struct cfg_item *e = cfg_find(c, "moe_intermediate_size");
+	long long v;
 
-	if (!strcmp(f->model_type, "falcon") && !param_of(o, "ffn") && h)
-		imp_set(o, "ffn", arena_printf(c->arena, "%lld", 4 * h->i), "4 x hidden_size",
-			"ffn_hidden_size absent");
-	if (!strcmp(f->model_type, "deepseek_v3") && n && e)
-		imp_set(o, "shared_ffn", arena_printf(c->arena, "%lld", n->i * e->i),
+	if (!strcmp(f->model_type, "falcon") && !param_of(o, "ffn") && h) {
+		if (!product(c, 4, h->i, h->loc, "4 x hidden_size", &v))
+			return false;
+		imp_set(o, "ffn", arena_printf(c->arena, "%lld", v), "4 x hidden_size", "ffn_hidden_size absent");
+	}
+	if (!strcmp(f->model_type, "deepseek_v3") && n && e) {
+		if (!product(c, n->i, e->i, n->loc, "n_shared_experts x moe_intermediate_size", &v))
+			return false;
+		imp_set(o, "shared_ffn", arena_printf(c->arena, "%lld", v),
 			"n_shared_experts x moe_intermediate_size", NULL);
+	}
 	if (!strcmp(f->model_type, "t5")) {
 		const struct cfg_item *l = cfg_find(c, "num_layers"), *d = cfg_find(c, "num_decoder_layers");
 		const struct cfg_item *kv = cfg_find(c, "d_kv"), *m = cfg_find(c, "d_model");
@@ -117,7 +131,9 @@ static bool derived_params(struct cfg *c, const struct hf_family *f, struct imp_
 			return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, d->loc,
 					 "num_decoder_layers %lld != num_layers %lld: the T5 template has "
 					 "one depth", d->i, l->i);
-		if (kv && m && hd && hd->i && kv->i * hd->i != m->i)
+		if (kv && m && hd && hd->i && !product(c, kv->i, hd->i, kv->loc, "d_kv x num_heads", &v))
+			return false;
+		if (kv && m && hd && hd->i && v != m->i)
 			return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, kv->loc,
 					 "d_kv x num_heads != d_model: the T5 template has no d_kv");
 	}

@@ -85,6 +85,7 @@ struct mem_seg {
 				   (checkpoint_every, recompute_first): not recomputed */
 	uint64_t flight;	/* DualPipe(V): its chunk's forwards in flight
 				   (mem_pp_chunk_flight); 0: the stage's count */
+	uint32_t chunk;		/* interleaved: which of the rank's vp chunks (c / pp) */
 };
 
 struct mem_stage {
@@ -99,6 +100,8 @@ struct mem_stage {
 	uint64_t max_unit_held;		/* its part kept from forward to backward (FSDP2) */
 	uint64_t step_max;		/* largest one-at-a-time step temporary */
 	uint32_t index;			/* the stage's pp rank */
+	struct mem_sums *chunk_total;	/* interleaved: [vp] one micro-batch of each of the
+					   rank's chunks (mem_pp_extra); NULL otherwise */
 };
 
 /* One analysis. */

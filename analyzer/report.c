@@ -297,6 +297,25 @@ static void text_host(FILE *out, const struct report_job *j, const struct mem_cl
 	}
 }
 
+/* A stated split: the layers of each model chunk the rank holds, in its
+ * order (7 + 8: stages r and r + pp of an interleaved pp). */
+static void text_stage_layers(FILE *out, const struct mem_job *job, uint32_t stage)
+{
+	const char *sep = "; layers ";
+
+	if (!job || !mem_pp_stated_split(job))
+		return;
+	for (uint64_t c = 0; c < mem_pp_model_chunks(job); c++) {
+		uint32_t r[2];
+		unsigned n = mem_pp_chunk_ranks(job, c, r);
+
+		if (r[0] == stage || (n > 1 && r[1] == stage)) {
+			fprintf(out, "%s%" PRIu64, sep, mem_pp_chunk_layers(job, c));
+			sep = " + ";
+		}
+	}
+}
+
 static void text_class(FILE *out, const struct report_job *j, const struct mem_class *k,
 		       bool explain)
 {
@@ -307,7 +326,9 @@ static void text_class(FILE *out, const struct report_job *j, const struct mem_c
 			k->stage + k->nstages - 1);
 	else
 		fprintf(out, "  rank class: stage %" PRIu32, k->stage);
-	fprintf(out, " of %" PRIu32 ", %" PRIu64 " ranks\n", stages, k->ranks);
+	fprintf(out, " of %" PRIu32 ", %" PRIu64 " ranks", stages, k->ranks);
+	text_stage_layers(out, j->job, k->stage);
+	fputc('\n', out);
 	text_components(out, j, k, explain);
 	text_figures(out, j, k, explain);
 	if (offload_active(j->job))

@@ -208,13 +208,13 @@ static const struct map_row titan_rows[] = {
 	IGN("parallelism.context_parallel_load_balancer"),
 	MUST("parallelism.expert_parallel_comm_backend", "standard"),
 	NOTE("parallelism.pipeline_parallel_split_points",
-	     "the stages' layers: parallel { first_stage_layers, last_stage_layers }"),
+	     "the stages' layers: parallel { stage_layers }, one count per stage in stage order"),
 	NOTE("parallelism.pipeline_parallel_first_stage_less_layers",
-	     "the first stage's layers: parallel { first_stage_layers }"),
+	     "the embedding counted as layers in the stage split (first_stage_layers or stage_layers)"),
 	NOTE("parallelism.pipeline_parallel_last_stage_less_layers",
-	     "the last stage's layers: parallel { last_stage_layers }"),
+	     "the head counted as layers in the stage split (last_stage_layers or stage_layers)"),
 	NOTE("parallelism.pipeline_parallel_layers_per_stage",
-	     "the stages' layers: parallel { first_stage_layers, last_stage_layers }"),
+	     "the stages' layers: parallel { stage_layers }, one count per stage in stage order"),
 	IGN("parallelism.enable_compiled_autograd"), MUST("parallelism.disable_loss_parallel", "false"),
 	E("activation_checkpoint.mode", "checkpoint",
 	  "full=full|selective=selective|none=none|selective_op=selective_op"),
@@ -435,61 +435,128 @@ static const struct titan_flavor *titan_model(struct cfg *c, struct imp_out *o)
 	return NULL;
 }
 
+/* Stages per rank of torchtitan's schedule: 2 for its multi-stage ones
+ * (generate_split_points; pipeline_parallel.py "2 virtual stages per
+ * rank"), 1 for 1F1B and GPipe. */
+static long long titan_stages_per_rank(const char *sched)
+{
+	return strcmp(sched, "1F1B") && strcmp(sched, "GPipe") ? 2 : 1;
+}
+
+/* Which stages a rank holds (pipeline_parallel.py stage_ids_this_rank:
+ * "loop" or "v" style), for the list's comment. */
+static const char *titan_ranks(struct arena *a, const char *sched, long long pp)
+{
+	if (titan_stages_per_rank(sched) == 1)
+		return "";
+	if (!strcmp(sched, "ZBVZeroBubble") || !strcmp(sched, "DualPipeV"))
+		return arena_printf(a, "; rank r holds stages r and %lld - r", 2 * pp - 1);
+	return arena_printf(a, "; rank r holds stages r and r + %lld", pp);
+}
+
+/* @n[0..s) as parallel { stage_layers }, in stage order: NULL when every
+ * stage has the same count (the even split memc makes without it). */
+static const char *titan_list(struct arena *a, const long long *n, long long s)
+{
+	struct strbuf sb;
+	bool even = true;
+
+	for (long long i = 1; i < s; i++)
+		even &= n[i] == n[0];
+	if (even)
+		return NULL;
+	strbuf_init(&sb);
+	for (long long i = 0; i < s; i++)
+		strbuf_addf(&sb, "%s%lld", i ? ", " : "[", n[i]);
+	strbuf_addch(&sb, ']');
+	const char *r = arena_strdup(a, sb.buf);
+
+	strbuf_release(&sb);
+	return r;
+}
+
+/* generate_split_points over @s stages: stage 0 n // s, each middle one a
+ * layer more while the remainder lasts, the last the rest. */
+static const char *titan_split_points(struct arena *a, long long s, long long layers)
+{
+	long long *n = ARENA_NEW_ARRAY(a, long long, (size_t)s), base = layers / s, extra = layers % s, left = layers;
+
+	for (long long i = 0; i + 1 < s; i++) {
+		n[i] = base + (i > 0 && extra > 0);
+		extra -= i > 0 && extra > 0;
+		left -= n[i];
+	}
+	n[s - 1] = left;
+	return titan_list(a, n, s);
+}
+
 /* generate_split_points (9dec370 parallelisms/pipelining_utils.py) without
- * split points: a single-stage schedule cuts pp stages, the first n // pp
- * layers, each middle one a layer more while the remainder n % pp lasts,
- * the last what is left. memc's split is first and last stage counts with
- * the middle even: written when the remainder gives that. */
+ * split points: pp stages (2 pp for a multi-stage schedule), the first
+ * n // stages layers, each middle one a layer more while the remainder
+ * lasts, the last what is left. Written as first and last stage counts
+ * where the remainder fills the middle stages, else as the list. */
 static void titan_split(struct cfg *c, struct imp_out *o, long long pp, long long layers)
 {
 	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
 	const char *why = "generate_split_points; the middle stages a layer more";
-	long long base = layers / pp, extra = layers % pp;
+	long long base = layers / pp, extra = layers % pp, st = pp * titan_stages_per_rank(sched);
+	const char *list;
 
-	if (titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 3 || !base)
+	if (titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 2 || layers < st)
 		return;
-	if (strcmp(sched, "1F1B") && strcmp(sched, "GPipe")) {
-		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_schedule", arena_printf(c->arena,
-			"%s runs 2 stages a rank: generate_split_points cuts %lld layers into %lld stages "
-			"(the first %lld, each middle one a layer more while the remainder %lld lasts, the "
-			"last the rest), rank r holding stages r and r + %lld", sched, layers, 2 * pp,
-			layers / (2 * pp), layers % (2 * pp), pp));
-		return;
-	}
-	if (!extra)
-		return;
-	if (extra < pp - 2) {
-		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree", arena_printf(c->arena,
-			"generate_split_points gives stages 1 to %lld %lld layers and the rest %lld, a split "
-			"parallel { first_stage_layers, last_stage_layers } cannot state", extra, base + 1, base));
+	if (st > pp || (extra && extra < pp - 2) || pp < 3) {
+		/* the stages differ where first/last_stage_layers cannot say it */
+		list = titan_split_points(c->arena, st, layers);
+		if (list)
+			imp_set(o, "parallel.stage_layers", list, "parallelism.pipeline_parallel_degree",
+				arena_printf(c->arena, "generate_split_points over %lld stages%s", st,
+					     titan_ranks(c->arena, sched, pp)));
 		return;
 	}
+	if (!extra || !base)
+		return;
 	imp_set(o, "parallel.first_stage_layers", arena_printf(c->arena, "%lld", base),
 		"parallelism.pipeline_parallel_degree", why);
 	imp_set(o, "parallel.last_stage_layers", arena_printf(c->arena, "%lld", base + extra - (pp - 2)),
 		"parallelism.pipeline_parallel_degree", why);
 }
 
+/* generate_llm_fqn_per_model_part's counts over @s stages as the list */
+static const char *titan_fqn_list(struct arena *a, long long s, long long eff, long long in, long long out)
+{
+	long long *n = ARENA_NEW_ARRAY(a, long long, (size_t)s);
+
+	for (long long i = 0; i < s; i++)
+		n[i] = eff / s + (i < eff % s) - (i == 0 ? in : 0) - (i == s - 1 ? out : 0);
+	return titan_list(a, n, s);
+}
+
 /* Today's split (distributed/pipeline_parallel.py
  * generate_llm_fqn_per_model_part): the embedding and the head count as
  * pipeline_parallel_first/last_stage_less_layers (default 1) layers; n +
- * both over the stages, the first (n + both) % stages a layer more. */
+ * both over the stages (2 a rank for a multi-stage schedule), the first
+ * (n + both) % stages a layer more. First and last stage counts where they
+ * say it, else the list. */
 static bool titan_split_today(struct cfg *c, struct imp_out *o, long long pp, long long layers)
 {
 	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
 	long long in = titan_count(c, "parallelism.pipeline_parallel_first_stage_less_layers", 1);
 	long long out = titan_count(c, "parallelism.pipeline_parallel_last_stage_less_layers", 1);
-	long long eff = layers + in + out, base = eff / pp, extra = eff % pp;
+	long long st = pp * titan_stages_per_rank(sched), eff = layers + in + out, base = eff / st;
+	long long extra = eff % st;
 	const char *why = "generate_llm_fqn_per_model_part; the embedding and the head as layers";
 
 	if (titan_item(c, "parallelism.pipeline_parallel_layers_per_stage") ||
-	    titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 3 ||
-	    (strcmp(sched, "1F1B") && strcmp(sched, "GPipe")) || base <= in || base <= out)
+	    titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 2 ||
+	    base <= in || base <= out)
 		return false;
-	if (extra > 1 && extra < pp - 1) {
-		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree", arena_printf(c->arena,
-			"generate_llm_fqn_per_model_part gives stages 0 to %lld a layer more than the rest, "
-			"a split parallel { first_stage_layers, last_stage_layers } cannot state", extra - 1));
+	if (st > pp || pp < 3 || (extra > 1 && extra < pp - 1)) {
+		const char *list = titan_fqn_list(c->arena, st, eff, in, out);
+
+		if (list)
+			imp_set(o, "parallel.stage_layers", list, "parallelism.pipeline_parallel_degree",
+				arena_printf(c->arena, "generate_llm_fqn_per_model_part over %lld stages, the "
+					     "embedding and the head as layers%s", st, titan_ranks(c->arena, sched, pp)));
 		return true;
 	}
 	imp_set(o, "parallel.first_stage_layers", arena_printf(c->arena, "%lld", base + (extra > 0) - in),
@@ -522,7 +589,8 @@ static bool titan_pipeline_count(struct cfg *c, struct imp_out *o, const struct 
 		imp_set(o, NULL, NULL, "experimental.pipeline_parallel_degree",
 			"pp > 1: generate_split_points gives the first and the last stage n_layers // stages "
 			"and each middle one a layer more while the remainder lasts: set parallel "
-			"{ first_stage_layers, last_stage_layers } when they do not split evenly");
+			"{ first_stage_layers, last_stage_layers } (or { stage_layers }) when they do not "
+			"split evenly");
 	return true;
 }
 
@@ -552,7 +620,7 @@ static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy, const 
 		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree",
 			"pp > 1: torchtitan's generate_split_points gives the first and last stages "
 			"pipeline_parallel_first/last_stage_less_layers (1) fewer layers: set parallel "
-			"{ first_stage_layers, last_stage_layers }");
+			"{ first_stage_layers, last_stage_layers } or { stage_layers }");
 	return true;
 }
 

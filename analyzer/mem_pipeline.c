@@ -278,9 +278,8 @@ static enum mem_split split_uneven(const struct mem_job *job, uint64_t r, uint64
 }
 
 /* parallel { stage_layers }: one entry per model chunk adding up to the
- * repeats; an empty stage only at either end, holding the embedding or the
- * loss alone (Megatron-Core's layout "E|t*4|...|L"). *sl: the offending
- * length, sum or index. */
+ * repeats; a stage may be empty (Megatron-Core's layout accepts one, its
+ * pretty_repr prints "(empty stage)"). *sl: the offending length or sum. */
 static enum mem_split split_list(const struct mem_job *job, uint64_t r, uint64_t *sl)
 {
 	uint64_t n = mem_pp_model_chunks(job), sum = 0;
@@ -293,13 +292,8 @@ static enum mem_split split_list(const struct mem_job *job, uint64_t r, uint64_t
 		*sl = job->nstage_layers;
 		return MEM_SPLIT_LIST_LEN;
 	}
-	for (uint64_t i = 0; i < n; i++) {
-		if (!job->stage_layers[i] && i && i + 1 < n) {
-			*sl = i;
-			return MEM_SPLIT_LIST_ZERO;
-		}
+	for (uint64_t i = 0; i < n; i++)
 		sum = mem_add(&ovf, sum, job->stage_layers[i]);
-	}
 	*sl = sum;
 	return sum == r && !ovf ? MEM_SPLIT_OK : MEM_SPLIT_LIST_SUM;
 }

@@ -567,7 +567,6 @@ enum mem_split {
 	MEM_SPLIT_EMPTY,	/* no body repeats to split */
 	MEM_SPLIT_LIST_LEN,	/* stage_layers: not one entry per model chunk */
 	MEM_SPLIT_LIST_SUM,	/* stage_layers: the entries do not add up to the repeats */
-	MEM_SPLIT_LIST_ZERO,	/* stage_layers: an empty stage between the first and last */
 	MEM_SPLIT_LIST_MIXED,	/* stage_layers with first/last_stage_layers or account_for_* */
 };
 /* Check the split; *stage_layers: the layers of the offending stage (VP,

@@ -689,9 +689,9 @@ static void job_repeat_leave(void *ctx, const struct stmt *s)
 
 /* parallel { stage_layers }: one count per model chunk in stage order (pp
  * x vp interleaved, 2 pp for the V schedules), adding up to the model's
- * repeats, empty only at either end (the stage of the embedding or of the
- * loss alone, as Megatron-Core's --pipeline-model-parallel-layout allows);
- * it states what first/last_stage_layers and account_for_* derive.
+ * repeats; 0 is a stage without layers, which Megatron-Core's
+ * --pipeline-model-parallel-layout accepts ("E|t*4|..."); it states what
+ * first/last_stage_layers and account_for_* derive.
  * mem_pipeline.c split_list holds the analyzer to the same rules. */
 static void check_stage_layers(struct eval *ev, const struct check_model *m, const struct check_job *j,
 			       uint64_t pp, uint64_t vp)
@@ -727,11 +727,6 @@ static void check_stage_layers(struct eval *ev, const struct check_model *m, con
 
 		if (x->kind != VAL_NUM || !num_is_int(x->num) || !num_to_u64(x->num, &u)) {
 			eval_error(ev, DIAG_TYPE_MISMATCH, at, "a stage_layers entry must be a layer count (0 or more)");
-			return;
-		}
-		if (!u && i && i + 1 < l.nitems) {
-			eval_error(ev, DIAG_BAD_LAYOUT, at, "stage %u of stage_layers has no layer; only the first "
-				   "or last stage may be empty (the embedding or the loss alone)", i);
 			return;
 		}
 		if (__builtin_add_overflow(sum, u, &sum))

@@ -445,13 +445,15 @@ static long long titan_stages_per_rank(const char *sched)
 
 /* Which stages a rank holds (pipeline_parallel.py stage_ids_this_rank:
  * "loop" or "v" style), for the list's comment. */
-static const char *titan_ranks(struct arena *a, const char *sched, long long pp)
+static const char *titan_ranks(struct arena *a, const char *sched, long long pp, long long st)
 {
-	if (titan_stages_per_rank(sched) == 1)
+	if (st <= pp)
 		return "";
 	if (!strcmp(sched, "ZBVZeroBubble") || !strcmp(sched, "DualPipeV"))
 		return arena_printf(a, "; rank r holds stages r and %lld - r", 2 * pp - 1);
-	return arena_printf(a, "; rank r holds stages r and r + %lld", pp);
+	if (st == 2 * pp)
+		return arena_printf(a, "; rank r holds stages r and r + %lld", pp);
+	return arena_printf(a, "; rank r holds stages r, r + %lld, ... (%lld a rank)", pp, st / pp);
 }
 
 /* @n[0..s) as parallel { stage_layers }, in stage order: NULL when every
@@ -490,6 +492,64 @@ static const char *titan_split_points(struct arena *a, long long s, long long la
 	return titan_list(a, n, s);
 }
 
+static bool titan_v(const char *sched)
+{
+	return !strcmp(sched, "ZBVZeroBubble") || !strcmp(sched, "DualPipeV");
+}
+
+/* Stages a rank the schedule takes: 1 single-stage, 2 in a V, else 2 or more. */
+static bool titan_spr_ok(const char *sched, long long spr)
+{
+	return titan_stages_per_rank(sched) == 1 ? spr == 1 : titan_v(sched) ? spr == 2 : spr >= 2;
+}
+
+static const char *titan_spr_need(const char *sched)
+{
+	return titan_stages_per_rank(sched) == 1 ? "1" : titan_v(sched) ? "2" : "2 or more";
+}
+
+/* pipeline_parallel_split_points ("layers.N", increasing): stage i runs
+ * from point i - 1 to point i, so len + 1 stages (pipeline_llama.py
+ * pipeline_llama_manual_split); stages / pp a rank (2 for the V schedules,
+ * 1 for a single-stage one: stage_ids_this_rank). Returns false on a
+ * diagnosed error; *list NULL when the points give no list. */
+static bool titan_points(struct cfg *c, struct imp_out *o, long long pp, long long layers, bool *done)
+{
+	const struct cfg_item *it = titan_item(c, "parallelism.pipeline_parallel_split_points");
+	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
+	long long k = 1, prev = 0, *n, i = 0, spr;
+
+	*done = it != NULL;
+	if (!it || it->kind != CFG_LIST || !it->text || !*it->text)
+		return true;
+	for (const char *p = it->text; *p; p++)
+		k += *p == ',';
+	n = ARENA_NEW_ARRAY(c->arena, long long, (size_t)k + 1);
+	for (const char *p = it->text; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		char *end;
+		long long at = strncmp(p, "layers.", 7) ? -1 : strtoll(p + 7, &end, 10);
+
+		if (at <= prev || at >= layers || (*end && *end != ','))
+			return diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "split point %lld of "
+					 "'pipeline_parallel_split_points' must be \"layers.N\", N increasing from "
+					 "1 to %lld", i + 1, layers - 1);
+		n[i++] = at - prev;
+		prev = at;
+	}
+	n[i] = layers - prev;
+	spr = (k + 1) / pp;
+	if ((k + 1) % pp || !titan_spr_ok(sched, spr))
+		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, it->loc, "%lld split points make %lld stages, "
+				 "not %s a rank of pp = %lld (stage_ids_this_rank)", k, k + 1,
+				 titan_spr_need(sched), pp);
+	const char *list = titan_list(c->arena, n, k + 1);
+
+	if (list)
+		imp_set(o, "parallel.stage_layers", list, it->path, arena_printf(c->arena,
+			"the layers between the split points%s", titan_ranks(c->arena, sched, pp, k + 1)));
+	return true;
+}
+
 /* generate_split_points (9dec370 parallelisms/pipelining_utils.py) without
  * split points: pp stages (2 pp for a multi-stage schedule), the first
  * n // stages layers, each middle one a layer more while the remainder
@@ -502,7 +562,9 @@ static void titan_split(struct cfg *c, struct imp_out *o, long long pp, long lon
 	long long base = layers / pp, extra = layers % pp, st = pp * titan_stages_per_rank(sched);
 	const char *list;
 
-	if (titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 2 || layers < st)
+	bool done;
+
+	if (!titan_points(c, o, pp, layers, &done) || done || pp < 2 || layers < st)
 		return;
 	if (st > pp || (extra && extra < pp - 2) || pp < 3) {
 		/* the stages differ where first/last_stage_layers cannot say it */
@@ -510,7 +572,7 @@ static void titan_split(struct cfg *c, struct imp_out *o, long long pp, long lon
 		if (list)
 			imp_set(o, "parallel.stage_layers", list, "parallelism.pipeline_parallel_degree",
 				arena_printf(c->arena, "generate_split_points over %lld stages%s", st,
-					     titan_ranks(c->arena, sched, pp)));
+					     titan_ranks(c->arena, sched, pp, st)));
 		return;
 	}
 	if (!extra || !base)
@@ -519,6 +581,28 @@ static void titan_split(struct cfg *c, struct imp_out *o, long long pp, long lon
 		"parallelism.pipeline_parallel_degree", why);
 	imp_set(o, "parallel.last_stage_layers", arena_printf(c->arena, "%lld", base + extra - (pp - 2)),
 		"parallelism.pipeline_parallel_degree", why);
+}
+
+/* pipeline_llm (distributed/pipeline_parallel.py): with
+ * pipeline_parallel_layers_per_stage, ceil((n + both) / it) virtual stages,
+ * a multiple of pp, 1 a rank for a single-stage schedule and 2 or more for
+ * the others; *st: their number (vp the stages a rank). */
+static bool titan_layers_per_stage(struct cfg *c, struct imp_out *o, long long pp, long long eff,
+				   long long lps, long long *st)
+{
+	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
+	const char *path = "parallelism.pipeline_parallel_layers_per_stage";
+	long long n = (eff + lps - 1) / lps, spr = n / pp;
+
+	if (n % pp || !titan_spr_ok(sched, spr))
+		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, titan_item(c, path)->loc, "%lld layers a "
+				 "stage make %lld virtual stages, not %s a rank of pp = %lld (pipeline_llm)", lps,
+				 n, titan_spr_need(sched), pp);
+	if (titan_stages_per_rank(sched) > 1 && !titan_v(sched))
+		imp_set(o, "parallel.vp", arena_printf(c->arena, "%lld", spr), path,
+			"ceil((layers + first/last_stage_less_layers) / it) stages over pp");
+	*st = n;
+	return true;
 }
 
 /* generate_llm_fqn_per_model_part's counts over @s stages as the list */
@@ -542,13 +626,18 @@ static bool titan_split_today(struct cfg *c, struct imp_out *o, long long pp, lo
 	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
 	long long in = titan_count(c, "parallelism.pipeline_parallel_first_stage_less_layers", 1);
 	long long out = titan_count(c, "parallelism.pipeline_parallel_last_stage_less_layers", 1);
-	long long st = pp * titan_stages_per_rank(sched), eff = layers + in + out, base = eff / st;
-	long long extra = eff % st;
+	long long lps = titan_count(c, "parallelism.pipeline_parallel_layers_per_stage", 0);
+	long long st = pp * titan_stages_per_rank(sched), eff = layers + in + out, base, extra;
 	const char *why = "generate_llm_fqn_per_model_part; the embedding and the head as layers";
+	bool done;
 
-	if (titan_item(c, "parallelism.pipeline_parallel_layers_per_stage") ||
-	    titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 2 ||
-	    base <= in || base <= out)
+	if (!titan_points(c, o, pp, layers, &done) || done)
+		return true;
+	if (lps > 0 && !titan_layers_per_stage(c, o, pp, eff, lps, &st))
+		return true;
+	base = eff / st;
+	extra = eff % st;
+	if (pp < 2 || base <= in || base <= out)
 		return false;
 	if (st > pp || pp < 3 || (extra > 1 && extra < pp - 1)) {
 		const char *list = titan_fqn_list(c->arena, st, eff, in, out);
@@ -556,7 +645,7 @@ static bool titan_split_today(struct cfg *c, struct imp_out *o, long long pp, lo
 		if (list)
 			imp_set(o, "parallel.stage_layers", list, "parallelism.pipeline_parallel_degree",
 				arena_printf(c->arena, "generate_llm_fqn_per_model_part over %lld stages, the "
-					     "embedding and the head as layers%s", st, titan_ranks(c->arena, sched, pp)));
+					     "embedding and the head as layers%s", st, titan_ranks(c->arena, sched, pp, st)));
 		return true;
 	}
 	imp_set(o, "parallel.first_stage_layers", arena_printf(c->arena, "%lld", base + (extra > 0) - in),
@@ -632,10 +721,19 @@ static void titan_stages(struct cfg *c, struct imp_out *o)
 	const char *path = "parallelism.pipeline_parallel_schedule";
 	const char *s = titan_text(c, path, "1F1B");
 
-	if (titan_count(c, "parallelism.pipeline_parallel_degree", 1) <= 1 ||
-	    titan_item(c, "parallelism.pipeline_parallel_layers_per_stage"))
+	const struct cfg_item *sp = titan_item(c, "parallelism.pipeline_parallel_split_points");
+	long long pp = titan_count(c, "parallelism.pipeline_parallel_degree", 1), k = 1;
+
+	if (pp <= 1 || titan_item(c, "parallelism.pipeline_parallel_layers_per_stage"))
 		return;
-	if (!strcmp(s, "Interleaved1F1B") || !strcmp(s, "InterleavedZeroBubble"))
+	for (const char *p = sp && sp->kind == CFG_LIST && sp->text ? sp->text : ""; *p; p++)
+		k += *p == ',';
+	if (sp && (strcmp(s, "Interleaved1F1B") && strcmp(s, "InterleavedZeroBubble")))
+		return;
+	if (sp && (k + 1) % pp == 0 && (k + 1) / pp >= 2)
+		imp_set(o, "parallel.vp", arena_printf(c->arena, "%lld", (k + 1) / pp), sp->path,
+			"its stages / pp (stage_ids_this_rank, loop style)");
+	else if (!sp && (!strcmp(s, "Interleaved1F1B") || !strcmp(s, "InterleavedZeroBubble")))
 		imp_set(o, "parallel.vp", "2", path, "torchtitan's default: 2 stages per rank");
 }
 

@@ -22,6 +22,7 @@ enum check_range {
 	RANGE_POWER_OF_2,		/* 1, 2, 4, ... 2^30 */
 	RANGE_PERCENT_ABOVE_0,		/* 0 < x <= 1 */
 	RANGE_FRACTION_ABOVE_0,		/* 0 < x < 1 */
+	RANGE_SPLIT_MB,			/* >= 20: PyTorch's max_split_size_mb */
 };
 
 struct field_spec {
@@ -34,6 +35,10 @@ struct range_spec {
 	const char *key;		/* "headroom", "overhead.fragmentation" */
 	enum check_range range;
 };
+
+/* Index key @name, just kept among @j's fields, for check_job_field
+ * (check_job.c). */
+void check_job_index_key(struct check_job *j, const char *name);
 
 /* The range of @key in @t; RANGE_ANY if it is not listed. */
 enum check_range check_range_of(const struct range_spec *t, const char *key);

@@ -16,18 +16,21 @@
 #include "lang/scope.h"
 #include "lang/strbuf.h"
 
+/* @name is a literal: interned by its address (intern_static). */
 static void bind(struct eval *ev, struct env *e, const char *name, struct value v)
 {
 	v.label = name;
-	env_bind(e, intern_cstr(ev->interner, name), v);
+	env_bind(e, intern_static(ev->interner, name), v);
 }
 
+/* @def is a literal: val_symbol()'s value, interned by its address. */
 static struct value sym_key(struct eval *ev, const struct check_job *j, const char *key, const char *def)
 {
 	struct value v;
 
 	if (!check_job_field(j, key, &v))
-		v = val_symbol(ev, def, j->decl->name_loc);
+		v = (struct value){ .kind = VAL_SYMBOL, .str = intern_static(ev->interner, def),
+				    .loc = j->decl->name_loc, .origin = j->decl->name_loc };
 	return v;
 }
 
@@ -146,6 +149,16 @@ bool check_tp_saves_gathered(const struct check_job *j)
 	return check_job_record(j, "fsdp2");
 }
 
+uint64_t check_cp_seq_multiple(uint64_t cp)
+{
+	return cp < 2 ? 1 : cp > UINT64_MAX / 2 ? UINT64_MAX : 2 * cp;
+}
+
+bool check_cp_splits_seq(uint64_t seq_len, uint64_t cp)
+{
+	return seq_len % check_cp_seq_multiple(cp) == 0;
+}
+
 /* Context parallelism cuts each sequence into 2 x cp chunks and gives rank
  * r chunks r and 2cp - 1 - r, which balances the causal mask's work:
  * Megatron's get_batch_on_this_cp_rank views seq_len as [2cp, seq_len /
@@ -158,7 +171,7 @@ static void cp_chunks(struct eval *ev, struct check_job *j, uint64_t cp, const s
 	uint64_t seq = 0;
 
 	if (cp < 2 || cp > CHECK_MAX_GPUS || !check_job_field(j, "seq_len", &s) || s.kind != VAL_NUM || s.unknown ||
-	    !num_to_u64(s.num, &seq) || seq % cp || seq % (2 * cp) == 0)
+	    !num_to_u64(s.num, &seq) || seq % cp || check_cp_splits_seq(seq, cp))
 		return;
 	diag_note(eval_error(ev, DIAG_NOT_DIVISIBLE, s.loc, "seq_len = %llu is not a multiple of 2 x cp = %llu: "
 			     "context parallelism cuts each sequence into 2 x cp chunks (Megatron's "

@@ -115,40 +115,57 @@ static uint64_t chunk_ops(uint64_t x, uint64_t j, uint64_t g, uint64_t v)
 	return x / (g * v) * g + (in < g ? in : g);
 }
 
+/* One micro-batch of the rank's chunk j, field f less field `minus`. */
+static uint64_t chunk_bytes(const struct mem_stage *st, uint64_t j, enum mem_sum_field f,
+			    enum mem_sum_field minus)
+{
+	const uint64_t *x = st->chunk_total[j].v;
+
+	return mem_sub(x[f], minus < S__COUNT ? x[minus] : 0);
+}
+
 /* One rank's interleaved 1F1B, its k = w + 1 chunk forwards in flight
  * (mem_pp_chunks_in_flight): w warm-up forwards, then step t runs forward
  * w + t and backward t, of m x vp each. The peak is the highest sum over
  * the rank's chunks of its bytes a_j x n_j(t), n_j the micro-batches of
  * chunk j in flight after forward w + t; the counts repeat every g x vp
- * steps. The walked micro-batch holds one of each chunk: the excess is the
- * rest's, less the mean chunk for each of the k - `chunks` forwards a later
+ * steps. From t to t + 1 the sum gains a forward's chunk and loses a
+ * backward's, each the same over a group of g: between group edges it is
+ * linear and peaks at an end, so the walk jumps edge to edge (O(vp)). The
+ * walked micro-batch holds one of each chunk: the excess is the rest's,
+ * less the mean chunk for each of the k - `chunks` forwards a later
  * micro-batch has not in flight (memory.c in_flight). */
 static uint64_t interleaved_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
 				  uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus)
 {
 	uint64_t v = mem_chunks_per_stage(job), g = job->pp, all = mem_mul(ovf, job->micro_batches, v);
 	uint64_t k = mem_pp_chunks_in_flight(job->schedule, job->pp, job->vp, st->index, job->micro_batches);
-	uint64_t w = k ? k - 1 : 0, own = 0, peak = 0, steps, less = k > chunks ? k - chunks : 0;
+	uint64_t w = k ? k - 1 : 0, own = 0, sum = 0, peak, steps, t = 0, less = k > chunks ? k - chunks : 0;
 
 	if (w >= all)
 		w = all - 1;
 	steps = all - w < g * v ? all - w : g * v;
 	for (uint64_t j = 0; j < v; j++) {
-		const uint64_t *x = st->chunk_total[j].v;
-
-		own = mem_add(ovf, own, mem_sub(x[f], minus < S__COUNT ? x[minus] : 0));
+		own = mem_add(ovf, own, chunk_bytes(st, j, f, minus));
+		sum = mem_add(ovf, sum, mem_mul(ovf, chunk_ops(w + 1, j, g, v), chunk_bytes(st, j, f, minus)));
 	}
-	for (uint64_t t = 0; t < steps; t++) {
-		uint64_t sum = 0;
+	peak = sum;
+	while (t + 1 < steps) {
+		uint64_t fw = w + t + 1, run = g - fw % g;
+		uint64_t in = chunk_bytes(st, fw % (g * v) / g, f, minus);
+		uint64_t out = chunk_bytes(st, v - 1 - t % (g * v) / g, f, minus);
 
-		for (uint64_t j = 0; j < v; j++) {
-			const uint64_t *x = st->chunk_total[j].v;
-			uint64_t n = mem_sub(chunk_ops(w + t + 1, j, g, v), chunk_ops(t, v - 1 - j, g, v));
-
-			sum = mem_add(ovf, sum, mem_mul(ovf, n, mem_sub(x[f], minus < S__COUNT ? x[minus] : 0)));
-		}
+		if (g - t % g < run)
+			run = g - t % g;
+		if (steps - 1 - t < run)
+			run = steps - 1 - t;
+		if (in >= out)
+			sum = mem_add(ovf, sum, mem_mul(ovf, run, in - out));
+		else
+			sum = mem_sub(sum, mem_mul(ovf, run, out - in));
 		if (sum > peak)
 			peak = sum;
+		t += run;
 	}
 	return mem_sub(mem_sub(peak, own), mem_extra_in_flight(ovf, own, less + v, (uint32_t)v));
 }

@@ -289,8 +289,9 @@ uint64_t mem_body_repeats(const struct mem_job *job);
 uint32_t mem_chunks_per_stage(const struct mem_job *job);
 /* Bytes of field f (less field `minus`; S__COUNT: none) that the other
  * micro-batches in flight hold on the stage beside the walked one, `chunks`
- * model-chunk forwards in flight: the stage's mean chunk (interleaved; the
- * logits: mem_extra_logits_in_flight), DualPipe(V) chunk by chunk. */
+ * model-chunk forwards in flight: chunk by chunk under the interleaved
+ * schedules (each chunk's micro-batches in flight at the rank's peak,
+ * mem_pipeline.c interleaved_extra) and DualPipe(V). */
 uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
 		      uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus);
 /* torch.distributed.pipelining's PipelineStage (job->pp_stage_buffers):

@@ -21,7 +21,7 @@
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
 					    "shared_dropout", "input_of", "fp8_copy", "tied", "output",
-					    "matmul", NULL };
+					    "matmul", "buffer", NULL };
 
 static bool is_word(const char *name)
 {
@@ -169,6 +169,14 @@ static void check_matmul(struct eval *ev, const struct stmt *s, const struct att
 			   "(the previous micro-batch's, which the loop holds)");
 }
 
+/* buffer: a module buffer (register_buffer) declared as a param, which
+ * nothing trains, adapts or shards (language.md); no arguments. */
+static void check_buffer(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_PARAM || a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "buffer marks a param tensor, without arguments");
+}
+
 /* The attributes whose arguments or placement have rules of their own. */
 static const struct {
 	const char *name;
@@ -183,6 +191,7 @@ static const struct {
 	{ "tied", check_tied },
 	{ "output", check_output },
 	{ "matmul", check_matmul },
+	{ "buffer", check_buffer },
 };
 
 /* Attributes: a known word, or something that evaluates to a dtype. */
@@ -239,6 +248,8 @@ static struct env *unknown_job(struct eval *ev)
 	env_bind(e, intern_cstr(ev->interner, "async_tp"), ac);
 	env_bind(e, intern_cstr(ev->interner, "dtensor_plan"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
+	env_bind(e, intern_cstr(ev->interner, "rope_cache"), ac);
+	env_bind(e, intern_cstr(ev->interner, "rope_dtype"), act);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);
 	return e;

@@ -265,6 +265,25 @@ static const char *shard_label(struct bld *b, const struct mem_job *j, const cha
 			    b->experts && e != n ? arena_printf(b->arena, ", experts over %u", (unsigned)e) : "");
 }
 
+/* parallel { stage_layers = [...] }: the checker took each entry as a count */
+static bool stage_list(struct bld *b, struct mem_job *j)
+{
+	struct value v;
+	uint64_t *n;
+
+	if (!bld_key(b, "parallel.stage_layers", &v) || v.kind != VAL_LIST || !v.nitems)
+		return true;
+	if (v.nitems > UINT32_MAX)
+		return false;
+	n = ARENA_NEW_ARRAY(b->arena, uint64_t, v.nitems);
+	for (unsigned i = 0; i < v.nitems; i++)
+		if (v.items[i].kind != VAL_NUM || !num_to_u64(num_floor(v.items[i].num), &n[i]))
+			return false;
+	j->stage_layers = n;
+	j->nstage_layers = (uint32_t)v.nitems;
+	return true;
+}
+
 bool bld_layout(struct bld *b, struct mem_job *j, int zero)
 {
 	const char *shard_name;
@@ -285,6 +304,8 @@ bool bld_layout(struct bld *b, struct mem_job *j, int zero)
 	j->last_stage_layers = bld_key_u64(b, "parallel.last_stage_layers", 0);
 	j->pp_account_embedding = bld_key_bool(b, "parallel.account_for_embedding", false);
 	j->pp_account_loss = bld_key_bool(b, "parallel.account_for_loss", false);
+	if (!stage_list(b, j))
+		return false;
 	j->micro_batches = bld_key_u64(b, "grad_accum", 1);
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
 	if (j->sharding == MEM_SHARD_ZERO1 && bld_megatron_job(b, zero))

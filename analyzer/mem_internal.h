@@ -85,6 +85,7 @@ struct mem_seg {
 				   (checkpoint_every, recompute_first): not recomputed */
 	uint64_t flight;	/* DualPipe(V): its chunk's forwards in flight
 				   (mem_pp_chunk_flight); 0: the stage's count */
+	uint32_t chunk;		/* interleaved: which of the rank's vp chunks (c / pp) */
 };
 
 struct mem_stage {
@@ -99,6 +100,8 @@ struct mem_stage {
 	uint64_t max_unit_held;		/* its part kept from forward to backward (FSDP2) */
 	uint64_t step_max;		/* largest one-at-a-time step temporary */
 	uint32_t index;			/* the stage's pp rank */
+	struct mem_sums *chunk_total;	/* interleaved: [vp] one micro-batch of each of the
+					   rank's chunks (mem_pp_extra); NULL otherwise */
 };
 
 /* One analysis. */
@@ -286,8 +289,9 @@ uint64_t mem_body_repeats(const struct mem_job *job);
 uint32_t mem_chunks_per_stage(const struct mem_job *job);
 /* Bytes of field f (less field `minus`; S__COUNT: none) that the other
  * micro-batches in flight hold on the stage beside the walked one, `chunks`
- * model-chunk forwards in flight: the stage's mean chunk (interleaved; the
- * logits: mem_extra_logits_in_flight), DualPipe(V) chunk by chunk. */
+ * model-chunk forwards in flight: chunk by chunk under the interleaved
+ * schedules (each chunk's micro-batches in flight at the rank's peak,
+ * mem_pipeline.c interleaved_extra) and DualPipe(V). */
 uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
 		      uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus);
 /* torch.distributed.pipelining's PipelineStage (job->pp_stage_buffers):

@@ -44,6 +44,12 @@ static uint32_t stage_split(const struct mem_job *job)
 	return mem_pp_interleaved(job->schedule) && job->pp > 1 ? job->vp : 1;
 }
 
+bool mem_pp_stated_split(const struct mem_job *job)
+{
+	return job->pp > 1 && (job->nstage_layers || job->first_stage_layers || job->last_stage_layers ||
+			       job->pp_account_embedding || job->pp_account_loss);
+}
+
 uint64_t mem_pp_model_chunks(const struct mem_job *job)
 {
 	return (uint64_t)model_stages(job) * stage_split(job);
@@ -95,6 +101,75 @@ uint64_t mem_pp_chunk_flight(const struct mem_job *job, uint64_t c)
 	return k < m ? k : m;
 }
 
+/* Forwards x of a rank (0-based, before x) that run its local chunk j when
+ * forward k runs chunk (k mod g v) / g: Megatron-Core schedules.py
+ * get_model_chunk_id (groups of microbatch_group_size_per_vp_stage = pp),
+ * torch schedules.py ScheduleInterleaved1F1B forward_stage_index (rounds of
+ * microbatches_per_round). Its backward k runs chunk v - 1 - (k mod g v) / g
+ * (backward_stage_index): the backwards of chunk j are the forwards of
+ * chunk v - 1 - j. */
+static uint64_t chunk_ops(uint64_t x, uint64_t j, uint64_t g, uint64_t v)
+{
+	uint64_t r = x % (g * v), in = r > j * g ? r - j * g : 0;
+
+	return x / (g * v) * g + (in < g ? in : g);
+}
+
+/* One micro-batch of the rank's chunk j, field f less field `minus`. */
+static uint64_t chunk_bytes(const struct mem_stage *st, uint64_t j, enum mem_sum_field f,
+			    enum mem_sum_field minus)
+{
+	const uint64_t *x = st->chunk_total[j].v;
+
+	return mem_sub(x[f], minus < S__COUNT ? x[minus] : 0);
+}
+
+/* One rank's interleaved 1F1B, its k = w + 1 chunk forwards in flight
+ * (mem_pp_chunks_in_flight): w warm-up forwards, then step t runs forward
+ * w + t and backward t, of m x vp each. The peak is the highest sum over
+ * the rank's chunks of its bytes a_j x n_j(t), n_j the micro-batches of
+ * chunk j in flight after forward w + t; the counts repeat every g x vp
+ * steps. From t to t + 1 the sum gains a forward's chunk and loses a
+ * backward's, each the same over a group of g: between group edges it is
+ * linear and peaks at an end, so the walk jumps edge to edge (O(vp)). The
+ * walked micro-batch holds one of each chunk: the excess is the rest's,
+ * less the mean chunk for each of the k - `chunks` forwards a later
+ * micro-batch has not in flight (memory.c in_flight). */
+static uint64_t interleaved_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
+				  uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus)
+{
+	uint64_t v = mem_chunks_per_stage(job), g = job->pp, all = mem_mul(ovf, job->micro_batches, v);
+	uint64_t k = mem_pp_chunks_in_flight(job->schedule, job->pp, job->vp, st->index, job->micro_batches);
+	uint64_t w = k ? k - 1 : 0, own = 0, sum = 0, peak, steps, t = 0, less = k > chunks ? k - chunks : 0;
+
+	if (w >= all)
+		w = all - 1;
+	steps = all - w < g * v ? all - w : g * v;
+	for (uint64_t j = 0; j < v; j++) {
+		own = mem_add(ovf, own, chunk_bytes(st, j, f, minus));
+		sum = mem_add(ovf, sum, mem_mul(ovf, chunk_ops(w + 1, j, g, v), chunk_bytes(st, j, f, minus)));
+	}
+	peak = sum;
+	while (t + 1 < steps) {
+		uint64_t fw = w + t + 1, run = g - fw % g;
+		uint64_t in = chunk_bytes(st, fw % (g * v) / g, f, minus);
+		uint64_t out = chunk_bytes(st, v - 1 - t % (g * v) / g, f, minus);
+
+		if (g - t % g < run)
+			run = g - t % g;
+		if (steps - 1 - t < run)
+			run = steps - 1 - t;
+		if (in >= out)
+			sum = mem_add(ovf, sum, mem_mul(ovf, run, in - out));
+		else
+			sum = mem_sub(sum, mem_mul(ovf, run, out - in));
+		if (sum > peak)
+			peak = sum;
+		t += run;
+	}
+	return mem_sub(mem_sub(peak, own), mem_extra_in_flight(ovf, own, less + v, (uint32_t)v));
+}
+
 uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
 		      uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus)
 {
@@ -103,6 +178,8 @@ uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_sta
 
 	if (job->pp > 1 && mem_pp_dual(job->schedule))
 		return mem_sub(mem_sub(fl[f], t[f]), minus < S__COUNT ? mem_sub(fl[minus], t[minus]) : 0);
+	if (st->chunk_total)
+		return interleaved_extra(ovf, job, st, chunks, f, minus);
 	if (f == S_STORED_LOG)
 		return mem_extra_logits_in_flight(ovf, job, x, chunks);
 	return mem_extra_in_flight(ovf, x, chunks, mem_chunks_per_stage(job));
@@ -217,6 +294,27 @@ static enum mem_split split_uneven(const struct mem_job *job, uint64_t r, uint64
 	return MEM_SPLIT_OK;
 }
 
+/* parallel { stage_layers }: one entry per model chunk adding up to the
+ * repeats; a stage may be empty (Megatron-Core's layout accepts one, its
+ * pretty_repr prints "(empty stage)"). *sl: the offending length or sum. */
+static enum mem_split split_list(const struct mem_job *job, uint64_t r, uint64_t *sl)
+{
+	uint64_t n = mem_pp_model_chunks(job), sum = 0;
+	bool ovf = false;
+
+	if (job->first_stage_layers || job->last_stage_layers || job->pp_account_embedding ||
+	    job->pp_account_loss)
+		return MEM_SPLIT_LIST_MIXED;
+	if (job->nstage_layers != n) {
+		*sl = job->nstage_layers;
+		return MEM_SPLIT_LIST_LEN;
+	}
+	for (uint64_t i = 0; i < n; i++)
+		sum = mem_add(&ovf, sum, job->stage_layers[i]);
+	*sl = sum;
+	return sum == r && !ovf ? MEM_SPLIT_OK : MEM_SPLIT_LIST_SUM;
+}
+
 enum mem_split mem_pp_split(const struct mem_job *job, uint64_t *sl)
 {
 	uint64_t r = mem_body_repeats(job), n;
@@ -226,6 +324,8 @@ enum mem_split mem_pp_split(const struct mem_job *job, uint64_t *sl)
 		return MEM_SPLIT_OK;
 	if (r == 0)
 		return MEM_SPLIT_EMPTY;
+	if (job->nstage_layers)
+		return split_list(job, r, sl);
 	if (job->first_stage_layers || job->last_stage_layers)
 		return split_uneven(job, r, sl);
 	n = r + job->pp_account_embedding + job->pp_account_loss;
@@ -241,6 +341,9 @@ uint64_t mem_pp_chunk_layers(const struct mem_job *job, uint64_t c)
 
 	if (job->pp <= 1)
 		return mem_body_repeats(job);
+	if (job->nstage_layers)
+		return c < job->nstage_layers ? job->stage_layers[c] : 0;
+	/* otherwise the rule below is the list's shorthand */
 	n = stage_layers(job, mem_body_repeats(job), (uint32_t)(c % model_stages(job))) / v;
 	/* the embedding (loss) takes a layer's place in the first (last) chunk */
 	if (c == 0 && job->pp_account_embedding && n)

@@ -315,6 +315,7 @@ static enum mem_status push_chunk(struct mem_ws *ws, const struct mem_job *job,
 	enum mem_status st = MEM_OK;
 
 	s.flight = mem_pp_chunk_flight(job, c);
+	s.chunk = mem_pp_dual(job->schedule) || !job->pp ? 0 : (uint32_t)(c / job->pp);
 	for (unsigned i = 0; i < n && st == MEM_OK; i++)
 		st = seg_push(ws, &stages[r[i]], s);
 	return st;
@@ -332,7 +333,7 @@ static enum mem_status place_body(struct mem_ws *ws, const struct mem_job *job,
 		uint64_t c0 = at->end - mem_pp_chunk_layers(job, at->chunk);
 		bool plain;
 		uint64_t send = policy_run(job, x, c0, at->end < end ? at->end : end, &plain);
-		struct mem_seg s = { b, x - start, send - x, x, 0, plain, 0 };
+		struct mem_seg s = { b, x - start, send - x, x, 0, plain, 0, 0 };
 		enum mem_status st = push_chunk(ws, job, stages, at->chunk, s);
 
 		if (st != MEM_OK)
@@ -358,7 +359,7 @@ static enum mem_status place(struct mem_ws *ws, const struct mem_job *job, struc
 			/* pre/post blocks go with the body repeat before them; after
 			 * the last one, with the last chunk (where the loss is) */
 			uint64_t chunk = u == 0 || r == 0 ? 0 : u == r ? at.n - 1 : at.chunk;
-			struct mem_seg s = { b, 0, blk->repeat, u, 0, false, 0 };
+			struct mem_seg s = { b, 0, blk->repeat, u, 0, false, 0, 0 };
 
 			st = push_chunk(ws, job, stages, chunk, s);
 		}
@@ -371,15 +372,22 @@ static enum mem_status finish_stage(struct mem_ctx *cx, struct mem_stage *st)
 {
 	const struct mem_job *job = cx->job;
 	struct mem_sums acc = { { 0 } };
+	uint32_t v = mem_pp_dual(job->schedule) ? 1 : mem_chunks_per_stage(job);
 
 	st->before = mem_ws_alloc(cx->ws, st->nsegs, sizeof(*st->before));	/* all written */
 	if (!st->before)
+		return MEM_E_NOMEM;
+	st->chunk_total = v > 1 ? mem_ws_calloc(cx->ws, v, sizeof(*st->chunk_total)) : NULL;
+	if (v > 1 && !st->chunk_total)
 		return MEM_E_NOMEM;
 	for (size_t s = 0; s < st->nsegs; s++) {
 		struct mem_seg *seg = &st->segs[s];
 		const struct mem_block *blk = &job->blocks[seg->block];
 
 		st->before[s] = acc;
+		if (v > 1 && seg->chunk < v)
+			mem_sums_axpy(&cx->ovf, &st->chunk_total[seg->chunk], &st->chunk_total[seg->chunk],
+				      mem_seg_iter(cx, seg), seg->count);
 		seg->units_before = st->body_units;
 		mem_sums_axpy(&cx->ovf, &acc, &acc, mem_seg_iter(cx, seg), seg->count);
 		mem_sums_axpy(&cx->ovf, &st->flight, &st->flight, mem_seg_iter(cx, seg),
@@ -754,6 +762,7 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	k->nstages = 1;
 	k->ranks = mem_mul(&cx->ovf, mem_mul(&cx->ovf, job->dp, job->tp), job->cp);
 	k->chunks_in_flight = a;
+	k->body_layers = st->body_units;
 	k->paged_bytes = st->total.v[S_PAGED];
 	if (job->alloc_replay) {
 		k->peak_allocated = w.peak;
@@ -783,6 +792,7 @@ static bool same_class(const struct mem_class *x, const struct mem_class *y)
 {
 	return x->peak_allocated == y->peak_allocated && x->device_total == y->device_total &&
 	       x->peak.phase == y->peak.phase && x->chunks_in_flight == y->chunks_in_flight &&
+	       x->body_layers == y->body_layers &&
 	       !memcmp(x->at_peak, y->at_peak, sizeof(x->at_peak)) &&
 	       !memcmp(x->persistent, y->persistent, sizeof(x->persistent)) &&
 	       x->host_bytes == y->host_bytes && x->nvme_bytes == y->nvme_bytes &&
@@ -862,6 +872,7 @@ static enum mem_status analyze(const struct mem_job *job, struct mem_ws *ws, str
 	for (uint32_t i = 0; stages && i < job->pp; i++) {
 		mem_ws_release(ws, stages[i].segs);
 		mem_ws_release(ws, stages[i].before);
+		mem_ws_release(ws, stages[i].chunk_total);
 	}
 	mem_ws_release(ws, stages);
 	mem_free_costs(&cx);

@@ -293,6 +293,11 @@ struct mem_job {
 	 * counted as one layer of the first / last model chunk */
 	uint64_t first_stage_layers, last_stage_layers;
 	bool pp_account_embedding, pp_account_loss;
+	/* parallel { stage_layers }: body repeats of every model chunk (virtual
+	 * stage) in stage order, the embedding on the first, the loss on the
+	 * last; NULL: the rule above makes them (mem_pp_chunk_layers) */
+	const uint64_t *stage_layers;
+	uint32_t nstage_layers;
 	uint64_t micro_batches;		/* per optimizer step per DP rank (>= 1) */
 	enum mem_recompute recompute;
 	unsigned sac_ops;		/* SELECTIVE_OP: MEM_SAC_* ops whose outputs stay stored */
@@ -423,6 +428,7 @@ struct mem_class {
 	uint32_t nstages;		/* stages merged into this class */
 	uint64_t ranks;			/* nstages x dp x tp x cp */
 	uint64_t chunks_in_flight;	/* model-chunk micro-batches holding activations (§4.6) */
+	uint64_t body_layers;		/* body repeats on the stage (its chunks': mem_pp_chunk_layers) */
 	/* Activations kept from forward to backward by one micro-batch (all vp
 	 * chunks), and by all in flight at the end of the warm-up: they exist
 	 * even when the peak (at_peak) falls where they are freed. */
@@ -559,6 +565,9 @@ enum mem_split {
 	MEM_SPLIT_VP,		/* a stage's layers not a multiple of vp */
 	MEM_SPLIT_ACCOUNT,	/* account_for_* together with first/last_stage_layers */
 	MEM_SPLIT_EMPTY,	/* no body repeats to split */
+	MEM_SPLIT_LIST_LEN,	/* stage_layers: not one entry per model chunk */
+	MEM_SPLIT_LIST_SUM,	/* stage_layers: the entries do not add up to the repeats */
+	MEM_SPLIT_LIST_MIXED,	/* stage_layers with first/last_stage_layers or account_for_* */
 };
 /* Check the split; *stage_layers: the layers of the offending stage (VP,
  * MIDDLE: one middle stage's share, rounded down). */
@@ -572,6 +581,9 @@ uint64_t mem_pp_chunk_layers(const struct mem_job *job, uint64_t c);
  * (vp - 1)pp; Megatron's forward order, microbatch groups of pp). */
 uint64_t mem_extra_logits_in_flight(bool *ovf, const struct mem_job *job, uint64_t stored,
 				    uint64_t chunks);
+/* Whether the job states its split (stage_layers, first/last_stage_layers,
+ * account_for_*) rather than an even one: the report shows its stages. */
+bool mem_pp_stated_split(const struct mem_job *job);
 /* Model chunks of the body: pp x vp (interleaved), 2 pp (DualPipeV), else pp. */
 uint64_t mem_pp_model_chunks(const struct mem_job *job);
 /* The stages (ranks) holding chunk c: 2 under DualPipe (stages c and pp-1-c

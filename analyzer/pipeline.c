@@ -80,6 +80,12 @@ static void split_error(struct pipeline *p, const struct build *bd)
 	unsigned n = (unsigned)j->pp * (v ? 2 : 1);
 
 	switch (mem_pp_split(j, &sl)) {
+	case MEM_SPLIT_LIST_LEN: case MEM_SPLIT_LIST_SUM: case MEM_SPLIT_LIST_MIXED:
+		/* the checker's check_stage_layers says it first, at the entry */
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_stage_layers, pp), "stage_layers does "
+			   "not split the model's repeated layers over its %llu model chunks",
+			   (unsigned long long)mem_pp_model_chunks(j));
+		break;
 	case MEM_SPLIT_VP:
 		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_vp, pp),
 			   "a stage of %llu layers does not split into vp = %u model chunks",

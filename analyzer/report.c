@@ -297,6 +297,25 @@ static void text_host(FILE *out, const struct report_job *j, const struct mem_cl
 	}
 }
 
+/* A stated split: the layers of each model chunk the rank holds, in its
+ * order (7 + 8: stages r and r + pp of an interleaved pp). */
+static void text_stage_layers(FILE *out, const struct mem_job *job, uint32_t stage)
+{
+	const char *sep = "; layers ";
+
+	if (!job || !mem_pp_stated_split(job))
+		return;
+	for (uint64_t c = 0; c < mem_pp_model_chunks(job); c++) {
+		uint32_t r[2];
+		unsigned n = mem_pp_chunk_ranks(job, c, r);
+
+		if (r[0] == stage || (n > 1 && r[1] == stage)) {
+			fprintf(out, "%s%" PRIu64, sep, mem_pp_chunk_layers(job, c));
+			sep = " + ";
+		}
+	}
+}
+
 static void text_class(FILE *out, const struct report_job *j, const struct mem_class *k,
 		       bool explain)
 {
@@ -307,7 +326,9 @@ static void text_class(FILE *out, const struct report_job *j, const struct mem_c
 			k->stage + k->nstages - 1);
 	else
 		fprintf(out, "  rank class: stage %" PRIu32, k->stage);
-	fprintf(out, " of %" PRIu32 ", %" PRIu64 " ranks\n", stages, k->ranks);
+	fprintf(out, " of %" PRIu32 ", %" PRIu64 " ranks", stages, k->ranks);
+	text_stage_layers(out, j->job, k->stage);
+	fputc('\n', out);
 	text_components(out, j, k, explain);
 	text_figures(out, j, k, explain);
 	if (offload_active(j->job))
@@ -561,6 +582,23 @@ static void json_run(struct report_jw *w, const struct report_job *j, size_t i)
 	jw_close(w, '}');
 }
 
+/* A stated split only (text_stage_layers), so every other document stays
+ * as it was: the layers of each model chunk the class's first rank holds. */
+static void json_stage_layers(struct report_jw *w, const struct mem_job *job, uint32_t stage)
+{
+	if (!job || !mem_pp_stated_split(job))
+		return;
+	jw_open(w, "stage_layers", '[');
+	for (uint64_t c = 0; c < mem_pp_model_chunks(job); c++) {
+		uint32_t r[2];
+		unsigned n = mem_pp_chunk_ranks(job, c, r);
+
+		if (r[0] == stage || (n > 1 && r[1] == stage))
+			jw_u64(w, NULL, mem_pp_chunk_layers(job, c));
+	}
+	jw_close(w, ']');
+}
+
 /* Only for a job that offloads, so every other document stays as it was. */
 static void json_host(struct report_jw *w, const struct report_job *j, const struct mem_class *k)
 {
@@ -588,6 +626,7 @@ static void json_class(struct report_jw *w, const struct report_job *j, const st
 	jw_u64(w, "stages", k->nstages);
 	jw_u64(w, "pipeline_stages", j->job ? j->job->pp : j->pp);
 	jw_u64(w, "ranks", k->ranks);
+	json_stage_layers(w, j->job, k->stage);
 	json_components(w, k);
 	jw_u64(w, "peak_allocated_bytes", k->peak_allocated);
 	jw_u64(w, "peak_reserved_bytes", k->peak_reserved);

@@ -381,7 +381,8 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 	}
 	static const char prefix[] = "parallel.";
 	static const char *const split[] = { "parallel.first_stage_layers", "parallel.last_stage_layers",
-					     "parallel.account_for_embedding", "parallel.account_for_loss" };
+					     "parallel.account_for_embedding", "parallel.account_for_loss",
+					     "parallel.stage_layers" };
 
 	for (size_t i = 0; i < sizeof split / sizeof split[0] && !degree_above_1(j, "parallel.pp"); i++)
 		if (check_job_field(j, split[i], &v) && (v.kind != VAL_BOOL || v.b)) {
@@ -732,6 +733,57 @@ static void job_repeat_leave(void *ctx, const struct stmt *s)
 	check_model_repeat_leave(ctx);
 }
 
+/* parallel { stage_layers }: one count per model chunk in stage order (pp
+ * x vp interleaved, 2 pp for the V schedules), adding up to the model's
+ * repeats; 0 is a stage without layers, which Megatron-Core's
+ * --pipeline-model-parallel-layout accepts ("E|t*4|..."); it states what
+ * first/last_stage_layers and account_for_* derive.
+ * mem_pipeline.c split_list holds the analyzer to the same rules. */
+static void check_stage_layers(struct eval *ev, const struct check_model *m, const struct check_job *j,
+			       uint64_t pp, uint64_t vp)
+{
+	static const char *const derived[] = { "parallel.first_stage_layers", "parallel.last_stage_layers",
+					       "parallel.account_for_embedding", "parallel.account_for_loss" };
+	struct value l, k;
+	uint64_t n, sum = 0, u;
+	bool v2 = check_sym_is(j, "parallel.schedule", "dualpipev") || check_sym_is(j, "parallel.schedule", "zbv");
+	bool inter = check_sym_is(j, "parallel.schedule", "interleaved") ||
+		     check_sym_is(j, "parallel.schedule", "interleaved_zb");
+
+	if (!check_job_field(j, "parallel.stage_layers", &l) || l.kind != VAL_LIST || pp <= 1)
+		return;
+	for (size_t i = 0; i < sizeof derived / sizeof derived[0]; i++)
+		if (check_job_field(j, derived[i], &k) && (k.kind != VAL_BOOL || k.b)) {
+			eval_error(ev, DIAG_BAD_LAYOUT, k.origin, "'%s' cannot be combined with stage_layers, "
+				   "which states every stage's layers; drop one", derived[i] + 9);
+			return;
+		}
+	n = v2 ? 2 * pp : inter ? pp * vp : pp;
+	if (l.nitems != n) {
+		eval_error(ev, DIAG_BAD_LAYOUT, l.origin, "stage_layers has %u entries, but pp = %llu%s has "
+			   "%llu model chunks: give one layer count per chunk, in stage order", l.nitems,
+			   (unsigned long long)pp, v2 ? " with a V schedule (2 stages per rank)" : inter && vp > 1 ?
+			   arena_printf(ev->arena, " x vp = %llu", (unsigned long long)vp) : "",
+			   (unsigned long long)n);
+		return;
+	}
+	for (unsigned i = 0; i < l.nitems; i++) {
+		const struct value *x = &l.items[i];
+		struct loc at = x->origin.file ? x->origin : l.origin;
+
+		if (x->kind != VAL_NUM || !num_is_int(x->num) || !num_to_u64(x->num, &u)) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, at, "a stage_layers entry must be a layer count (0 or more)");
+			return;
+		}
+		if (__builtin_add_overflow(sum, u, &sum))
+			sum = UINT64_MAX;
+	}
+	if (m->body_known && m->have_body && sum != m->body)
+		eval_error(ev, DIAG_BAD_LAYOUT, l.origin, "stage_layers adds up to %llu layers, but %s has %llu "
+			   "repeated layers", (unsigned long long)sum, j->model.label ? j->model.label : "the model",
+			   (unsigned long long)m->body);
+}
+
 /* Walk the model under the job; then what the job asks of the model. */
 static void walk_job(struct eval *ev, struct check_job *j)
 {
@@ -771,8 +823,13 @@ static void walk_job(struct eval *ev, struct check_job *j)
 		      check_job_field(j, "parallel.first_stage_layers", &k) ||
 		      check_job_field(j, "parallel.last_stage_layers", &k) ||
 		      check_job_field(j, "parallel.account_for_embedding", &k) ||
-		      check_job_field(j, "parallel.account_for_loss", &k);
+		      check_job_field(j, "parallel.account_for_loss", &k) ||
+		      check_job_field(j, "parallel.stage_layers", &k);
+	uint64_t p = 1, v = 1;
 
+	num_to_u64(pp.num, &p);
+	num_to_u64(vp.num, &v);
+	check_stage_layers(ev, &m, j, p, v);
 	if (uneven || check_model_split(ev, &m, j, pp, vp, interleaved))
 		check_model_names(ev, &m, j);
 	/* transformer_config.py: "CPU offloading can be done only for layers

@@ -55,6 +55,7 @@ static const struct field_spec parallel_fields[] = {
 	{ "vp", "count", false }, { "sequence_parallel", "bool", false }, { "schedule", "string", false },
 	{ "etp", "count", false }, { "dp_shard", "count", false }, { "dp_replicate", "count", false },
 	{ "first_stage_layers", "count", false }, { "last_stage_layers", "count", false },
+	{ "stage_layers", "list", false },
 	{ "account_for_embedding", "bool", false }, { "account_for_loss", "bool", false },
 	{ "cp_comm_type", "enum:allgather|p2p|a2a", false }, { "async_tp", "bool", false },
 	{ "return_outputs", "bool", false },

@@ -10,6 +10,7 @@
 #include "analyzer/import/import_impl.h"
 #include "lang/arena.h"
 #include "lang/diag.h"
+#include "lang/strbuf.h"
 
 #include "analyzer/import/map_rows.h"
 
@@ -46,6 +47,7 @@ static const struct map_row megatron_rows[] = {
 	E("optimizer", "optimizer", "adam=adamw|sgd=sgd"),
 	NOTE("num-layers-per-virtual-pipeline-stage", "vp = layers / (pp x this)"),
 	C("virtual-pipeline-model-parallel-size", "parallel.vp"),
+	IGN("pipeline-model-parallel-layout"),	/* megatron_layout */
 	NOTE("num-layers", "a model shape: import its config.json for the model"),
 	NOTE("hidden-size", "a model shape"), NOTE("ffn-hidden-size", "a model shape"),
 	NOTE("num-attention-heads", "a model shape"), NOTE("num-query-groups", "a model shape"),
@@ -115,13 +117,162 @@ bool cfg_read_args(struct cfg *c)
 	return true;
 }
 
+/* The layout's unrolled text is at most this long: a "t*N" beyond it is no
+ * model memc could analyse, and an error rather than a huge string. */
+enum { LAYOUT_MAX = 1 << 20 };
+
+/* "x*N" (@group: "(...)*N") at in[*i], appended N times to @out; false if
+ * there is none there (the character is copied). */
+static bool unroll_one(const char *in, size_t *i, bool group, struct strbuf *out, bool *big)
+{
+	size_t a = *i, b = a + 1, n = 0;
+
+	if (group) {
+		if (in[a] != '(')
+			return false;
+		while (in[b] && in[b] != ')')
+			b++;
+		if (b == a + 1 || in[b] != ')')
+			return false;
+	} else if (!in[a]) {
+		return false;
+	}
+	size_t star = group ? b + 1 : a + 1, d = star + 1;
+
+	if (in[star] != '*' || in[d] < '0' || in[d] > '9')
+		return false;
+	for (; in[d] >= '0' && in[d] <= '9'; d++)
+		n = n > LAYOUT_MAX ? n : n * 10 + (size_t)(in[d] - '0');
+	for (size_t k = 0; k < n && !*big; k++) {
+		strbuf_add(out, in + a + group, group ? b - a - 1 : 1);
+		*big = out->len > LAYOUT_MAX;
+	}
+	*i = d;
+	return true;
+}
+
+/* parse_str_to_list's unrolling: commas dropped, then each "(...)*N", then
+ * each "x*N", left to right as re.sub does. */
+static bool unroll(const char *text, struct strbuf *out)
+{
+	struct strbuf a, b;
+	bool big = false;
+
+	strbuf_init(&a);
+	strbuf_init(&b);
+	for (const char *p = text; *p; p++)
+		if (*p != ',')
+			strbuf_addch(&a, *p);
+	for (size_t i = 0; i < a.len && !big;)
+		if (!unroll_one(a.buf, &i, true, &b, &big))
+			strbuf_addch(&b, a.buf[i++]);
+	for (size_t i = 0; i < b.len && !big;)
+		if (!unroll_one(b.buf, &i, false, out, &big))
+			strbuf_addch(out, b.buf[i++]);
+	strbuf_release(&a);
+	strbuf_release(&b);
+	return !big && out->len <= LAYOUT_MAX;
+}
+
+/* The decoder layers (t) of each '|'-separated virtual stage as a .mem
+ * list; the embedding E first and the loss L last, once each
+ * (validate_layer_layout); false with *bad the offending character. */
+static bool layout_counts(const char *s, struct strbuf *list, size_t *stages, char *bad)
+{
+	size_t t = 0, e = 0, l = 0;
+
+	*stages = 1;
+	strbuf_addch(list, '[');
+	for (const char *p = s;; p++) {
+		if (*p == '|' || !*p) {
+			strbuf_addf(list, "%s%zu", *stages > 1 ? ", " : "", t);
+			if (!*p)
+				break;
+			t = 0;
+			++*stages;
+		} else if (*p == 't') {
+			t++;
+		} else if (*p == 'E' || *p == 'L') {
+			*p == 'E' ? e++ : l++;
+		} else if (*p != 'm') {
+			*bad = *p;
+			return false;
+		}
+	}
+	strbuf_addch(list, ']');
+	*bad = 0;
+	return e == 1 && l == 1 && s[0] == 'E' && s[strlen(s) - 1] == 'L';
+}
+
+/* --pipeline-model-parallel-layout (megatron/core/transformer/
+ * pipeline_parallel_layer_layout.py PipelineParallelLayerLayout): one
+ * virtual stage per '|', stage s chunk s / pp of rank s mod pp, as
+ * parallel { stage_layers } lists them; its length / pp is vp. The MTP
+ * layers (m) are not placed. */
+static bool megatron_layout(struct cfg *c, struct imp_out *o)
+{
+	const struct cfg_item *it = cfg_find(c, "pipeline-model-parallel-layout");
+	const struct cfg_item *pp = cfg_find(c, "pipeline-model-parallel-size");
+	struct strbuf u, list;
+	size_t n = 0;
+	char bad = 0;
+	bool ok;
+
+	if (!it)
+		return true;
+	if (!pp || pp->kind != CFG_INT || pp->i < 2)
+		return diag_fail(c->diag, DIAG_MISSING_FIELD, it->loc, "a pipeline layout needs "
+				 "--pipeline-model-parallel-size of 2 or more");
+	strbuf_init(&u);
+	strbuf_init(&list);
+	ok = unroll(it->text, &u);
+	if (!ok)
+		diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "the pipeline layout unrolls past %d layers",
+			  LAYOUT_MAX);
+	else if (!(ok = layout_counts(u.buf, &list, &n, &bad)) && bad)
+		diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "invalid layer character '%c' in the pipeline "
+			  "layout; known: E (embedding), t (decoder layer), m (MTP), L (loss)", bad);
+	else if (!ok)
+		diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "the pipeline layout must begin with the "
+			  "embedding E and end with the loss L, each once (validate_layer_layout)");
+	else if (!(ok = n % (size_t)pp->i == 0))
+		diag_fail(c->diag, DIAG_NOT_DIVISIBLE, it->loc, "the pipeline layout's %zu stages do not "
+			  "divide by --pipeline-model-parallel-size %lld", n, pp->i);
+	if (ok) {
+		imp_set(o, "parallel.stage_layers", arena_strdup(c->arena, list.buf), it->path,
+			strchr(u.buf, 'm') ? "each virtual stage's decoder layers (t); the MTP layers (m) "
+			"are not placed" : "each virtual stage's decoder layers (t)");
+		if (n / (size_t)pp->i > 1 && !imp_find(o, "parallel.vp"))
+			imp_set(o, "parallel.vp", arena_printf(c->arena, "%zu", n / (size_t)pp->i), it->path,
+				"the layout's stages / pp");
+	}
+	strbuf_release(&u);
+	strbuf_release(&list);
+	return ok;
+}
+
+/* Megatron runs virtual pipeline stages (vp > 1) with its interleaved 1F1B
+ * (schedules.py get_forward_backward_func). */
+static void megatron_schedule(struct cfg *c, struct imp_out *o)
+{
+	const struct imp_setting *vp = imp_find(o, "parallel.vp");
+
+	(void)c;
+	if (vp && vp->value && strcmp(vp->value, "1") && !imp_find(o, "parallel.schedule"))
+		imp_set(o, "parallel.schedule", "\"interleaved\"", vp->src,
+			"Megatron's interleaved 1F1B (forward_backward_pipelining_with_interleaving)");
+}
+
 /* Megatron's --cp-comm-type defaults to p2p (arguments.py
  * _add_distributed_args), memc's cp_comm_type to torchtitan's allgather:
  * a job imported with cp but without the flag must say p2p, whatever order
  * the flags came in. */
 bool megatron_import(struct cfg *c, struct imp_out *o)
 {
-	bool ok = map_apply(c, megatron_rows, o);
+	bool ok = map_apply(c, megatron_rows, o) && megatron_layout(c, o);
+
+	if (ok)
+		megatron_schedule(c, o);
 
 	if (ok && imp_find(o, "parallel.cp") && !imp_find(o, "parallel.cp_comm_type"))
 		imp_set(o, "parallel.cp_comm_type", "p2p", "context-parallel-size",

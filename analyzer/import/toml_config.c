@@ -313,13 +313,13 @@ static const struct map_row titan_rows[] = {
 	IGN("parallelism.context_parallel_load_balancer"),
 	MUST("parallelism.expert_parallel_comm_backend", "standard"),
 	NOTE("parallelism.pipeline_parallel_split_points",
-	     "the stages' layers: parallel { first_stage_layers, last_stage_layers }"),
+	     "the stages' layers: parallel { stage_layers }, one count per stage in stage order"),
 	NOTE("parallelism.pipeline_parallel_first_stage_less_layers",
-	     "the first stage's layers: parallel { first_stage_layers }"),
+	     "the embedding counted as layers in the stage split (first_stage_layers or stage_layers)"),
 	NOTE("parallelism.pipeline_parallel_last_stage_less_layers",
-	     "the last stage's layers: parallel { last_stage_layers }"),
+	     "the head counted as layers in the stage split (last_stage_layers or stage_layers)"),
 	NOTE("parallelism.pipeline_parallel_layers_per_stage",
-	     "the stages' layers: parallel { first_stage_layers, last_stage_layers }"),
+	     "the stages' layers: parallel { stage_layers }, one count per stage in stage order"),
 	IGN("parallelism.enable_compiled_autograd"), MUST("parallelism.disable_loss_parallel", "false"),
 	E("activation_checkpoint.mode", "checkpoint",
 	  "full=full|selective=selective|none=none|selective_op=selective_op"),
@@ -540,61 +540,217 @@ static const struct titan_flavor *titan_model(struct cfg *c, struct imp_out *o)
 	return NULL;
 }
 
+/* Stages per rank of torchtitan's schedule: 2 for its multi-stage ones
+ * (generate_split_points; pipeline_parallel.py "2 virtual stages per
+ * rank"), 1 for 1F1B and GPipe. */
+static long long titan_stages_per_rank(const char *sched)
+{
+	return strcmp(sched, "1F1B") && strcmp(sched, "GPipe") ? 2 : 1;
+}
+
+/* Which stages a rank holds (pipeline_parallel.py stage_ids_this_rank:
+ * "loop" or "v" style), for the list's comment. */
+static const char *titan_ranks(struct arena *a, const char *sched, long long pp, long long st)
+{
+	if (st <= pp)
+		return "";
+	if (!strcmp(sched, "ZBVZeroBubble") || !strcmp(sched, "DualPipeV"))
+		return arena_printf(a, "; rank r holds stages r and %lld - r", 2 * pp - 1);
+	if (st == 2 * pp)
+		return arena_printf(a, "; rank r holds stages r and r + %lld", pp);
+	return arena_printf(a, "; rank r holds stages r, r + %lld, ... (%lld a rank)", pp, st / pp);
+}
+
+/* @n[0..s) as parallel { stage_layers }, in stage order: NULL when every
+ * stage has the same count (the even split memc makes without it). */
+static const char *titan_list(struct arena *a, const long long *n, long long s)
+{
+	struct strbuf sb;
+	bool even = true;
+
+	for (long long i = 1; i < s; i++)
+		even &= n[i] == n[0];
+	if (even)
+		return NULL;
+	strbuf_init(&sb);
+	for (long long i = 0; i < s; i++)
+		strbuf_addf(&sb, "%s%lld", i ? ", " : "[", n[i]);
+	strbuf_addch(&sb, ']');
+	const char *r = arena_strdup(a, sb.buf);
+
+	strbuf_release(&sb);
+	return r;
+}
+
+/* generate_split_points over @s stages: stage 0 n // s, each middle one a
+ * layer more while the remainder lasts, the last the rest. */
+static const char *titan_split_points(struct arena *a, long long s, long long layers)
+{
+	long long *n = ARENA_NEW_ARRAY(a, long long, (size_t)s), base = layers / s, extra = layers % s, left = layers;
+
+	for (long long i = 0; i + 1 < s; i++) {
+		n[i] = base + (i > 0 && extra > 0);
+		extra -= i > 0 && extra > 0;
+		left -= n[i];
+	}
+	n[s - 1] = left;
+	return titan_list(a, n, s);
+}
+
+static bool titan_v(const char *sched)
+{
+	return !strcmp(sched, "ZBVZeroBubble") || !strcmp(sched, "DualPipeV");
+}
+
+/* Stages a rank the schedule takes: 1 single-stage, 2 in a V, else 2 or more. */
+static bool titan_spr_ok(const char *sched, long long spr)
+{
+	return titan_stages_per_rank(sched) == 1 ? spr == 1 : titan_v(sched) ? spr == 2 : spr >= 2;
+}
+
+static const char *titan_spr_need(const char *sched)
+{
+	return titan_stages_per_rank(sched) == 1 ? "1" : titan_v(sched) ? "2" : "2 or more";
+}
+
+/* pipeline_parallel_split_points ("layers.N", increasing): stage i runs
+ * from point i - 1 to point i, so len + 1 stages (pipeline_llama.py
+ * pipeline_llama_manual_split); stages / pp a rank (2 for the V schedules,
+ * 1 for a single-stage one: stage_ids_this_rank). Returns false on a
+ * diagnosed error; *list NULL when the points give no list. */
+static bool titan_points(struct cfg *c, struct imp_out *o, long long pp, long long layers, bool *done)
+{
+	const struct cfg_item *it = titan_item(c, "parallelism.pipeline_parallel_split_points");
+	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
+	long long k = 1, prev = 0, *n, i = 0, spr;
+
+	*done = it != NULL;
+	if (!it || it->kind != CFG_LIST || !it->text || !*it->text)
+		return true;
+	for (const char *p = it->text; *p; p++)
+		k += *p == ',';
+	n = ARENA_NEW_ARRAY(c->arena, long long, (size_t)k + 1);
+	for (const char *p = it->text; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+		char *end;
+		long long at = strncmp(p, "layers.", 7) ? -1 : strtoll(p + 7, &end, 10);
+
+		if (at <= prev || at >= layers || (*end && *end != ','))
+			return diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "split point %lld of "
+					 "'pipeline_parallel_split_points' must be \"layers.N\", N increasing from "
+					 "1 to %lld", i + 1, layers - 1);
+		n[i++] = at - prev;
+		prev = at;
+	}
+	n[i] = layers - prev;
+	spr = (k + 1) / pp;
+	if ((k + 1) % pp || !titan_spr_ok(sched, spr))
+		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, it->loc, "%lld split points make %lld stages, "
+				 "not %s a rank of pp = %lld (stage_ids_this_rank)", k, k + 1,
+				 titan_spr_need(sched), pp);
+	const char *list = titan_list(c->arena, n, k + 1);
+
+	if (list)
+		imp_set(o, "parallel.stage_layers", list, it->path, arena_printf(c->arena,
+			"the layers between the split points%s", titan_ranks(c->arena, sched, pp, k + 1)));
+	return true;
+}
+
 /* generate_split_points (9dec370 parallelisms/pipelining_utils.py) without
- * split points: a single-stage schedule cuts pp stages, the first n // pp
- * layers, each middle one a layer more while the remainder n % pp lasts,
- * the last what is left. memc's split is first and last stage counts with
- * the middle even: written when the remainder gives that. */
+ * split points: pp stages (2 pp for a multi-stage schedule), the first
+ * n // stages layers, each middle one a layer more while the remainder
+ * lasts, the last what is left. Written as first and last stage counts
+ * where the remainder fills the middle stages, else as the list. */
 static void titan_split(struct cfg *c, struct imp_out *o, long long pp, long long layers)
 {
 	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
 	const char *why = "generate_split_points; the middle stages a layer more";
-	long long base = layers / pp, extra = layers % pp;
+	long long base = layers / pp, extra = layers % pp, st = pp * titan_stages_per_rank(sched);
+	const char *list;
 
-	if (titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 3 || !base)
+	bool done;
+
+	if (!titan_points(c, o, pp, layers, &done) || done || pp < 2 || layers < st)
 		return;
-	if (strcmp(sched, "1F1B") && strcmp(sched, "GPipe")) {
-		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_schedule", arena_printf(c->arena,
-			"%s runs 2 stages a rank: generate_split_points cuts %lld layers into %lld stages "
-			"(the first %lld, each middle one a layer more while the remainder %lld lasts, the "
-			"last the rest), rank r holding stages r and r + %lld", sched, layers, 2 * pp,
-			layers / (2 * pp), layers % (2 * pp), pp));
-		return;
-	}
-	if (!extra)
-		return;
-	if (extra < pp - 2) {
-		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree", arena_printf(c->arena,
-			"generate_split_points gives stages 1 to %lld %lld layers and the rest %lld, a split "
-			"parallel { first_stage_layers, last_stage_layers } cannot state", extra, base + 1, base));
+	if (st > pp || (extra && extra < pp - 2) || pp < 3) {
+		/* the stages differ where first/last_stage_layers cannot say it */
+		list = titan_split_points(c->arena, st, layers);
+		if (list)
+			imp_set(o, "parallel.stage_layers", list, "parallelism.pipeline_parallel_degree",
+				arena_printf(c->arena, "generate_split_points over %lld stages%s", st,
+					     titan_ranks(c->arena, sched, pp, st)));
 		return;
 	}
+	if (!extra || !base)
+		return;
 	imp_set(o, "parallel.first_stage_layers", arena_printf(c->arena, "%lld", base),
 		"parallelism.pipeline_parallel_degree", why);
 	imp_set(o, "parallel.last_stage_layers", arena_printf(c->arena, "%lld", base + extra - (pp - 2)),
 		"parallelism.pipeline_parallel_degree", why);
 }
 
+/* pipeline_llm (distributed/pipeline_parallel.py): with
+ * pipeline_parallel_layers_per_stage, ceil((n + both) / it) virtual stages,
+ * a multiple of pp, 1 a rank for a single-stage schedule and 2 or more for
+ * the others; *st: their number (vp the stages a rank). */
+static bool titan_layers_per_stage(struct cfg *c, struct imp_out *o, long long pp, long long eff,
+				   long long lps, long long *st)
+{
+	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
+	const char *path = "parallelism.pipeline_parallel_layers_per_stage";
+	long long n = (eff + lps - 1) / lps, spr = n / pp;
+
+	if (n % pp || !titan_spr_ok(sched, spr))
+		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, titan_item(c, path)->loc, "%lld layers a "
+				 "stage make %lld virtual stages, not %s a rank of pp = %lld (pipeline_llm)", lps,
+				 n, titan_spr_need(sched), pp);
+	if (titan_stages_per_rank(sched) > 1 && !titan_v(sched))
+		imp_set(o, "parallel.vp", arena_printf(c->arena, "%lld", spr), path,
+			"ceil((layers + first/last_stage_less_layers) / it) stages over pp");
+	*st = n;
+	return true;
+}
+
+/* generate_llm_fqn_per_model_part's counts over @s stages as the list */
+static const char *titan_fqn_list(struct arena *a, long long s, long long eff, long long in, long long out)
+{
+	long long *n = ARENA_NEW_ARRAY(a, long long, (size_t)s);
+
+	for (long long i = 0; i < s; i++)
+		n[i] = eff / s + (i < eff % s) - (i == 0 ? in : 0) - (i == s - 1 ? out : 0);
+	return titan_list(a, n, s);
+}
+
 /* Today's split (distributed/pipeline_parallel.py
  * generate_llm_fqn_per_model_part): the embedding and the head count as
  * pipeline_parallel_first/last_stage_less_layers (default 1) layers; n +
- * both over the stages, the first (n + both) % stages a layer more. */
+ * both over the stages (2 a rank for a multi-stage schedule), the first
+ * (n + both) % stages a layer more. First and last stage counts where they
+ * say it, else the list. */
 static bool titan_split_today(struct cfg *c, struct imp_out *o, long long pp, long long layers)
 {
 	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
 	long long in = titan_count(c, "parallelism.pipeline_parallel_first_stage_less_layers", 1);
 	long long out = titan_count(c, "parallelism.pipeline_parallel_last_stage_less_layers", 1);
-	long long eff = layers + in + out, base = eff / pp, extra = eff % pp;
+	long long lps = titan_count(c, "parallelism.pipeline_parallel_layers_per_stage", 0);
+	long long st = pp * titan_stages_per_rank(sched), eff = layers + in + out, base, extra;
 	const char *why = "generate_llm_fqn_per_model_part; the embedding and the head as layers";
+	bool done;
 
-	if (titan_item(c, "parallelism.pipeline_parallel_layers_per_stage") ||
-	    titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 3 ||
-	    (strcmp(sched, "1F1B") && strcmp(sched, "GPipe")) || base <= in || base <= out)
+	if (!titan_points(c, o, pp, layers, &done) || done)
+		return true;
+	if (lps > 0 && !titan_layers_per_stage(c, o, pp, eff, lps, &st))
+		return true;
+	base = eff / st;
+	extra = eff % st;
+	if (pp < 2 || base <= in || base <= out)
 		return false;
-	if (extra > 1 && extra < pp - 1) {
-		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree", arena_printf(c->arena,
-			"generate_llm_fqn_per_model_part gives stages 0 to %lld a layer more than the rest, "
-			"a split parallel { first_stage_layers, last_stage_layers } cannot state", extra - 1));
+	if (st > pp || pp < 3 || (extra > 1 && extra < pp - 1)) {
+		const char *list = titan_fqn_list(c->arena, st, eff, in, out);
+
+		if (list)
+			imp_set(o, "parallel.stage_layers", list, "parallelism.pipeline_parallel_degree",
+				arena_printf(c->arena, "generate_llm_fqn_per_model_part over %lld stages, the "
+					     "embedding and the head as layers%s", st, titan_ranks(c->arena, sched, pp, st)));
 		return true;
 	}
 	imp_set(o, "parallel.first_stage_layers", arena_printf(c->arena, "%lld", base + (extra > 0) - in),
@@ -627,7 +783,8 @@ static bool titan_pipeline_count(struct cfg *c, struct imp_out *o, const struct 
 		imp_set(o, NULL, NULL, "experimental.pipeline_parallel_degree",
 			"pp > 1: generate_split_points gives the first and the last stage n_layers // stages "
 			"and each middle one a layer more while the remainder lasts: set parallel "
-			"{ first_stage_layers, last_stage_layers } when they do not split evenly");
+			"{ first_stage_layers, last_stage_layers } (or { stage_layers }) when they do not "
+			"split evenly");
 	return true;
 }
 
@@ -657,7 +814,7 @@ static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy, const 
 		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree",
 			"pp > 1: torchtitan's generate_split_points gives the first and last stages "
 			"pipeline_parallel_first/last_stage_less_layers (1) fewer layers: set parallel "
-			"{ first_stage_layers, last_stage_layers }");
+			"{ first_stage_layers, last_stage_layers } or { stage_layers }");
 	return true;
 }
 
@@ -669,10 +826,19 @@ static void titan_stages(struct cfg *c, struct imp_out *o)
 	const char *path = "parallelism.pipeline_parallel_schedule";
 	const char *s = titan_text(c, path, "1F1B");
 
-	if (titan_count(c, "parallelism.pipeline_parallel_degree", 1) <= 1 ||
-	    titan_item(c, "parallelism.pipeline_parallel_layers_per_stage"))
+	const struct cfg_item *sp = titan_item(c, "parallelism.pipeline_parallel_split_points");
+	long long pp = titan_count(c, "parallelism.pipeline_parallel_degree", 1), k = 1;
+
+	if (pp <= 1 || titan_item(c, "parallelism.pipeline_parallel_layers_per_stage"))
 		return;
-	if (!strcmp(s, "Interleaved1F1B") || !strcmp(s, "InterleavedZeroBubble"))
+	for (const char *p = sp && sp->kind == CFG_LIST && sp->text ? sp->text : ""; *p; p++)
+		k += *p == ',';
+	if (sp && (strcmp(s, "Interleaved1F1B") && strcmp(s, "InterleavedZeroBubble")))
+		return;
+	if (sp && (k + 1) % pp == 0 && (k + 1) / pp >= 2)
+		imp_set(o, "parallel.vp", arena_printf(c->arena, "%lld", (k + 1) / pp), sp->path,
+			"its stages / pp (stage_ids_this_rank, loop style)");
+	else if (!sp && (!strcmp(s, "Interleaved1F1B") || !strcmp(s, "InterleavedZeroBubble")))
 		imp_set(o, "parallel.vp", "2", path, "torchtitan's default: 2 stages per rank");
 }
 

@@ -376,6 +376,38 @@ static void pp_split_megatron(void **state)
 	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_EDGES);
 }
 
+/* parallel { stage_layers }: one entry per model chunk (pp x vp in stage
+ * order), adding up to the repeats; empty stages allowed; the derived
+ * forms cannot be combined with it. */
+static void pp_split_list(void **state)
+{
+	struct mem_block b = { NULL, 0, 32, true };
+	uint64_t list[] = { 4, 12, 12, 4 }, sl;
+	struct mem_job j = { .blocks = &b, .nblocks = 1, .pp = 2, .vp = 2, .schedule = MEM_PP_INTERLEAVED,
+			     .stage_layers = list, .nstage_layers = 4 };
+
+	(void)state;
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_OK);
+	assert_int_equal(mem_pp_chunk_layers(&j, 1), 12);
+	assert_int_equal(mem_pp_chunk_layers(&j, 3), 4);
+	assert_true(mem_pp_stated_split(&j));
+	list[0] = 0;
+	list[1] = 16;			/* an empty first stage */
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_OK);
+	list[1] = 15;
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_LIST_SUM);
+	assert_int_equal(sl, 31);
+	j.nstage_layers = 3;
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_LIST_LEN);
+	j.nstage_layers = 4;
+	list[1] = 16;
+	j.pp_account_loss = true;
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_LIST_MIXED);
+	j.pp_account_loss = false;
+	j.schedule = MEM_PP_1F1B;	/* pp chunks: 2 entries */
+	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_LIST_LEN);
+}
+
 /* DualPipe(V).step, simulated event by event (forward before the backward
  * it is paired with): pp 8, 16 micro-batches: rank i holds pp - i forwards
  * of stage i and i + 1 of stage 7 - i, 9 in all; DualPipeV on 4 ranks (8
@@ -974,6 +1006,7 @@ int main(void)
 		cmocka_unit_test(tv17d_ddp_buckets),
 		cmocka_unit_test(tv21_pipeline_factors),
 		cmocka_unit_test(pp_split_megatron),
+		cmocka_unit_test(pp_split_list),
 		cmocka_unit_test(pp_dualpipe),
 		cmocka_unit_test(pp_logits_last_chunk),
 		cmocka_unit_test(tv21_first_stage_activations),

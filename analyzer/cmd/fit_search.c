@@ -83,10 +83,10 @@ static void add_alt(struct fit_ctx *c, struct knob_alts *k, const char *top, con
 	struct fit_change *ch = &k->alt[k->n++];
 
 	ch->v = ARENA_NEW_ARRAY(&c->arena, struct fit_set, 2);
-	ch->v[0] = (struct fit_set){ top, sub, arena_strdup(&c->arena, value), NULL };
+	ch->v[0] = (struct fit_set){ top, sub, arena_strdup(&c->arena, value), NULL, false };
 	ch->n = 1;
 	if (top2)
-		ch->v[ch->n++] = (struct fit_set){ top2, sub2, arena_strdup(&c->arena, value2), NULL };
+		ch->v[ch->n++] = (struct fit_set){ top2, sub2, arena_strdup(&c->arena, value2), NULL, false };
 }
 
 /* What the last alternative costs besides memory, said with it. */
@@ -224,8 +224,10 @@ static void knob_degree(struct fit_ctx *c, const struct layout *l, const char *w
 	for (uint64_t d = cur * 2; cur && d <= limit && k->n < FIT_MAX_ALTS; d *= 2)
 		if (l->gpus % (mp / cur * d) == 0 && (tp || pp || check_cp_splits_seq(seq, d))) {
 			alt_u64(c, k, "parallel", which, d);
-			if (pp && states_split(c))
+			if (pp && states_split(c)) {
 				caveat(k, search_split_note);
+				k->alt[k->n - 1].v[0].whole_record = true;
+			}
 		}
 }
 
@@ -558,7 +560,7 @@ static void find_fixes(struct fit_ctx *c, struct fit_answer *ans)
  * whether it fits (with @on_gpu, the GPU without the headroom). */
 static bool probe_one(struct fit_ctx *c, const char *top, uint64_t v, bool on_gpu, struct fit_outcome *o)
 {
-	struct fit_set set = { top, NULL, NULL, NULL };
+	struct fit_set set = { top, NULL, NULL, NULL, false };
 	struct fit_change ch = { &set, 1 };
 	struct layout l;
 

@@ -252,7 +252,7 @@ static void keep_fix(struct arena *a, const struct fit_fix *f, struct fit_note_f
 
 		/* a caveat is a static string of fit_search.c */
 		out->v[i] = (struct fit_set){ arena_strdup(a, v->top), v->sub ? arena_strdup(a, v->sub) : NULL,
-					      arena_strdup(a, v->value), v->caveat };
+					      arena_strdup(a, v->value), v->caveat, v->whole_record };
 	}
 }
 
@@ -412,7 +412,7 @@ static void note_fix(struct diag *d, const struct check_job *cj, const struct fi
 	report_bytes(f->total, buf, sizeof buf);
 	strbuf_init(&why);
 	caveats(&why, f);
-	bool one_sub = top && f->n == 1 && f->v[0].sub && at != top;
+	bool one_sub = top && f->n == 1 && f->v[0].sub && at != top && !f->v[0].whole_record;
 
 	if (top)
 		strbuf_addf(&edit, "%s%s%s", one_sub ? f->v[0].sub : f->line, one_sub ? " = " : "",

@@ -34,6 +34,9 @@ struct program;
 struct fit_set {
 	const char *top, *sub, *value;
 	const char *caveat;	/* NULL, or what the change costs besides memory (printed with it) */
+	/* its record's line drops more than it sets (a stated pipeline
+	 * split, search_split.h): the key alone is no edit */
+	bool whole_record;
 };
 
 struct fit_change {

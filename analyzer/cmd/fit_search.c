@@ -14,6 +14,7 @@
 
 #include "analyzer/build.h"
 #include "analyzer/cmd/fit_impl.h"
+#include "analyzer/cmd/search_split.h"
 #include "lang/ast.h"
 #include "lang/check.h"
 #include "lang/import.h"
@@ -82,10 +83,10 @@ static void add_alt(struct fit_ctx *c, struct knob_alts *k, const char *top, con
 	struct fit_change *ch = &k->alt[k->n++];
 
 	ch->v = ARENA_NEW_ARRAY(&c->arena, struct fit_set, 2);
-	ch->v[0] = (struct fit_set){ top, sub, arena_strdup(&c->arena, value), NULL };
+	ch->v[0] = (struct fit_set){ top, sub, arena_strdup(&c->arena, value), NULL, false };
 	ch->n = 1;
 	if (top2)
-		ch->v[ch->n++] = (struct fit_set){ top2, sub2, arena_strdup(&c->arena, value2), NULL };
+		ch->v[ch->n++] = (struct fit_set){ top2, sub2, arena_strdup(&c->arena, value2), NULL, false };
 }
 
 /* What the last alternative costs besides memory, said with it. */
@@ -200,6 +201,16 @@ static void knob_offload(struct fit_ctx *c, struct knob_alts *k)
 	add_alt(c, k, "offload", "optimizer", "cpu", "offload", "params", "cpu");
 }
 
+/* Whether the job writes a pipeline split, which another pp drops (the
+ * variant's parallel { }, fit_variant.c). */
+static bool states_split(struct fit_ctx *c)
+{
+	for (size_t i = 0; i < search_nsplit_keys; i++)
+		if (key_text(c, arena_printf(&c->arena, "parallel.%s", search_split_keys[i])))
+			return true;
+	return false;
+}
+
 /* Degrees that keep tp x pp x cp dividing the cluster: tp within a node
  * and up to 8, pp up to 16, cp up to 8 (each doubling), and a cp whose
  * 2 x cp chunks seq_len has (the checker's rule: a cp it refuses is no
@@ -211,8 +222,13 @@ static void knob_degree(struct fit_ctx *c, const struct layout *l, const char *w
 	uint64_t limit = tp ? (l->per < 8 ? l->per : 8) : pp ? 16 : 8, seq = key_u64(c, "seq_len", 0);
 
 	for (uint64_t d = cur * 2; cur && d <= limit && k->n < FIT_MAX_ALTS; d *= 2)
-		if (l->gpus % (mp / cur * d) == 0 && (tp || pp || check_cp_splits_seq(seq, d)))
+		if (l->gpus % (mp / cur * d) == 0 && (tp || pp || check_cp_splits_seq(seq, d))) {
 			alt_u64(c, k, "parallel", which, d);
+			if (pp && states_split(c)) {
+				caveat(k, search_split_note);
+				k->alt[k->n - 1].v[0].whole_record = true;
+			}
+		}
 }
 
 static const char caveat_amp[] =
@@ -544,7 +560,7 @@ static void find_fixes(struct fit_ctx *c, struct fit_answer *ans)
  * whether it fits (with @on_gpu, the GPU without the headroom). */
 static bool probe_one(struct fit_ctx *c, const char *top, uint64_t v, bool on_gpu, struct fit_outcome *o)
 {
-	struct fit_set set = { top, NULL, NULL, NULL };
+	struct fit_set set = { top, NULL, NULL, NULL, false };
 	struct fit_change ch = { &set, 1 };
 	struct layout l;
 

@@ -14,6 +14,7 @@
 
 #include "analyzer/build.h"
 #include "analyzer/cmd/fit_impl.h"
+#include "analyzer/cmd/search_split.h"
 #include "analyzer/cmd/driver.h"
 #include "analyzer/memory.h"
 #include "analyzer/phases.h"
@@ -55,22 +56,50 @@ static const struct fit_set *find_set(const struct fit_change *ch, const char *t
 	return NULL;
 }
 
-/* `top { ... }`: the block's own sub-keys, rewritten where @ch sets them,
- * then the ones it adds; so the line replaces the whole record. */
+static uint64_t written_u64(const struct fit_ctx *c, const char *key)
+{
+	struct value v;
+	uint64_t u;
+
+	return check_job_field(c->job, key, &v) && v.kind == VAL_NUM && num_to_u64(v.num, &u) ? u : 1;
+}
+
+static uint64_t set_u64(const struct fit_change *ch, const char *sub, uint64_t dflt)
+{
+	const struct fit_set *set = find_set(ch, "parallel", sub);
+
+	return set ? strtoull(set->value, NULL, 10) : dflt;
+}
+
+/* Whether @ch moves pp or vp off the written ones: its parallel { }
+ * drops a stated split, which is for the written ones (search_split.h). */
+static bool drops_split(const struct fit_ctx *c, const struct fit_change *ch)
+{
+	uint64_t pp = written_u64(c, "parallel.pp"), vp = written_u64(c, "parallel.vp");
+
+	return !search_split_same(pp, vp, set_u64(ch, "pp", pp), set_u64(ch, "vp", vp));
+}
+
+/* `top { ... }`: the block's own sub-keys, rewritten where @ch sets them
+ * (a stated split left out where @ch drops it), then the ones it adds; so
+ * the line replaces the whole record. */
 static void record_line(struct fit_ctx *c, const struct fit_change *ch, const char *top, struct strbuf *sb)
 {
 	const struct field *f = own_field(c, top);
-	bool first = true;
+	bool first = true, drop = strcmp(top, "parallel") == 0 && drops_split(c, ch);
 
 	strbuf_addf(sb, "%s { ", top);
-	for (const struct field *s = f ? f->sub : NULL; s; s = s->next, first = false) {
+	for (const struct field *s = f ? f->sub : NULL; s; s = s->next) {
 		const struct fit_set *set = find_set(ch, top, s->name);
 
+		if (drop && search_split_is_key(s->name))
+			continue;
 		if (set)
 			strbuf_addf(sb, "%s%s = %s", first ? "" : ", ", s->name, set->value);
 		else
 			strbuf_addf(sb, "%s%.*s", first ? "" : ", ", (int)(s->loc.end - s->loc.start),
 				    c->text + s->loc.start);
+		first = false;
 	}
 	for (size_t i = 0; i < ch->n; i++)
 		if (strcmp(ch->v[i].top, top) == 0 && ch->v[i].sub && !(f && own_sub(f, ch->v[i].sub))) {

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "analyzer/cmd/search_impl.h"
+#include "analyzer/cmd/search_split.h"
 #include "analyzer/cmd/search_pick.h"
 #include "analyzer/memory.h"
 #include "lang/ast.h"
@@ -234,12 +235,15 @@ static void push(struct list *ls, const struct search_layout *l)
 }
 
 /* Whether the body repeats split over pp x vp chunks (mem_pp_split on the
- * reference job, which knows first/last_stage_layers and the accounting). */
+ * reference job, which knows the stated split: kept at the written pp and
+ * vp, the even one elsewhere, search_split.h). */
 static bool splits(const struct search_ctx *c, uint32_t pp, uint32_t vp)
 {
 	struct mem_job j = c->shapes[0]->bd.job;
 	uint64_t layers;
 
+	if (search_split_dropped(&j, pp, vp))
+		search_split_clear(&j);
 	j.pp = pp;
 	j.vp = vp;
 	j.schedule = vp > 1 ? MEM_PP_INTERLEAVED : MEM_PP_1F1B;

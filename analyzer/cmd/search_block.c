@@ -12,6 +12,7 @@
 #include "analyzer/cmd/driver.h"
 #include "analyzer/cmd/search_impl.h"
 #include "analyzer/cmd/search_pick.h"
+#include "analyzer/cmd/search_split.h"
 #include "analyzer/fmt/fmt_impl.h"
 #include "analyzer/memory.h"
 #include "analyzer/phases.h"
@@ -50,15 +51,23 @@ static void degree(struct strbuf *sb, const char *name, uint32_t v)
 		strbuf_addf(sb, "    %s = %u\n", name, (unsigned)v);
 }
 
-/* parallel { }: the job's other sub-keys, then the layout's degrees. */
+bool search_drops_split(const struct search_ctx *c, const struct search_layout *l)
+{
+	return c->nshapes && search_split_dropped(&c->shapes[0]->bd.job, l->pp, l->vp);
+}
+
+/* parallel { }: the job's other sub-keys (less a stated split the layout
+ * drops), then the layout's degrees. */
 static void parallel_record(const struct search_ctx *c, const struct field *f, const struct search_layout *l,
 			    struct strbuf *sb)
 {
+	bool drop = search_drops_split(c, l);
 	struct strbuf in;
 
 	strbuf_init(&in);
 	for (const struct field *s = f ? f->sub : NULL; s; s = s->next)
-		if (s->name && !in_list(managed_sub, sizeof managed_sub / sizeof managed_sub[0], s->name)) {
+		if (s->name && !in_list(managed_sub, sizeof managed_sub / sizeof managed_sub[0], s->name) &&
+		    !(drop && search_split_is_key(s->name))) {
 			strbuf_addstr(&in, "    ");
 			field_text(c, s, &in);
 			strbuf_addch(&in, '\n');

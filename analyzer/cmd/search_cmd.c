@@ -14,6 +14,7 @@
 #include "analyzer/cmd/driver.h"
 #include "analyzer/cmd/search_cmd.h"
 #include "analyzer/cmd/search_impl.h"
+#include "analyzer/cmd/search_split.h"
 #include "analyzer/cmd/search_pick.h"
 #include "analyzer/out/jsonw.h"
 #include "analyzer/report.h"
@@ -217,6 +218,8 @@ static void print_text(struct search_ctx *c)
 		printf("\n// %zu: %s tokens/s/GPU, step %.2f s, MFU %.1f%%, %s of %s per GPU\n", i + 1,
 		       thousands(p->l.tokens_per_s, tok, sizeof tok), p->l.step_s, p->l.mfu * 100,
 		       report_bytes(p->device_total, b, sizeof b), report_bytes(p->capacity, cap, sizeof cap));
+		if (search_drops_split(c, &p->l))
+			printf("// %s\n", search_split_note);
 		fputs(search_render(c, &p->l, pick_name(c, i)), stdout);
 	}
 }

@@ -10,6 +10,7 @@
  * of the same job can take its place behind the same signature.
  */
 #include "analyzer/cmd/search_impl.h"
+#include "analyzer/cmd/search_split.h"
 #include "analyzer/memory.h"
 
 /* The sharding a layout's dp leaves: DDP needs two replicas. Sharded
@@ -46,6 +47,8 @@ void search_eval(const struct search_shape *s, const struct search_layout *l, st
 
 	out->ok = out->fits = false;
 	out->device_total = 0;
+	if (search_split_dropped(&s->bd.job, l->pp, l->vp))
+		search_split_clear(&j);
 	set_layout(&j, l);
 	j.sharding = layout_sharding(&s->bd.job, l);
 	j.no_explain = true;

@@ -135,6 +135,9 @@ struct search_ctx {
 	const char *why;
 };
 
+/* Whether @l drops the job's stated pipeline split (search_split.h). */
+bool search_drops_split(const struct search_ctx *c, const struct search_layout *l);
+
 /* Search @c->job; false (with c->why) when it cannot be searched. */
 bool search_job(struct search_ctx *c, const struct search_opts *o);
 

@@ -9,7 +9,8 @@ fix_line() {	# FILE LINE COL END_COL TEXT: replace [COL, END_COL) on LINE
 		'NR == n { $0 = substr($0, 1, c - 1) t substr($0, e) } { print }' "$1"
 }
 for f in examples/does-not-fit.mem tests/fit/full-13b-4090.mem tests/fit/sharded.mem \
-	tests/report/tv08.mem tests/output/src/capacity.mem tests/sharding/mixtral-zero3-ep8.mem; do
+	tests/report/tv08.mem tests/output/src/capacity.mem tests/sharding/mixtral-zero3-ep8.mem \
+	tests/fit/stage-layers.mem; do
 	$MEMC check -Werror "$f" >/dev/null 2>&1 && echo "$f: checks clean as written"
 	$MEMC check --format json "$f" 2>/dev/null >"$SCRATCH/diags.json"
 	jq -r '.files[0].diagnostics[] | select(.name == "capacity") | .notes[].message' "$SCRATCH/diags.json" \

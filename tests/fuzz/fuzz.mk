@@ -48,9 +48,11 @@ FUZZ_GEN_OBJS := $(if $(PARSER_Y),$(FUZZ_B)/lang/parser.tab.o $(FUZZ_B)/lang/par
 FUZZ_GEN_H    := $(if $(PARSER_Y),$(FUZZ_B)/lang/parser.tab.h) $(if $(LEXER_L),$(FUZZ_B)/lang/lexer.h)
 # The analyzer without its command line (main, pipeline, lsp, and the
 # commands under analyzer/cmd): the harness calls the phases itself.
-# The fit search stays: the -Wcapacity notes of fit.c run it.
+# The fit search stays: the -Wcapacity notes of fit.c run it (with the
+# stated-split rule it shares with memc search, search_split.c).
 FUZZ_ANALYZER_SRCS ?= $(filter-out analyzer/main.c analyzer/pipeline.c analyzer/lsp/% analyzer/cmd/%,\
-			$(wildcard analyzer/*.c analyzer/*/*.c)) analyzer/cmd/fit_search.c analyzer/cmd/fit_variant.c
+			$(wildcard analyzer/*.c analyzer/*/*.c)) analyzer/cmd/fit_search.c analyzer/cmd/fit_variant.c \
+			analyzer/cmd/search_split.c
 FUZZ_OBJS     := $(patsubst %.c,$(FUZZ_B)/%.o,$(FUZZ_LANG_SRCS) $(FUZZ_ANALYZER_SRCS)) $(FUZZ_GEN_OBJS)
 # The SARIF help text the Makefile generates (DIAG_HELP_C).
 FUZZ_OBJS     += $(FUZZ_B)/gen/diag_help.o

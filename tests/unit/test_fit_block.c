@@ -108,7 +108,7 @@ static void setup_ctx(struct fit_ctx *c, const struct driver_opts *o, struct uni
 static void one(struct fit_set *v, const char *top, const char *sub, const char *value,
 		struct fit_change *ch)
 {
-	*v = (struct fit_set){ top, sub, value, NULL };
+	*v = (struct fit_set){ top, sub, value, NULL, false };
 	*ch = (struct fit_change){ v, 1 };
 }
 

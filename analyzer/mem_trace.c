@@ -32,6 +32,7 @@
  * mem_trace_fsdp.c's; the state they share is mem_trace.h's.
  */
 #include "analyzer/mem_trace.h"
+#include "analyzer/mem_comm.h"
 
 #include <stdlib.h>
 
@@ -316,7 +317,7 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 	if (b->nlayers)
 		r->t->what = b->layers[0].name;
 	if (b->is_body && shards(r->job->sharding))
-		g = mtr_holds(r) && inst_of(r, s, k, 0)->held != NO_ID ? inst_of(r, s, k, 0)->held :
+		g = inst_of(r, s, k, 0)->held != NO_ID ? inst_of(r, s, k, 0)->held :
 		    mtr_unit_gather(r, s, k, false);
 	else
 		mtr_root_prefetch(r, s, false);
@@ -329,10 +330,16 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		forward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j]);
 		drop(r, &ng);
 	}
+	inst_of(r, s, k, 0)->held = NO_ID;
 	if (mtr_holds(r) && b->is_body)
 		inst_of(r, s, k, 0)->held = g;
 	else
 		mtr_reshard(r, &g);
+	/* reshard_after_forward = N: dim 0 of each parameter over N ranks
+	 * (FSDPParam's sharded_post_forward_size), kept to the backward */
+	if (b->is_body && b->nlayers && shards(r->job->sharding) && r->job->fsdp_reshard_to > 1 &&
+	    inst_of(r, s, k, 0)->post == NO_ID)
+		inst_of(r, s, k, 0)->post = put(r, mem_seg_iter(r->cx, seg)->v[S_HELD], STREAM_COMPUTE);
 	offload(r, s, k);
 }
 
@@ -343,7 +350,7 @@ static void forward(struct tr *r, uint32_t *root)
 
 	/* FSDP's root unit stays gathered through forward and backward */
 	r->t->what = "root unit";	/* not the optimizer step's label of the step before */
-	if (shards(m) && m != MEM_SHARD_ZERO3)
+	if (shards(m) && m != MEM_SHARD_ZERO3 && *root == NO_ID)	/* else kept (sync_step) */
 		*root = mtr_gather(r, r->st->total.v[S_GATH_NB]);
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
@@ -455,9 +462,27 @@ static void tied_release(struct tr *r, const struct mem_cost *c)
 	}
 }
 
+/* The last stage's own output that step() keeps (mem_pipeline.c
+ * mem_pp_own_output): the head's forward transient from the start of the
+ * backward, what it saved once the loss region's backward is done. */
+static void own_output(struct tr *r, const struct mem_cost *c)
+{
+	bool *o = &r->cx->ovf;
+	uint64_t t = mem_pp_own_output(o, r->cx, r->st, true);
+
+	if (!c) {
+		mtr_idl_push(r, &r->own, put(r, t, STREAM_COMPUTE));
+		r->own_rest = mem_sub(mem_pp_own_output(o, r->cx, r->st, false), t);
+	} else if (r->own_rest && c->act != MEM_C_LOGITS) {
+		mtr_idl_push(r, &r->own, put(r, r->own_rest, STREAM_COMPUTE));
+		r->own_rest = 0;
+	}
+}
+
 static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			   const struct mem_layer *l, bool unit, uint64_t cat)
 {
+	own_output(r, c);
 	/* a recomputed layer's cached casts are the part of its casts kept */
 	uint32_t cast = put(r, mem_sub(mem_sub(c->cast_tmp, x->cfwd != NO_ID ? c->cast_fwd : 0),
 				       c->mm_split ? c->cast_each : 0), STREAM_COMPUTE);
@@ -470,9 +495,10 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
 	else if (!unit)
 		accumulate(r, c, l);
-	/* the FSDP root's reduce_dtype copy is its post_backward's (mtr_root_reduce) */
-	x->unsh = put(r, !unit && mtr_root_reduces(r) ? mem_sub(c->gunsh, c->gred) : c->gunsh,
-		      STREAM_COMPUTE);
+	/* the FSDP root's reduce_dtype copy is its post_backward's (mtr_root_reduce);
+	 * FSDP2 without sync adds a later micro-batch's to the accumulated ones */
+	x->unsh = put(r, mtr_no_sync2(r) && r->acc_mode == 2 ? mem_sub(c->gunsh, c->gacc) :
+		      !unit && mtr_root_reduces(r) ? mem_sub(c->gunsh, c->gred) : c->gunsh, STREAM_COMPUTE);
 	mtr_flat_grad(r, cat);
 	tied_hold(r, c);
 	backward_frees(r, x, c, l, &r->tmp);
@@ -498,6 +524,10 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	 * keeps the root's unsharded gradients to the end of the backward */
 	if (!unit && !(shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3))
 		drop(r, &x->unsh);
+	/* the timeline counts a later micro-batch's new root gradient at its
+	 * own layer only (mem_fsdp.c mem_fsdp_unsharded) */
+	if (!unit && mtr_no_sync2(r) && r->acc_mode == 2)
+		drop(r, &x->unsh);
 }
 
 static void backward_repeat(struct tr *r, size_t s, uint64_t k)
@@ -510,10 +540,10 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 
 	if (b->nlayers)
 		r->t->what = b->layers[b->nlayers - 1].name;
-	g = unit && mtr_holds(r) ? inst_of(r, s, k, 0)->held : NO_ID;
-	if (unit && mtr_holds(r))
+	g = unit ? inst_of(r, s, k, 0)->held : NO_ID;
+	if (unit)
 		inst_of(r, s, k, 0)->held = NO_ID;
-	else if (unit)
+	if (unit && g == NO_ID)
 		g = mtr_unit_gather(r, s, k, true);
 	if (!b->is_body)
 		mtr_root_prefetch(r, s, true);
@@ -540,7 +570,7 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit,
 			       unit && !j ? mem_seg_iter(r->cx, seg)->v[S_GUNSH] : 0);
 	}
-	if (unit && mtr_holds(r) && r->acc_mode == 1)
+	if (unit && ((mtr_holds(r) && r->acc_mode == 1) || mtr_keeps_gathered(r)))
 		inst_of(r, s, k, 0)->held = g;	/* gathered into the next micro-batch */
 	else
 		mtr_reshard(r, &g);
@@ -551,6 +581,8 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 static void backward(struct tr *r, uint32_t *root)
 {
 	bool *o = &r->cx->ovf;
+
+	own_output(r, NULL);
 
 	for (size_t s = r->st->nsegs; s-- > 0;) {
 		const struct mem_seg *seg = &r->st->segs[s];
@@ -563,8 +595,8 @@ static void backward(struct tr *r, uint32_t *root)
 			drop(r, &r->agg_act[s]);
 			r->t->what = "folded repeats";
 			if (r->acc_mode == 1) {
-				uint32_t flat = put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_GUNSH], mid),
-						    STREAM_COMPUTE);
+				uint32_t flat = put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[mtr_no_sync2(r) ?
+						    S_GACC : S_GUNSH], mid), STREAM_COMPUTE);
 
 				mtr_keep_or_add(r, &flat);
 			} else if (produces(r) && !r->acc_mode && !r->job->optimizer_in_backward)
@@ -572,31 +604,85 @@ static void backward(struct tr *r, uint32_t *root)
 					 mem_seg_iter(r->cx, seg)->v[S_GFIN], mid), STREAM_COMPUTE));
 		}
 	}
+	/* FSDP2's root post_backward reshards before foreach_reduce */
+	if (r->job->fsdp2 && !mtr_keeps_gathered(r))
+		mtr_reshard(r, root);
 	mtr_root_reduce(r);
 	for (size_t s = 0; s < r->st->nsegs; s++)
 		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
 				drop(r, &inst_of(r, s, k, j)->unsh);
-	mtr_reshard(r, root);
+	if (!mtr_keeps_gathered(r))
+		mtr_reshard(r, root);	/* else whole to the reduce-scatter */
 	r->parts.n = 0;		/* every run is freed: reuse the list */
 }
 
-static void micro_batch(struct tr *r, uint64_t chunks)
+/* The reduce-scatter after the last micro-batch's backward; under
+ * torch.distributed.pipelining (perform_reduce_grad) every unit and the
+ * root are still whole until their post_backward has run. */
+static void sync_step(struct tr *r, uint32_t *root)
+{
+	r->t->what = "gradient reduce-scatter";
+	mtr_sync_unsharded(r);
+	if (!mtr_keeps_gathered(r))
+		return;
+	for (size_t s = 0; s < r->st->nsegs; s++)
+		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
+			if (r->job->blocks[r->st->segs[s].block].nlayers)
+				mtr_reshard(r, &inst_of(r, s, k, 0)->held);
+	mtr_reshard(r, root);
+}
+
+/* torch.distributed.pipelining's PipelineStage buffers beside the walked
+ * micro-batch, `chunks` forwards in flight: the receive buffers, the stage
+ * outputs fwd_cache holds and, at a later micro-batch, the input gradients
+ * left on the receive buffers (mem_pipeline.c, the timeline's make_base). */
+static uint64_t stage_io(struct tr *r, uint64_t chunks, bool later)
+{
+	bool *o = &r->cx->ovf;
+	uint32_t i = r->st->index;
+	uint64_t n = mem_add(o, mem_pp_recv_bytes(o, r->job, i, chunks), mem_pp_output_bytes(o, r->job, i, chunks));
+
+	return later ? mem_add(o, n, mem_pp_input_grad_bytes(o, r->job, i, chunks)) : n;
+}
+
+/* Buffers that live from the first forward on, through every optimizer
+ * step (the timeline's base, which its optimizer instant keeps): the stage
+ * buffers of the first micro-batch (made by _prepare_forward_infra and
+ * kept) and Megatron's GlobalMemoryBuffer for the gathered sequence-parallel
+ * input (mem_comm.c mem_comm_sp_buffer: allocated once, never freed). */
+static void resident_buffers(struct tr *r, uint64_t first)
+{
+	r->t->what = "pipeline and sequence-parallel buffers";
+	r->io = stage_io(r, first, false);
+	put(r, r->io, STREAM_COMPUTE);
+	put(r, mem_comm_sp_buffer(r->job, &r->cx->ovf), STREAM_COMPUTE);
+}
+
+static void micro_batch(struct tr *r, uint64_t chunks, bool later)
 {
 	bool *o = &r->cx->ovf;
 	/* the other in-flight micro-batches' stored activations (§4.6) */
 	uint32_t extra = put(r, act(r, mem_add(o, mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S_STORED_OFF),
 					       mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)), 0),
 			     STREAM_COMPUTE);
-	uint32_t root = NO_ID;
+	uint32_t *root = &r->root, io, outs;
 
-	r->acc_mode = !mtr_keeps_unsharded(r) ? 0 : r->have_grads ? 2 : 1;
-	forward(r, &root);
-	backward(r, &root);
-	if (r->acc_mode == 2)
-		mtr_sync_unsharded(r);
+	/* a later micro-batch's stage buffers beyond the first's (kept) */
+	io = put(r, later ? mem_sub(stage_io(r, chunks, true), r->io) : 0, STREAM_COMPUTE);
+	/* step()'s output_chunks: the earlier micro-batches' logits (mem_pipeline.c) */
+	outs = put(r, mem_pp_kept_outputs(o, r->cx, r->st, later), STREAM_COMPUTE);
+	r->acc_mode = !mtr_keeps_unsharded(r) && !mtr_no_sync2(r) ? 0 : later ? 2 : 1;
+	forward(r, root);
+	backward(r, root);
+	/* the last micro-batch syncs (the trace's later one; the only one) */
+	if (r->acc_mode == 2 || (r->acc_mode == 1 && r->job->micro_batches < 2))
+		sync_step(r, root);
 	r->acc_mode = 0;
 	mtr_caught_up(r);
+	mtr_idl_drop_from(r, &r->own, 0);
+	drop(r, &outs);
+	drop(r, &io);
 	drop(r, &extra);
 	if (r->job->optimizer_in_backward)
 		mtr_idl_drop_from(r, &r->kept, 0);
@@ -705,7 +791,7 @@ static bool make_ids(struct tr *r)
 	if (!r->in || !make_qbase(r))
 		return false;
 	for (size_t i = 0; i < (n ? n : 1); i++)
-		r->in[i] = (struct inst){ NO_ID, NO_ID, NO_ID, NO_ID, 0, 0, 0, 0, 0, 0 };
+		r->in[i] = (struct inst){ NO_ID, NO_ID, NO_ID, NO_ID, NO_ID, 0, 0, 0, 0, 0, 0 };
 	return true;
 }
 
@@ -728,18 +814,21 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	r.zeros = job->grads_persistent && !r.resident;
 	r.pre = NO_ID;
 	r.cat = NO_ID;
+	r.root = NO_ID;
 	ok = make_ids(&r);
 	if (ok)
 		mtr_setup(&r);
+	if (ok)
+		resident_buffers(&r, first);
 	if (ok && job->optimizer_in_backward)
 		mtr_states(&r);	/* stepped in backward: created on the first gradient */
 	out->varies = job->shape_seq_len && job->shape_min_seq_len < job->shape_seq_len;
 	for (int step = 0; ok && step < steps; step++) {
 		r.len = step_len(job, step, steps);
 		alloc_trace_mark(out);
-		micro_batch(&r, first);
+		micro_batch(&r, first, false);
 		if (job->micro_batches >= 2)
-			micro_batch(&r, later);
+			micro_batch(&r, later, true);
 		if (!job->optimizer_in_backward)
 			optimizer(&r);
 	}
@@ -754,6 +843,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	free(r.agq.v);
 	free(r.tied.v);
 	free(r.kept.v);
+	free(r.own.v);
 	free(r.acc.v);
 	free(r.share);
 	return ok && !out->nomem;

@@ -29,6 +29,7 @@ struct inst {
 	uint32_t keep, cfwd, unsh;
 	uint32_t held;		/* SHARD_GRAD_OP: its unit gathered from forward to backward
 				   (the unit's first layer's instance) */
+	uint32_t post;		/* FSDP2 reshard_after_forward = N: its post-forward copy */
 	size_t stored0, nstored, saves0, nsaves, load0, nload;
 };
 
@@ -47,7 +48,11 @@ struct tr {
 	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
 	struct idl tied;	/* tied weights' gradients held for their owners (newest last) */
 	struct idl kept;	/* train.keep_output: the model's output, held past the step */
+	struct idl own;		/* the last stage's output step() keeps, to the micro-batch's end */
+	uint64_t own_rest;	/* ... what the head saved, added after the loss region */
+	uint64_t io;		/* the first micro-batch's pipeline stage buffers (kept) */
 	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
+	uint32_t root;		/* FSDP's gathered root unit */
 	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
 	struct idl acc;		/* FSDP1 no_sync(): the units' flat gradients kept as .grad */
 	int acc_mode;		/* ... 0: reduce now, 1: keep them, 2: add to them (mem_trace_fsdp.c) */
@@ -131,6 +136,11 @@ void mtr_caught_up(struct tr *r);
 /* Units gathered from forward to backward (SHARD_GRAD_OP, FSDP2
  * reshard_after_forward = false). */
 bool mtr_holds(const struct tr *r);
+/* FSDP2 without gradient sync before the last micro-batch; with reshard
+ * after backward off too (torch.distributed.pipelining), every unit stays
+ * gathered from its backward to the end of the step's last micro-batch. */
+bool mtr_no_sync2(const struct tr *r);
+bool mtr_keeps_gathered(const struct tr *r);
 /* FSDP1's flat gradient of `cat` bytes, made with the unit's gradients. */
 void mtr_flat_grad(struct tr *r, uint64_t cat);
 /* FSDP1 no_sync(): whether the job keeps unsharded gradients between

@@ -412,7 +412,7 @@ static double trace_vs_timeline(const char *path, unsigned *jobs)
 	assert_true(load(&l, path));
 	for (const struct check_job *cj = l.cr->jobs; cj; cj = cj->next) {
 		struct arena tmp = { 0 };
-		struct build_override ov = { 0 };
+		struct build_override ov = { .zero = -1 };	/* the job as written */
 		struct build b;
 		struct mem_result r;
 
@@ -502,6 +502,109 @@ static void trace_never_above_the_timeline(void **state)
 	assert_true(jobs >= 50);
 }
 
+/* The worst signed difference (1e-4 units) of every job of `path` built
+ * with `ov`, as trace_vs_timeline; *jobs counts those built. */
+static double matrix_case(struct loaded *l, const struct build_override *ov, const char *only,
+			  unsigned *jobs)
+{
+	double worst = 0;
+
+	for (const struct check_job *cj = l->cr->jobs; cj; cj = cj->next) {
+		struct arena tmp = { 0 };
+		struct build_override o = *ov;
+		struct build b;
+		struct mem_result r;
+		const char *name = cj->decl->name;
+
+		if (only && strncmp(name, only, strlen(only)))
+			continue;
+		assert_true(build_job(l->cr->ev, &tmp, cj, &o, true, &b));
+		b.job.alloc_replay = true;
+		assert_int_equal(mem_analyze(&b.job, &r), MEM_OK);
+		for (size_t c = 0; c < r.nclasses; c++) {
+			const struct mem_class *k = &r.classes[c];
+			double d = ((double)k->replay_allocated - (double)k->peak_allocated) * 1e4 /
+				   (double)k->peak_allocated;
+
+			assert_true(k->replayed);
+			if (d * d > worst * worst)
+				worst = d;
+			if (d > 100 || d < (ov->zero == 3 ? -600 : -200))
+				print_error("%s zero %d ckpt %s stage %u: trace %+.4f %%\n", name, ov->zero,
+					    ov->checkpoint ? ov->checkpoint : "-", k->stage, d / 100);
+		}
+		mem_result_free(&r);
+		arena_free(&tmp);
+		++*jobs;
+	}
+	return worst;
+}
+
+/* The property (issue 13): over a matrix of layouts (tests/alloc/
+ * trace-matrix.mem: DP, CP + ZeRO-3, TP + SP + PP 1F1B, interleaved,
+ * zero-bubble, MoE with EP, FSDP2 plain, reshard_after_forward = 2,
+ * without gradient sync, under PP with both reshard policies, optimizer
+ * offload) x recompute (as written, full) x ZeRO (as written, 0-3), the
+ * trace's peak is the timeline's peak allocated within the stated
+ * differences (memory-model.md §5.4 "The trace against the timeline"):
+ * at most 2 % below (a layer's saves freed between its backward
+ * temporaries, which the timeline counts at once), 6 % under ZeRO-3 (its
+ * prefetch bucket, not in the trace: 5.3 % with the optimizer offloaded and full recompute) and at most 1 % above (AccumulateGrad's new
+ * gradient beside a bucket view under ZeRO-0/1, and FSDP2 under PP
+ * resharded after forward: up to one layer's gradients, which the
+ * timeline leaves out of that instant).  Where the job has none of those
+ * (ZeRO-2, FSDP2 with its layouts as written) the two agree to 0.15 %.
+ * Before the trace had FSDP2's mechanisms, fsdp2_no_sync was 49 % below,
+ * fsdp2_pp 23-26 %, fsdp2_pp_always 34-37 %, fsdp2_reshard_int 19 %. */
+static void trace_matrix_is_the_timeline(void **state)
+{
+	static const char *const ckpt[] = { NULL, "full" };
+	struct loaded l;
+	unsigned jobs = 0;
+
+	(void)state;
+	assert_true(load(&l, "tests/alloc/trace-matrix.mem"));
+	for (int z = -1; z <= 3; z++)
+		for (size_t c = 0; c < 2; c++) {
+			struct build_override ov = { 0 };
+			double d;
+
+			ov.zero = z;
+			ov.checkpoint = ckpt[c];
+			d = matrix_case(&l, &ov, NULL, &jobs);
+			assert_true(d <= 100 && d >= (z == 3 ? -600 : -200));
+		}
+	for (size_t c = 0; c < 2; c++) {
+		struct build_override ov = { 0 };
+		double d;
+
+		ov.zero = 2;
+		ov.checkpoint = ckpt[c];
+		d = matrix_case(&l, &ov, "dp_", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "tp_", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "moe_", &jobs);
+		assert_true(d <= 15 && d >= -15);
+	}
+	{
+		struct build_override ov = { 0 };
+		double d;
+
+		ov.zero = -1;
+		d = matrix_case(&l, &ov, "fsdp2_plain", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "fsdp2_reshard", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "fsdp2_no_sync", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "fsdp2_pp", &jobs);	/* and fsdp2_pp_always */
+		assert_true(d <= 100 && d >= -15);
+	}
+	unload(&l);
+	assert_true(jobs >= 10 * 12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -519,6 +622,7 @@ int main(void)
 		cmocka_unit_test(replayed_job_at_capacity),
 		cmocka_unit_test(trace_peak_is_the_timeline_peak),
 		cmocka_unit_test(trace_never_above_the_timeline),
+		cmocka_unit_test(trace_matrix_is_the_timeline),
 	};
 	return cmocka_run_group_tests_name("mem_trace", tests, NULL, NULL);
 }

@@ -565,10 +565,15 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		drop(r, &cast);
 	}
 	for (size_t j = b->nlayers; j-- > 0;) {
+		/* ZeRO-3 gathers a non-body module around its backward too */
+		uint32_t ng;
+
 		r->t->what = b->layers[j].name;
+		ng = !b->is_body && r->job->sharding == MEM_SHARD_ZERO3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
 		set_quad(r, seg->block, j);
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit,
 			       unit && !j ? mem_seg_iter(r->cx, seg)->v[S_GUNSH] : 0);
+		drop(r, &ng);
 	}
 	if (unit && ((mtr_holds(r) && r->acc_mode == 1) || mtr_keeps_gathered(r)))
 		inst_of(r, s, k, 0)->held = g;	/* gathered into the next micro-batch */
@@ -675,15 +680,15 @@ static void micro_batch(struct tr *r, uint64_t chunks, bool later)
 	r->acc_mode = !mtr_keeps_unsharded(r) && !mtr_no_sync2(r) ? 0 : later ? 2 : 1;
 	forward(r, root);
 	backward(r, root);
+	mtr_idl_drop_from(r, &r->own, 0);
+	drop(r, &outs);
+	drop(r, &extra);	/* no micro-batch is in flight after the last backward */
 	/* the last micro-batch syncs (the trace's later one; the only one) */
 	if (r->acc_mode == 2 || (r->acc_mode == 1 && r->job->micro_batches < 2))
 		sync_step(r, root);
 	r->acc_mode = 0;
 	mtr_caught_up(r);
-	mtr_idl_drop_from(r, &r->own, 0);
-	drop(r, &outs);
 	drop(r, &io);
-	drop(r, &extra);
 	if (r->job->optimizer_in_backward)
 		mtr_idl_drop_from(r, &r->kept, 0);
 	r->have_grads = !r->job->optimizer_in_backward;
@@ -815,6 +820,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	r.pre = NO_ID;
 	r.cat = NO_ID;
 	r.root = NO_ID;
+	r.rest = NO_ID;
 	ok = make_ids(&r);
 	if (ok)
 		mtr_setup(&r);

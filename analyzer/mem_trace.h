@@ -53,6 +53,8 @@ struct tr {
 	uint64_t io;		/* the first micro-batch's pipeline stage buffers (kept) */
 	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
 	uint32_t root;		/* FSDP's gathered root unit */
+	uint32_t rest;		/* ZeRO-3: the running unit's part its prefetch left */
+	uint64_t pre_bytes;	/* ... the bytes of `pre` */
 	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
 	struct idl acc;		/* FSDP1 no_sync(): the units' flat gradients kept as .grad */
 	int acc_mode;		/* ... 0: reduce now, 1: keep them, 2: add to them (mem_trace_fsdp.c) */

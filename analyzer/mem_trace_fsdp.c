@@ -109,6 +109,18 @@ static bool prefetches(const struct tr *r, bool bwd)
 	       mem_fsdp1_prefetch(r->job, bwd, 1);
 }
 
+/* The bytes gathered ahead for the next unit of `next` bytes: FSDP's whole
+ * unit (prefetches), ZeRO-3's up to its prefetch bucket (DeepSpeed's
+ * PartitionedParameterCoordinator fetches the next parameters while the
+ * current module runs, up to stage3_prefetch_bucket_size: the timeline's
+ * mem_timeline.c gathered). */
+static uint64_t ahead(const struct tr *r, uint64_t next, bool bwd)
+{
+	if (r->job->sharding == MEM_SHARD_ZERO3)
+		return next < r->job->zero_prefetch_bytes ? next : r->job->zero_prefetch_bytes;
+	return prefetches(r, bwd) ? next : 0;
+}
+
 /* The post-forward copy of the body unit after (s, k) in this pass (its
  * first layer's instance), NULL if none follows among the kept repeats. */
 static uint32_t *next_post(struct tr *r, size_t s, uint64_t k, bool bwd)
@@ -139,15 +151,19 @@ static void drop_post(struct tr *r, uint32_t *post)
 uint32_t mtr_unit_gather(struct tr *r, size_t s, uint64_t k, bool bwd)
 {
 	uint32_t g = r->pre;
-	uint64_t next = next_unit(r, s, k, bwd);
+	uint64_t next = ahead(r, next_unit(r, s, k, bwd), bwd);
+	uint64_t full = mem_seg_iter(r->cx, &r->st->segs[s])->v[S_GATH];
 
 	if (g == NO_ID)
-		g = mtr_gather(r, mem_seg_iter(r->cx, &r->st->segs[s])->v[S_GATH]);
+		g = mtr_gather(r, full);
+	else	/* ZeRO-3: what its prefetch bucket left of the unit */
+		r->rest = mtr_gather(r, mem_sub(full, r->pre_bytes));
 	if (bwd)
 		drop_post(r, &inst_of(r, s, k, 0)->post);
 	r->pre = NO_ID;
-	if (next && prefetches(r, bwd)) {
+	if (next) {
 		r->pre = mtr_gather(r, next);
+		r->pre_bytes = next;
 		if (bwd)
 			drop_post(r, next_post(r, s, k, bwd));
 	}
@@ -158,10 +174,11 @@ uint32_t mtr_unit_gather(struct tr *r, size_t s, uint64_t k, bool bwd)
  * run while the first body unit of the pass is gathered ahead. */
 void mtr_root_prefetch(struct tr *r, size_t s, bool bwd)
 {
-	uint64_t next = next_body(r, s, bwd);
+	uint64_t next = ahead(r, next_body(r, s, bwd), bwd);
 
-	if (r->pre == NO_ID && next && prefetches(r, bwd)) {
+	if (r->pre == NO_ID && next) {
 		r->pre = mtr_gather(r, next);
+		r->pre_bytes = next;
 		if (bwd)
 			drop_post(r, next_post(r, s, 0, bwd));
 	}
@@ -169,6 +186,7 @@ void mtr_root_prefetch(struct tr *r, size_t s, bool bwd)
 
 void mtr_reshard(struct tr *r, uint32_t *g)
 {
+	drop(r, &r->rest);
 	if (!records(r) || *g == NO_ID) {
 		drop(r, g);
 		return;

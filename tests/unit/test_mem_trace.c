@@ -529,7 +529,7 @@ static double matrix_case(struct loaded *l, const struct build_override *ov, con
 			assert_true(k->replayed);
 			if (d * d > worst * worst)
 				worst = d;
-			if (d > 100 || d < (ov->zero == 3 ? -600 : -200))
+			if (d > 100 || d < -30)
 				print_error("%s zero %d ckpt %s stage %u: trace %+.4f %%\n", name, ov->zero,
 					    ov->checkpoint ? ov->checkpoint : "-", k->stage, d / 100);
 		}
@@ -547,15 +547,17 @@ static double matrix_case(struct loaded *l, const struct build_override *ov, con
  * offload) x recompute (as written, full) x ZeRO (as written, 0-3), the
  * trace's peak is the timeline's peak allocated within the stated
  * differences (memory-model.md §5.4 "The trace against the timeline"):
- * at most 2 % below (a layer's saves freed between its backward
- * temporaries, which the timeline counts at once), 6 % under ZeRO-3 (its
- * prefetch bucket, not in the trace: 5.3 % with the optimizer offloaded and full recompute) and at most 1 % above (AccumulateGrad's new
- * gradient beside a bucket view under ZeRO-0/1, and FSDP2 under PP
- * resharded after forward: up to one layer's gradients, which the
- * timeline leaves out of that instant).  Where the job has none of those
- * (ZeRO-2, FSDP2 with its layouts as written) the two agree to 0.15 %.
- * Before the trace had FSDP2's mechanisms, fsdp2_no_sync was 49 % below,
- * fsdp2_pp 23-26 %, fsdp2_pp_always 34-37 %, fsdp2_reshard_int 19 %. */
+ * at most 0.3 % below (a layer's saves freed between its backward
+ * temporaries, which the timeline counts at once: 0.21 % at most here)
+ * and at most 1 % above (AccumulateGrad's new gradient beside a bucket
+ * view, Megatron's main_grad under ZeRO-0/1, which the timeline leaves
+ * out: 0.82 % at most; FSDP2 under PP resharded after forward, 0.51 %).
+ * Where the job has neither (ZeRO-2, FSDP2 with its layouts as written)
+ * the two agree to 0.15 %.  Before the trace had FSDP2's mechanisms,
+ * fsdp2_no_sync was 49 % below, fsdp2_pp 23-26 %, fsdp2_pp_always
+ * 34-37 %, fsdp2_reshard_int 19 %; before it had ZeRO-3's prefetch
+ * bucket and a non-body module's gather in backward, dp_zero under
+ * ZeRO-3 was 1.7 % below and offload_opt 5.3 %. */
 static void trace_matrix_is_the_timeline(void **state)
 {
 	static const char *const ckpt[] = { NULL, "full" };
@@ -572,7 +574,7 @@ static void trace_matrix_is_the_timeline(void **state)
 			ov.zero = z;
 			ov.checkpoint = ckpt[c];
 			d = matrix_case(&l, &ov, NULL, &jobs);
-			assert_true(d <= 100 && d >= (z == 3 ? -600 : -200));
+			assert_true(d <= 100 && d >= -30);
 		}
 	for (size_t c = 0; c < 2; c++) {
 		struct build_override ov = { 0 };
@@ -599,7 +601,7 @@ static void trace_matrix_is_the_timeline(void **state)
 		d = matrix_case(&l, &ov, "fsdp2_no_sync", &jobs);
 		assert_true(d <= 15 && d >= -15);
 		d = matrix_case(&l, &ov, "fsdp2_pp", &jobs);	/* and fsdp2_pp_always */
-		assert_true(d <= 100 && d >= -15);
+		assert_true(d <= 60 && d >= -15);
 	}
 	unload(&l);
 	assert_true(jobs >= 10 * 12);

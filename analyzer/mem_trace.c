@@ -351,12 +351,13 @@ static void forward(struct tr *r, uint32_t *root)
 	/* FSDP's root unit stays gathered through forward and backward */
 	r->t->what = "root unit";	/* not the optimizer step's label of the step before */
 	if (shards(m) && m != MEM_SHARD_ZERO3 && *root == NO_ID)	/* else kept (sync_step) */
-		*root = mtr_gather(r, r->st->total.v[S_GATH_NB]);
+		*root = mtr_gather(r, mtr_root_bytes(r));
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
 		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
 		uint64_t n = kept(seg->count), mid = seg->count - n;
 
+		mtr_split_at(r, s, false, root);
 		for (uint64_t k = 0; k < n; k++) {
 			if (mid && k == MEM_TRACE_REPEATS / 2) {
 				r->t->what = "folded repeats";
@@ -593,6 +594,7 @@ static void backward(struct tr *r, uint32_t *root)
 		const struct mem_seg *seg = &r->st->segs[s];
 		uint64_t n = kept(seg->count), mid = seg->count - n;
 
+		mtr_split_at(r, s, true, root);
 		for (uint64_t k = n; k-- > 0;) {
 			backward_repeat(r, s, k);
 			if (!mid || k != MEM_TRACE_REPEATS / 2)
@@ -617,8 +619,10 @@ static void backward(struct tr *r, uint32_t *root)
 		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
 				drop(r, &inst_of(r, s, k, j)->unsh);
-	if (!mtr_keeps_gathered(r))
+	if (!mtr_keeps_gathered(r)) {
 		mtr_reshard(r, root);	/* else whole to the reduce-scatter */
+		mtr_split_done(r);
+	}
 	r->parts.n = 0;		/* every run is freed: reuse the list */
 }
 
@@ -636,6 +640,7 @@ static void sync_step(struct tr *r, uint32_t *root)
 			if (r->job->blocks[r->st->segs[s].block].nlayers)
 				mtr_reshard(r, &inst_of(r, s, k, 0)->held);
 	mtr_reshard(r, root);
+	mtr_split_done(r);
 }
 
 /* torch.distributed.pipelining's PipelineStage buffers beside the walked
@@ -821,6 +826,8 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	r.cat = NO_ID;
 	r.root = NO_ID;
 	r.rest = NO_ID;
+	r.tail = NO_ID;
+	r.head_copy = NO_ID;
 	ok = make_ids(&r);
 	if (ok)
 		mtr_setup(&r);

@@ -54,6 +54,7 @@ struct tr {
 	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
 	uint32_t root;		/* FSDP's gathered root unit */
 	uint32_t rest;		/* ZeRO-3: the running unit's part its prefetch left */
+	uint32_t tail, head_copy;	/* FSDP2's split root: [norm, lm_head], the head's copy */
 	uint64_t pre_bytes;	/* ... the bytes of `pre` */
 	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
 	struct idl acc;		/* FSDP1 no_sync(): the units' flat gradients kept as .grad */
@@ -155,6 +156,13 @@ void mtr_sync_unsharded(struct tr *r);
  * backward (mtr_root_reduces: the job has one). */
 void mtr_reduce_scatter(struct tr *r, size_t s, uint64_t k);
 bool mtr_root_reduces(const struct tr *r);
+/* FSDP2's split root: the bytes the trace gathers as the root (the head
+ * when split), the units' changes as segment s begins (mtr_split_at), and
+ * the end of the step (mtr_split_done). */
+bool mtr_split(const struct tr *r);
+uint64_t mtr_root_bytes(const struct tr *r);
+void mtr_split_at(struct tr *r, size_t s, bool bwd, uint32_t *root);
+void mtr_split_done(struct tr *r);
 void mtr_root_reduce(struct tr *r);
 
 #endif /* MEMC_ANALYZER_MEM_TRACE_H */

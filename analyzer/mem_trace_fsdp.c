@@ -315,6 +315,115 @@ void mtr_reduce_scatter(struct tr *r, size_t s, uint64_t k)
  * -> the root group's post_backward, foreach_reduce as for a body unit;
  * FSDP1: its last _post_backward_hook), so its sharded gradients are made
  * then, not at each root layer's backward (mem_timeline.c add_grads). */
+/* FSDP2's split root (fsdp2 { root_unit = "split" }: torchtitan's
+ * apply_fsdp_to_decoder wraps tok_embeddings and [norm, lm_head] as units
+ * of their own, mem_fsdp.c root_gathered): the head (the non-body layers
+ * before the body) is whole while it runs, keeps its post-forward copy
+ * between, and is gathered again for its backward; the tail (those after
+ * the body) is gathered for its forward and kept to the end of its
+ * backward, whose post_backward reshards it (unless reshard after
+ * backward is off) and reduce-scatters its gradients then. */
+bool mtr_split(const struct tr *r)
+{
+	return r->job->fsdp2 && r->job->fsdp_split_root && shards(r->job->sharding) &&
+	       r->job->sharding != MEM_SHARD_ZERO3 && !records(r);
+}
+
+/* Field f of the tail's layers (after the stage's last body segment). */
+static uint64_t tail_sum(const struct tr *r, enum mem_sum_field f)
+{
+	bool *o = &r->cx->ovf;
+	uint64_t sum = 0;
+	bool body = false;
+
+	for (size_t i = 0; i < r->st->nsegs; i++) {
+		const struct mem_seg *seg = &r->st->segs[i];
+
+		if (r->job->blocks[seg->block].is_body)
+			body = true, sum = 0;
+		else if (body)
+			sum = mem_add(o, sum, mem_mul(o, mem_seg_iter(r->cx, seg)->v[f], seg->count));
+	}
+	return sum;
+}
+
+/* The root's part the trace gathers as one unit: all of it, or the head. */
+uint64_t mtr_root_bytes(const struct tr *r)
+{
+	const struct mem_sums *T = &r->st->total;
+
+	return mtr_split(r) ? mem_sub(T->v[S_GATH_NB], tail_sum(r, S_GATH)) : T->v[S_GATH_NB];
+}
+
+/* Whether segment s is the first body one (first) or the last (!first). */
+static bool body_edge(const struct tr *r, size_t s, bool first)
+{
+	if (!r->job->blocks[r->st->segs[s].block].is_body)
+		return false;
+	for (size_t i = s; first ? i-- > 0 : ++i < r->st->nsegs;)
+		if (r->job->blocks[r->st->segs[i].block].is_body)
+			return false;
+	return true;
+}
+
+static void tail_reduce(struct tr *r)
+{
+	uint32_t out;
+	size_t last = 0;
+
+	for (size_t i = 0; i < r->st->nsegs; i++)
+		if (r->job->blocks[r->st->segs[i].block].is_body)
+			last = i;
+	for (size_t i = last + 1; i < r->st->nsegs; i++)
+		for (uint64_t k = 0; k < kept(r->st->segs[i].count); k++)
+			for (size_t j = 0; j < r->job->blocks[r->st->segs[i].block].nlayers; j++)
+				drop(r, &inst_of(r, i, k, j)->unsh);
+	if (mtr_no_sync2(r)) {
+		if (r->acc_mode == 1)
+			mtr_idl_push(r, &r->acc, put(r, tail_sum(r, S_GACC), STREAM_COMPUTE));
+		return;
+	}
+	out = put(r, tail_sum(r, S_GFIN), STREAM_RS);
+	if (produces(r))
+		mtr_idl_push(r, &r->grads, out);
+	else
+		drop(r, &out);
+}
+
+/* Segment s begins in this pass: the split root's units change there. */
+void mtr_split_at(struct tr *r, size_t s, bool bwd, uint32_t *root)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+	bool body = r->job->blocks[seg->block].is_body;
+	uint64_t head = mtr_root_bytes(r), n = r->job->fsdp_reshard_to;
+
+	if (!mtr_split(r))
+		return;
+	if (!bwd && body && body_edge(r, s, true) && n != 1) {
+		/* the head's post-forward copy (mem_fsdp.c unit_held) */
+		drop(r, root);
+		r->head_copy = put(r, n > 1 ? mem_round(r->job, head / n + (head % n != 0)) : 0,
+				   STREAM_COMPUTE);
+	} else if (!bwd && !body && s > 0 && r->tail == NO_ID && tail_sum(r, S_GATH) &&
+		   (s + 1 == r->st->nsegs || r->job->blocks[r->st->segs[s - 1].block].is_body)) {
+		r->tail = mtr_gather(r, tail_sum(r, S_GATH));
+	} else if (bwd && body && body_edge(r, s, false)) {
+		if (!mtr_keeps_gathered(r))
+			drop(r, &r->tail);
+		tail_reduce(r);
+	} else if (bwd && !body && *root == NO_ID && s + 1 < r->st->nsegs &&
+		   body_edge(r, s + 1, true)) {
+		drop(r, &r->head_copy);
+		*root = mtr_gather(r, head);
+	}
+}
+
+void mtr_split_done(struct tr *r)
+{
+	drop(r, &r->tail);
+	drop(r, &r->head_copy);
+}
+
 bool mtr_root_reduces(const struct tr *r)
 {
 	return shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3 &&
@@ -324,18 +433,21 @@ bool mtr_root_reduces(const struct tr *r)
 void mtr_root_reduce(struct tr *r)
 {
 	const struct mem_sums *T = &r->st->total;
+	bool split = mtr_split(r);
 	uint32_t in, out;
 
 	if (!mtr_root_reduces(r))
 		return;
 	r->t->what = "root unit";
 	if (mtr_no_sync2(r)) {
-		accumulate2(r, SIZE_MAX, 0, T->v[S_GACC_NB]);
+		accumulate2(r, SIZE_MAX, 0, mem_sub(T->v[S_GACC_NB], split ? tail_sum(r, S_GACC) : 0));
 		return;
 	}
 	/* FSDP1: the flat gradient; FSDP2: foreach_reduce's reduce_scatter_input,
-	 * in reduce_dtype where that differs (mem_fsdp.c mem_fsdp_root_reduce) */
-	in = put(r, T->v[S_GRED_NB] ? T->v[S_GRED_NB] : T->v[S_GUNSH_NB],
+	 * in reduce_dtype where that differs (mem_fsdp.c mem_fsdp_root_reduce);
+	 * a split root's tail has reduced already (mtr_split_at) */
+	in = put(r, T->v[S_GRED_NB] ? mem_sub(T->v[S_GRED_NB], split ? tail_sum(r, S_GRED_NB) : 0) :
+		 mem_sub(T->v[S_GUNSH_NB], split ? tail_sum(r, S_GUNSH) : 0),
 		 records(r) ? STREAM_COMPUTE : STREAM_RS);
 	for (size_t s = 0; s < r->st->nsegs; s++)
 		for (uint64_t k = 0; !r->job->blocks[r->st->segs[s].block].is_body &&
@@ -346,7 +458,7 @@ void mtr_root_reduce(struct tr *r)
 		mtr_keep_or_add(r, &in);
 		return;
 	}
-	out = put(r, T->v[S_GFIN_NB], STREAM_RS);
+	out = put(r, mem_sub(T->v[S_GFIN_NB], split ? tail_sum(r, S_GFIN) : 0), STREAM_RS);
 	drop(r, &in);
 	if (produces(r))
 		mtr_idl_push(r, &r->grads, out);

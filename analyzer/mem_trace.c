@@ -480,6 +480,16 @@ static void own_output(struct tr *r, const struct mem_cost *c)
 	}
 }
 
+/* A layer's unsharded gradient: the FSDP root's reduce_dtype copy is its
+ * post_backward's (mtr_root_reduce); FSDP2 without sync makes only the
+ * param_dtype part in a later micro-batch, added to the accumulated one. */
+static uint64_t unsharded(const struct tr *r, const struct mem_cost *c, bool unit)
+{
+	if (mtr_no_sync2(r) && r->acc_mode == 2)
+		return mem_sub(c->gunsh, c->gacc);
+	return !unit && mtr_root_reduces(r) ? mem_sub(c->gunsh, c->gred) : c->gunsh;
+}
+
 static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			   const struct mem_layer *l, bool unit, uint64_t cat)
 {
@@ -496,10 +506,7 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
 	else if (!unit)
 		accumulate(r, c, l);
-	/* the FSDP root's reduce_dtype copy is its post_backward's (mtr_root_reduce);
-	 * FSDP2 without sync adds a later micro-batch's to the accumulated ones */
-	x->unsh = put(r, mtr_no_sync2(r) && r->acc_mode == 2 ? mem_sub(c->gunsh, c->gacc) :
-		      !unit && mtr_root_reduces(r) ? mem_sub(c->gunsh, c->gred) : c->gunsh, STREAM_COMPUTE);
+	x->unsh = put(r, unsharded(r, c, unit), STREAM_COMPUTE);
 	mtr_flat_grad(r, cat);
 	tied_hold(r, c);
 	backward_frees(r, x, c, l, &r->tmp);
@@ -531,6 +538,31 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 		drop(r, &x->unsh);
 }
 
+/* A fully recomputed repeat's forward again, before its backward. */
+static void rematerialise(struct tr *r, size_t s, uint64_t k)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+	const struct mem_block *b = &r->job->blocks[seg->block];
+	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
+
+	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
+			   j < b->nlayers; j++) {
+		struct inst *x = inst_of(r, s, k, j);
+		uint32_t tmp, cast;
+
+		set_quad(r, seg->block, j);
+		/* the re-run forward's casts: the autocast-cached ones are saved
+		 * for the layer's backward, as a forward without recompute does */
+		x->cfwd = put(r, c[j].cast_fwd, STREAM_COMPUTE);
+		cast = put(r, mem_sub(c[j].cast_tmp, c[j].cast_fwd), STREAM_COMPUTE);
+		x->saves0 = put_saves(r, &b->layers[j], act(r, c[j].saves, r->q->save), 0,
+				      b->layers[j].nsave_parts, &x->nsaves);
+		tmp = put(r, act(r, c[j].tfwd, r->q->tfwd), STREAM_COMPUTE);
+		drop(r, &tmp);
+		drop(r, &cast);
+	}
+}
+
 static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 {
 	const struct mem_seg *seg = &r->st->segs[s];
@@ -549,22 +581,7 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 	if (!b->is_body)
 		mtr_root_prefetch(r, s, true);
 	bring_back(r, s, k);
-	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
-			   j < b->nlayers; j++) {
-		struct inst *x = inst_of(r, s, k, j);
-		uint32_t tmp, cast;
-
-		set_quad(r, seg->block, j);
-		/* the re-run forward's casts: the autocast-cached ones are saved
-		 * for the layer's backward, as a forward without recompute does */
-		x->cfwd = put(r, c[j].cast_fwd, STREAM_COMPUTE);
-		cast = put(r, mem_sub(c[j].cast_tmp, c[j].cast_fwd), STREAM_COMPUTE);
-		x->saves0 = put_saves(r, &b->layers[j], act(r, c[j].saves, r->q->save), 0,
-				      b->layers[j].nsave_parts, &x->nsaves);
-		tmp = put(r, act(r, c[j].tfwd, r->q->tfwd), STREAM_COMPUTE);
-		drop(r, &tmp);
-		drop(r, &cast);
-	}
+	rematerialise(r, s, k);
 	for (size_t j = b->nlayers; j-- > 0;) {
 		/* ZeRO-3 gathers a non-body module around its backward too */
 		uint32_t ng;
@@ -805,6 +822,47 @@ static bool make_ids(struct tr *r)
 	return true;
 }
 
+static void tr_init(struct tr *r, struct mem_ctx *cx, const struct mem_stage *st,
+		    struct alloc_trace *out)
+{
+	const struct mem_job *job = cx->job;
+
+	r->cx = cx;
+	r->job = job;
+	r->st = st;
+	r->t = out;
+	/* bucket views (DDP, Megatron's main_grad) exist from the wrap on;
+	 * zeroed gradients are made by the first backward and then kept */
+	r->resident = job->grad_as_bucket_view &&
+		      (job->sharding == MEM_SHARD_DDP || job->sharding == MEM_SHARD_NONE ||
+		       job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2);
+	r->zeros = job->grads_persistent && !r->resident;
+	r->pre = NO_ID;
+	r->cat = NO_ID;
+	r->root = NO_ID;
+	r->rest = NO_ID;
+	r->tail = NO_ID;
+	r->head_copy = NO_ID;
+}
+
+static void tr_free(struct tr *r)
+{
+	free(r->in);
+	free(r->qbase);
+	free(r->base);
+	free(r->agg_act);
+	free(r->grads.v);
+	free(r->parts.v);
+	free(r->loads.v);
+	free(r->tmp.v);
+	free(r->agq.v);
+	free(r->tied.v);
+	free(r->kept.v);
+	free(r->own.v);
+	free(r->acc.v);
+	free(r->share);
+}
+
 bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
 		     uint64_t later, int steps, struct alloc_trace *out)
 {
@@ -812,22 +870,7 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	struct tr r = { 0 };
 	bool ok;
 
-	r.cx = cx;
-	r.job = job;
-	r.st = st;
-	r.t = out;
-	/* bucket views (DDP, Megatron's main_grad) exist from the wrap on;
-	 * zeroed gradients are made by the first backward and then kept */
-	r.resident = job->grad_as_bucket_view &&
-		     (job->sharding == MEM_SHARD_DDP || job->sharding == MEM_SHARD_NONE ||
-		      job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2);
-	r.zeros = job->grads_persistent && !r.resident;
-	r.pre = NO_ID;
-	r.cat = NO_ID;
-	r.root = NO_ID;
-	r.rest = NO_ID;
-	r.tail = NO_ID;
-	r.head_copy = NO_ID;
+	tr_init(&r, cx, st, out);
 	ok = make_ids(&r);
 	if (ok)
 		mtr_setup(&r);
@@ -845,22 +888,11 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 		if (!job->optimizer_in_backward)
 			optimizer(&r);
 	}
-	free(r.in);
-	free(r.qbase);
-	free(r.base);
-	free(r.agg_act);
-	free(r.grads.v);
-	free(r.parts.v);
-	free(r.loads.v);
-	free(r.tmp.v);
-	free(r.agq.v);
-	free(r.tied.v);
-	free(r.kept.v);
-	free(r.own.v);
-	free(r.acc.v);
-	free(r.share);
+	tr_free(&r);
 	return ok && !out->nomem;
 }
+
+
 
 /* The first step creates the optimizer states and the second starts from
  * the pool the first left; the replay stops before a further step once

@@ -209,6 +209,43 @@ static void replayed_job_fsdp_streams(void **state)
 	assert_int_equal(k.overhead_frag, 64 * MiB);
 }
 
+/* FSDP2 without gradient sync (fsdp2 { requires_gradient_sync = false },
+ * mem_trace_fsdp.c accumulate2, sync_one), the three units above and two
+ * micro-batches.  By hand: the first micro-batch's backward makes each
+ * unit's 32 MiB gradient on the compute stream and, at its post_backward,
+ * turns it into the 32 MiB accumulated gradient (freed, then made: the
+ * same block), so the compute stream holds 3 x 16 MiB shards + 3 x 32 MiB;
+ * the second micro-batch adds in place (param_dtype = reduce_dtype: no new
+ * tensor, as the timeline counts it) and then reduce-scatters unit by unit
+ * into 16 MiB shards on the reduce-scatter stream (3 x 16 MiB segments,
+ * kept as the gradients to the optimizer step).  The peak, the timeline's
+ * and the trace's, is the second micro-batch's backward of unit 2: the
+ * shards, two gathered units and all three accumulated gradients, 48 + 64
+ * + 96 = 208 MiB; reserved 144 + 64 (the all-gather stream) + 48 = 256
+ * MiB.  Before the trace had these gradients its peak was 192 MiB, and
+ * the 16 MiB it lacked were added to reserved unplayed. */
+static void replayed_job_fsdp2_no_sync(void **state)
+{
+	struct mem_param p;
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	weight_only(&l, &p, "w", 16 * MiB, 32 * MiB);
+	p.grad_bytes = 32 * MiB;
+	p.trainable = true;
+	b.repeat = 3;
+	fsdp_two(&j, false);
+	j.fsdp2 = j.fsdp_no_sync = true;
+	j.micro_batches = 2;
+	k = mem_fx_analyze(&j);
+	assert_int_equal(k.peak_allocated, 208 * MiB);
+	assert_int_equal(k.replay_allocated, 208 * MiB);
+	assert_int_equal(k.peak_reserved, 256 * MiB);
+}
+
 /* FSDP1 (the fsdp1 record) frees each gathered unit after record_stream()
  * and its rate limiter waits for the oldest free event when two are
  * queued, before the next all-gather (mem_trace_fsdp.c mtr_reshard, unshard_wait).
@@ -624,6 +661,7 @@ int main(void)
 		cmocka_unit_test(replayed_job_shapes),
 		cmocka_unit_test(replayed_job_shapes_quadratic),
 		cmocka_unit_test(replayed_job_fsdp_streams),
+		cmocka_unit_test(replayed_job_fsdp2_no_sync),
 		cmocka_unit_test(replayed_job_fsdp1_record_stream),
 		cmocka_unit_test(replayed_job_fsdp1_root_caught_up),
 		cmocka_unit_test(replayed_job_tied_gradient),

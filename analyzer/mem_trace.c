@@ -601,10 +601,26 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		mtr_reduce_scatter(r, s, k);
 }
 
+/* ZeRO-1/2's IPG buckets (M7): DeepSpeed's stage_1_and_2.py backward()
+ * replaces self.ipg_buffer with reduce_bucket_size elements (two with
+ * overlap_comm) at the start of every backward, the old list freed first,
+ * and step() frees them (_release_ipg_buffers): they live from the first
+ * backward to the optimizer step, the next forward included.  n = 0 frees. */
+static void ipg(struct tr *r, bool make)
+{
+	const struct mem_job *job = r->job;
+
+	drop(r, &r->ipg);
+	if (make && (job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2))
+		r->ipg = put(r, mem_mul(&r->cx->ovf, mem_round(job, job->zero_reduce_bucket_bytes),
+					job->overlap_comm ? 2 : 1), STREAM_COMPUTE);
+}
+
 static void backward(struct tr *r, uint32_t *root)
 {
 	bool *o = &r->cx->ovf;
 
+	ipg(r, true);
 	own_output(r, NULL);
 
 	for (size_t s = r->st->nsegs; s-- > 0;) {
@@ -771,6 +787,7 @@ static void optimizer(struct tr *r)
 	if (!r->states)
 		mtr_states(r);
 	r->t->what = "optimizer step";
+	ipg(r, false);
 	step_temps(r);
 	/* train.py's `output = None` comes after optimizer.step() */
 	mtr_idl_drop_from(r, &r->kept, 0);
@@ -843,6 +860,7 @@ static void tr_init(struct tr *r, struct mem_ctx *cx, const struct mem_stage *st
 	r->rest = NO_ID;
 	r->tail = NO_ID;
 	r->head_copy = NO_ID;
+	r->ipg = NO_ID;
 }
 
 static void tr_free(struct tr *r)

@@ -55,6 +55,7 @@ struct tr {
 	uint32_t root;		/* FSDP's gathered root unit */
 	uint32_t rest;		/* ZeRO-3: the running unit's part its prefetch left */
 	uint32_t tail, head_copy;	/* FSDP2's split root: [norm, lm_head], the head's copy */
+	uint32_t ipg;		/* ZeRO-1/2's IPG buckets, from a backward to the step */
 	uint64_t pre_bytes;	/* ... the bytes of `pre` */
 	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
 	struct idl acc;		/* FSDP1 no_sync(): the units' flat gradients kept as .grad */

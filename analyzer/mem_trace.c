@@ -56,6 +56,8 @@ static uint64_t act(const struct tr *r, uint64_t n, double q)
 	if (!s || r->len >= s)
 		return n;
 	x = (double)r->len / (double)s;
+	if (r->per_token)
+		q = 0;
 	return (uint64_t)((double)n * x * (1 - q + q * x));
 }
 
@@ -490,6 +492,36 @@ static uint64_t unsharded(const struct tr *r, const struct mem_cost *c, bool uni
 	return !unit && mtr_root_reduces(r) ? mem_sub(c->gunsh, c->gred) : c->gunsh;
 }
 
+/* ZeRO-2 reduces a layer's unsharded gradient into its IPG bucket; the
+ * partition it keeps is counted once that is gone (the timeline's
+ * add_grads: the unsharded gradient, not also its partition). */
+static bool late_grads(const struct tr *r, const struct mem_cost *c, bool unit)
+{
+	return !unit && c->gunsh && r->job->sharding == MEM_SHARD_ZERO2;
+}
+
+/* The end of a layer's backward: its unsharded gradient reduced, the
+ * gradients stepped at once under optimizer_in_backward. */
+static void layer_done(struct tr *r, struct inst *x, const struct mem_cost *c,
+		       const struct mem_layer *l, bool unit, size_t g0)
+{
+	/* ZeRO-2 and DDP reduce a layer's gradient as soon as it exists; FSDP
+	 * keeps the root's unsharded gradients to the end of the backward; the
+	 * timeline counts a later micro-batch's new root gradient under FSDP2
+	 * without sync at its own layer only (mem_fsdp.c mem_fsdp_unsharded) */
+	if (!unit && (!(shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3) ||
+		      (mtr_no_sync2(r) && r->acc_mode == 2)))
+		drop(r, &x->unsh);
+	if (late_grads(r, c, unit) && produces(r))
+		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
+	if (r->job->optimizer_in_backward) {
+		uint32_t step = put(r, r->st->step_max, STREAM_COMPUTE);
+
+		drop(r, &step);
+		mtr_idl_drop_from(r, &r->grads, g0);
+	}
+}
+
 static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			   const struct mem_layer *l, bool unit, uint64_t cat)
 {
@@ -502,7 +534,7 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	/* a node's outputs, the gradients it makes, are made before its saved
 	 * tensors are released (engine.cpp evaluate_function: call_function,
 	 * then fn.release_variables()) */
-	if (!unit && produces(r) && !mtr_root_reduces(r))
+	if (!unit && produces(r) && !mtr_root_reduces(r) && !late_grads(r, c, unit))
 		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
 	else if (!unit)
 		accumulate(r, c, l);
@@ -522,20 +554,7 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	drop(r, &x->cfwd);
 	drop(r, &x->keep);
 	tied_release(r, c);
-	if (r->job->optimizer_in_backward) {
-		uint32_t step = put(r, r->st->step_max, STREAM_COMPUTE);
-
-		drop(r, &step);
-		mtr_idl_drop_from(r, &r->grads, g0);
-	}
-	/* ZeRO-2 and DDP reduce a layer's gradient as soon as it exists; FSDP
-	 * keeps the root's unsharded gradients to the end of the backward */
-	if (!unit && !(shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3))
-		drop(r, &x->unsh);
-	/* the timeline counts a later micro-batch's new root gradient at its
-	 * own layer only (mem_fsdp.c mem_fsdp_unsharded) */
-	if (!unit && mtr_no_sync2(r) && r->acc_mode == 2)
-		drop(r, &x->unsh);
+	layer_done(r, x, c, l, unit, g0);
 }
 
 /* A fully recomputed repeat's forward again, before its backward. */
@@ -702,6 +721,20 @@ static void resident_buffers(struct tr *r, uint64_t first)
 	put(r, mem_comm_sp_buffer(r->job, &r->cx->ovf), STREAM_COMPUTE);
 }
 
+/* data { later_seq_len } (lit-gpt 2023's longest sample first): a later
+ * micro-batch is at most that long, its activations and logits per token
+ * (the timeline's later_shape, which takes eager attention's s^2 share per
+ * token too). */
+static void later_len(struct tr *r, bool later, uint64_t len)
+{
+	uint64_t n = r->job->later_seq_len;
+
+	if (later && n && r->job->shape_seq_len && n < len) {
+		r->len = n;
+		r->per_token = true;
+	}
+}
+
 static void micro_batch(struct tr *r, uint64_t chunks, bool later)
 {
 	bool *o = &r->cx->ovf;
@@ -710,14 +743,18 @@ static void micro_batch(struct tr *r, uint64_t chunks, bool later)
 					       mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)), 0),
 			     STREAM_COMPUTE);
 	uint32_t *root = &r->root, io, outs;
+	uint64_t len = r->len;
 
 	/* a later micro-batch's stage buffers beyond the first's (kept) */
 	io = put(r, later ? mem_sub(stage_io(r, chunks, true), r->io) : 0, STREAM_COMPUTE);
 	/* step()'s output_chunks: the earlier micro-batches' logits (mem_pipeline.c) */
 	outs = put(r, mem_pp_kept_outputs(o, r->cx, r->st, later), STREAM_COMPUTE);
 	r->acc_mode = !mtr_keeps_unsharded(r) && !mtr_no_sync2(r) ? 0 : later ? 2 : 1;
+	later_len(r, later, len);
 	forward(r, root);
 	backward(r, root);
+	r->len = len;
+	r->per_token = false;
 	mtr_idl_drop_from(r, &r->own, 0);
 	drop(r, &outs);
 	drop(r, &extra);	/* no micro-batch is in flight after the last backward */

@@ -383,8 +383,13 @@ static void forward(struct tr *r, uint32_t *root)
  * the first micro-batch's is stolen as .grad (produced above). */
 static void accumulate(struct tr *r, const struct mem_cost *c, const struct mem_layer *l)
 {
-	/* ZeRO-2/3 and FSDP produce an unsharded gradient every micro-batch */
-	if (produces(r) || shards(r->job->sharding) || r->job->sharding == MEM_SHARD_ZERO2)
+	/* ZeRO-2/3 and FSDP produce an unsharded gradient every micro-batch;
+	 * Megatron-Core's Linear layers accumulate their weight gradient into
+	 * main_grad in the GEMM (layers.py LinearWithGradAccumulationAndAsync-
+	 * Communication.backward: wgrad_gemm_accum_fp32), the model's rule for
+	 * every layer (memory-model.md "Megatron-Core") */
+	if (produces(r) || shards(r->job->sharding) || r->job->sharding == MEM_SHARD_ZERO2 ||
+	    r->job->wgrad_fused)
 		return;
 	if (!mtr_shares(r, l, c->gfin, K_G))
 		return;

@@ -566,7 +566,7 @@ static double matrix_case(struct loaded *l, const struct build_override *ov, con
 			assert_true(k->replayed);
 			if (d * d > worst * worst)
 				worst = d;
-			if (d > 100 || d < -30)
+			if (d > 60 || d < -30)
 				print_error("%s zero %d ckpt %s stage %u: trace %+.4f %%\n", name, ov->zero,
 					    ov->checkpoint ? ov->checkpoint : "-", k->stage, d / 100);
 		}
@@ -587,11 +587,11 @@ static double matrix_case(struct loaded *l, const struct build_override *ov, con
  * differences (memory-model.md §5.4 "The trace against the timeline"):
  * at most 0.3 % below (a layer's saves freed between its backward
  * temporaries, which the timeline counts at once: 0.21 % at most here)
- * and at most 1 % above (AccumulateGrad's new gradient beside a bucket
- * view, Megatron's main_grad under ZeRO-0/1, which the timeline leaves
- * out: 0.82 % at most; FSDP2 under PP resharded after forward, 0.51 %).
- * Where the job has neither (ZeRO-2, FSDP2 with its layouts as written)
- * the two agree to 0.15 %.  Before the trace had FSDP2's mechanisms,
+ * and, FSDP2 under PP resharded after forward alone, 0.6 % above (0.51 %,
+ * not diagnosed); the FSDP2 jobs as written, and every other job under
+ * ZeRO-2, agree to 0.15 %.  Before Megatron-Core's layers added their
+ * gradient into main_grad in place in the trace (job.wgrad_fused), the
+ * Megatron jobs under ZeRO-0/1 were up to 0.82 % above.  Before the trace had FSDP2's mechanisms,
  * fsdp2_no_sync was 49 % below, fsdp2_pp 23-26 %, fsdp2_pp_always
  * 34-37 %, fsdp2_reshard_int 19 %; before it had ZeRO-3's prefetch
  * bucket and a non-body module's gather in backward, dp_zero under
@@ -613,7 +613,7 @@ static void trace_matrix_is_the_timeline(void **state)
 			ov.zero = z;
 			ov.checkpoint = ckpt[c];
 			d = matrix_case(&l, &ov, NULL, &jobs);
-			assert_true(d <= 100 && d >= -30);
+			assert_true(d <= 60 && d >= -30);
 		}
 	for (size_t c = 0; c < 2; c++) {
 		struct build_override ov = { 0 };

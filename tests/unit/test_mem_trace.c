@@ -652,6 +652,100 @@ static void trace_matrix_is_the_timeline(void **state)
 	assert_true(jobs >= 10 * 17);
 }
 
+/* A file's stated exception to trace_near_the_timeline_everywhere, and
+ * its bounds (1e-4 units). */
+struct stated {
+	const char *path;
+	double below, above;
+};
+
+static const struct stated stated_gaps[] = {
+	/* one layer whose saves are most of the peak, freed by the trace
+	 * between its backward temporaries (memory-model.md §5.4) */
+	{ "tests/comm/ep-dispatch.mem", -1500, 100 },
+	{ "tests/comm/ep-dispatch-torchtitan.mem", -1500, 100 },
+	{ "tests/comm/deepep-buffer.mem", -1000, 100 },
+	{ "tests/comm/deepep-bad.mem", -1000, 100 },
+	{ "tests/comm/sp-row-partial.mem", -1000, 100 },
+	/* an activation-bound job: one 1.75 GiB MLP save */
+	{ "tests/ckpt/host-memory.mem", -700, 100 },
+	/* the timeline counts the root's sharded gradients at its reduce */
+	{ "tests/fsdp2/root-reduce.mem", -400, 100 },
+	/* FSDP over Jamba's layer pattern (units of unequal sizes), not
+	 * diagnosed */
+	{ "tests/lang-patterns/jamba-fsdp-pp.mem", -800, 100 },
+	/* the RL engines' passes, not diagnosed */
+	{ "tests/rl/ppo-tiny.mem", -200, 400 },
+	{ "tests/rl/grpo-generate.mem", -200, 400 },
+	{ "tests/rl/ref-apart.mem", -200, 400 },
+};
+
+/* The worst signed difference over a file's jobs that build (of at least
+ * 16 MiB), or 0 if none loads (the suites' error tests). */
+static double file_gap(const char *path, unsigned *jobs)
+{
+	struct loaded l;
+	double worst = 0;
+
+	if (!load(&l, path)) {
+		unload(&l);
+		return 0;
+	}
+	for (const struct check_job *cj = l.cr->jobs; cj; cj = cj->next) {
+		struct arena tmp = { 0 };
+		struct build_override ov = { .zero = -1 };
+		struct build b;
+		struct mem_result r;
+
+		if (build_job(l.cr->ev, &tmp, cj, &ov, true, &b) &&
+		    (b.job.alloc_replay = true, mem_analyze(&b.job, &r) == MEM_OK)) {
+			for (size_t c = 0; c < r.nclasses; c++) {
+				const struct mem_class *k = &r.classes[c];
+				double d = ((double)k->replay_allocated - (double)k->peak_allocated) *
+					   1e4 / (double)k->peak_allocated;
+
+				/* below 16 MiB the 512 B rounding of each tensor is
+				 * a share of its own */
+				if (k->replayed && k->peak_allocated >= 16 * MiB && d * d > worst * worst)
+					worst = d;
+			}
+			mem_result_free(&r);
+			++*jobs;
+		}
+		arena_free(&tmp);
+	}
+	unload(&l);
+	return worst;
+}
+
+/* Every job of every suite and example: the trace's peak within 2 % below
+ * and 1 % above the timeline's, but for the stated files above, so that a
+ * layout the trace loses shows here (before the trace had FSDP2's and the
+ * pipelines' mechanisms, TTN-13 and tests/fsdp2 were 29-56 % below). */
+static void trace_near_the_timeline_everywhere(void **state)
+{
+	glob_t g;
+	unsigned jobs = 0;
+
+	(void)state;
+	assert_int_equal(glob("tests/*/*.mem", 0, NULL, &g), 0);
+	assert_int_equal(glob("examples/*.mem", GLOB_APPEND, NULL, &g), 0);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		double d = file_gap(g.gl_pathv[i], &jobs), lo = -200, hi = 100;
+
+		for (size_t k = 0; k < sizeof(stated_gaps) / sizeof(stated_gaps[0]); k++)
+			if (!strcmp(g.gl_pathv[i], stated_gaps[k].path)) {
+				lo = stated_gaps[k].below;
+				hi = stated_gaps[k].above;
+			}
+		if (d < lo || d > hi)
+			print_error("%s: trace %+.4f %% of the timeline's peak\n", g.gl_pathv[i], d / 100);
+		assert_true(d >= lo && d <= hi);
+	}
+	globfree(&g);
+	assert_true(jobs >= 400);	/* 414 in Dec 2026 */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -671,6 +765,7 @@ int main(void)
 		cmocka_unit_test(trace_peak_is_the_timeline_peak),
 		cmocka_unit_test(trace_never_above_the_timeline),
 		cmocka_unit_test(trace_matrix_is_the_timeline),
+		cmocka_unit_test(trace_near_the_timeline_everywhere),
 	};
 	return cmocka_run_group_tests_name("mem_trace", tests, NULL, NULL);
 }

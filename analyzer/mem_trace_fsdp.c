@@ -310,11 +310,6 @@ void mtr_reduce_scatter(struct tr *r, size_t s, uint64_t k)
 		drop(r, &out);
 }
 
-/* FSDP's root unit (every non-body layer) reduce-scatters once the whole
- * backward is done (FSDP2: _fsdp_state.py _root_post_backward_final_callback
- * -> the root group's post_backward, foreach_reduce as for a body unit;
- * FSDP1: its last _post_backward_hook), so its sharded gradients are made
- * then, not at each root layer's backward (mem_timeline.c add_grads). */
 /* FSDP2's split root (fsdp2 { root_unit = "split" }: torchtitan's
  * apply_fsdp_to_decoder wraps tok_embeddings and [norm, lm_head] as units
  * of their own, mem_fsdp.c root_gathered): the head (the non-body layers
@@ -424,6 +419,11 @@ void mtr_split_done(struct tr *r)
 	drop(r, &r->head_copy);
 }
 
+/* FSDP's root unit (every non-body layer) reduce-scatters once the whole
+ * backward is done (FSDP2: _fsdp_state.py _root_post_backward_final_callback
+ * -> the root group's post_backward, foreach_reduce as for a body unit;
+ * FSDP1: its last _post_backward_hook), so its sharded gradients are made
+ * then, not at each root layer's backward (mem_timeline.c add_grads). */
 bool mtr_root_reduces(const struct tr *r)
 {
 	return shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3 &&

@@ -266,6 +266,33 @@ static bool frame_retains(const struct frame *f, const char *name)
 	return false;
 }
 
+/* What a deferred weight gradient holds of a for_grad save (DualPipe's
+ * WeightGradStore.put of a closure over the Linear's input and grad_output,
+ * dualpipe/utils.py; examples/example_dualpipe.py LinearFunc.backward): the
+ * save and, per trained `linear` weight [d_in, d_out] reading it, the
+ * gradient of its output, the save's rows x d_out in the compute dtype. */
+static void deferred_w(struct bld *b, struct frame *f, const struct pending *p)
+{
+	uint64_t held = 0, rows, n;
+	bool any = false;
+
+	for (const struct arg *a = p->names; p->numel && a; a = a->next)
+		for (size_t i = 0; a->value->kind == EXPR_NAME && i < f->nnames; i++)
+			if (f->names[i] == a->value->name.name && f->d_out[i] && f->d_in[i]) {
+				rows = p->numel / f->d_in[i] + (p->numel % f->d_in[i] != 0);
+				if (!bld_mul(b, rows, f->d_out[i], &n, "the gradient of a Linear's output"))
+					return;
+				bld_add_act(b, &held, bld_bytes(b, b->act, n), "the gradient of a Linear's output");
+				f->d_in[i] = 0;	/* one input per Linear */
+				any = true;
+			}
+	if (!any)
+		return;
+	bld_add_act(b, &bld_frame_top(b)->wgrad_out, held, "the gradient of a Linear's output");
+	if (bld_add_act(b, &held, p->bytes, "the gradient of a Linear's output"))
+		bld_add_act(b, &bld_frame_top(b)->wgrad, held, "the gradient of a Linear's output");
+}
+
 /* Saves waiting on for_grad: kept if any named param trains.  A save a
  * 4-bit matmul keeps in ctx.tensors is also counted, over the block's
  * repeats, as what the graph holds after backward (b->graph_kept). */
@@ -281,17 +308,26 @@ static void resolve_pending(struct bld *b, struct frame *f)
 				keep |= frame_trains(f, a->value->name.name);
 				retained |= frame_retains(f, a->value->name.name);
 			}
+		if (!p->weak)
+			deferred_w(b, f, p);
+		if (p->wgrad_only)
+			continue;
 		if (keep && !p->kept)
 			bld_add_saves(b, p->bytes, p->loss);
 		if (retained && bld_mul(b, p->bytes, b->block_repeat, &all, "the saved activations of a layer"))
 			bld_add_act(b, &b->graph_kept, all, "the saved activations of a layer");
 	}
+	for (size_t i = 0; i < f->npending; i++)
+		if (f->pending[i].weak)
+			deferred_w(b, f, &f->pending[i]);
 	free(f->pending);
 	free(f->names);
 	free(f->trains);
 	free(f->learns);
 	free(f->linear);
 	free(f->retains);
+	free(f->d_in);
+	free(f->d_out);
 }
 
 void bld_parts_push(struct bld_parts *p, uint64_t bytes)
@@ -370,14 +406,27 @@ void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns
 		f->learns = realloc(f->learns, f->capnames * sizeof *f->learns);
 		f->linear = realloc(f->linear, f->capnames * sizeof *f->linear);
 		f->retains = realloc(f->retains, f->capnames * sizeof *f->retains);
-		if (!f->names || !f->trains || !f->learns || !f->linear || !f->retains)
+		f->d_in = realloc(f->d_in, f->capnames * sizeof *f->d_in);
+		f->d_out = realloc(f->d_out, f->capnames * sizeof *f->d_out);
+		if (!f->names || !f->trains || !f->learns || !f->linear || !f->retains || !f->d_in ||
+		    !f->d_out)
 			xdie_oom();
 	}
+	f->d_in[f->nnames] = f->d_out[f->nnames] = 0;
 	f->names[f->nnames] = name;
 	f->linear[f->nnames] = linear;
 	f->learns[f->nnames] = learns;
 	f->retains[f->nnames] = retains;
 	f->trains[f->nnames++] = trains;
+}
+
+/* The param just declared is a trained Linear weight [d_in, d_out]. */
+void bld_frame_linear(struct frame *f, uint64_t d_in, uint64_t d_out)
+{
+	if (f->nnames) {
+		f->d_in[f->nnames - 1] = d_in;
+		f->d_out[f->nnames - 1] = d_out;
+	}
 }
 
 /* An FP8 Linear quantises its input (precision linear_input, fp8 { }):
@@ -392,7 +441,8 @@ static bool for_linear(const struct frame *f, const struct attr *fg)
 	return false;
 }
 
-static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes, bool loss, bool kept)
+static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes, bool loss, bool kept,
+			uint64_t numel)
 {
 	if (f->npending == f->cappending) {
 		f->cappending = f->cappending ? f->cappending * 2 : 8;
@@ -400,10 +450,22 @@ static void add_pending(struct frame *f, const struct arg *names, uint64_t bytes
 		if (!f->pending)
 			xdie_oom();
 	}
-	f->pending[f->npending++] = (struct pending){ names, bytes, loss, kept };
+	f->pending[f->npending++] = (struct pending){ names, bytes, loss, kept, false, false, numel };
 }
 
 /* ---- tensors ---- */
+
+/* A save the Linears @names read, counted only for what a deferred weight
+ * gradient holds of it (deferred_w). */
+static void linear_input(struct bld *b, const struct attr *names, uint64_t bytes, bool loss, uint64_t numel,
+			 bool weak)
+{
+	if (!names || !b->frame)
+		return;
+	add_pending(b->frame, names->args, bytes, loss, false, numel);
+	b->frame->pending[b->frame->npending - 1].wgrad_only = true;
+	b->frame->pending[b->frame->npending - 1].weak = weak;
+}
 
 /* op(mm) / op(sdpa): the aten op whose output this save is, for op-level
  * SAC (memory.c sac_kept). The checker allows op() only without for_grad,
@@ -460,6 +522,7 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 
 	if (recomputed(b, find_attr(t->stmt, "recompute"))) {
 		bld_add_act(b, &bld_frame(b)->temp_bwd, bytes, "the transient bytes of a layer");
+		linear_input(b, fg, bytes, loss, numel, false);	/* a deferred W holds it */
 		return;
 	}
 	const struct attr *io = find_attr(t->stmt, "input_of");
@@ -478,17 +541,20 @@ static void on_saves(struct bld *b, const struct walk_tensor *t, uint64_t numel)
 			return;
 	}
 	if (fg && b->frame)
-		add_pending(b->frame, fg->args, bytes, loss, false);
+		add_pending(b->frame, fg->args, bytes, loss, false, numel);
 	else
 		bld_add_saves(b, bytes, loss);
 	if (!fg && io && b->frame)
-		add_pending(b->frame, io->args, bytes, loss, true);
+		add_pending(b->frame, io->args, bytes, loss, true, 0);
+	/* the input of Linears that need it for no gradient of their own here */
+	if (!fg)
+		linear_input(b, io ? io : find_attr(t->stmt, "fp8_copy"), bytes, loss, numel, true);
 	/* TE's _Linear and torchao's saved casts keep the FP8 input they made,
 	 * beside this high-precision tensor its own layer keeps */
 	const struct attr *fc = find_attr(t->stmt, "fp8_copy");
 
 	if (fc && b->linear_input && for_linear(b->frame, fc))
-		add_pending(b->frame, fc->args, bld_bytes(b, b->linear_input, numel), loss, false);
+		add_pending(b->frame, fc->args, bld_bytes(b, b->linear_input, numel), loss, false, 0);
 	note_op(b, find_attr(t->stmt, "op"), bytes);
 	if (find_attr(t->stmt, "output"))
 		bld_add_act(b, &bld_frame_top(b)->output_saved, bytes, "the saved activations of a layer");

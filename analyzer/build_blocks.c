@@ -169,6 +169,7 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		.temp_fwd_parts = tfp, .ntemp_fwd_parts = ntf,
 		.temp_bwd_parts = tbp, .ntemp_bwd_parts = ntb,
 		.output_bytes = f->output, .output_saved_bytes = f->output_saved,
+		.wgrad_bytes = f->wgrad, .wgrad_out_bytes = f->wgrad_out,
 	};
 	b->blocks[b->nblocks - 1].layers = b->layers;
 	b->blocks[b->nblocks - 1].nlayers = b->nlayers;

@@ -17,6 +17,11 @@ struct pending {
 	uint64_t bytes;
 	bool loss;
 	bool kept;			/* input_of: saved anyway; only the graph's share waits */
+	bool wgrad_only;		/* only a deferred weight gradient's hold of the save
+					   counts (a recomputed save; input_of, fp8_copy) */
+	bool weak;			/* input_of, fp8_copy: the Linear's input unless a
+					   for_grad save of it is declared */
+	uint64_t numel;			/* the save's elements: the rows its Linears multiply */
 };
 
 /* Byte sizes of single tensors, in walk order (heap). */
@@ -39,6 +44,7 @@ struct frame {
 	bool *linear;			/* ... and is a `linear` weight (FP8 GEMMs quantise its input) */
 	bool *retains;			/* ... and is a 4-bit weight whose matmul keeps its input in
 					   ctx.tensors (qlora save_input), which outlives backward */
+	uint64_t *d_in, *d_out;		/* ... a trained `linear` weight's [d_in, d_out] (else 0) */
 	size_t nnames, capnames;
 	struct pending *pending;
 	size_t npending, cappending;
@@ -62,6 +68,8 @@ struct frame {
 					   params (their dtype in the forward), for a tied use */
 	const char *tied_to;		/* a save's tied(layer): the layer whose weight it reads */
 	uint64_t output, output_saved;	/* bytes of its temps / saves marked `output` (mem_layer) */
+	uint64_t wgrad;			/* top level: what a deferred W pass holds (mem_layer) */
+	uint64_t wgrad_out;		/* ... of it, the Linears' output gradients */
 };
 
 /* A closed top-level layer instance, for a later tied(layer) to find:
@@ -224,6 +232,7 @@ struct frame *bld_frame_top(struct bld *b);
 void bld_close_implicit(struct bld *b);
 void bld_frame_param(struct frame *f, const char *name, bool trains, bool learns, bool linear,
 		     bool retains);
+void bld_frame_linear(struct frame *f, uint64_t d_in, uint64_t d_out);
 void bld_add_saves(struct bld *b, uint64_t bytes, bool loss);
 void bld_parts_push(struct bld_parts *p, uint64_t bytes);
 void bld_layer_close(struct bld *b, struct frame *f);

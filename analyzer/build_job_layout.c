@@ -195,6 +195,7 @@ static enum mem_schedule schedule(struct bld *b)
 	return !strcmp(s, "interleaved") ? MEM_PP_INTERLEAVED : !strcmp(s, "gpipe") ? MEM_PP_GPIPE :
 	       !strcmp(s, "zb_h1") ? MEM_PP_ZB_H1 : !strcmp(s, "zb_h2") ? MEM_PP_ZB_H2 :
 	       !strcmp(s, "dualpipe") ? MEM_PP_DUALPIPE : !strcmp(s, "dualpipev") ? MEM_PP_DUALPIPEV :
+	       !strcmp(s, "zbv") ? MEM_PP_ZBV : !strcmp(s, "interleaved_zb") ? MEM_PP_INTERLEAVED_ZB :
 	       MEM_PP_1F1B;
 }
 

@@ -482,6 +482,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	bool reads_input = adapted && (b->lora_dropout <= 0 || b->dora);
 
 	bld_frame_param(f, name, !frozen || reads_input || retains, !frozen || adapted, linear, retains);
+	if (linear && !frozen && t->ndims >= 2)
+		bld_frame_linear(f, d_in, d_out);
 	if (adapted) {
 		bool expert = p->expert;
 		size_t first = b->nparams;

@@ -392,6 +392,8 @@ static void cost_layer(struct mem_ctx *cx, const struct mem_block *b, size_t j, 
 	/* outside the cached part: the bytes come from another layer's param */
 	c->tied = mem_round(job, l->tied_grad_bytes);
 	c->tied_end = mem_round(job, l->tied_grad_end_bytes);
+	c->wgrad = mem_round(job, l->wgrad_bytes);
+	c->wgrad_out = mem_round(job, l->wgrad_out_bytes);
 	if (job->keep_output) {
 		c->kept_t = mem_round(job, l->output_bytes);
 		c->kept = mem_add(&cx->ovf, c->kept_t, mem_round(job, l->output_saved_bytes));

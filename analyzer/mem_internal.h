@@ -48,6 +48,8 @@ struct mem_cost {
 					   backward / released after it (mem_layer) */
 	uint64_t kept, kept_t;	/* keep_output: the output the loop holds past this layer's
 				   backward; of it, the part made as a forward transient */
+	uint64_t wgrad;		/* held by a deferred W pass (mem_layer wgrad_bytes) */
+	uint64_t wgrad_out;	/* ... its output gradients (wgrad_out_bytes) */
 	enum mem_component act;	/* MEM_C_ACTIVATIONS or MEM_C_LOGITS */
 	bool body;
 };
@@ -59,6 +61,7 @@ enum mem_sum_field {
 	S_HELD, S_GACC, S_GACC_NB, S_GRED_NB,	/* FSDP2 (mem_fsdp.c) */
 	S_TIED, S_TIED_END,		/* tied weights' held gradients (mem_timeline.c) */
 	S_KEPT,				/* the model output the loop holds (mem_timeline.c) */
+	S_WGRAD, S_WGRAD_OUT,		/* held by deferred W passes (mem_pipeline.c) */
 	S__COUNT
 };
 
@@ -296,5 +299,9 @@ uint64_t mem_pp_output_bytes(bool *ovf, const struct mem_job *job, uint32_t stag
 /* ... and, at a later micro-batch, the input gradients its receive buffers
  * hold (mem_pp_input_grad_bytes) */
 uint64_t mem_pp_input_grad_bytes(bool *ovf, const struct mem_job *job, uint32_t stage, uint64_t chunks);
+/* DualPipe(V): what the W passes deferred by the zero-bubble backwards
+ * (WeightGradStore) add at the rank's worst point over the in-flight
+ * activations' own peak (memory-model.md "DualPipe") */
+uint64_t mem_pp_deferred_w(bool *ovf, const struct mem_job *job, const struct mem_stage *st);
 
 #endif /* MEMC_ANALYZER_MEM_INTERNAL_H */

@@ -2,10 +2,13 @@
 /*
  * mem_pipeline.c - how a pipeline splits the body and schedules its
  * micro-batches (memory-model.md §4.6, "Pipeline split"): Megatron-Core's
- * stage split, the in-flight chunk counts of each schedule, and the
- * logits of the last model chunk.
+ * stage split, the in-flight chunk counts of each schedule, the logits of
+ * the last model chunk, and what the zero-bubble schedules' deferred weight
+ * gradients hold (DualPipe(V), torch's ZBV and interleaved zero bubble).
  */
 #include "analyzer/mem_internal.h"
+
+#include <stdlib.h>
 
 uint64_t mem_body_repeats(const struct mem_job *job)
 {
@@ -22,21 +25,23 @@ uint32_t mem_chunks_per_stage(const struct mem_job *job)
 {
 	if (job->pp > 1 && mem_pp_dual(job->schedule))
 		return 2;
-	return job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
+	return mem_pp_interleaved(job->schedule) && job->pp > 1 ? job->vp : 1;
 }
 
 /* Pipeline stages the body is split into: DualPipeV's V runs over 2 pp
- * stages ("4 PP ranks (8 PP stages)", dualpipev.py), the others over pp
+ * stages ("4 PP ranks (8 PP stages)", dualpipev.py), as ZBV's does
+ * (schedules.py ScheduleZBVZeroBubble: "exactly two stages per rank",
+ * _utils.py generate_stage_to_rank_mapping style "v"), the others over pp
  * (DualPipe's two directions are two copies of the same pp stages). */
 static uint32_t model_stages(const struct mem_job *job)
 {
-	return job->schedule == MEM_PP_DUALPIPEV && job->pp > 1 ? 2 * job->pp : job->pp;
+	return mem_pp_v(job->schedule) && job->pp > 1 ? 2 * job->pp : job->pp;
 }
 
 /* Model chunks one stage splits into: vp under the interleaved schedule. */
 static uint32_t stage_split(const struct mem_job *job)
 {
-	return job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 ? job->vp : 1;
+	return mem_pp_interleaved(job->schedule) && job->pp > 1 ? job->vp : 1;
 }
 
 uint64_t mem_pp_model_chunks(const struct mem_job *job)
@@ -61,7 +66,7 @@ unsigned mem_pp_chunk_ranks(const struct mem_job *job, uint64_t c, uint32_t r[2]
 		r[1] = p - 1 - (uint32_t)c;
 		return 2;
 	}
-	if (job->schedule == MEM_PP_DUALPIPEV) {
+	if (mem_pp_v(job->schedule)) {
 		r[0] = c < p ? (uint32_t)c : 2 * p - 1 - (uint32_t)c;
 		return 1;
 	}
@@ -79,9 +84,15 @@ unsigned mem_pp_chunk_ranks(const struct mem_job *job, uint64_t c, uint32_t r[2]
  * 0 for the other schedules (the stage's count). */
 uint64_t mem_pp_chunk_flight(const struct mem_job *job, uint64_t c)
 {
+	uint64_t m = job->micro_batches, k;
+
 	if (job->pp <= 1 || !mem_pp_dual(job->schedule))
 		return 0;
-	return mem_pp_model_chunks(job) - c;
+	if (job->schedule != MEM_PP_ZBV)
+		return mem_pp_model_chunks(job) - c;
+	/* ZBV: a chunk micro-batch holds its graph from F to W (zbv_peak) */
+	k = c < job->pp ? 2 * (uint64_t)job->pp - 1 - c : 2 * (uint64_t)job->pp - c;
+	return k < m ? k : m;
 }
 
 uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
@@ -106,6 +117,17 @@ uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, 
 		return 1;
 	if (s == MEM_PP_GPIPE)
 		return m;		/* all forwards before any backward */
+	if (s == MEM_PP_ZBV) {
+		/* mem_pp_chunk_flight of the rank's chunks i and 2pp - 1 - i */
+		k = 2 * (uint64_t)pp - 1 - stage;
+		return (k < m ? k : m) + (stage + 1 < m ? stage + 1 : m);
+	}
+	if (s == MEM_PP_INTERLEAVED_ZB) {
+		/* zb_interleaved_flight: vp x pp chunk forwards await their W */
+		k = (uint64_t)vp * pp;
+		cap = m > UINT64_MAX / vp ? UINT64_MAX : m * vp;
+		return k < cap ? k : cap;
+	}
 	if (mem_pp_dual(s)) {
 		/* mem_pp_chunk_flight summed over the rank's two chunks */
 		k = (s == MEM_PP_DUALPIPEV ? 2 * (uint64_t)pp : pp) + 1;
@@ -130,14 +152,14 @@ uint64_t mem_pp_micro_batches_in_flight(enum mem_schedule s, uint32_t pp, uint32
 					uint32_t stage, uint64_t m)
 {
 	uint64_t k = mem_pp_chunks_in_flight(s, pp, vp, stage, m);
-	uint64_t v = (s == MEM_PP_INTERLEAVED && pp > 1 && vp > 1) ? vp : 1;
+	uint64_t v = (mem_pp_interleaved(s) && pp > 1 && vp > 1) ? vp : 1;
 
 	/* a DualPipe micro-batch runs one chunk of a rank (one direction); a
 	 * DualPipeV one runs both, chunk i holding the most: 2 pp - i */
 	if (pp > 1 && s == MEM_PP_DUALPIPE)
 		return k < m ? k : m;
-	if (pp > 1 && stage < pp && s == MEM_PP_DUALPIPEV) {
-		k = 2 * (uint64_t)pp - stage;
+	if (pp > 1 && stage < pp && mem_pp_v(s)) {
+		k = 2 * (uint64_t)pp - stage - (s == MEM_PP_ZBV);
 		return k < m ? k : m;
 	}
 	return (k + v - 1) / v;
@@ -250,7 +272,8 @@ enum mem_dual_rule mem_pp_dual_rule(const struct mem_job *job)
 {
 	bool v = job->schedule == MEM_PP_DUALPIPEV;
 
-	if (job->pp <= 1 || !mem_pp_dual(job->schedule))
+	/* ScheduleZBVZeroBubble runs max(2 pp - 1, m) and drops the rest */
+	if (job->pp <= 1 || !mem_pp_dual(job->schedule) || job->schedule == MEM_PP_ZBV)
 		return MEM_DUAL_OK;
 	if (!v && job->pp % 2)
 		return MEM_DUAL_PP_ODD;
@@ -373,4 +396,258 @@ uint64_t mem_pp_own_output(bool *ovf, const struct mem_ctx *cx, const struct mem
 	if (!kept_outputs(ovf, cx, st, &t, &s))
 		return 0;
 	return loss_layer ? t : mem_add(ovf, t, s);
+}
+
+/* One rank's DualPipe(V).step, event by event, in its logical phases (0:
+ * the chunk with more forwards in flight): stored activations a[] and
+ * deferred-W bytes w[] per chunk micro-batch, forwards in flight f[], the
+ * FIFO of deferred W passes (WeightGradStore.funcs_queue, one entry per
+ * B run with enable_zb). */
+struct dual_sim {
+	uint64_t a[2], w[2], f[2], held, peak, peak_act;
+	unsigned char *q;
+	size_t head, tail;
+	bool *ovf;
+};
+
+static void dual_note(struct dual_sim *s)
+{
+	uint64_t act = mem_add(s->ovf, mem_mul(s->ovf, s->f[0], s->a[0]), mem_mul(s->ovf, s->f[1], s->a[1]));
+	uint64_t all = mem_add(s->ovf, act, s->held);
+
+	if (act > s->peak_act)
+		s->peak_act = act;
+	if (all > s->peak)
+		s->peak = all;
+}
+
+/* _forward_chunk: its activations exist once it ran */
+static void dual_f(struct dual_sim *s, int p)
+{
+	s->f[p]++;
+	dual_note(s);
+}
+
+/* _backward_chunk: the chunk's activations until it ends (its input is
+ * dropped after it, `input_chunks[phase][chunk_id] = None`); with enable_zb
+ * each Linear's backward has put a closure over its input and grad_output
+ * (WeightGradStore.put), all queued by the flush at its end */
+static void dual_b(struct dual_sim *s, int p, bool zb)
+{
+	if (zb) {
+		s->q[s->tail++] = (unsigned char)p;
+		s->held = mem_add(s->ovf, s->held, s->w[p]);
+	}
+	dual_note(s);
+	s->f[p] = mem_sub(s->f[p], 1);
+}
+
+/* _weight_chunk: WeightGradStore.pop runs the oldest queued W */
+static void dual_w(struct dual_sim *s)
+{
+	dual_note(s);
+	if (s->head < s->tail)
+		s->held = mem_sub(s->held, s->w[s->q[s->head++]]);
+}
+
+/* dualpipe.py DualPipe.step over num_half_ranks n, half_rank h and
+ * half_num_chunks c (DualPipeV.step: num_ranks, rank, num_chunks, whose
+ * step 4 runs c - 2n + h + 1 times); step 4 repeats one state, so two of
+ * its iterations stand for all. */
+static void dual_step(struct dual_sim *s, uint64_t n, uint64_t h, uint64_t n4)
+{
+	uint64_t i;
+
+	for (i = 0; i < (n - h - 1) * 2; i++)
+		dual_f(s, 0);
+	for (i = 0; i < h + 1; i++) {			/* step 2: nF0F1 */
+		dual_f(s, 0);
+		dual_f(s, 1);
+	}
+	for (i = 0; i < n - h - 1; i++) {		/* step 3: nB1W1F1 */
+		dual_b(s, 1, true);
+		dual_w(s);
+		dual_f(s, 1);
+	}
+	for (i = 0; i < (n4 < 2 ? n4 : 2); i++) {	/* step 4: nF0B1F1B0 */
+		dual_f(s, 0);
+		dual_b(s, 1, false);
+		dual_f(s, 1);
+		dual_b(s, 0, false);
+	}
+	for (i = 0; i < n - h - 1; i++) {		/* step 5: nB1F1B0 */
+		dual_b(s, 1, false);
+		dual_f(s, 1);
+		dual_b(s, 0, false);
+	}
+	for (i = 0; i < h + 1; i++) {			/* step 6: the second half with zero bubble */
+		dual_b(s, 1, i > (h + 1) / 2 || (i == (h + 1) / 2 && h % 2 == 1));
+		dual_b(s, 0, i >= (h + 1) / 2);
+	}
+	for (i = 0; i < n - h - 1; i++) {		/* step 7: nWB0 */
+		dual_w(s);
+		dual_b(s, 0, true);
+	}
+	for (i = 0; i < h + 1; i++)			/* step 8: nW */
+		dual_w(s);
+}
+
+/* ScheduleZBVZeroBubble._calculate_single_rank_operations for rank r,
+ * chunk 0 its stage r, chunk 1 stage 2pp - 1 - r, over n micro-batches
+ * (max(2pp - 1, m)) of which those from m on are dropped. torch's I
+ * (stage_backward_input, retain_graph=True) keeps the chunk's graph and adds
+ * its Linears' output gradients (param_groups' "grads") until the W
+ * (stage_backward_weight): a chunk micro-batch is held from F to W. */
+struct zbv_run {
+	struct dual_sim *s;
+	uint64_t m, f[2], i[2], w[2];
+};
+
+static void zbv_act(struct zbv_run *z, int p, char t)
+{
+	struct dual_sim *s = z->s;
+	uint64_t *n = t == 'F' ? z->f : t == 'I' ? z->i : z->w;
+
+	if (n[p]++ >= z->m)
+		return;		/* "microbatch_index < self._n_microbatches" */
+	if (t == 'F')
+		s->f[p]++;
+	else if (t == 'I')
+		s->held = mem_add(s->ovf, s->held, s->w[p]);
+	dual_note(s);
+	if (t == 'W') {
+		s->held = mem_sub(s->held, s->w[p]);
+		s->f[p] = mem_sub(s->f[p], 1);
+	}
+}
+
+static void zbv_step(struct dual_sim *s, uint64_t pp, uint64_t r, uint64_t n, uint64_t m)
+{
+	struct zbv_run z = { s, m, { 0 }, { 0 }, { 0 } };
+	uint64_t k;
+
+	for (k = 0; k < 2 * (pp - r) - 1; k++)
+		zbv_act(&z, 0, 'F');
+	for (k = 0; k < r; k++) {
+		zbv_act(&z, 1, 'F');
+		zbv_act(&z, 0, 'F');
+	}
+	for (k = 0; k < pp - r; k++) {
+		zbv_act(&z, 1, 'F');
+		zbv_act(&z, 1, 'I');
+		zbv_act(&z, 1, 'W');
+	}
+	while (z.f[1] < z.f[0] || z.f[0] < n) {		/* stable phase */
+		if (z.f[0] < n)
+			zbv_act(&z, 0, 'F');
+		zbv_act(&z, 0, 'I');
+		zbv_act(&z, 0, 'W');
+		zbv_act(&z, 1, 'F');
+		zbv_act(&z, 1, 'I');
+		zbv_act(&z, 1, 'W');
+	}
+	for (k = 0; k < r; k++) {			/* cool-down: I without W */
+		zbv_act(&z, 0, 'I');
+		zbv_act(&z, 1, 'I');
+	}
+	for (k = 0; k < pp - r; k++) {
+		zbv_act(&z, 0, 'I');
+		zbv_act(&z, 0, 'W');
+	}
+	while (z.w[1] < z.i[1])
+		zbv_act(&z, 1, 'W');
+	while (z.w[0] < z.i[0])
+		zbv_act(&z, 0, 'W');
+}
+
+/* The rank's two chunks have in-flight counts k0 > k1, so the stage's total
+ * (one micro-batch of each) and flight (each times its count) give each
+ * chunk's share of field f; equal counts (ZBV's middle rank) share evenly. */
+static void chunk_shares(const struct mem_stage *st, enum mem_sum_field f, uint64_t k0, uint64_t k1,
+			 uint64_t x[2])
+{
+	uint64_t t = st->total.v[f], fl = st->flight.v[f], base = k1 * t;
+
+	if (k0 <= k1)
+		x[0] = t - t / 2;
+	else
+		x[0] = fl >= base ? (fl - base) / (k0 - k1) : 0;
+	x[1] = mem_sub(t, x[0]);
+}
+
+/* The rank's two chunks' stored activations (a) and deferred-W bytes (@w) */
+static void dual_shares(bool *ovf, const struct mem_stage *st, uint64_t k0, uint64_t k1,
+			enum mem_sum_field w, struct dual_sim *s)
+{
+	uint64_t act[2], off[2], log[2];
+
+	chunk_shares(st, S_STORED_ACT, k0, k1, act);
+	chunk_shares(st, S_STORED_OFF, k0, k1, off);
+	chunk_shares(st, S_STORED_LOG, k0, k1, log);
+	chunk_shares(st, w, k0, k1, s->w);
+	for (int p = 0; p < 2; p++)
+		s->a[p] = mem_add(ovf, mem_sub(act[p], off[p]), log[p]);
+}
+
+/* ScheduleZBVZeroBubble: the excess of its worst point over the in-flight
+ * activations' own peak (which the stage's flight counts). */
+static uint64_t zbv_deferred(bool *ovf, const struct mem_job *job, const struct mem_stage *st)
+{
+	uint64_t pp = job->pp, r = st->index, m = job->micro_batches, n = m > 2 * pp - 1 ? m : 2 * pp - 1;
+	struct dual_sim s = { .ovf = ovf };
+
+	dual_shares(ovf, st, mem_pp_chunk_flight(job, r), mem_pp_chunk_flight(job, 2 * pp - 1 - r),
+		    S_WGRAD_OUT, &s);
+	/* the stable phase repeats one state: a few rounds stand for all */
+	if (n > 2 * pp + 2) {
+		n = 2 * pp + 2;
+		m = n;
+	}
+	zbv_step(&s, pp, r, n, m);
+	return s.peak > s.peak_act ? s.peak - s.peak_act : 0;
+}
+
+/* ScheduleInterleavedZeroBubble (_get_1f1b_rank_ops with enable_zero_bubble,
+ * num_1f1b_microbatches = rank): each steady step's W is that of the I
+ * `rank` steps earlier, so at a step's I the rank holds rank + 1 chunk
+ * micro-batches' output gradients (capped at its m x vp), the stage's mean
+ * chunk each (interleaved: memory.c mem_extra_in_flight). */
+static uint64_t zb_interleaved_deferred(bool *ovf, const struct mem_job *job, const struct mem_stage *st)
+{
+	uint64_t v = mem_chunks_per_stage(job), k = (uint64_t)st->index + 1, g = st->total.v[S_WGRAD_OUT];
+	uint64_t cap = mem_mul(ovf, job->micro_batches, v);
+
+	if (k > cap)
+		k = cap;
+	return mem_mul(ovf, g / v + (g % v != 0), k);
+}
+
+uint64_t mem_pp_deferred_w(bool *ovf, const struct mem_job *job, const struct mem_stage *st)
+{
+	bool v = job->schedule == MEM_PP_DUALPIPEV;
+	uint64_t n = v ? job->pp : job->pp / 2, h, c, n4;
+	struct dual_sim s = { .ovf = ovf };
+
+	if (job->pp <= 1 || st->index >= job->pp)
+		return 0;
+	if (job->schedule == MEM_PP_INTERLEAVED_ZB)
+		return zb_interleaved_deferred(ovf, job, st);
+	if (job->schedule == MEM_PP_ZBV)
+		return st->total.v[S_WGRAD_OUT] ? zbv_deferred(ovf, job, st) : 0;
+	if (!mem_pp_dual(job->schedule) || !st->total.v[S_WGRAD] || mem_pp_dual_rule(job) != MEM_DUAL_OK)
+		return 0;
+	h = v ? st->index : (st->index < n ? st->index : job->pp - 1 - st->index);
+	c = v ? job->micro_batches : job->micro_batches / 2;
+	n4 = mem_sub(c + h + 1, 2 * n);
+	/* flights (mem_pp_chunk_flight): 2n - h and h + 1 */
+	dual_shares(ovf, st, 2 * n - h, h + 1, S_WGRAD, &s);
+	/* each zero-bubble B queues one entry: steps 3, 6 and 7 */
+	s.q = malloc(2 * (n + 1));
+	if (!s.q) {
+		*ovf = true;
+		return 0;
+	}
+	dual_step(&s, n, h, n4);
+	free(s.q);
+	return s.peak > s.peak_act ? s.peak - s.peak_act : 0;
 }

@@ -765,6 +765,7 @@ static void make_base(struct walk *w, struct scenario *s, uint64_t chunks)
 	if (s->accumulating)
 		put_buf(w, b, MEM_B_BUCKETS, w->ipg);
 	put(w, b, MEM_C_ACTIVATIONS, mem_pp_extra(o, job, w->st, chunks, S_STORED_ACT, S_STORED_OFF));
+	put(w, b, MEM_C_ACTIVATIONS, mem_pp_deferred_w(o, job, w->st));
 	put(w, b, MEM_C_LOGITS, mem_pp_extra(o, job, w->st, chunks, S_STORED_LOG, S__COUNT));
 	for (int c = 0; c < MEM_C__COUNT; c++)
 		s->base_total = mem_add(o, s->base_total, b->c[c]);

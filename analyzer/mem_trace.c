@@ -754,6 +754,10 @@ static void micro_batch(struct tr *r, uint64_t chunks, bool later)
 	io = put(r, later ? mem_sub(stage_io(r, chunks, true), r->io) : 0, STREAM_COMPUTE);
 	/* step()'s output_chunks: the earlier micro-batches' logits (mem_pipeline.c) */
 	outs = put(r, mem_pp_kept_outputs(o, r->cx, r->st, later), STREAM_COMPUTE);
+	/* the loop rebinds its output each micro-batch (fsdp_qlora's `output =
+	 * None` per iteration, torchtune 2024's `logits = ...`): a previous
+	 * micro-batch's kept output is gone before this one's loss region */
+	mtr_idl_drop_from(r, &r->kept, 0);
 	r->acc_mode = !mtr_keeps_unsharded(r) && !mtr_no_sync2(r) ? 0 : later ? 2 : 1;
 	later_len(r, later, len);
 	forward(r, root);

@@ -69,6 +69,8 @@ void mem_sums_add_cost(bool *ovf, struct mem_sums *s, const struct mem_cost *c)
 	v[S_TIED] = mem_add(ovf, v[S_TIED], c->tied);
 	v[S_TIED_END] = mem_add(ovf, v[S_TIED_END], c->tied_end);
 	v[S_KEPT] = mem_add(ovf, v[S_KEPT], c->kept);
+	v[S_WGRAD] = mem_add(ovf, v[S_WGRAD], c->wgrad);
+	v[S_WGRAD_OUT] = mem_add(ovf, v[S_WGRAD_OUT], c->wgrad_out);
 	mem_fsdp_add_sums(ovf, s, c);
 }
 
@@ -222,7 +224,7 @@ static enum mem_status check_job(const struct mem_job *job)
 
 	if (!job->dp || !job->tp || !job->pp || !job->cp || !job->ep || !job->micro_batches)
 		return MEM_E_INVALID;
-	if (job->schedule == MEM_PP_INTERLEAVED && job->pp > 1 && !job->vp)
+	if (mem_pp_interleaved(job->schedule) && job->pp > 1 && !job->vp)
 		return MEM_E_INVALID;
 	if (job->frag_factor != 0.0 && !(job->frag_factor >= 1.0 && job->frag_factor < 100.0))
 		return MEM_E_INVALID;
@@ -233,7 +235,7 @@ static enum mem_status check_job(const struct mem_job *job)
 	if (mem_pp_split(job, &sl) != MEM_SPLIT_OK)
 		return MEM_E_PP_UNEVEN;
 	/* schedules.py forward_backward_pipelining_with_interleaving refuses it */
-	if (job->schedule == MEM_PP_INTERLEAVED && mem_chunks_per_stage(job) > 1 &&
+	if (mem_pp_interleaved(job->schedule) && mem_chunks_per_stage(job) > 1 &&
 	    job->micro_batches % job->pp)
 		return MEM_E_PP_MICRO_BATCHES;
 	if (mem_pp_dual_rule(job) != MEM_DUAL_OK)

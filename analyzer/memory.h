@@ -71,13 +71,29 @@ static inline bool mem_recomputes_repeat(enum mem_recompute r)
 }
 
 /* ZB_H1/ZB_H2: zero-bubble schedules (Qi et al., ICLR 2024), B split from W;
- * DUALPIPE/DUALPIPEV: deepseek-ai/DualPipe, two chunks per rank */
+ * DUALPIPE/DUALPIPEV: deepseek-ai/DualPipe, two chunks per rank; ZBV,
+ * INTERLEAVED_ZB: torch.distributed.pipelining's ScheduleZBVZeroBubble and
+ * ScheduleInterleavedZeroBubble (memory-model.md "torch's zero-bubble
+ * schedules") */
 enum mem_schedule { MEM_PP_1F1B, MEM_PP_INTERLEAVED, MEM_PP_GPIPE, MEM_PP_ZB_H1, MEM_PP_ZB_H2,
-		    MEM_PP_DUALPIPE, MEM_PP_DUALPIPEV };
+		    MEM_PP_DUALPIPE, MEM_PP_DUALPIPEV, MEM_PP_ZBV, MEM_PP_INTERLEAVED_ZB };
 
+/* Two chunks per rank, each with its own in-flight count. */
 static inline bool mem_pp_dual(enum mem_schedule s)
 {
-	return s == MEM_PP_DUALPIPE || s == MEM_PP_DUALPIPEV;
+	return s == MEM_PP_DUALPIPE || s == MEM_PP_DUALPIPEV || s == MEM_PP_ZBV;
+}
+
+/* The body over 2 pp stages in a V: rank i holds stages i and 2pp - 1 - i. */
+static inline bool mem_pp_v(enum mem_schedule s)
+{
+	return s == MEM_PP_DUALPIPEV || s == MEM_PP_ZBV;
+}
+
+/* vp model chunks per stage, chunk c on stage c mod pp. */
+static inline bool mem_pp_interleaved(enum mem_schedule s)
+{
+	return s == MEM_PP_INTERLEAVED || s == MEM_PP_INTERLEAVED_ZB;
 }
 
 enum mem_component {
@@ -233,6 +249,13 @@ struct mem_layer {
 	 * the loop or a pipeline stage receives from forward), one micro-batch:
 	 * a transient of the layer, or (saved) part of saves_bytes */
 	uint64_t output_bytes, output_saved_bytes;
+	/* what a deferred weight gradient (DualPipe's WeightGradStore) holds
+	 * from this layer's backward to its W pass, one micro-batch: its trained
+	 * Linears' inputs and the gradients of their outputs (build.c) */
+	uint64_t wgrad_bytes;
+	/* of it, the Linears' output gradients: what torch.distributed.pipelining's
+	 * stage_backward_input keeps (param_groups' "grads") until the W */
+	uint64_t wgrad_out_bytes;
 };
 
 /* Under data.padding = longest: the share of a layer's saves_bytes,

@@ -76,7 +76,7 @@ static void split_error(struct pipeline *p, const struct build *bd)
 	const struct mem_job *j = &bd->job;
 	uint64_t sl = 0;
 	struct loc pp = at_or(bd->loc_pp, at_or(bd->loc_tp, bd->loc_train));
-	bool v = j->schedule == MEM_PP_DUALPIPEV;
+	bool v = mem_pp_v(j->schedule);
 	unsigned n = (unsigned)j->pp * (v ? 2 : 1);
 
 	switch (mem_pp_split(j, &sl)) {
@@ -102,7 +102,8 @@ static void split_error(struct pipeline *p, const struct build *bd)
 		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "the model's repeated blocks%s do not split "
 			   "evenly over %s = %u stages; set first_stage_layers/last_stage_layers or change pp",
 			   j->pp_account_embedding || j->pp_account_loss ? " (with the accounted embedding/loss)" : "",
-			   v ? "the dualpipev schedule's 2 x pp" : "pp", n);
+			   !v ? "pp" : j->schedule == MEM_PP_ZBV ? "the zbv schedule's 2 x pp" :
+			   "the dualpipev schedule's 2 x pp", n);
 	}
 }
 

@@ -344,9 +344,10 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 	bool ok = true;
 
 	if (check_job_field(j, "parallel.vp", &v) && degree_above_1(j, "parallel.vp") &&
-	    (!check_sym_is(j, "parallel.schedule", "interleaved") || !degree_above_1(j, "parallel.pp"))) {
+	    ((!check_sym_is(j, "parallel.schedule", "interleaved") &&
+	      !check_sym_is(j, "parallel.schedule", "interleaved_zb")) || !degree_above_1(j, "parallel.pp"))) {
 		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'vp' chunks a pipeline stage only with pp > 1 "
-			   "and schedule = \"interleaved\"");
+			   "and schedule = \"interleaved\" or \"interleaved_zb\"");
 		ok = false;
 	}
 	static const char prefix[] = "parallel.";
@@ -656,9 +657,10 @@ static bool sharding_ok(struct eval *ev, const struct check_job *j)
 	if (check_job_field(j, "parallel.schedule", &v) && v.kind == VAL_STRING &&
 	    strcmp(v.str, "1f1b") && strcmp(v.str, "interleaved") && strcmp(v.str, "gpipe") &&
 	    strcmp(v.str, "zb_h1") && strcmp(v.str, "zb_h2") && strcmp(v.str, "dualpipe") &&
-	    strcmp(v.str, "dualpipev")) {
+	    strcmp(v.str, "dualpipev") && strcmp(v.str, "zbv") && strcmp(v.str, "interleaved_zb")) {
 		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'schedule' must be \"1f1b\", \"interleaved\", "
-			   "\"gpipe\", \"zb_h1\", \"zb_h2\", \"dualpipe\" or \"dualpipev\"");
+			   "\"gpipe\", \"zb_h1\", \"zb_h2\", \"dualpipe\", \"dualpipev\", \"zbv\" or "
+			   "\"interleaved_zb\"");
 		ok = false;
 	}
 	return ok & parallel_ok(ev, j) & offload_ok(ev, j, zero, fsdp);

@@ -201,7 +201,8 @@ static const struct map_row titan_rows[] = {
 	C("parallelism.expert_parallel_degree", "parallel.ep"),
 	C("parallelism.expert_tensor_parallel_degree", "parallel.etp"),
 	E("parallelism.pipeline_parallel_schedule", "parallel.schedule",
-	  "1F1B=\"1f1b\"|Interleaved1F1B=\"interleaved\"|GPipe=\"gpipe\""),
+	  "1F1B=\"1f1b\"|Interleaved1F1B=\"interleaved\"|GPipe=\"gpipe\"|ZBVZeroBubble=\"zbv\"|"
+	  "InterleavedZeroBubble=\"interleaved_zb\"|DualPipeV=\"dualpipev\""),
 	B("parallelism.enable_async_tensor_parallel", "parallel.async_tp"),
 	E("parallelism.context_parallel_rotate_method", "parallel.cp_comm_type", "allgather=allgather"),
 	IGN("parallelism.context_parallel_load_balancer"),
@@ -454,6 +455,21 @@ static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy)
 	return true;
 }
 
+/* pipeline_parallel.py: a multi-stage schedule without
+ * pipeline_parallel_layers_per_stage runs "2 virtual stages per rank"; ZBV
+ * and DualPipeV place theirs in a V, which their memc schedules imply. */
+static void titan_stages(struct cfg *c, struct imp_out *o)
+{
+	const char *path = "parallelism.pipeline_parallel_schedule";
+	const char *s = titan_text(c, path, "1F1B");
+
+	if (titan_count(c, "parallelism.pipeline_parallel_degree", 1) <= 1 ||
+	    titan_item(c, "parallelism.pipeline_parallel_layers_per_stage"))
+		return;
+	if (!strcmp(s, "Interleaved1F1B") || !strcmp(s, "InterleavedZeroBubble"))
+		imp_set(o, "parallel.vp", "2", path, "torchtitan's default: 2 stages per rank");
+}
+
 /* apply_tp: the norms are SequenceParallel() whenever tp > 1. */
 static void titan_tp(struct cfg *c, struct imp_out *o)
 {
@@ -601,5 +617,6 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 	}
 	ok &= titan_optimizer(c, o, legacy) & map_apply(c, titan_rows, o);
 	titan_tp(c, o);
+	titan_stages(c, o);
 	return ok & titan_pipeline(c, o, legacy) & titan_loss_compile(c, o) & titan_float8(c, o);
 }

@@ -295,7 +295,9 @@ static void torchtune_lora(struct cfg *c, struct imp_out *o)
  * CrossEntropyLoss runs eager (the recipes @1814feb17); the *_distributed
  * recipes shard with FSDP, FSDP1 before #1287 (full, 2024-08-11) and #1517
  * (LoRA, 2024-09-10); v0.1 pinned torchao 0.1 and v0.1/v0.2's
- * lora_llama2_7b / lora_llama3_8b default lora_dropout to 0.05. */
+ * lora_llama2_7b / lora_llama3_8b default lora_dropout to 0.05; until
+ * `del logits` (cb3ed29d7 LoRA, 8a98fbaa3 full) the loop kept the fp32
+ * shifted logits through backward and the step. */
 static void torchtune_recipe_notes(struct cfg *c, struct imp_out *o, bool lora)
 {
 	const struct imp_setting *loss = imp_find(o, "loss"), *ft = imp_find(o, "finetune");
@@ -314,6 +316,10 @@ static void torchtune_recipe_notes(struct cfg *c, struct imp_out *o, bool lora)
 	if (ft && strstr(ft->value, "qlora("))
 		imp_set(o, NULL, NULL, "release", "a config of torchtune v0.1 (2024-04, torchao 0.1): "
 			"quantizer = \"torchao-0.1\"");
+	if (loss && !strcmp(loss->value, "upcast_output"))
+		imp_set(o, NULL, NULL, "release", "a recipe of torchtune before cb3ed29d7 (LoRA, 2024-06-04) / "
+			"8a98fbaa3 (full, 2024-07-28) keeps logits[..., :-1, :].contiguous() through backward: "
+			"keep_output = true");
 	if (ft && !cfg_find(c, "model.lora_dropout"))
 		imp_set(o, NULL, NULL, "release", "a config of torchtune v0.1 or v0.2 (before 2024-09): "
 			"lora_llama2_7b and lora_llama3_8b default to dropout = 0.05");

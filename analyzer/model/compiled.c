@@ -42,6 +42,8 @@ static const size_t act_off[] = {
 	offsetof(struct mem_layer, output_saved_bytes),
 	offsetof(struct mem_layer, mm_fwd_bytes),
 	offsetof(struct mem_layer, mm_bwd_bytes),
+	offsetof(struct mem_layer, wgrad_bytes),
+	offsetof(struct mem_layer, wgrad_out_bytes),
 };
 enum { CM_NACT = sizeof act_off / sizeof act_off[0] };
 
@@ -50,7 +52,7 @@ enum { CM_NACT = sizeof act_off / sizeof act_off[0] };
  * between the builds (same_layer; mem_param_equal in memory.c).  Otherwise a lowering
  * would carry the micro_batch-1 value of a new per-token field into every
  * variant.  The sizes on x86-64 / LP64 stop the build until it is. */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_layer) == 208,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_layer) == 224,
 	       "a new mem_layer field: sort it in compiled.c (act_off or same_layer)");
 _Static_assert(sizeof(void *) != 8 || sizeof(struct mem_param) == 152,
 	       "a new mem_param field: compare it in memory.c (mem_param_equal)");

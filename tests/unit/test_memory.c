@@ -418,6 +418,31 @@ static void pp_dualpipe(void **state)
 	assert_int_equal(r[0], 1);
 	assert_int_equal(mem_pp_chunk_flight(&j, 6), 2);
 	assert_int_equal(mem_pp_chunk_layers(&j, 6), 4);	/* 32 over 8 V stages */
+	/* ScheduleZBVZeroBubble's action lists: the V of DualPipeV, stage c < pp
+	 * min(2pp - 1 - c, m) from F to W, stage c >= pp min(2pp - c, m); no
+	 * micro-batch rule (it runs max(2pp - 1, m) and drops the rest) */
+	j.schedule = MEM_PP_ZBV;
+	j.micro_batches = 8;
+	assert_int_equal(mem_pp_model_chunks(&j), 8);
+	assert_int_equal(mem_pp_chunk_ranks(&j, 6, r), 1);
+	assert_int_equal(r[0], 1);
+	assert_int_equal(mem_pp_chunk_flight(&j, 0), 7);
+	assert_int_equal(mem_pp_chunk_flight(&j, 1), 6);
+	assert_int_equal(mem_pp_chunk_flight(&j, 6), 2);
+	assert_int_equal(mem_pp_chunk_flight(&j, 7), 1);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_ZBV, 4, 1, 1, 8), 8);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_ZBV, 4, 1, 0, 3), 4);
+	assert_int_equal(mem_pp_micro_batches_in_flight(MEM_PP_ZBV, 4, 1, 1, 8), 6);
+	j.micro_batches = 3;
+	assert_int_equal(mem_pp_dual_rule(&j), MEM_DUAL_OK);
+	assert_int_equal(mem_pp_chunk_flight(&j, 1), 3);
+	/* ScheduleInterleavedZeroBubble: vp x pp chunk forwards await their W
+	 * on every stage (Interleaved1F1B: 2(pp - i - 1) + (vp - 1)pp + 1) */
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED_ZB, 4, 2, 0, 8), 8);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED_ZB, 4, 2, 3, 8), 8);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED, 4, 2, 0, 8), 11);
+	assert_int_equal(mem_pp_micro_batches_in_flight(MEM_PP_INTERLEAVED_ZB, 4, 2, 0, 8), 4);
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED_ZB, 8, 3, 0, 2), 6);
 	b.repeat = 36;			/* 36 over 4 ranks, not over 8 V stages */
 	assert_int_equal(mem_pp_split(&j, &sl), MEM_SPLIT_EVEN);
 }
@@ -434,6 +459,17 @@ static void pp_logits_last_chunk(void **state)
 	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 40), 7000);
 	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 21), 3000);
 	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 37), 4000);
+	/* pp 8, vp 2, the last stage's 9 (Interleaved1F1B's (vp - 1) pp + 1):
+	 * one micro-batch, its own (the mean-chunk rule's extra was 3.5); the
+	 * interleaved zero bubble's vp x pp = 16: pp = 8, 7 extra */
+	j.pp = 8;
+	j.vp = 2;
+	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED, 8, 2, 7, 8), 9);
+	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 9), 0);
+	j.schedule = MEM_PP_INTERLEAVED_ZB;
+	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 16), 7000);
+	j.pp = 4;
+	j.vp = 5;
 	j.schedule = MEM_PP_1F1B;
 	assert_int_equal(mem_extra_logits_in_flight(&ovf, &j, 1000, 3), 2000);
 	assert_false(ovf);

@@ -743,10 +743,13 @@ static void later_len(struct tr *r, bool later, uint64_t len)
 static void micro_batch(struct tr *r, uint64_t chunks, bool later)
 {
 	bool *o = &r->cx->ovf;
-	/* the other in-flight micro-batches' stored activations (§4.6) */
-	uint32_t extra = put(r, act(r, mem_add(o, mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S_STORED_OFF),
-					       mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)), 0),
-			     STREAM_COMPUTE);
+	/* the other in-flight micro-batches' stored activations (§4.6) and,
+	 * under DualPipe(V), what the deferred W passes hold beyond them
+	 * (mem_pipeline.c mem_pp_deferred_w, the timeline's base) */
+	uint32_t extra = put(r, act(r, mem_add(o, mem_add(o,
+				mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S_STORED_OFF),
+				mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)),
+				mem_pp_deferred_w(o, r->job, r->st)), 0), STREAM_COMPUTE);
 	uint32_t *root = &r->root, io, outs;
 	uint64_t len = r->len;
 

@@ -775,6 +775,13 @@ void alloc_trace_complete(struct alloc_trace *t, uint32_t id)
 	push_free(t, id, ALLOC_OP_COMPLETE);
 }
 
+void alloc_trace_empty_cache(struct alloc_trace *t)
+{
+	struct alloc_event e = { 0, t->what, 0, 0, ALLOC_OP_EMPTY_CACHE };
+
+	push_event(t, e);
+}
+
 void alloc_trace_mark(struct alloc_trace *t)
 {
 	if (t->nomem || !grow((void **)&t->marks, &t->marks_cap, t->nmarks, sizeof(*t->marks))) {
@@ -806,7 +813,7 @@ bool alloc_trace_step_peak(const struct alloc_trace *t, uint64_t *peak)
 			size[e->id] = alloc_round_size(e->size);
 			if (__builtin_add_overflow(live, size[e->id], &live))
 				live = UINT64_MAX;	/* the analysis has flagged it already */
-		} else if (e->op != ALLOC_OP_COMPLETE) {
+		} else if (e->op != ALLOC_OP_COMPLETE && e->op != ALLOC_OP_EMPTY_CACHE) {
 			live -= size[e->id];
 			size[e->id] = 0;
 		}
@@ -822,7 +829,7 @@ static bool steady(const struct alloc_trace *t, size_t i, size_t *k, uint64_t *a
 	bool stop = false;
 
 	while (*k < t->nmarks && t->marks[*k] == i) {
-		if (*k == 0)
+		if (*k == 0 && peak > out->setup_reserved)
 			out->setup_reserved = peak;
 		stop |= !t->varies && *k >= 2 && peak == *at;
 		*at = peak;
@@ -839,7 +846,17 @@ static enum alloc_status replay_event(struct alloc_sim *sim, const struct alloc_
 	enum alloc_status st;
 
 	if (!e->size) {
-		if (e->op == ALLOC_OP_FREE_RECORDED)
+		if (e->op == ALLOC_OP_EMPTY_CACHE) {
+			/* the peak statistics restart from what is left
+			 * (fsdp_qlora: reset_peak_memory_stats() before the
+			 * loop, nothing emptied between); loading's own peak
+			 * stays the setup figure */
+			if (sim->peak_reserved > out->setup_reserved)
+				out->setup_reserved = sim->peak_reserved;
+			alloc_sim_empty_cache(sim);
+			sim->peak_reserved = sim->reserved;
+			sim->peak_allocated = sim->allocated;
+		} else if (e->op == ALLOC_OP_FREE_RECORDED)
 			alloc_sim_release_recorded(sim, handle[e->id]);
 		else if (e->op == ALLOC_OP_COMPLETE) {
 			/* empty_cache may have completed it, and its slot serve another */

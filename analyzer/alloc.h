@@ -125,6 +125,8 @@ enum alloc_op {
 	ALLOC_OP_FREE,		/* free: reusable at once */
 	ALLOC_OP_FREE_RECORDED,	/* free with a use on another stream pending */
 	ALLOC_OP_COMPLETE,	/* that use has completed: the block is reusable */
+	ALLOC_OP_EMPTY_CACHE,	/* torch.cuda.empty_cache(), the peak statistics reset
+				   after it (no tensor; id unused) */
 };
 
 struct alloc_event {
@@ -153,6 +155,9 @@ void alloc_trace_release(struct alloc_trace *t, uint32_t id);
 /* A free after record_stream(), and the completion of that stream's use. */
 void alloc_trace_release_recorded(struct alloc_trace *t, uint32_t id);
 void alloc_trace_complete(struct alloc_trace *t, uint32_t id);
+/* torch.cuda.empty_cache() at this point (alloc_sim_empty_cache); the
+ * replay's peaks restart there, its setup figure keeps the larger. */
+void alloc_trace_empty_cache(struct alloc_trace *t);
 /* A step starts at the next event. */
 void alloc_trace_mark(struct alloc_trace *t);
 /* *peak = the most bytes the trace's live tensors hold at once from its

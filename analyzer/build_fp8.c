@@ -60,6 +60,16 @@ void bld_setup_fp8(struct bld *b, bool megatron)
 	b->linear_input = b->fp8_te || b->fp8_ao_saves ? dtype_find(b->fp8_mx ? "mxfp8" : "fp8_e4m3") : NULL;
 }
 
+/* Op-level SAC caches only the outputs of its save list's ops (torchtitan
+ * 9dec370 parallelize_llama.py _save_list: mm, the SDPA kernels,
+ * reduce_scatter, abs, max); the float8 casts are _to_copy outputs,
+ * PREFER_RECOMPUTE, so the weight's cast is re-made in the layer's
+ * backward like any other unsaved tensor of the block. */
+static bool sac_op(struct bld *b)
+{
+	return !strcmp(bld_bound_sym(b, "checkpoint", "none"), "selective_op");
+}
+
 /* TE's quantised weight: row-wise and column-wise data (and scales). */
 static uint64_t te_copies(struct bld *b, uint64_t one)
 {
@@ -86,7 +96,7 @@ void bld_fp8_param(struct bld *b, struct mem_param *p, bool linear, bool quantis
 			p->gather_bytes = one;
 		} else if (b->fp8_ao_saves) {
 			p->cast_bytes = one;	/* weight_fp8_t, saved unless recomputed */
-			p->cast_saved = !b->recompute_full && !b->fp8_ao_recompute_w;
+			p->cast_saved = !b->recompute_full && !b->fp8_ao_recompute_w && !sac_op(b);
 		} else {
 			p->cast_bytes = one;
 		}

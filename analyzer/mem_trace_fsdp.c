@@ -58,9 +58,18 @@ static void unshard_wait(struct tr *r)
 
 uint32_t mtr_gather(struct tr *r, uint64_t n)
 {
+	uint32_t h = NO_ID, g;
+
 	if (n)
 		unshard_wait(r);
-	return put(r, n, STREAM_COMM);
+	/* FSDP1 CPU offload: FlatParamHandle.pre_unshard copies the host shard
+	 * to the GPU (flat_param_to(self.device)) on the unshard stream, the
+	 * all-gather's input, dropped once the gathered view replaces it */
+	if (n && r->job->fsdp1 && r->job->offload_params)
+		h = put(r, mem_shard_bytes(n, r->cx->shard_n), STREAM_COMM);
+	g = put(r, n, STREAM_COMM);
+	drop(r, &h);
+	return g;
 }
 
 /* The GPU has caught up: every recorded free completes.  The trace takes

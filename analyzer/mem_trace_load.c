@@ -28,6 +28,16 @@ static uint64_t state_part(const struct mem_layer *l, uint64_t s, bool master)
 	return master ? m : s - m;
 }
 
+/* FSDP1's NO_SHARD from rank 0's CPU model: each unit is moved, broadcast
+ * and flattened as under sharding, and its FlatParameter is the unit's
+ * resident weights (FlatParamHandle.shard only records metadata when
+ * `not self.uses_sharded_strategy`). */
+static bool fsdp1_whole(const struct tr *r)
+{
+	return r->job->fsdp1 && r->job->load == MEM_LOAD_RANK0_CPU &&
+	       r->job->sharding == MEM_SHARD_FSDP_NO_SHARD;
+}
+
 /* Loading that gathers whole units before sharding them (FSDP's
  * FlatParameter from a model already on the GPU, or one moved there a
  * unit at a time). */
@@ -35,7 +45,33 @@ static bool loads_whole(const struct tr *r)
 {
 	enum mem_load ld = r->job->load;
 
-	return shards(r->job->sharding) && (ld == MEM_LOAD_FROM_PRETRAINED || ld == MEM_LOAD_RANK0_CPU);
+	return (shards(r->job->sharding) || fsdp1_whole(r)) &&
+	       (ld == MEM_LOAD_FROM_PRETRAINED || ld == MEM_LOAD_RANK0_CPU);
+}
+
+/* FSDP1 from rank 0's CPU model (sync_module_states): fsdp_qlora's
+ * low_memory, whose weights are quantised before the wrap. */
+static bool quantises_first(const struct tr *r)
+{
+	return r->job->fsdp1 && r->job->load == MEM_LOAD_RANK0_CPU;
+}
+
+/* FSDP1 wraps the layers outside the body as one root unit, last. */
+static bool fsdp1_roots(const struct tr *r)
+{
+	return r->job->fsdp1 && r->job->sharding != MEM_SHARD_ZERO3 && loads_whole(r);
+}
+
+/* FSDP1 without use_orig_params from rank 0's CPU model: a FlatParameter's
+ * tensors must agree on requires_grad (flat_param.py
+ * _validate_tensors_to_flatten), so fsdp_qlora's policy (get_wrapping_policy:
+ * every leaf module whose weight requires grad, i.e. each lora_A and
+ * lora_B Linear) and PEFT's fsdp_auto_wrap_policy make each trainable
+ * leaf a unit, wrapped before the body repeat that holds it. */
+static bool leaf_units(const struct tr *r)
+{
+	return r->job->fsdp1 && !r->job->fsdp1_orig_params && r->job->load == MEM_LOAD_RANK0_CPU &&
+	       r->job->sharding != MEM_SHARD_ZERO3;
 }
 
 /* torchao's to_nf4 beside a weight's 16-bit source (phases.c
@@ -65,20 +101,117 @@ static void quant_temps(struct tr *r, const struct mem_param *p)
  * weight's 16-bit source goes to the GPU, is packed there and freed
  * (bitsandbytes Params4bit._quantize). */
 static void load_originals(struct tr *r, struct inst *x, const struct mem_layer *l,
-			   const struct mem_cost *c)
+			   const struct mem_cost *c, bool leaf)
 {
 	bool sh = shards(r->job->sharding);
 
 	x->load0 = r->loads.n;
 	if (mtr_shares(r, l, sh ? c->gath : c->w, K_W))
 		for (size_t i = 0; i < l->nparams; i++) {
-			uint32_t src = put(r, mem_round(r->job, l->params[i].load_bytes), STREAM_COMPUTE);
+			if (leaf && l->params[i].trainable)
+				continue;	/* moved with its own unit (fsdp1_leaves) */
+			/* quantised before the wrap (quantises_first): packed already */
+			uint32_t src = quantises_first(r) ? NO_ID :
+				       put(r, mem_round(r->job, l->params[i].load_bytes), STREAM_COMPUTE);
 
-			quant_temps(r, &l->params[i]);
+			if (!quantises_first(r))
+				quant_temps(r, &l->params[i]);
 			mtr_idl_push(r, &r->loads, put(r, r->share[i], STREAM_COMPUTE));
 			drop(r, &src);
 		}
 	x->nload = r->loads.n - x->load0;
+}
+
+/* fsdp_qlora train.py with low_memory (FSDP1 sync_module_states): every
+ * tensor is loaded and quantised on the GPU before FSDP(...) is called
+ * (load_and_quantize: `type(param)(value.to(device)...).cuda(device)`,
+ * then `value.data.to("cpu")` on rank 0, `.to("meta")` on the others, the
+ * QuantState left on the GPU), and `torch.cuda.empty_cache()` follows; the
+ * wrap then moves the packed weights. */
+static void quantise_ahead(struct tr *r)
+{
+	bool sh = shards(r->job->sharding), any = false;
+
+	for (size_t s = 0; s < r->st->nsegs; s++) {
+		const struct mem_seg *seg = &r->st->segs[s];
+		const struct mem_block *b = &r->job->blocks[seg->block];
+		const struct mem_cost *c = mem_seg_costs(r->cx, seg);
+
+		for (uint64_t k = 0; k < kept(seg->count); k++)
+			for (size_t j = 0; j < b->nlayers; j++) {
+				const struct mem_layer *l = &b->layers[j];
+
+				if (!mtr_shares(r, l, sh ? c[j].gath : c[j].w, K_W))
+					continue;
+				r->t->what = l->name;
+				for (size_t i = 0; i < l->nparams; i++) {
+					uint32_t src = put(r, mem_round(r->job, l->params[i].load_bytes),
+							   STREAM_COMPUTE), q = NO_ID;
+
+					if (src == NO_ID)
+						continue;
+					any = true;
+					quant_temps(r, &l->params[i]);
+					q = put(r, r->share[i], STREAM_COMPUTE);
+					drop(r, &src);
+					drop(r, &q);
+				}
+			}
+	}
+	if (any)
+		alloc_trace_empty_cache(r->t);
+}
+
+/* FSDP1's sync_module_states (_init_utils.py
+ * _sync_module_params_and_buffers -> _sync_params_and_buffers with
+ * PARAM_BROADCAST_BUCKET_SIZE, 250 MiB): c10d comm.cpp broadcast_coalesced
+ * groups a unit's tensors into buckets closed once they reach the size
+ * (compute_bucket_assignment_by_size), flattens each (torch/csrc/utils/
+ * tensor_flatten.h flatten_dense_tensors: a cat, a view for one tensor) on
+ * every rank and keeps at most two broadcasts in flight. */
+#define FSDP1_BCAST_BUCKET (250ull << 20)
+
+struct bcast {
+	uint64_t fill;
+	size_t n, nflight;
+	uint32_t flight[2];
+};
+
+static void bcast_flush(struct tr *r, struct bcast *b)
+{
+	if (!b->n)
+		return;
+	if (b->nflight == 2) {
+		drop(r, &b->flight[0]);
+		b->flight[0] = b->flight[1];
+		b->nflight = 1;
+	}
+	b->flight[b->nflight++] = b->n > 1 ? put(r, mem_round(r->job, b->fill), STREAM_COMPUTE) : NO_ID;
+	b->fill = 0;
+	b->n = 0;
+}
+
+static void bcast_layer(struct tr *r, struct bcast *b, const struct mem_layer *l, uint64_t unsharded,
+			bool leaf)
+{
+	if (!mtr_shares(r, l, unsharded, K_W))
+		return;
+	for (size_t i = 0; i < l->nparams; i++) {
+		if (!r->share[i] || (leaf && l->params[i].trainable))
+			continue;
+		b->fill = mem_add(&r->cx->ovf, b->fill, r->share[i]);
+		b->n++;
+		if (b->fill >= FSDP1_BCAST_BUCKET)
+			bcast_flush(r, b);
+	}
+}
+
+static void bcast_end(struct tr *r, struct bcast *b)
+{
+	bcast_flush(r, b);
+	for (size_t i = 0; i < b->nflight; i++)
+		drop(r, &b->flight[i]);
+	b->nflight = 0;
 }
 
 /* A layer's resident weights, each after its own loading (meta init,
@@ -123,23 +256,160 @@ static void drop_loads(struct tr *r, struct inst *x)
 	x->nload = 0;
 }
 
-/* FSDP1 keeps a unit's shard as one FlatParameter, cloned while the flat
- * buffer and the originals are alive: _flat_param.py FlatParamHandle.shard
- * (`_get_shard`: chunk.clone(), then `orig_storage._resize_(0)` frees the
- * buffer), called from _init_utils.py _init_param_handle_from_params while
- * its caller _init_param_handle_from_module still holds the originals in
- * `managed_params`; they go when it returns. */
-static void fsdp1_shard(struct tr *r, size_t s, uint64_t k, size_t j0, size_t j1, uint32_t *flat)
-{
-	const struct mem_cost *c = mem_seg_costs(r->cx, &r->st->segs[s]);
-	uint64_t w = 0;
+/* A layer instance of an FSDP1 unit. */
+struct uref {
+	size_t s, j;
+	uint64_t k;
+};
 
-	for (size_t j = j0; j < j1; j++)
-		w = mem_add(&r->cx->ovf, w, c[j].w);
-	put(r, w, STREAM_COMPUTE);
-	drop(r, flat);
-	for (size_t j = j0; j < j1; j++)
-		drop_loads(r, inst_of(r, s, k, j));
+/* Whether a body unit mixes trainable and frozen tensors, which only
+ * leaf_units splits (a full fine-tune's repeat stays one FlatParameter). */
+static bool mixed(const struct tr *r, const struct uref *u, size_t n)
+{
+	bool tr = false, fr = false;
+
+	for (size_t i = 0; leaf_units(r) && i < n; i++) {
+		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
+		const struct mem_layer *l = &b->layers[u[i].j];
+
+		for (size_t p = 0; b->is_body && p < l->nparams; p++) {
+			tr |= l->params[p].trainable;
+			fr |= !l->params[p].trainable;
+		}
+	}
+	return tr && fr;
+}
+
+/* sync_module_states' buckets over one unit's tensors (its trainable
+ * ones left out where they are units of their own), all freed before the
+ * FlatParameter is made. */
+static void bcast_unit(struct tr *r, const struct uref *u, size_t n, bool leaf)
+{
+	struct bcast bc = { 0 };
+
+	for (size_t i = 0; i < n; i++) {
+		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
+		const struct mem_cost *c = &mem_seg_costs(r->cx, &r->st->segs[u[i].s])[u[i].j];
+
+		bcast_layer(r, &bc, &b->layers[u[i].j], fsdp1_whole(r) ? c->w : c->gath, leaf);
+	}
+	bcast_end(r, &bc);
+}
+
+/* The trainable parameters of a body layer as units of their own
+ * (leaf_units), each wrapped as fsdp1_unit does (one tensor: its broadcast
+ * is a view); *g and *w lose their unsharded and resident bytes. */
+static void fsdp1_leaves(struct tr *r, const struct mem_layer *l, const struct mem_cost *c,
+			 uint64_t *g, uint64_t *w)
+{
+	uint64_t *gs;
+
+	if (!mtr_shares(r, l, *g, K_W))
+		return;
+	gs = malloc(l->nparams * sizeof(*gs) + 1);
+	if (!gs) {
+		r->t->nomem = true;
+		return;
+	}
+	memcpy(gs, r->share, l->nparams * sizeof(*gs));
+	if (!mtr_shares(r, l, c->w, K_W))
+		memset(r->share, 0, l->nparams * sizeof(*gs));
+	for (size_t i = 0; i < l->nparams; i++) {
+		uint64_t sh = r->share[i] ? r->share[i] : mem_shard_bytes(gs[i], r->cx->shard_n);
+		uint32_t o, f, d;
+
+		if (!l->params[i].trainable || !gs[i])
+			continue;
+		o = put(r, gs[i], STREAM_COMPUTE);
+		f = put(r, gs[i], STREAM_COMPUTE);
+		d = fsdp1_whole(r) ? f : put(r, sh, STREAM_COMPUTE);
+		if (d != f)
+			drop(r, &f);
+		drop(r, &o);
+		if (r->job->offload_params && d != f)
+			drop(r, &d);
+		*g -= *g < gs[i] ? *g : gs[i];
+		*w -= *w < r->share[i] ? *w : r->share[i];
+	}
+	free(gs);
+}
+
+/* One FSDP1 unit's wrap (_init_utils.py _init_param_handle_from_module):
+ * its originals moved to the GPU (_move_module_to_device; on the other
+ * ranks param_init_fn's to_empty, the same sizes), sync_module_states'
+ * broadcast buckets, the FlatParameter they are concatenated into
+ * (flat_param.py flatten_tensors), and the shard, one tensor cloned while
+ * the flat buffer and the originals are alive: FlatParamHandle.shard
+ * (`_get_shard`: chunk.clone(), then `orig_storage._resize_(0)`), called
+ * from _init_param_handle_from_params while its caller still holds the
+ * originals in `managed_params`; they go when it returns.  With CPU
+ * offload the shard then moves to the host (`handle.flat_param_to(cpu)`).
+ * Under NO_SHARD the flat buffer is what stays. */
+static void fsdp1_unit(struct tr *r, const struct uref *u, size_t n)
+{
+	bool whole = fsdp1_whole(r), leaf = mixed(r, u, n);
+	uint64_t unit = 0, w = 0;
+	uint32_t flat, shard;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
+		const struct mem_cost *c = &mem_seg_costs(r->cx, &r->st->segs[u[i].s])[u[i].j];
+		uint64_t g = whole ? c->w : c->gath, wl = c->w;
+
+		r->t->what = b->layers[u[i].j].name;
+		if (leaf)
+			fsdp1_leaves(r, &b->layers[u[i].j], c, &g, &wl);
+		if (r->job->load != MEM_LOAD_FROM_PRETRAINED)
+			load_originals(r, inst_of(r, u[i].s, u[i].k, u[i].j), &b->layers[u[i].j], c, leaf);
+		unit = mem_add(&r->cx->ovf, unit, g);
+		w = mem_add(&r->cx->ovf, w, wl);
+	}
+	if (r->job->load == MEM_LOAD_RANK0_CPU)
+		bcast_unit(r, u, n, leaf);
+	flat = put(r, unit, STREAM_COMPUTE);
+	if (!whole) {
+		if (!w && r->job->offload_params)
+			w = mem_shard_bytes(unit, r->cx->shard_n);
+		shard = put(r, w, STREAM_COMPUTE);
+		drop(r, &flat);
+		if (r->job->offload_params)
+			drop(r, &shard);
+	}
+	for (size_t i = 0; i < n; i++)
+		drop_loads(r, inst_of(r, u[i].s, u[i].k, u[i].j));
+}
+
+/* FSDP1's root unit, wrapped last (_recursive_wrap wraps the children
+ * before the root FullyShardedDataParallel's own
+ * _init_param_handle_from_module): every kept layer outside the body as one
+ * FlatParameter. */
+static void fsdp1_root(struct tr *r)
+{
+	size_t n = 0, cap = 0;
+	struct uref *u = NULL;
+
+	for (size_t s = 0; s < r->st->nsegs; s++) {
+		const struct mem_seg *seg = &r->st->segs[s];
+		const struct mem_block *b = &r->job->blocks[seg->block];
+
+		for (uint64_t k = 0; !b->is_body && k < kept(seg->count); k++)
+			for (size_t j = 0; j < b->nlayers; j++) {
+				if (n == cap) {
+					struct uref *g = realloc(u, (cap = cap ? 2 * cap : 8) * sizeof(*u));
+
+					if (!g) {
+						free(u);
+						r->t->nomem = true;
+						return;
+					}
+					u = g;
+				}
+				u[n++] = (struct uref){ .s = s, .j = j, .k = k };
+			}
+	}
+	if (n)
+		fsdp1_unit(r, u, n);
+	free(u);
 }
 
 /* One unit's weights when loading shards whole units: its originals
@@ -153,16 +423,25 @@ static void load_unit(struct tr *r, size_t s, uint64_t k, size_t j0, size_t j1)
 	uint64_t unit = 0;
 	uint32_t flat;
 
+	if (r->job->fsdp1 && r->job->sharding != MEM_SHARD_ZERO3) {
+		struct uref *u = malloc((j1 - j0) * sizeof(*u));
+
+		if (!u) {
+			r->t->nomem = true;
+			return;
+		}
+		for (size_t j = j0; j < j1; j++)
+			u[j - j0] = (struct uref){ .s = s, .j = j, .k = k };
+		fsdp1_unit(r, u, j1 - j0);
+		free(u);
+		return;
+	}
 	for (size_t j = j0; j < j1; j++) {
 		if (r->job->load != MEM_LOAD_FROM_PRETRAINED)
-			load_originals(r, inst_of(r, s, k, j), &b->layers[j], &c[j]);
+			load_originals(r, inst_of(r, s, k, j), &b->layers[j], &c[j], false);
 		unit = mem_add(&r->cx->ovf, unit, c[j].gath);
 	}
 	flat = put(r, unit, STREAM_COMPUTE);
-	if (r->job->fsdp1 && r->job->sharding != MEM_SHARD_ZERO3) {
-		fsdp1_shard(r, s, k, j0, j1, &flat);
-		return;
-	}
 	for (size_t j = j0; j < j1; j++)
 		drop_loads(r, inst_of(r, s, k, j));
 	for (size_t j = j0; j < j1; j++)
@@ -191,7 +470,7 @@ static void setup_seg(struct tr *r, size_t s)
 	for (uint64_t k = 0; k < kept(seg->count); k++) {
 		r->t->what = b->layers[0].name;
 		for (size_t j = 0; loads_whole(r) && j < b->nlayers; j++)
-			if (!b->is_body || j == 0)
+			if (b->is_body ? j == 0 : !fsdp1_roots(r))
 				load_unit(r, s, k, j, b->is_body ? b->nlayers : j + 1);
 		for (size_t j = 0; j < b->nlayers; j++) {
 			r->t->what = b->layers[j].name;
@@ -209,6 +488,8 @@ void mtr_setup(struct tr *r)
 	bool *o = &r->cx->ovf;
 
 	r->t->what = "loading";
+	if (quantises_first(r))
+		quantise_ahead(r);
 	for (size_t s = 0; r->job->load == MEM_LOAD_FROM_PRETRAINED && loads_whole(r) &&
 			   s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
@@ -217,7 +498,7 @@ void mtr_setup(struct tr *r)
 		for (uint64_t k = 0; k < kept(seg->count); k++)
 			for (size_t j = 0; j < b->nlayers; j++)
 				load_originals(r, inst_of(r, s, k, j), &b->layers[j],
-					       &mem_seg_costs(r->cx, seg)[j]);
+					       &mem_seg_costs(r->cx, seg)[j], false);
 	}
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
@@ -225,6 +506,8 @@ void mtr_setup(struct tr *r)
 		uint64_t mid = seg->count - kept(seg->count);
 
 		setup_seg(r, s);
+		if (fsdp1_roots(r) && s + 1 == r->st->nsegs)
+			fsdp1_root(r);
 		if (!mid)
 			continue;
 		r->t->what = "folded repeats";

@@ -15,6 +15,7 @@ struct ph {
 	const struct phase_input *in;
 	bool ovf;
 	uint64_t unit;		/* one body repeat's weights, unsharded */
+	uint64_t root;		/* the layers outside the body, unsharded (FSDP1's root unit) */
 	uint64_t full;		/* every weight of the model, unsharded */
 	uint64_t layer_act;	/* the largest layer's saves + forward transients */
 	uint64_t body_act;	/* the same outside the loss region */
@@ -79,6 +80,8 @@ static void measure(struct ph *p)
 		}
 		if (blk->is_body)
 			p->unit = max_u64(p->unit, rep);
+		else
+			p->root = add(p, p->root, mul(p, rep, blk->repeat));
 		p->full = add(p, p->full, mul(p, rep, blk->repeat));
 	}
 }
@@ -140,7 +143,13 @@ static uint64_t loading(struct ph *p, const struct mem_class *k)
 			return add(p, in->load_weights, max_u64(q, shards_weights(p->job->sharding) ? p->unit : 0));
 		/* fall through */
 	case PHASE_LOAD_RANK0_CPU:
-		/* FSDP moves one unit to the GPU, flattens and shards it */
+		/* FSDP moves one unit to the GPU, flattens and shards it; FSDP1
+		 * (the record) holds the originals beside the FlatParameter
+		 * (_init_param_handle_from_module's managed_params), and its root
+		 * unit is every layer outside the body, often the largest */
+		if (p->job->fsdp1)
+			return add(p, k->persistent[MEM_C_WEIGHTS],
+				   max_u64(q, mul(p, max_u64(p->unit, p->root), 2)));
 		return add(p, k->persistent[MEM_C_WEIGHTS], max_u64(q, p->unit));
 	default:
 		/* each full tensor passes through the GPU once (distribute_tensor) */

@@ -258,6 +258,17 @@ static void fq_fixed(struct cfg *c, struct imp_out *o)
 	imp_set(o, "fsdp1.backward_prefetch", "backward_pre", "train.py", "FSDP's default");
 	set_from(o, c, "fsdp1.sync_module_states", flag_bool(c, "low_memory", true) ? "true" : "false",
 		 "low_memory", NULL);
+	/* without low_memory every rank builds the whole model on its GPU
+	 * (`model.to(dtype, device=rank)`; QLoRA: load_and_quantize with
+	 * neither to_cpu nor to_meta) and FSDP wraps it there */
+	if (!flag_bool(c, "low_memory", true))
+		imp_set(o, "load", "from_pretrained", "low_memory",
+			"every rank loads the whole model onto its GPU before FSDP shards it");
+	/* the benchmark's max_memory_reserved is read after
+	 * reset_peak_memory_stats(), which keeps what the wrap left reserved:
+	 * only the replay carries loading's cached blocks into the step */
+	imp_set(o, "alloc.replay", "true", "train.py",
+		"reset_peak_memory_stats() after the wrap: the reserved figure keeps loading's cache");
 	/* train.py main: no_sync is forced on with CPU offload and accumulation,
 	 * and off without accumulation */
 	bool no_sync = accum > 1 && (offload || flag_bool(c, "no_sync", false));

@@ -165,8 +165,10 @@ static void emit_group(struct strbuf *sb, const struct imp_out *o, size_t first)
 	const char *dot = strchr(o->set[first].dst, '.');
 	size_t plen = (size_t)(dot - o->set[first].dst);
 
+	/* an empty value (a null: the framework default) opened no block */
 	for (size_t i = 0; i < first; i++)
-		if (o->set[i].dst && o->set[i].value && !strncmp(o->set[i].dst, o->set[first].dst, plen + 1))
+		if (o->set[i].dst && o->set[i].value && o->set[i].value[0] &&
+		    !strncmp(o->set[i].dst, o->set[first].dst, plen + 1))
 			return;
 	strbuf_addf(sb, "  %.*s {\n", (int)plen, o->set[first].dst);
 	for (size_t i = first; i < o->n; i++)

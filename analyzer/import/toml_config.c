@@ -227,7 +227,8 @@ static const struct map_row titan_rows[] = {
 	IGN("optimizer.lr"), IGN("optimizer.eps"), IGN("optimizer.weight_decay"),
 	IGN("optimizer.implementation"), IGN("optimizer.beta1"), IGN("optimizer.beta2"),
 	B("optimizer.early_step_in_backward", "optimizer_in_backward"),
-	NOTE("model.name", "the model: import its config.json"), NOTE("model.flavor", "the model size"),
+	NOTE("model.name", "the model: a llama3 flavor's stdlib model (model = ...), else import its config.json"),
+	NOTE("model.flavor", "the model size"),
 	IGN("model.tokenizer_path"), IGN("model.hf_assets_path"), IGN("model.converters"),
 	IGN("model.norm_type"), IGN("job.*"), IGN("profiling.*"), IGN("metrics.*"),
 	IGN("lr_scheduler.*"), IGN("checkpoint.*"), IGN("comm.*"), IGN("validation.*"),
@@ -403,9 +404,105 @@ static bool titan_reshard(struct cfg *c, struct imp_out *o, bool fsdp, bool lega
 			  "default=\"default\"|always=\"always\"|never=\"never\"", pp ? "\"default\"" : NULL);
 }
 
+/* torchtitan's llama3 flavors (models/llama/__init__.py llama3_configs at
+ * 9dec370, models/llama3 today): dim, n_layers, heads, kv heads and the
+ * ffn rounding give the stdlib's Llama 3.1 shapes, and the tokenizer's
+ * 128,256 words its vocabulary. */
+static const struct titan_flavor {
+	const char *flavor, *model, *file;
+	long long layers;
+} titan_flavors[] = {
+	{ "8B", "llama3_1_8b", "models/llama3_1", 32 },
+	{ "70B", "llama3_1_70b", "models/llama3_1", 80 },
+	{ "405B", "llama3_1_405b", "models/llama", 126 },
+};
+
+static const struct titan_flavor *titan_model(struct cfg *c, struct imp_out *o)
+{
+	const char *name = titan_text(c, "model.name", ""), *flavor = titan_text(c, "model.flavor", "");
+
+	if (strcmp(name, "llama3"))
+		return NULL;
+	for (size_t i = 0; i < sizeof titan_flavors / sizeof titan_flavors[0]; i++) {
+		const struct titan_flavor *f = &titan_flavors[i];
+
+		if (strcmp(flavor, f->flavor))
+			continue;
+		imp_set(o, NULL, NULL, "model.flavor", arena_printf(c->arena, "model = %s (import \"%s\"): "
+			"llama3 %s, the same shapes", f->model, f->file, f->flavor));
+		return f;
+	}
+	return NULL;
+}
+
+/* generate_split_points (9dec370 parallelisms/pipelining_utils.py) without
+ * split points: a single-stage schedule cuts pp stages, the first n // pp
+ * layers, each middle one a layer more while the remainder n % pp lasts,
+ * the last what is left. memc's split is first and last stage counts with
+ * the middle even: written when the remainder gives that. */
+static void titan_split(struct cfg *c, struct imp_out *o, long long pp, long long layers)
+{
+	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
+	const char *why = "generate_split_points; the middle stages a layer more";
+	long long base = layers / pp, extra = layers % pp;
+
+	if (titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 3 || !base)
+		return;
+	if (strcmp(sched, "1F1B") && strcmp(sched, "GPipe")) {
+		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_schedule", arena_printf(c->arena,
+			"%s runs 2 stages a rank: generate_split_points cuts %lld layers into %lld stages "
+			"(the first %lld, each middle one a layer more while the remainder %lld lasts, the "
+			"last the rest), rank r holding stages r and r + %lld", sched, layers, 2 * pp,
+			layers / (2 * pp), layers % (2 * pp), pp));
+		return;
+	}
+	if (!extra)
+		return;
+	if (extra < pp - 2) {
+		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree", arena_printf(c->arena,
+			"generate_split_points gives stages 1 to %lld %lld layers and the rest %lld, a split "
+			"parallel { first_stage_layers, last_stage_layers } cannot state", extra, base + 1, base));
+		return;
+	}
+	imp_set(o, "parallel.first_stage_layers", arena_printf(c->arena, "%lld", base),
+		"parallelism.pipeline_parallel_degree", why);
+	imp_set(o, "parallel.last_stage_layers", arena_printf(c->arena, "%lld", base + extra - (pp - 2)),
+		"parallelism.pipeline_parallel_degree", why);
+}
+
+/* Today's split (distributed/pipeline_parallel.py
+ * generate_llm_fqn_per_model_part): the embedding and the head count as
+ * pipeline_parallel_first/last_stage_less_layers (default 1) layers; n +
+ * both over the stages, the first (n + both) % stages a layer more. */
+static bool titan_split_today(struct cfg *c, struct imp_out *o, long long pp, long long layers)
+{
+	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
+	long long in = titan_count(c, "parallelism.pipeline_parallel_first_stage_less_layers", 1);
+	long long out = titan_count(c, "parallelism.pipeline_parallel_last_stage_less_layers", 1);
+	long long eff = layers + in + out, base = eff / pp, extra = eff % pp;
+	const char *why = "generate_llm_fqn_per_model_part; the embedding and the head as layers";
+
+	if (titan_item(c, "parallelism.pipeline_parallel_layers_per_stage") ||
+	    titan_item(c, "parallelism.pipeline_parallel_split_points") || pp < 3 ||
+	    (strcmp(sched, "1F1B") && strcmp(sched, "GPipe")) || base <= in || base <= out)
+		return false;
+	if (extra > 1 && extra < pp - 1) {
+		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree", arena_printf(c->arena,
+			"generate_llm_fqn_per_model_part gives stages 0 to %lld a layer more than the rest, "
+			"a split parallel { first_stage_layers, last_stage_layers } cannot state", extra - 1));
+		return true;
+	}
+	imp_set(o, "parallel.first_stage_layers", arena_printf(c->arena, "%lld", base + (extra > 0) - in),
+		"parallelism.pipeline_parallel_degree", why);
+	imp_set(o, "parallel.last_stage_layers", arena_printf(c->arena, "%lld", base - out),
+		"parallelism.pipeline_parallel_degree", why);
+	return true;
+}
+
 /* Before #980 the local batch ran as experimental.pipeline_parallel_microbatches
  * micro-batches (parallelisms/pipeline_llama.py: default the pp degree). */
-static bool titan_pipeline_count(struct cfg *c, struct imp_out *o, const struct cfg_item *lb, long long pp)
+static bool titan_pipeline_count(struct cfg *c, struct imp_out *o, const struct cfg_item *lb, long long pp,
+				 const struct titan_flavor *f)
 {
 	const char *path = "experimental.pipeline_parallel_microbatches";
 	const struct cfg_item *n = titan_item(c, path);
@@ -419,16 +516,19 @@ static bool titan_pipeline_count(struct cfg *c, struct imp_out *o, const struct 
 		"training.batch_size / pipeline_parallel_microbatches", "the pipeline micro-batch");
 	imp_set(o, "grad_accum", arena_printf(c->arena, "%lld", k), path,
 		n ? "micro-batches per stage" : "torchtitan's default: the pp degree");
-	imp_set(o, NULL, NULL, "experimental.pipeline_parallel_degree",
-		"pp > 1: generate_split_points gives the first and the last stage n_layers // stages "
-		"and each middle one a layer more while the remainder lasts: set parallel "
-		"{ first_stage_layers, last_stage_layers } when they do not split evenly");
+	if (f)
+		titan_split(c, o, pp, f->layers);
+	else
+		imp_set(o, NULL, NULL, "experimental.pipeline_parallel_degree",
+			"pp > 1: generate_split_points gives the first and the last stage n_layers // stages "
+			"and each middle one a layer more while the remainder lasts: set parallel "
+			"{ first_stage_layers, last_stage_layers } when they do not split evenly");
 	return true;
 }
 
 /* Under pp the local batch runs as micro-batches of
  * pipeline_parallel_microbatch_size (1 unless given) through each stage. */
-static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy)
+static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy, const struct titan_flavor *f)
 {
 	const char *path = "parallelism.pipeline_parallel_microbatch_size";
 	const struct cfg_item *lb = titan_item(c, "training.local_batch_size"), *mb = titan_item(c, path);
@@ -440,7 +540,7 @@ static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy)
 	if (pp <= 1 || !lb || lb->kind != CFG_INT)
 		return true;
 	if (legacy && !mb)
-		return titan_pipeline_count(c, o, lb, pp);
+		return titan_pipeline_count(c, o, lb, pp, f);
 	if (m < 1 || lb->i % m)
 		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, mb ? mb->loc : lb->loc,
 				 "'training.local_batch_size' = %lld is not a whole number of pipeline "
@@ -448,10 +548,11 @@ static bool titan_pipeline(struct cfg *c, struct imp_out *o, bool legacy)
 	imp_set(o, "micro_batch", arena_printf(c->arena, "%lld", m), path, mb ? NULL : "torchtitan's default");
 	imp_set(o, "grad_accum", arena_printf(c->arena, "%lld", lb->i / m),
 		"training.local_batch_size / pipeline_parallel_microbatch_size", "micro-batches per stage");
-	imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree",
-		"pp > 1: torchtitan's generate_split_points gives the first and last stages "
-		"pipeline_parallel_first/last_stage_less_layers (1) fewer layers: set parallel "
-		"{ first_stage_layers, last_stage_layers }");
+	if (!f || !titan_split_today(c, o, pp, f->layers))
+		imp_set(o, NULL, NULL, "parallelism.pipeline_parallel_degree",
+			"pp > 1: torchtitan's generate_split_points gives the first and last stages "
+			"pipeline_parallel_first/last_stage_less_layers (1) fewer layers: set parallel "
+			"{ first_stage_layers, last_stage_layers }");
 	return true;
 }
 
@@ -476,6 +577,16 @@ static void titan_tp(struct cfg *c, struct imp_out *o)
 	if (titan_count(c, "parallelism.tensor_parallel_degree", 1) > 1)
 		imp_set(o, "parallel.sequence_parallel", "true", "parallelism.tensor_parallel_degree",
 			"torchtitan's TP plan shards the norms' sequence");
+}
+
+/* The llama3 Attention.forward repeats K and V to every query head before
+ * F.scaled_dot_product_attention, until #2259 (2026-01-27) passed
+ * enable_gqa: the stdlib's sdpa attention. */
+static void titan_attention(struct cfg *c, struct imp_out *o)
+{
+	if (!strcmp(titan_text(c, "model.name", ""), "llama3"))
+		imp_set(o, "attention", "sdpa", "torchtitan's llama3 Attention", "repeat_kv to every query "
+			"head, then F.scaled_dot_product_attention (until #2259, 2026-01-27: enable_gqa)");
 }
 
 /* "a,b" -> ["a", "b"], a .mem list of strings. */
@@ -515,6 +626,26 @@ static bool titan_loss_compile(struct cfg *c, struct imp_out *o)
 		imp_set(o, "compile_components", "[\"model\"]", old->path, "the blocks only");
 	imp_set(o, "loss", "upcast", "torchtitan's cross_entropy_loss (pred.float())", NULL);
 	return ok;
+}
+
+/* AsyncTP is an Inductor pass: torchtitan refuses it without compiled
+ * blocks (9dec370 parallelize_llama.py "Async TP requires
+ * --training.compile", under tp > 1; config/configs.py today: "Async TP
+ * requires 'model' in --compile.components and --compile.enable"). */
+static bool titan_async_tp(struct cfg *c)
+{
+	const struct cfg_item *at = titan_item(c, "parallelism.enable_async_tensor_parallel");
+	const struct cfg_item *en = titan_item(c, "compile.enable"), *old = titan_item(c, "training.compile");
+	const char *comp = titan_text(c, "compile.components", "model,loss");
+	bool blocks = en ? en->kind == CFG_BOOL && en->i && strstr(comp, "model") :
+		      old && old->kind == CFG_BOOL && old->i;
+
+	if (!at || at->kind != CFG_BOOL || !at->i || blocks ||
+	    titan_count(c, "parallelism.tensor_parallel_degree", 1) <= 1)
+		return true;
+	return diag_fail(c->diag, DIAG_MISSING_FIELD, at->loc, "'enable_async_tensor_parallel' needs "
+			 "the blocks compiled (training.compile = true before #980, compile.enable with "
+			 "\"model\" in compile.components today): torchtitan refuses AsyncTP without them");
 }
 
 /* components/quantization/float8.py: the "quantize.linear.float8"
@@ -615,8 +746,13 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 		if (it->i == -1)
 			cfg_set_scalar(it, CFG_NULL, "null");
 	}
-	ok &= titan_optimizer(c, o, legacy) & map_apply(c, titan_rows, o);
+	ok &= titan_optimizer(c, o, legacy);
+	const struct titan_flavor *flavor = titan_model(c, o);
+
+	ok &= map_apply(c, titan_rows, o);
 	titan_tp(c, o);
 	titan_stages(c, o);
-	return ok & titan_pipeline(c, o, legacy) & titan_loss_compile(c, o) & titan_float8(c, o);
+	ok &= titan_pipeline(c, o, legacy, flavor);
+	titan_attention(c, o);
+	return ok & titan_async_tp(c) & titan_loss_compile(c, o) & titan_float8(c, o);
 }

@@ -565,6 +565,37 @@ static void trace_stops_when_steady(void **state)
 	assert_int_equal(r.step_requested, 105 * MiB);
 }
 
+/* torch.cuda.empty_cache() in the trace (fsdp_qlora's after loading, then
+ * reset_peak_memory_stats() before the loop).  By hand: loading makes a
+ * 100 MiB source and a 30 MiB packed copy (130 MiB reserved), frees both and
+ * keeps a 1 MiB QuantState (small pool: a 2 MiB segment); the cache is
+ * emptied (2 MiB left); the step makes 40 MiB.  Peak reserved from the empty
+ * cache on: 2 + 40 = 42 MiB; the setup figure keeps loading's 132 MiB.
+ * Without the empty cache the 40 MiB takes the cached 100 MiB block: 132. */
+static void trace_empty_cache(void **state)
+{
+	struct alloc_trace t = { 0 };
+	struct alloc_config cfg;
+	struct alloc_replay r;
+	uint32_t src, q;
+
+	(void)state;
+	alloc_config_default(&cfg);
+	src = alloc_trace_alloc(&t, 100 * MiB, 0);
+	q = alloc_trace_alloc(&t, 30 * MiB, 0);
+	alloc_trace_alloc(&t, 1 * MiB, 0);
+	alloc_trace_release(&t, src);
+	alloc_trace_release(&t, q);
+	alloc_trace_empty_cache(&t);
+	alloc_trace_mark(&t);
+	alloc_trace_alloc(&t, 40 * MiB, 0);
+	assert_int_equal(alloc_replay(&t, &cfg, &r), ALLOC_OK);
+	assert_int_equal(r.peak_reserved, 42 * MiB);
+	assert_int_equal(r.setup_reserved, 132 * MiB);
+	assert_int_equal(r.step_requested, 41 * MiB);
+	alloc_trace_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -590,6 +621,7 @@ int main(void)
 		cmocka_unit_test(step_peak_counts_requests),
 		cmocka_unit_test(trace_stops_when_steady),
 		cmocka_unit_test(trace_varies_replays_all),
+		cmocka_unit_test(trace_empty_cache),
 	};
 	return cmocka_run_group_tests_name("alloc", tests, NULL, NULL);
 }

@@ -14,9 +14,10 @@
 #include "lang/intern.h"
 #include "lang/scope.h"
 
+/* @s is a literal (every caller's is): interned by its address. */
 const char *bld_intern(struct bld *b, const char *s)
 {
-	return intern_cstr(eval_interner(b->ev), s);
+	return intern_static(eval_interner(b->ev), s);
 }
 
 struct frame *bld_frame(struct bld *b)

@@ -212,6 +212,7 @@ extern const struct walk_ops bld_ops;
 bool bld_cache_find(struct bld *b);
 void bld_cache_put(const struct bld *b);
 
+/* The interned @s, a string literal (lang/intern.h intern_static). */
 const char *bld_intern(struct bld *b, const char *s);
 bool bld_is_tensor_word(const char *name);
 void bld_overflow(struct bld *b, const char *what, const struct value *extra);

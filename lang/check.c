@@ -420,23 +420,3 @@ struct check_result *check_program(struct arena *a, struct interner *in, struct 
 	}
 	return r;
 }
-
-bool check_job_record(const struct check_job *job, const char *record)
-{
-	size_t n = strlen(record);
-
-	for (unsigned i = 0; i < job->nfields; i++)
-		if (!strncmp(job->names[i], record, n) && job->names[i][n] == '.')
-			return true;
-	return false;
-}
-
-bool check_job_field(const struct check_job *job, const char *key, struct value *out)
-{
-	for (unsigned i = 0; i < job->nfields; i++)
-		if (str_is(job->names[i], key)) {
-			*out = job->fields[i];
-			return true;
-		}
-	return false;
-}

@@ -30,6 +30,7 @@ struct check_job {
 	struct value *fields;		/* every key by name, see check_job_field */
 	const char **names;
 	unsigned nfields, capfields;	/* grown in the arena: no key is ever dropped */
+	uint64_t key_filter[4];		/* the keys' first bytes (lang/check_job.c) */
 	bool ok;			/* no error in this job */
 	struct check_job *next;
 };
@@ -58,7 +59,24 @@ bool check_tensor_answers_to(const struct stmt *s, const char *name);
  * past the last. */
 const char *check_train_key(size_t i);
 /* The value of @key in @job, or false if it was not given. */
-bool check_job_field(const struct check_job *job, const char *key, struct value *out);
+bool check_job_scan(const struct check_job *job, const char *key, struct value *out);
+
+/* The bit of @key in check_job.key_filter: its first three bytes (fewer
+ * for a shorter key). Inline, so that for a literal key it is a constant
+ * and a key the block does not write costs a test, not a call. */
+static inline unsigned check_key_bit(const char *key)
+{
+	unsigned b0 = (unsigned char)key[0], b1 = b0 ? (unsigned char)key[1] : 0;
+
+	return (b0 * 97u + b1 * 31u + (b1 ? (unsigned char)key[2] : 0u)) & 255u;
+}
+
+static inline bool check_job_field(const struct check_job *job, const char *key, struct value *out)
+{
+	unsigned bit = check_key_bit(key);
+
+	return ((job->key_filter[bit >> 6] >> (bit & 63)) & 1u) && check_job_scan(job, key, out);
+}
 /* Whether @job writes a key of its record @record (`fsdp2 { ... }`): one
  * test instead of a list of the record's keys to keep in step. */
 bool check_job_record(const struct check_job *job, const char *record);

@@ -28,11 +28,8 @@ static bool true_key(const struct check_job *j, const char *key, struct value *v
  * so the block's own field counts too. */
 static bool has_record(const struct check_job *j, const char *name)
 {
-	size_t n = strlen(name);
-
-	for (unsigned i = 0; i < j->nfields; i++)
-		if (!strncmp(j->names[i], name, n) && j->names[i][n] == '.')
-			return true;
+	if (check_job_record(j, name))
+		return true;
 	for (const struct field *f = j->block; f; f = f->next)
 		if (!strcmp(f->name, name))
 			return true;

@@ -35,6 +35,10 @@ struct range_spec {
 	enum check_range range;
 };
 
+/* Index key @name, just kept among @j's fields, for check_job_field
+ * (check_job.c). */
+void check_job_index_key(struct check_job *j, const char *name);
+
 /* The range of @key in @t; RANGE_ANY if it is not listed. */
 enum check_range check_range_of(const struct range_spec *t, const char *key);
 

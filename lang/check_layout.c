@@ -16,18 +16,21 @@
 #include "lang/scope.h"
 #include "lang/strbuf.h"
 
+/* @name is a literal: interned by its address (intern_static). */
 static void bind(struct eval *ev, struct env *e, const char *name, struct value v)
 {
 	v.label = name;
-	env_bind(e, intern_cstr(ev->interner, name), v);
+	env_bind(e, intern_static(ev->interner, name), v);
 }
 
+/* @def is a literal: val_symbol()'s value, interned by its address. */
 static struct value sym_key(struct eval *ev, const struct check_job *j, const char *key, const char *def)
 {
 	struct value v;
 
 	if (!check_job_field(j, key, &v))
-		v = val_symbol(ev, def, j->decl->name_loc);
+		v = (struct value){ .kind = VAL_SYMBOL, .str = intern_static(ev->interner, def),
+				    .loc = j->decl->name_loc, .origin = j->decl->name_loc };
 	return v;
 }
 

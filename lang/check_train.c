@@ -170,6 +170,7 @@ static void keep(struct eval *ev, struct check_job *j, const char *name, struct 
 	}
 	j->names[j->nfields] = name;
 	j->fields[j->nfields++] = v;
+	check_job_index_key(j, name);
 }
 
 /* Whether @word is one of the "a|b|c" alternatives. A key's own words win

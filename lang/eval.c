@@ -237,6 +237,18 @@ const char *env_name_at(const struct env *e, unsigned i, struct value *out)
 	return b->name;
 }
 
+const struct binding *env_next_binding(const struct env *e, const struct binding *prev, const char **name,
+				       const struct value **v)
+{
+	const struct binding *b = prev ? prev->next : e->first;
+
+	if (b) {
+		*name = b->name;
+		*v = &b->v;
+	}
+	return b;
+}
+
 /* ---- describing values in messages ---- */
 
 const char *eval_type_name(const struct value *v, char *buf, size_t n)

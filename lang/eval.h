@@ -51,6 +51,8 @@ void **eval_build_cache(struct eval *ev);
  * shares the evaluator's interner; else NULL. */
 struct import_cache *eval_import_cache(const struct eval *ev);
 
+struct binding;
+
 struct env *env_new(struct eval *ev, struct env *parent);
 void env_set_parent(struct env *e, struct env *parent);
 struct env *env_parent(const struct env *e);
@@ -58,6 +60,11 @@ void env_bind(struct env *e, const char *name, struct value v);
 bool env_lookup(const struct env *e, const char *name, struct value *out);
 /* The first binding of a frame, in binding order, for listing arguments. */
 const char *env_name_at(const struct env *e, unsigned i, struct value *out);
+/* The binding of frame @e after @prev (NULL: its first), in binding order;
+ * NULL past the last. *name and *v point into it: a walk of a frame is
+ * linear, where env_name_at from 0 to n is quadratic. */
+const struct binding *env_next_binding(const struct env *e, const struct binding *prev, const char **name,
+				       const struct value **v);
 
 struct value eval_expr(struct eval *ev, struct env *env, const struct expr *e);
 struct value val_error(struct loc loc);

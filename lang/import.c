@@ -77,27 +77,43 @@ static const char *join(struct arena *a, const char *dir, const char *name)
  * here is the file the import means: src_load() then refuses it at the
  * import, without blocking, rather than the search going on silently to
  * a same-named file further down the path (the stdlib's, say). */
-static bool exists(const char *path)
+/* Whether @path exists: asked once per run for the compilations sharing
+ * an import cache (each import tries the same folders in each). */
+static bool exists(const struct loader *ld, const char *path)
 {
+	struct import_cache *c = ld->opts ? ld->opts->cache : NULL;
 	struct stat st;
+	bool yes;
 
-	return stat(path, &st) == 0;
+	if (import_cache_exists(c, path, &yes))
+		return yes;
+	yes = stat(path, &st) == 0;
+	import_cache_keep_exists(c, path, yes);
+	return yes;
 }
 
+/* Each folder resolved once per compilation, and once per run for the
+ * compilations sharing an import cache (a -Wcapacity search's context
+ * and verifications resolve the stdlib's folders again otherwise). */
 static const char *real_dir_of(struct loader *ld, const char *dir)
 {
+	struct import_cache *c = ld->opts ? ld->opts->cache : NULL;
 	struct real_dir *r;
+	const char *kept;
 
 	for (r = ld->real_dirs; r; r = r->next)
 		if (strcmp(r->dir, dir) == 0)
 			return r->real;
-	char *rp = realpath(dir, NULL);
+	char *rp = NULL;
 
+	if (!import_cache_real_dir(c, dir, &kept))
+		kept = rp = realpath(dir, NULL);
 	r = ARENA_NEW(ld->arena, struct real_dir);
 	r->dir = arena_strdup(ld->arena, dir);
-	r->real = rp ? arena_strdup(ld->arena, rp) : NULL;
+	r->real = kept ? arena_strdup(ld->arena, kept) : NULL;
 	r->next = ld->real_dirs;
 	ld->real_dirs = r;
+	import_cache_keep_real_dir(c, dir, r->real);
 	free(rp);
 	return r->real;
 }
@@ -143,7 +159,7 @@ static bool try_dir(struct loader *ld, const char *dir, const char *display_dir,
 {
 	const char *p = join(ld->arena, dir, name);
 
-	if (!exists(p))
+	if (!exists(ld, p))
 		return false;
 	*path = p;
 	*display = join(ld->arena, display_dir, name);
@@ -175,7 +191,7 @@ static bool resolve(struct loader *ld, const struct file_info *from, const char 
 	const char *dir = from ? from->dir : ".", *ddir = from ? from->display_dir : ".";
 
 	if (name[0] == '/') {
-		if (!exists(name))
+		if (!exists(ld, name))
 			return report_not_found(ld, from, name, site, true), false;
 		*path = *display = name;
 		return true;
@@ -247,7 +263,7 @@ static struct src_file *load_source(struct loader *ld, const char *path, const c
  * checked clean when memc was built: same path under the stdlib, same
  * bytes; else NULL. */
 static const struct stdlib_digest *verified_entry(const struct import_opts *o, const char *display,
-						  const struct src_file *f)
+						  uint64_t digest)
 {
 	const char *name = display + strlen(IMPORT_STDLIB_DISPLAY) + 1;
 	size_t lo = 0, hi = o ? o->nverified : 0;
@@ -257,13 +273,43 @@ static const struct stdlib_digest *verified_entry(const struct import_opts *o, c
 		int c = strcmp(o->verified[mid].name, name);
 
 		if (c == 0)
-			return o->verified[mid].digest == src_digest(f->text, f->len) ? &o->verified[mid] : NULL;
+			return o->verified[mid].digest == digest ? &o->verified[mid] : NULL;
 		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return NULL;
+}
+
+/* The cache shared with other compilations, for stdlib file @path (not
+ * one whose text comes from memory); NULL: none. */
+static struct import_cache *file_cache(const struct loader *ld, const char *path)
+{
+	const char *over = ld->src->overlay_path;
+
+	return ld->opts && (!over || strcmp(path, over) != 0) ? ld->opts->cache : NULL;
+}
+
+/* A stdlib file: as another compilation sharing the import cache read it
+ * (the same run of memc), else from disk, then kept for the next; its
+ * digest in *digest. */
+static struct src_file *load_stdlib(struct loader *ld, const char *path, const char *display,
+				    struct loc site, const char *real, uint64_t *digest)
+{
+	struct import_cache *c = real ? file_cache(ld, path) : NULL;
+	const char *text;
+	size_t len;
+
+	if (import_cache_file(c, real, &text, &len, digest))
+		return src_add_loaded(ld->src, display, text, len, real, site);
+	struct src_file *f = load_source(ld, path, display, site, real);
+
+	if (f) {
+		*digest = src_digest(f->text, f->len);
+		import_cache_keep_file(c, f, *digest);
+	}
+	return f;
 }
 
 static struct file_ast *load_file(struct loader *ld, const char *path, const char *display,
@@ -285,7 +331,10 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 		ld->depth_reported = true;
 		return NULL;
 	}
-	f = load_source(ld, path, display, site, rp);
+	bool in_stdlib = site.file != 0 && import_is_stdlib_name(display);
+	uint64_t digest = 0;
+
+	f = in_stdlib ? load_stdlib(ld, path, display, site, rp, &digest) : load_source(ld, path, display, site, rp);
 	if (!f)
 		return NULL;
 
@@ -294,8 +343,7 @@ static struct file_ast *load_file(struct loader *ld, const char *path, const cha
 	info->dir = dir_of(ld->arena, path);
 	info->display_dir = display_dir;
 	info->ast = NULL;
-	bool in_stdlib = site.file != 0 && import_is_stdlib_name(display);
-	const struct stdlib_digest *v = in_stdlib ? verified_entry(ld->opts, display, f) : NULL;
+	const struct stdlib_digest *v = in_stdlib ? verified_entry(ld->opts, display, digest) : NULL;
 
 	ld->nstdlib += in_stdlib;
 	ld->nverified += v != NULL;
@@ -328,6 +376,7 @@ static struct program *load_program(struct arena *a, struct interner *in, struct
 			     .lazy = lazy };
 	struct program *p = ARENA_NEW(a, struct program);
 
+	import_cache_count_load(opts ? opts->cache : NULL);
 	for (size_t i = 0; i < nroots; i++) {
 		struct file_ast *f = load_file(&ld, roots[i], roots[i], dir_of(a, roots[i]), NO_LOC);
 

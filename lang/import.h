@@ -135,6 +135,27 @@ struct arena *import_cache_arena(struct import_cache *c);
 enum { IMPORT_CACHE_WALKS, IMPORT_CACHE_BUILDS, IMPORT_CACHE_SLOTS };
 void **import_cache_slot(struct import_cache *c, unsigned which);
 
+/* A stdlib file one of the compilations sharing @c has read and found
+ * valid, by its real path: its text (in @c's arena) and digest, so the
+ * next one neither reads nor digests it again. False if none kept it. */
+bool import_cache_file(const struct import_cache *c, const char *real_path, const char **text, size_t *len,
+		       uint64_t *digest);
+/* Keep @f's text and @digest for the next compilations (a copy in @c's
+ * arena unless @f's text is in it: the compilation that read it may free
+ * its own). */
+void import_cache_keep_file(struct import_cache *c, const struct src_file *f, uint64_t digest);
+
+/* The realpath() of folder @dir, as a compilation sharing @c resolved it
+ * (*real NULL: it failed); false if none did. */
+bool import_cache_real_dir(const struct import_cache *c, const char *dir, const char **real);
+void import_cache_keep_real_dir(struct import_cache *c, const char *dir, const char *real);
+/* One more load through @c (lang/import.c, at the start of each). */
+void import_cache_count_load(struct import_cache *c);
+/* Whether a path an import tried exists, as a compilation sharing @c
+ * found (*yes); false if none tried it since the second load. */
+bool import_cache_exists(const struct import_cache *c, const char *path, bool *yes);
+void import_cache_keep_exists(struct import_cache *c, const char *path, bool yes);
+
 /* A display name of a file found in the stdlib folder (or next to one). */
 bool import_is_stdlib_name(const char *display_name);
 

@@ -17,6 +17,7 @@
 #include "lang/import.h"
 #include "lang/parse.h"
 #include "lang/source.h"
+#include "lang/strmap.h"
 #include "lang/u64map.h"
 
 struct import_cache {
@@ -25,7 +26,18 @@ struct import_cache {
 	struct u64map parsed;	/* by key_of(): the parsed list, a struct decl */
 	struct u64map origins;	/* by interior(): each parsed top-level node */
 	void *slots[IMPORT_CACHE_SLOTS];
+	struct strmap files;	/* real path -> struct kept_file */
+	struct strmap dirs;	/* a folder -> its realpath() ("" when it failed) */
+	struct strmap paths;	/* a path tried for an import -> "y" or "n" (it exists) */
+	unsigned loads;		/* import_load()s through the cache so far */
 	unsigned long hits, misses;
+};
+
+/* A stdlib file as read and validated once (import_cache_keep_file). */
+struct kept_file {
+	const char *text;
+	size_t len;
+	uint64_t digest;
 };
 
 struct import_cache *import_cache_new(struct arena *a, struct interner *in)
@@ -135,4 +147,70 @@ struct decl *import_cache_parse(struct import_cache *c, struct arena *a, struct 
 		if (interior(d))
 			u64map_put(&c->origins, c->arena, interior(d), d);
 	return copy_list(a, one->decls);
+}
+
+bool import_cache_file(const struct import_cache *c, const char *real_path, const char **text, size_t *len,
+		       uint64_t *digest)
+{
+	const struct kept_file *k = c && real_path ? strmap_get(&c->files, real_path, strlen(real_path)) : NULL;
+
+	if (!k)
+		return false;
+	*text = k->text;
+	*len = k->len;
+	*digest = k->digest;
+	return true;
+}
+
+void import_cache_keep_file(struct import_cache *c, const struct src_file *f, uint64_t digest)
+{
+	if (!c || !f->real_path || strmap_get(&c->files, f->real_path, strlen(f->real_path)))
+		return;
+	struct kept_file *k = ARENA_NEW(c->arena, struct kept_file);
+
+	/* the text as read lives as long as the cache when it is in the same
+	 * arena (memc check's own load): no copy for a run without a search */
+	k->text = f->arena == c->arena ? f->text : arena_strndup(c->arena, f->text, f->len);
+	k->len = f->len;
+	k->digest = digest;
+	strmap_put(&c->files, c->arena, f->real_path, strlen(f->real_path), k);
+}
+
+bool import_cache_real_dir(const struct import_cache *c, const char *dir, const char **real)
+{
+	const char *r = c ? strmap_get(&c->dirs, dir, strlen(dir)) : NULL;
+
+	if (!r)
+		return false;
+	*real = *r ? r : NULL;
+	return true;
+}
+
+void import_cache_keep_real_dir(struct import_cache *c, const char *dir, const char *real)
+{
+	if (c && !strmap_get(&c->dirs, dir, strlen(dir)))
+		strmap_put(&c->dirs, c->arena, dir, strlen(dir), arena_strdup(c->arena, real ? real : ""));
+}
+
+void import_cache_count_load(struct import_cache *c)
+{
+	if (c)
+		c->loads++;
+}
+
+/* Paths are kept from the second load on: a run of one compilation (most
+ * runs) would only pay for keeping them. */
+bool import_cache_exists(const struct import_cache *c, const char *path, bool *yes)
+{
+	const char *r = c && c->loads > 1 ? strmap_get(&c->paths, path, strlen(path)) : NULL;
+
+	if (r)
+		*yes = *r == 'y';
+	return r != NULL;
+}
+
+void import_cache_keep_exists(struct import_cache *c, const char *path, bool yes)
+{
+	if (c && c->loads > 1 && !strmap_get(&c->paths, path, strlen(path)))
+		strmap_put(&c->paths, c->arena, path, strlen(path), (void *)(uintptr_t)(yes ? "y" : "n"));
 }

@@ -39,6 +39,7 @@ void interner_init(struct interner *in, struct arena *a)
 	in->nslots = INTERN_INITIAL_SLOTS;
 	in->slots = ARENA_NEW_ARRAY(a, struct intern_entry *, in->nslots);
 	in->count = 0;
+	in->lits = in->strs = (struct intern_ptrmap){ NULL, NULL, 0, 0 };
 }
 
 struct interner *interner_new(struct arena *a)
@@ -81,6 +82,50 @@ static void grow(struct interner *in)
 	in->nslots = nslots;
 }
 
+static size_t ptr_slot(const struct intern_ptrmap *m, const void *p)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p * UINT64_C(0x9E3779B97F4A7C15);
+	size_t i = (size_t)(h >> 40) & (m->cap - 1);
+
+	while (m->from[i] && m->from[i] != p)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+static void *ptr_get(const struct intern_ptrmap *m, const void *p)
+{
+	size_t i = m->cap ? ptr_slot(m, p) : 0;
+
+	return m->cap && m->from[i] ? m->to[i] : NULL;
+}
+
+static void ptr_put(struct intern_ptrmap *m, struct arena *a, const void *p, void *to);
+
+/* Twice the room, the entries placed again. */
+static void ptr_grow(struct intern_ptrmap *m, struct arena *a)
+{
+	struct intern_ptrmap old = *m;
+
+	m->cap = old.cap ? old.cap * 2 : 64;
+	m->n = 0;
+	m->from = ARENA_NEW_ARRAY(a, const void *, m->cap);
+	m->to = ARENA_NEW_ARRAY(a, void *, m->cap);
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.from[i])
+			ptr_put(m, a, old.from[i], old.to[i]);
+}
+
+static void ptr_put(struct intern_ptrmap *m, struct arena *a, const void *p, void *to)
+{
+	if (2 * (m->n + 1) > m->cap)
+		ptr_grow(m, a);
+	size_t i = ptr_slot(m, p);
+
+	m->n += !m->from[i];
+	m->from[i] = p;
+	m->to[i] = to;
+}
+
 const char *intern(struct interner *in, const char *s, size_t n)
 {
 	uint32_t h = fnv1a(s, n);
@@ -103,6 +148,17 @@ const char *intern(struct interner *in, const char *s, size_t n)
 	return e->str;
 }
 
+const char *intern_static(struct interner *in, const char *s)
+{
+	const char *got = ptr_get(&in->lits, s);
+
+	if (got)
+		return got;
+	got = intern_cstr(in, s);
+	ptr_put(&in->lits, in->arena, s, (void *)(uintptr_t)got);
+	return got;
+}
+
 const char *intern_cstr(struct interner *in, const char *s)
 {
 	return intern(in, s, strlen(s));
@@ -115,10 +171,25 @@ const char *intern_find(const struct interner *in, const char *s, size_t n)
 	return e ? e->str : NULL;
 }
 
+/* By address once found by bytes: the few names whose memo is asked for
+ * (units and dtypes, at every tensor of every walk) are each hashed once,
+ * not every time. in->strs holds only interned strings, each with its own
+ * entry, so what it answers is what the lookup by bytes would. It is the
+ * interner's own cache, so the interner, const to the caller, is never
+ * one that cannot be written. */
 struct intern_memo *intern_memo(const struct interner *in, const char *s)
 {
-	size_t n = strlen(s);
-	struct intern_entry *e = lookup(in, s, n, fnv1a(s, n));
+	struct intern_entry *e = ptr_get(&in->strs, s);
 
-	return e && e->str == s ? &e->memo : NULL;
+	if (e)
+		return &e->memo;
+	size_t n = strlen(s);
+
+	e = lookup(in, s, n, fnv1a(s, n));
+	if (!e || e->str != s)
+		return NULL;
+	struct interner *w = (struct interner *)(uintptr_t)in;
+
+	ptr_put(&w->strs, w->arena, s, e);
+	return &e->memo;
 }

@@ -22,11 +22,20 @@
 struct arena;
 struct intern_entry;
 
+/* An address -> address map, open addressing, at most half full. */
+struct intern_ptrmap {
+	const void **from;
+	void **to;
+	size_t n, cap;
+};
+
 struct interner {
 	struct arena *arena;
 	struct intern_entry **slots;	/* open hashing, power-of-two size */
 	size_t nslots;
 	size_t count;
+	struct intern_ptrmap lits;	/* intern_static(): a literal -> its interned copy */
+	struct intern_ptrmap strs;	/* interned strings asked for -> their entries (intern_memo) */
 };
 
 struct interner *interner_new(struct arena *a);
@@ -35,6 +44,10 @@ void interner_init(struct interner *in, struct arena *a);
 const char *intern(struct interner *in, const char *s, size_t n);
 /* Intern a NUL-terminated string. */
 const char *intern_cstr(struct interner *in, const char *s);
+/* Intern @s, a string with static storage (a literal): after the first
+ * call its interned copy is found by @s's address, without hashing its
+ * bytes. The checker binds twenty-odd such names per train block. */
+const char *intern_static(struct interner *in, const char *s);
 /* The interned copy of @s, or NULL if it was never interned. */
 const char *intern_find(const struct interner *in, const char *s, size_t n);
 

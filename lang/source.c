@@ -224,6 +224,22 @@ static struct src_file *add_text(struct src_table *t, struct diag_engine *de,
 	return f;
 }
 
+struct src_file *src_add_loaded(struct src_table *t, const char *display_name, const char *text, size_t len,
+				const char *real_path, struct loc site)
+{
+	struct src_file *f = ARENA_NEW(t->arena, struct src_file);
+
+	f->display_name = arena_strdup(t->arena, display_name);
+	f->text = text;
+	f->len = (uint32_t)len;
+	f->arena = t->arena;
+	f->real_path = arena_strdup(t->arena, real_path);
+	f->included_from = site;
+	f->valid = true;
+	add_file(t, f);
+	return f;
+}
+
 struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,
 				const char *display_name, const char *text, size_t len)
 {

@@ -143,6 +143,13 @@ struct src_file *src_load_fd(struct src_table *t, struct diag_engine *de, int fd
  */
 void src_set_overlay(struct src_table *t, const char *path, const char *text, size_t len);
 
+/* A file whose text an earlier load read and validated (a stdlib file
+ * already loaded by a compilation sharing the import cache,
+ * lang/import_cache.c): registered as src_load_real() would, without
+ * reading or validating it again. @text must outlive the table. */
+struct src_file *src_add_loaded(struct src_table *t, const char *display_name, const char *text, size_t len,
+				const char *real_path, struct loc site);
+
 /* Register in-memory text (tests). Validated like a file. */
 struct src_file *src_add_string(struct src_table *t, struct diag_engine *de,
 				const char *display_name, const char *text, size_t len);

@@ -82,12 +82,16 @@ static uint64_t atom_hash(uint64_t h, const struct walk_atom *a)
 {
 	const struct value *v = &a->v;
 
-	h = mix(mix(mix(h, (uintptr_t)a->name), (uint64_t)v->kind), v->unknown);
+	h = mix(h, (uintptr_t)a->name ^ (uint64_t)v->kind << 56 ^ (uint64_t)v->unknown << 63);
 	switch (v->kind) {
-	case VAL_NUM:
-		for (unsigned i = 0; i < DIM__COUNT; i++)
-			h = mix(h, (uint64_t)(uint8_t)v->dim.e[i]);
+	case VAL_NUM: {
+		uint64_t d = 0;
+
+		for (unsigned i = 0; i < DIM__COUNT; i++)	/* the exponents as one word */
+			d = d << 8 | (uint8_t)v->dim.e[i];
+		h = mix(h, d);
 		return v->unknown ? h : mix(mix(h, (uint64_t)v->num.n), (uint64_t)v->num.d);
+	}
 	case VAL_BOOL: return mix(h, v->b);
 	case VAL_STRING: case VAL_SYMBOL: return mix(h, str_hash(v->str));
 	case VAL_CALL: return mix(mix(h, str_hash(v->str)), v->nitems);
@@ -110,7 +114,9 @@ static bool atom_same(const struct walk_atom *x, const struct walk_atom *y)
 	if (x->name != y->name || a->kind != b->kind || a->unknown != b->unknown || a->nitems != b->nitems)
 		return false;
 	switch (a->kind) {
-	case VAL_NUM: return dim_eq(a->dim, b->dim) && (a->unknown || num_eq(a->num, b->num));
+	case VAL_NUM:	/* num_eq and dim_eq, inline: an atom of every binding */
+		return !memcmp(a->dim.e, b->dim.e, sizeof a->dim.e) &&
+		       (a->unknown || (a->num.n == b->num.n && a->num.d == b->num.d));
 	case VAL_BOOL: return a->b == b->b;
 	case VAL_STRING: case VAL_SYMBOL: case VAL_CALL:
 		return a->str == b->str || (a->str && b->str && !strcmp(a->str, b->str));
@@ -125,10 +131,12 @@ static bool atom_same(const struct walk_atom *x, const struct walk_atom *y)
 
 static unsigned env_count(const struct env *e)
 {
-	struct value v;
+	const struct binding *b = NULL;
+	const struct value *v;
+	const char *name;
 	unsigned n = 0;
 
-	while (e && env_name_at(e, n, &v))
+	while (e && (b = env_next_binding(e, b, &name, &v)))
 		n++;
 	return n;
 }
@@ -144,10 +152,21 @@ static void flatten(struct walk_key *c, const char *name, const struct value *v,
 	ARENA_GROW(c->arena, c->atoms, c->n, c->cap);
 	struct walk_atom *a = &c->atoms[c->n++];
 
+	/* only what atom_hash and atom_same read: the rest of an atom (loc,
+	 * origin, label, items, args) is never written, so it stays as the
+	 * arena gave it, zero (a tenth of a job's key made field by field) */
 	a->name = name;
-	a->v = (struct value){ .kind = v->kind, .unknown = v->unknown, .num = v->num, .dim = v->dim,
-			       .b = v->b, .str = v->str, .dtype = v->dtype, .decl = v->decl,
-			       .nodes = v->nodes, .gpus = v->gpus, .nitems = v->nitems };
+	a->v.kind = v->kind;
+	a->v.unknown = v->unknown;
+	a->v.num = v->num;
+	a->v.dim = v->dim;
+	a->v.b = v->b;
+	a->v.str = v->str;
+	a->v.dtype = v->dtype;
+	a->v.decl = v->decl;
+	a->v.nodes = v->nodes;
+	a->v.gpus = v->gpus;
+	a->v.nitems = v->nitems;
 	if (v->kind == VAL_LIST) {
 		for (unsigned i = 0; i < v->nitems; i++)
 			flatten(c, NULL, &v->items[i], depth + 1);
@@ -161,11 +180,12 @@ static void flatten(struct walk_key *c, const char *name, const struct value *v,
  * instance's parent is the job's frame, flattened beside it). */
 static void flatten_env(struct walk_key *c, const struct env *e, unsigned depth)
 {
-	struct value v;
+	const struct binding *b = NULL;
+	const struct value *v;
 	const char *name;
 
-	for (unsigned i = 0; e && (name = env_name_at(e, i, &v)); i++)
-		flatten(c, name, &v, depth);
+	while (e && (b = env_next_binding(e, b, &name, &v)))
+		flatten(c, name, v, depth);
 }
 
 void walk_key_clear(struct walk_key *k, struct arena *a)
@@ -292,6 +312,30 @@ static bool store_find(struct eval *ev, const struct walk_key *k, struct check_m
 	return false;
 }
 
+static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cache *c, const struct check_model *m);
+
+/* Put @e first in its slot of @map (the map keeps one entry per hash). */
+static void link_entry(struct u64map *map, struct arena *a, uint64_t h, struct walk_cache_entry *e)
+{
+	struct walk_cache_entry *first = u64map_get(map, h);
+
+	if (first) {
+		e->next = first->next;	/* the map's slot keeps its first entry */
+		first->next = e;
+	} else {
+		u64map_put(map, a, h, e);
+	}
+}
+
+/* What another compilation's walk gave the key just looked up, kept in
+ * this one's cache too: the next job with that key is a local hit, not
+ * a canonical key made and looked up again (each -Wcapacity variant is
+ * such a job). */
+static void keep_local(struct eval *ev, struct walk_cache *c, uint64_t h, const struct check_model *m)
+{
+	link_entry(&c->by_hash, ev->perm, h, new_entry(ev->perm, c, m));
+}
+
 uint64_t walk_cache_key(struct eval *ev, struct value model, const struct env *bindings)
 {
 	return make_key(cache_of(ev), ev->perm, model, bindings);
@@ -304,7 +348,8 @@ bool walk_cache_find(struct eval *ev, struct value model, const struct env *bind
 	/* after a runaway template every walk stops at once (walk.c): so does this one */
 	if (ev->steps_reported)
 		return false;
-	struct walk_cache_entry *e = u64map_get(&c->by_hash, make_key(c, ev->perm, model, bindings));
+	uint64_t h = make_key(c, ev->perm, model, bindings);
+	struct walk_cache_entry *e = u64map_get(&c->by_hash, h);
 
 	for (; c->key.ok && e; e = e->next)
 		if (walk_key_equal(&e->key, &c->key)) {
@@ -313,7 +358,10 @@ bool walk_cache_find(struct eval *ev, struct value model, const struct env *bind
 			return true;
 		}
 	c->misses++;
-	return c->key.ok && store_find(ev, &c->key, out);
+	if (!c->key.ok || !store_find(ev, &c->key, out))
+		return false;
+	keep_local(ev, c, h, out);
+	return true;
 }
 
 static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cache *c, const struct check_model *m)
@@ -377,15 +425,7 @@ void walk_cache_put(struct eval *ev, struct value model, const struct env *bindi
 
 	if (!c->key.ok)
 		return;
-	struct walk_cache_entry *first = u64map_get(&c->by_hash, key);
-	struct walk_cache_entry *e = new_entry(ev->perm, c, m);
-
-	if (first) {
-		e->next = first->next;	/* the map's slot keeps its first entry */
-		first->next = e;
-	} else {
-		u64map_put(&c->by_hash, ev->perm, key, e);
-	}
+	link_entry(&c->by_hash, ev->perm, key, new_entry(ev->perm, c, m));
 	store_put(ev, &c->key, m);
 }
 

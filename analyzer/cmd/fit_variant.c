@@ -157,18 +157,27 @@ static size_t drop_edits(const struct fit_ctx *c, const struct fit_range *keep, 
 	return k;
 }
 
+/* The lines a variant writes: fit_lines() once per variant, for its key
+ * in c->seen and its text (NULL: not made yet). */
+struct fit_text {
+	char **lines;
+	size_t n;
+};
+
 /* The file's text with @ch (NULL: nothing) written into the train block
- * and only the ranges @keep left (malloc'ed). */
-static char *apply(struct fit_ctx *c, const struct fit_change *ch, const struct fit_range *keep, size_t nkeep,
-		   size_t *len)
+ * as the lines @t (made here if not yet) and only the ranges @keep left
+ * (malloc'ed). */
+static char *apply(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t, const struct fit_range *keep,
+		   size_t nkeep, size_t *len)
 {
-	char **lines = NULL;
-	size_t n = 0, k;
+	size_t k;
 	bool own_line;
 	uint32_t ins = insert_point(c, &own_line);
 
-	if (ch)
-		fit_lines(c, ch, &lines, &n);
+	if (ch && !t->lines)
+		fit_lines(c, ch, &t->lines, &t->n);
+	char **lines = t->lines;
+	size_t n = ch ? t->n : 0;
 	struct fit_edit *e = calloc(n + nkeep + 1, sizeof *e);
 
 	if (!e)
@@ -291,18 +300,19 @@ static void analyse_text(struct fit_ctx *c, struct arena *a, struct interner *in
 
 /* ---- outcomes already known ---- */
 
-/* The change's lines, one per line; "" as written. */
-static char *change_key(struct fit_ctx *c, const struct fit_change *ch)
+/* The change's lines (into @t), one per line; "" as written. */
+static char *change_key(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t)
 {
 	struct strbuf sb;
-	char **lines;
-	size_t n = 0, len;
+	size_t len;
 
 	strbuf_init(&sb);
 	if (ch) {
-		fit_lines(c, ch, &lines, &n);
-		for (size_t i = 0; i < n; i++)
-			strbuf_addf(&sb, "%s\n", lines[i]);
+		fit_lines(c, ch, &t->lines, &t->n);
+		for (size_t i = 0; i < t->n; i++) {
+			strbuf_addstr(&sb, t->lines[i]);
+			strbuf_addch(&sb, '\n');
+		}
 	}
 	char *s = strbuf_detach(&sb, &len), *k = arena_strdup(&c->arena, s);
 
@@ -318,7 +328,8 @@ void fit_ctx_release(struct fit_ctx *c)
 
 /* The whole file's text with @ch written in, compiled from scratch in an
  * arena of its own: what `memc check` would see after the paste. */
-static void text_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+static void text_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t,
+			 struct fit_outcome *out)
 {
 	struct arena a = { 0 };
 	struct interner *in = c->cache ? import_cache_interner(c->cache) : interner_new(&a);
@@ -328,7 +339,7 @@ static void text_variant(struct fit_ctx *c, const struct fit_change *ch, struct 
 				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
 				  .cache = c->cache };
 	size_t len = c->len;
-	char *text = ch || c->nkeep ? apply(c, ch, c->keep, c->nkeep, &len) : NULL;
+	char *text = ch || c->nkeep ? apply(c, ch, t, c->keep, c->nkeep, &len) : NULL;
 
 	memset(out, 0, sizeof *out);
 	if ((ch || c->nkeep) && !text) {
@@ -348,18 +359,19 @@ static void text_variant(struct fit_ctx *c, const struct fit_change *ch, struct 
  * checked among the declarations checked once (c->ctx): the same checker
  * and builder on the same text of the block, without re-reading the
  * file and the stdlib around it. */
-static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t,
+			  struct fit_outcome *out)
 {
 	const struct decl *d = c->job->decl;
 	struct fit_range block = { d->loc.start, d->loc.end };
 	struct diag_engine *de = c->ctx_de;
 	unsigned e0 = diag_error_count(de), w0 = diag_warning_count(de);
 	size_t len;
-	char *text = apply(c, ch, &block, 1, &len);
+	char *text = apply(c, ch, t, &block, 1, &len);
 
 	if (text && reach_misses(c->ctx_reach, c->ctx_in, text, 0, (uint32_t)len)) {
 		free(text);	/* it names what the context left a stub */
-		text_variant(c, ch, out);
+		text_variant(c, ch, t, out);
 		return;
 	}
 	const struct src_file *f = text ? src_add_string(c->ctx_src, de, c->path, text, len) : NULL;
@@ -378,27 +390,30 @@ static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct
 	arena_free(&a);
 }
 
-static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t,
+			    struct fit_outcome *out)
 {
 	c->builds++;
 	if (c->ctx)
-		block_variant(c, ch, out);
+		block_variant(c, ch, t, out);
 	else
-		text_variant(c, ch, out);
+		text_variant(c, ch, t, out);
 }
 
 bool fit_verify(struct fit_ctx *c, const struct fit_change *ch, const struct fit_outcome *got)
 {
 	struct fit_outcome text;
+	struct fit_text t = { NULL, 0 };
 
-	text_variant(c, ch, &text);
+	text_variant(c, ch, &t, &text);
 	return text.ok == got->ok && text.fits == got->fits && text.total == got->total &&
 	       text.on_gpu == got->on_gpu;
 }
 
 void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
 {
-	char *key = change_key(c, ch);
+	struct fit_text t = { NULL, 0 };
+	char *key = change_key(c, ch, &t);
 	size_t len = strlen(key);
 	const struct fit_outcome *known = strmap_get(&c->seen, key, len);
 
@@ -406,7 +421,7 @@ void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome 
 		*out = *known;
 		return;
 	}
-	compile_variant(c, ch, out);
+	compile_variant(c, ch, &t, out);
 	struct fit_outcome *keep = ARENA_NEW(&c->arena, struct fit_outcome);
 
 	*keep = *out;

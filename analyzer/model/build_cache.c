@@ -17,9 +17,11 @@
  * can miss, never answer for a walk it did not make.
  *
  * Only a walk that failed nothing and asked for no report is kept; RL
- * jobs, which walk more than one model, are not. A hit copies the blocks
- * into the job's arena (the compiled model rewrites its copy's activation
- * bytes) and restores the walk's results into struct bld.
+ * jobs, which walk more than one model, are not. A hit copies the array
+ * of blocks into the job's arena (build_job merges and drops blocks in
+ * it) and shares their layers, which nothing writes after the walk (the
+ * compiled model and Megatron's tied copy make copies of their own), and
+ * restores the walk's results into struct bld.
  *
  * As the checker's walks (lang/walk_cache.c), a walk is also kept for
  * every compilation that shares the program's import cache (struct
@@ -242,10 +244,32 @@ static void restore(struct bld *b, const struct bld_cache_entry *e)
 	b->reps = cur.reps;
 	b->nreps = cur.nreps;
 	b->capreps = cur.capreps;
-	b->blocks = copy_blocks(b->arena, e->after.blocks, e->after.nblocks, NULL);
+	b->blocks = ARENA_NEW_ARRAY(b->arena, struct mem_block, e->after.nblocks ? e->after.nblocks : 1);
+	if (e->after.nblocks)
+		memcpy(b->blocks, e->after.blocks, e->after.nblocks * sizeof *b->blocks);
 	b->capblocks = b->nblocks;
 	/* the walk leaves the instance's frame parented to the bindings */
 	env_set_parent(b->cj->model.args, b->bindings);
+}
+
+/* Store entry @e, just restored for the job keyed last, kept in this
+ * compilation's cache too: the next job with that key is a local hit,
+ * not a canonical key made and looked up again (each -Wcapacity variant
+ * is such a job). It shares @e's walk, which lives in the import cache's
+ * arena, longer than this compilation. */
+static void keep_local(struct bld_cache *c, const struct bld_cache_entry *e)
+{
+	if (c->entries >= BLD_CACHE_MAX)
+		return;
+	struct bld_cache_entry *l = ARENA_NEW(c->perm, struct bld_cache_entry);
+
+	l->hash = c->hash;
+	l->image = c->image;
+	walk_key_copy(&l->values, &c->key, c->perm);
+	l->after = e->after;
+	l->next = c->by_hash[c->hash & 255];
+	c->by_hash[c->hash & 255] = l;
+	c->entries++;
 }
 
 bool bld_cache_find(struct bld *b)
@@ -271,6 +295,7 @@ bool bld_cache_find(struct bld *b)
 	if (e) {
 		restore(b, e);
 		s->hits++;
+		keep_local(c, e);
 	} else if (keyed) {
 		s->misses++;
 	}

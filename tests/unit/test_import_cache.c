@@ -150,6 +150,81 @@ static void another_interner_does_not_use_it(void **state)
 	arena_free(&other);
 }
 
+/* The text of each stdlib file of a load of root_text, by file id. */
+static void stdlib_texts(struct arena *a, struct interner *in, struct import_cache *cache, const char **texts,
+			 size_t *n)
+{
+	struct src_table *src = src_table_new(a);
+	struct diag_engine *de = diag_new(a, src, NULL);
+	struct import_opts io = { .stdlib_dir = "stdlib", .verified = memc_stdlib_digests,
+				  .nverified = memc_stdlib_ndigests, .cache = cache };
+
+	src_set_overlay(src, "t.mem", root_text, strlen(root_text));
+	const struct program *p = import_load(a, in, src, de, "t.mem", &io);
+
+	assert_true(p->stdlib_verified);	/* the kept digest is the file's */
+	*n = 0;
+	for (uint32_t id = 1; id < src->nfiles; id++)
+		if (import_is_stdlib_name(src_get(src, id)->display_name))
+			texts[(*n)++] = src_get(src, id)->text;
+}
+
+static void stdlib_files_are_read_once(void **state)
+{
+	struct fixture *fx = *state;
+	struct import_cache *c = import_cache_new(&fx->arena, fx->in);
+	struct arena a1 = { 0 }, a2 = { 0 }, a3 = { 0 }, a4 = { 0 };
+	const char *t1[64], *t2[64], *t3[64], *t4[64];
+	size_t n1, n2, n3, n4;
+
+	stdlib_texts(&a1, fx->in, c, t1, &n1);
+	arena_free(&a1);	/* what the first load read is the cache's own copy */
+	stdlib_texts(&a2, fx->in, c, t2, &n2);
+	stdlib_texts(&a3, fx->in, c, t3, &n3);
+	stdlib_texts(&a4, fx->in, NULL, t4, &n4);
+	assert_true(n1 >= 4);
+	assert_int_equal(n2, n1);
+	assert_int_equal(n3, n1);
+	assert_int_equal(n4, n1);
+	for (size_t i = 0; i < n1; i++) {
+		assert_ptr_equal(t2[i], t3[i]);		/* not read again */
+		assert_ptr_not_equal(t4[i], t2[i]);	/* without a cache: read */
+		assert_string_equal(t4[i], t2[i]);
+	}
+	arena_free(&a2), arena_free(&a3), arena_free(&a4);
+}
+
+/* What the loader asks the file system, kept per cache: a path's
+ * existence from the second load on (the first one's would be for
+ * nothing in a run of one compilation), a folder's realpath() always. */
+static void paths_and_folders_are_kept(void **state)
+{
+	struct fixture *fx = *state;
+	struct import_cache *c = import_cache_new(&fx->arena, fx->in);
+	const char *real = "?";
+	bool yes = false;
+
+	import_cache_count_load(c);
+	import_cache_keep_exists(c, "a.mem", true);
+	assert_false(import_cache_exists(c, "a.mem", &yes));	/* one load: not kept */
+	import_cache_count_load(c);
+	import_cache_keep_exists(c, "a.mem", true);
+	import_cache_keep_exists(c, "b.mem", false);
+	assert_true(import_cache_exists(c, "a.mem", &yes));
+	assert_true(yes);
+	assert_true(import_cache_exists(c, "b.mem", &yes));
+	assert_false(yes);
+	assert_false(import_cache_exists(c, "c.mem", &yes));
+	assert_false(import_cache_real_dir(c, "stdlib", &real));
+	import_cache_keep_real_dir(c, "stdlib", "/x/stdlib");
+	import_cache_keep_real_dir(c, "gone", NULL);
+	assert_true(import_cache_real_dir(c, "stdlib", &real));
+	assert_string_equal(real, "/x/stdlib");
+	assert_true(import_cache_real_dir(c, "gone", &real));
+	assert_null(real);
+	assert_false(import_cache_exists(NULL, "a.mem", &yes));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -157,6 +232,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(more_reached_parses_only_what_is_new, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(misses_are_the_stubs_named, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(another_interner_does_not_use_it, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(stdlib_files_are_read_once, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(paths_and_folders_are_kept, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

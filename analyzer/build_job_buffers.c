@@ -93,7 +93,8 @@ void bld_buffers(struct bld *b, struct mem_job *j, int zero)
 }
 
 /* train.alloc (memory-model.md §5.4).  PyTorch refuses max_split_size_mb
- * <= 20 (kLargeBuffer); memc takes such a value as 20 MiB. */
+ * below 20 (kLargeBuffer), and so does the checker (RANGE_SPLIT_MB); a
+ * job built without it still gets 20 MiB. */
 static void alloc_conf(struct bld *b, struct mem_job *j)
 {
 	struct value v;

@@ -126,6 +126,11 @@ static const char *const range_words[] = {
 	[RANGE_POWER_OF_2] = "a power of two from 1 to 2^30 (PyTorch refuses any other)",
 	[RANGE_PERCENT_ABOVE_0] = "above 0% and at most 100%",
 	[RANGE_FRACTION_ABOVE_0] = "above 0% and below 100%",
+	/* c10 CUDAAllocatorConfig parseMaxSplitSize: TORCH_CHECK(val > kLargeBuffer
+	 * / 1 MiB), "max_split_size_mb too small, must be > 20"; the later
+	 * AcceleratorAllocatorConfig takes 20 itself (>=) */
+	[RANGE_SPLIT_MB] = "at least 20 (PyTorch refuses a max_split_size_mb below its 20 MiB kLargeBuffer, "
+			   "and its releases before AcceleratorAllocatorConfig 20 too)",
 };
 
 /* n = 2^k for a k in 0..30. */
@@ -153,6 +158,7 @@ static bool in_range(struct num n, enum check_range r)
 	case RANGE_POWER_OF_2: return power_of_2(n);
 	case RANGE_PERCENT_ABOVE_0: return sign > 0 && vs1 <= 0;
 	case RANGE_FRACTION_ABOVE_0: return sign > 0 && vs1 < 0;
+	case RANGE_SPLIT_MB: return num_cmp(n, num_from_int(20)) >= 0;
 	}
 	return true;
 }

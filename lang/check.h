@@ -15,6 +15,7 @@
 #define MEMC_LANG_CHECK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lang/eval.h"
 
@@ -83,6 +84,11 @@ bool check_job_record(const struct check_job *job, const char *record);
 /* Whether the job's tensor-parallel Linears save their gathered input (the
  * `sp_in` binding is 1 then): torch's DTensor plan, a job with fsdp2 keys. */
 bool check_tp_saves_gathered(const struct check_job *job);
+/* What seq_len must be a multiple of under context parallelism @cp (2cp
+ * chunks, 1 without cp), and whether @seq_len is one: the checker's rule,
+ * which `memc fit` and `memc search` generate their candidates by. */
+uint64_t check_cp_seq_multiple(uint64_t cp);
+bool check_cp_splits_seq(uint64_t seq_len, uint64_t cp);
 /* fp8 { }: whether the job has it; "transformer_engine" or "torchao"; the
  * recipe, defaults applied. */
 bool check_fp8_on(const struct check_job *job);

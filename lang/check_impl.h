@@ -22,6 +22,7 @@ enum check_range {
 	RANGE_POWER_OF_2,		/* 1, 2, 4, ... 2^30 */
 	RANGE_PERCENT_ABOVE_0,		/* 0 < x <= 1 */
 	RANGE_FRACTION_ABOVE_0,		/* 0 < x < 1 */
+	RANGE_SPLIT_MB,			/* >= 20: PyTorch's max_split_size_mb */
 };
 
 struct field_spec {

@@ -149,6 +149,16 @@ bool check_tp_saves_gathered(const struct check_job *j)
 	return check_job_record(j, "fsdp2");
 }
 
+uint64_t check_cp_seq_multiple(uint64_t cp)
+{
+	return cp < 2 ? 1 : cp > UINT64_MAX / 2 ? UINT64_MAX : 2 * cp;
+}
+
+bool check_cp_splits_seq(uint64_t seq_len, uint64_t cp)
+{
+	return seq_len % check_cp_seq_multiple(cp) == 0;
+}
+
 /* Context parallelism cuts each sequence into 2 x cp chunks and gives rank
  * r chunks r and 2cp - 1 - r, which balances the causal mask's work:
  * Megatron's get_batch_on_this_cp_rank views seq_len as [2cp, seq_len /
@@ -161,7 +171,7 @@ static void cp_chunks(struct eval *ev, struct check_job *j, uint64_t cp, const s
 	uint64_t seq = 0;
 
 	if (cp < 2 || cp > CHECK_MAX_GPUS || !check_job_field(j, "seq_len", &s) || s.kind != VAL_NUM || s.unknown ||
-	    !num_to_u64(s.num, &seq) || seq % cp || seq % (2 * cp) == 0)
+	    !num_to_u64(s.num, &seq) || seq % cp || check_cp_splits_seq(seq, cp))
 		return;
 	diag_note(eval_error(ev, DIAG_NOT_DIVISIBLE, s.loc, "seq_len = %llu is not a multiple of 2 x cp = %llu: "
 			     "context parallelism cuts each sequence into 2 x cp chunks (Megatron's "

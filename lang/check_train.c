@@ -367,6 +367,14 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 			   "the tp ranks: it needs tp > 1");
 		ok = false;
 	}
+	/* the PipelineStage's schedule.step() (analyzer/build_job_layout.c
+	 * pp_return_outputs): only an fsdp2 job with pp > 1 has one */
+	if (check_job_field(j, "parallel.return_outputs", &v) && v.kind == VAL_BOOL &&
+	    (!degree_above_1(j, "parallel.pp") || !check_fsdp2_present(j))) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'return_outputs' is torch.distributed."
+			   "pipelining's schedule.step(return_outputs=...): it needs pp > 1 and 'fsdp2 { }'");
+		ok = false;
+	}
 	return ok;
 }
 
@@ -563,7 +571,16 @@ static bool data_len_ok(struct eval *ev, const struct check_job *j, const char *
 static bool data_ok(struct eval *ev, const struct check_job *j)
 {
 	bool a = data_len_ok(ev, j, "data.min_seq_len"), b = data_len_ok(ev, j, "data.later_seq_len");
+	struct value m, l;
 
+	/* a later batch is padded to its own longest sample, which is no
+	 * shorter than the shortest sample there is */
+	if (a && b && check_job_field(j, "data.min_seq_len", &m) && m.kind == VAL_NUM &&
+	    check_job_field(j, "data.later_seq_len", &l) && l.kind == VAL_NUM && num_cmp(l.num, m.num) < 0) {
+		diag_note(eval_error(ev, DIAG_OUT_OF_RANGE, l.origin, "'later_seq_len' is below 'min_seq_len', "
+				     "the shortest batch: it must be at least that"), m.origin, "'min_seq_len' is set here");
+		return false;
+	}
 	return a && b;
 }
 

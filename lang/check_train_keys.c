@@ -152,7 +152,7 @@ const struct range_spec check_train_ranges[] = {
 	{ "deepspeed.prefetch_bucket_size", RANGE_AT_LEAST_1 }, { "overhead.context", RANGE_NONNEG_BYTES },
 	{ "overhead.cublas_workspace", RANGE_NONNEG_BYTES }, { "overhead.nccl", RANGE_NONNEG_BYTES },
 	{ "overhead.fragmentation", RANGE_PERCENT }, { "eval.batch", RANGE_AT_LEAST_1 },
-	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_AT_LEAST_1 },
+	{ "eval.seq_len", RANGE_AT_LEAST_1 }, { "alloc.max_split_size_mb", RANGE_SPLIT_MB },
 	{ "alloc.roundup_power2_divisions", RANGE_POWER_OF_2 },
 	/* c10 CUDAAllocatorConfig parseGarbageCollectionThreshold: 0 < t < 1 */
 	{ "alloc.garbage_collection_threshold", RANGE_FRACTION_ABOVE_0 },

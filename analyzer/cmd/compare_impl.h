@@ -54,6 +54,9 @@ struct snap_error {
 /* Read @file and replay device @device (-1: the first device with trace
  * events, else the first segment's). */
 bool snap_measure(const char *file, int device, struct snap_measure *m, struct snap_error *err);
+/* The same for a snapshot's JSON text in memory (the fuzz harness). */
+bool snap_measure_text(const char *text, size_t len, int device, struct snap_measure *m,
+		       struct snap_error *err);
 
 const char *snap_cat_name(enum snap_cat c);
 const char *snap_phase_name(enum snap_phase p);

@@ -201,15 +201,17 @@ static void knob_offload(struct fit_ctx *c, struct knob_alts *k)
 }
 
 /* Degrees that keep tp x pp x cp dividing the cluster: tp within a node
- * and up to 8, pp up to 16, cp up to 8 (each doubling). */
+ * and up to 8, pp up to 16, cp up to 8 (each doubling), and a cp whose
+ * 2 x cp chunks seq_len has (the checker's rule: a cp it refuses is no
+ * fix, and no alternative to spend variants on). */
 static void knob_degree(struct fit_ctx *c, const struct layout *l, const char *which, struct knob_alts *k)
 {
 	bool tp = strcmp(which, "tp") == 0, pp = strcmp(which, "pp") == 0;
 	uint64_t cur = tp ? l->tp : pp ? l->pp : l->cp, mp = l->tp * l->pp * l->cp;
-	uint64_t limit = tp ? (l->per < 8 ? l->per : 8) : pp ? 16 : 8;
+	uint64_t limit = tp ? (l->per < 8 ? l->per : 8) : pp ? 16 : 8, seq = key_u64(c, "seq_len", 0);
 
 	for (uint64_t d = cur * 2; cur && d <= limit && k->n < FIT_MAX_ALTS; d *= 2)
-		if (l->gpus % (mp / cur * d) == 0)
+		if (l->gpus % (mp / cur * d) == 0 && (tp || pp || check_cp_splits_seq(seq, d)))
 			alt_u64(c, k, "parallel", which, d);
 }
 
@@ -720,6 +722,22 @@ static uint64_t largest_tight(struct fit_ctx *c, const struct fit_answer *ans, c
 	return t;
 }
 
+/* Lengths in steps of 128 (or of the largest power of two dividing
+ * seq_len as written, if smaller), and of 2 x cp under context
+ * parallelism: lcm(step, 2cp), so that every length tried keeps the
+ * checker's divisibility by sp and cp as the job as written does (with
+ * cp = 3, steps of 4 would try only lengths the checker refuses). */
+static uint64_t seq_step(const struct fit_ctx *c)
+{
+	uint64_t seq = key_u64(c, "seq_len", 1), step = seq & (~seq + 1);
+	uint64_t m = check_cp_seq_multiple(key_u64(c, "parallel.cp", 1)), low = m & (~m + 1);
+
+	step = step > 128 || !step ? 128 : step;
+	if (low >= step)
+		return m;
+	return m / low > UINT64_MAX / step ? UINT64_MAX : m / low * step;
+}
+
 void fit_search(struct fit_ctx *c, struct fit_answer *ans)
 {
 	struct gallop mb = { .fewest = false }, sl = { .fewest = false };
@@ -729,12 +747,8 @@ void fit_search(struct fit_ctx *c, struct fit_answer *ans)
 	ans->mb_total = mb.at.total;
 	ans->tight_micro_batch = largest_tight(c, ans, "micro_batch", 1, FIT_MB_LIMIT, ans->max_micro_batch,
 					       &ans->tight_mb_total, &ans->tight_mb_spare);
-	/* lengths in steps of 128 (or of the largest power of two dividing
-	 * seq_len as written, if smaller): the checker's divisibility by
-	 * sp and cp holds as it does for the job as written */
-	uint64_t seq = key_u64(c, "seq_len", 1), step = seq & (~seq + 1);
+	uint64_t step = seq_step(c);
 
-	step = step > 128 || !step ? 128 : step;
 	ans->max_seq_len = largest(c, ans, "seq_len", step, FIT_SEQ_LIMIT, &sl);
 	ans->seq_total = sl.at.total;
 	ans->tight_seq_len = largest_tight(c, ans, "seq_len", step, FIT_SEQ_LIMIT, ans->max_seq_len,

@@ -327,7 +327,7 @@ static void layouts_of(struct search_ctx *c, struct list *ls, uint32_t gpus)
 			continue;
 		for (uint32_t cp = 1; cp <= SEARCH_CP_LIMIT && tp * cp <= gpus; cp++) {
 			/* cp > 1 cuts each sequence into 2 x cp chunks (check_layout.c cp_chunks) */
-			if ((gpus / tp) % cp || gpus % (tp * cp) || c->facts.seq_len % (cp > 1 ? 2 * cp : 1))
+			if ((gpus / tp) % cp || gpus % (tp * cp) || !check_cp_splits_seq(c->facts.seq_len, cp))
 				continue;
 			uint32_t rest = gpus / (tp * cp);
 

@@ -133,6 +133,21 @@ static enum frame_class frames_class(json_t *frames)
 	return best;
 }
 
+/* frames: a list of objects (filename, line, name), as
+ * _memory_viz.py reads them; anything else would read as no frames. */
+static bool frames_ok(json_t *frames, const char *where, struct snap_error *err)
+{
+	size_t i;
+	json_t *f;
+
+	if (frames && !json_is_array(frames))
+		return fail(err, where, "'frames' must be a list");
+	json_array_foreach(frames, i, f)
+		if (!json_is_object(f))
+			return fail(err, where, "frame %zu must be an object (filename, line, name)", i);
+	return true;
+}
+
 /* A whole byte count of @obj, 0 or more. */
 static bool get_size(json_t *obj, const char *key, const char *where, uint64_t *out,
 		     struct snap_error *err)
@@ -173,7 +188,7 @@ static bool push_block(struct replay *r, uint64_t addr, uint64_t size, json_t *f
 
 /* The live blocks of one segment, at addresses counted from its start as
  * _memory_viz.py does; a segment without an address has none known. */
-static bool read_blocks(struct replay *r, json_t *seg, const char *where)
+static bool read_blocks(struct replay *r, json_t *seg, const char *where, uint64_t total)
 {
 	json_t *addr = json_object_get(seg, "address"), *blocks = json_object_get(seg, "blocks"), *b;
 	uint64_t at = json_is_integer(addr) ? (uint64_t)json_integer_value(addr) : 0, size;
@@ -188,13 +203,16 @@ static bool read_blocks(struct replay *r, json_t *seg, const char *where)
 		snprintf(path, sizeof path, "%s.blocks[%zu]", where, i);
 		if (!json_is_object(b))
 			return fail(r->err, path, "a block must be an object");
-		if (!get_size(b, "size", path, &size, r->err))
+		if (!get_size(b, "size", path, &size, r->err) || !frames_ok(json_object_get(b, "frames"), path, r->err))
 			return false;
 		if (json_is_integer(addr) && state && strncmp(state, "active", 6) == 0 &&
 		    !push_block(r, at, size, json_object_get(b, "frames")))
 			return false;
 		if (__builtin_add_overflow(at, size, &at))
 			return fail(r->err, path, "the blocks run past the end of the address space");
+		if (size > total)
+			return fail(r->err, path, "the blocks are larger than the segment's 'total_size'");
+		total -= size;
 	}
 	return true;
 }
@@ -224,11 +242,14 @@ static bool read_segments(json_t *root, struct replay *r)
 		if (!get_size(s, "total_size", where, &total, err) ||
 		    !get_size(s, "allocated_size", where, &allocated, err))
 			return false;
+		if (allocated > total)	/* the segment's blocks tile it */
+			return fail(err, where, "'allocated_size' %llu is more than 'total_size' %llu",
+				    (unsigned long long)allocated, (unsigned long long)total);
 		if (json_integer_value(dev) != m->device)
 			continue;
 		m->nsegments++;
 		if (!add_to(&m->final_reserved, total, err, where) ||
-		    !add_to(&m->final_allocated, allocated, err, where) || !read_blocks(r, s, where))
+		    !add_to(&m->final_allocated, allocated, err, where) || !read_blocks(r, s, where, total))
 			return false;
 	}
 	return true;
@@ -262,8 +283,8 @@ static bool read_event(json_t *e, size_t dev, size_t i, struct ev *out, struct s
 	*out = (struct ev){ .mate = SIZE_MAX, .action = action_of(json_string_value(act)) };
 	if (out->action == EV_OOM || out->action == EV_OTHER)
 		return true;
-	if (frames && !json_is_array(frames))
-		return fail(err, where, "'frames' must be a list");
+	if (!frames_ok(frames, where, err))
+		return false;
 	out->fc = frames_class(frames);
 	return get_size(e, "addr", where, &out->addr, err) &&
 	       get_size(e, "size", where, &out->size, err);
@@ -280,6 +301,9 @@ static bool read_trace(json_t *root, struct replay *r)
 		return true;
 	if (!json_is_array(traces))
 		return fail(r->err, "device_traces", "'device_traces' must be a list (one per device)");
+	if (json_array_size(traces) > (size_t)SNAP_MAX_DEVICE + 1)
+		return fail(r->err, "device_traces", "%zu traces: a device index is at most %d",
+			    json_array_size(traces), SNAP_MAX_DEVICE);
 	json_array_foreach(traces, i, e)
 		if (!json_is_array(e))
 			return fail(r->err, "device_traces", "each device's trace must be a list of events");
@@ -316,6 +340,26 @@ static int by_addr(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
+/* Two events in a row at one address: an alloc and its free, or a free
+ * and the next alloc. The trace is a window with nothing missing inside
+ * (a ring buffer drops its oldest), so anything else is no trace of a
+ * real allocator and would replay to numbers it never had. */
+static bool mates(struct replay *r, const struct ev *a, const struct ev *f, size_t at)
+{
+	char where[64];
+
+	snprintf(where, sizeof where, "device_traces[%d][%zu]", r->m->device, at);
+	if (a->action == f->action)
+		return fail(r->err, where, "%s at address %llu again, with no %s between",
+			    a->action == EV_ALLOC ? "alloc" : "free_completed", (unsigned long long)a->addr,
+			    a->action == EV_ALLOC ? "free_completed" : "alloc");
+	if (a->action == EV_ALLOC && a->size != f->size)
+		return fail(r->err, where, "free_completed of %llu bytes at address %llu, allocated with "
+			    "%llu", (unsigned long long)f->size, (unsigned long long)a->addr,
+			    (unsigned long long)a->size);
+	return true;
+}
+
 static bool pair_frees(struct replay *r)
 {
 	struct addr_pos *idx = calloc(r->n ? r->n : 1, sizeof *idx);
@@ -327,16 +371,21 @@ static bool pair_frees(struct replay *r)
 		if (r->ev[i].action == EV_ALLOC || r->ev[i].action == EV_FREE)
 			idx[k++] = (struct addr_pos){ r->ev[i].addr, i };
 	qsort(idx, k, sizeof *idx, by_addr);
-	for (size_t i = 0; i + 1 < k; i++) {
+	bool ok = true;
+
+	for (size_t i = 0; i + 1 < k && ok; i++) {
 		struct ev *a = &r->ev[idx[i].pos], *f = &r->ev[idx[i + 1].pos];
 
-		if (a->action == EV_ALLOC && f->action == EV_FREE && a->addr == f->addr) {
+		if (a->addr != f->addr)
+			continue;
+		ok = mates(r, a, f, idx[i + 1].pos);
+		if (ok && a->action == EV_ALLOC) {
 			a->mate = idx[i + 1].pos;
 			f->mate = idx[i].pos;
 		}
 	}
 	free(idx);
-	return true;
+	return ok;
 }
 
 /* The phase after an allocation of frame class @fc in phase @ph (only
@@ -552,6 +601,8 @@ static bool replay(struct replay *r)
 	return true;
 }
 
+static json_t *parsed(json_t *root, const json_error_t *je, struct snap_error *err);
+
 static json_t *load(const char *file, struct snap_error *err)
 {
 	json_error_t je;
@@ -567,12 +618,15 @@ static json_t *load(const char *file, struct snap_error *err)
 	if (c == 0x80)	/* pickle protocol 2+: torch.cuda.memory._dump_snapshot() */
 		return fail(err, "", "this is a pickle from _dump_snapshot(); convert it to JSON "
 			    "first (docs/compare.md)"), NULL;
-	json_t *root = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+	return parsed(json_load_file(file, JSON_REJECT_DUPLICATES, &je), &je, err);
+}
 
+static json_t *parsed(json_t *root, const json_error_t *je, struct snap_error *err)
+{
 	if (!root) {
-		err->line = je.line > 0 ? (unsigned)je.line : 1;
-		err->col = je.column > 0 ? (unsigned)je.column : 1;
-		fail(err, "", "invalid JSON: %s", je.text);
+		err->line = je->line > 0 ? (unsigned)je->line : 1;
+		err->col = je->column > 0 ? (unsigned)je->column : 1;
+		fail(err, "", "invalid JSON: %s", je->text);
 	} else if (!json_is_object(root)) {
 		json_decref(root);
 		return fail(err, "", "a snapshot is a JSON object with 'segments' and "
@@ -581,9 +635,8 @@ static json_t *load(const char *file, struct snap_error *err)
 	return root;
 }
 
-bool snap_measure(const char *file, int device, struct snap_measure *m, struct snap_error *err)
+static bool measure(json_t *root, int device, struct snap_measure *m, struct snap_error *err)
 {
-	json_t *root = load(file, err);
 	struct replay r = { .m = m, .err = err };
 	bool ok;
 
@@ -610,4 +663,17 @@ bool snap_measure(const char *file, int device, struct snap_measure *m, struct s
 	free(r.blk);
 	json_decref(root);
 	return ok;
+}
+
+bool snap_measure(const char *file, int device, struct snap_measure *m, struct snap_error *err)
+{
+	return measure(load(file, err), device, m, err);
+}
+
+bool snap_measure_text(const char *text, size_t len, int device, struct snap_measure *m,
+		       struct snap_error *err)
+{
+	json_error_t je;
+
+	return measure(parsed(json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), &je, err), device, m, err);
 }

@@ -4,6 +4,7 @@
  * engine that turns its keys into memc settings.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,26 +22,54 @@ void cfg_set_scalar(struct cfg_item *it, enum cfg_kind kind, const char *text)
 	it->text = text;
 	if (kind == CFG_INT || kind == CFG_REAL) {
 		it->r = strtod(text, &end);
-		it->i = kind == CFG_INT ? strtoll(text, NULL, 10) : (long long)it->r;
+		/* a real's whole part only where it has one: (long long) of
+		 * 1e300, inf or nan is undefined, and i = 0 then tells a count
+		 * that it is not whole (map_count compares r with i) */
+		it->i = kind == CFG_INT ? strtoll(text, NULL, 10) :
+			it->r > -0x1p63 && it->r < 0x1p63 ? (long long)it->r : 0;
 	} else if (kind == CFG_BOOL) {
 		it->i = !strcmp(text, "true");
 	}
 }
 
-enum cfg_kind cfg_number_kind(const char *v)
+static size_t digits(const char *s)
 {
-	char *end;
+	size_t n = 0;
 
-	if (!isdigit((unsigned char)*v) && *v != '-' && *v != '+' && *v != '.')
-		return CFG_STR;
-	(void)strtod(v, &end);
-	if (*end)
-		return CFG_STR;
-	return strchr(v, '.') || strchr(v, 'e') ? CFG_REAL : CFG_INT;
+	while (isdigit((unsigned char)s[n]))
+		n++;
+	return n;
 }
 
-void cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *text, struct loc loc)
+/* Decimal only, as Python's int() and float() read a flag: "0x10", "inf",
+ * "nan" and " 1" are strings (strtod would take each of them). */
+enum cfg_kind cfg_number_kind(const char *v)
 {
+	const char *p = v + (*v == '-' || *v == '+');
+	size_t whole = digits(p), frac = 0, exp = 1;
+	bool real = false;
+
+	p += whole;
+	if (*p == '.')
+		real = true, frac = digits(p + 1), p += 1 + frac;
+	if (whole + frac && (*p == 'e' || *p == 'E')) {
+		p += 1 + (p[1] == '-' || p[1] == '+');
+		real = true, exp = digits(p), p += exp;
+	}
+	if (*p || !(whole + frac) || !exp)
+		return CFG_STR;
+	return real ? CFG_REAL : CFG_INT;
+}
+
+bool cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *text, struct loc loc)
+{
+	if (kind == CFG_INT) {
+		errno = 0;
+		(void)strtoll(text, NULL, 10);
+		if (errno == ERANGE)
+			return diag_fail(c->diag, DIAG_OUT_OF_RANGE, loc, "'%s' = %s does not fit in a "
+					 "64-bit integer", path, text);
+	}
 	ARENA_GROW(c->arena, c->items, c->n, c->cap);
 	struct cfg_item *it = &c->items[c->n++];
 
@@ -49,6 +78,7 @@ void cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *te
 	it->loc = loc;
 	it->block_loc = loc;
 	cfg_set_scalar(it, kind, arena_strdup(c->arena, text));
+	return true;
 }
 
 const struct cfg_item *cfg_find(const struct cfg *c, const char *path)
@@ -171,6 +201,26 @@ static bool bad_value(struct cfg *c, const struct cfg_item *it, const char *want
 	return false;
 }
 
+bool cfg_whole_at_least(struct cfg *c, const struct cfg_item *it, long long min)
+{
+	if (it->kind != CFG_INT && !(it->kind == CFG_REAL && it->r == (double)it->i))
+		return bad_value(c, it, "a whole number");
+	if (it->i < min)
+		return diag_fail(c->diag, DIAG_OUT_OF_RANGE, it->loc, "'%s' is %s; memc import needs %lld or "
+				 "more here", it->path, it->text, min);
+	return true;
+}
+
+bool cfg_number_in(struct cfg *c, const struct cfg_item *it, double lo, double hi, const char *range)
+{
+	if (it->kind != CFG_INT && it->kind != CFG_REAL)
+		return bad_value(c, it, "a number");
+	if (!(it->r >= lo && it->r < hi))	/* nan too */
+		return diag_fail(c->diag, DIAG_OUT_OF_RANGE, it->loc, "'%s' is %s; memc import needs %s here",
+				 it->path, it->text, range);
+	return true;
+}
+
 static bool map_count(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o)
 {
 	if (it->kind == CFG_STR && !strcmp(it->text, "auto")) {
@@ -254,8 +304,8 @@ bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r,
 		return true;
 	case MAP_IGNORE:
 		return true;
-	case MAP_RATIO:
-		if ((it->kind != CFG_INT && it->kind != CFG_REAL) || it->r < 0 || it->r > 1)
+	case MAP_RATIO:	/* written as `!(0 <= r <= 1)`, so that nan is refused too */
+		if ((it->kind != CFG_INT && it->kind != CFG_REAL) || !(it->r >= 0 && it->r <= 1))
 			return bad_value(c, it, "a number from 0 to 1");
 		imp_set(o, r->dst, it->text, it->path, NULL);
 		return true;
@@ -267,16 +317,27 @@ bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r,
 	return true;
 }
 
+bool map_block_known(const struct map_row *rows, const char *path)
+{
+	size_t top = strcspn(path, ".");
+
+	for (const struct map_row *r = rows; path[top] && r->src; r++)
+		if (!strncmp(r->src, path, top + 1))
+			return true;
+	return false;
+}
+
 /* One error per unknown block: quantization_config's four keys are one
- * mistake. */
-bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what)
+ * mistake. A key of a block the tables know ("training.foo" beside
+ * training.seq_len) is a mistake of its own: the error names the key. */
+bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what, bool known_block)
 {
 	size_t top = strcspn(it->path, ".");
 
-	if (c->reported_block && strlen(c->reported_block) == top &&
+	if (!known_block && c->reported_block && strlen(c->reported_block) == top &&
 	    !strncmp(c->reported_block, it->path, top))
 		return false;
-	if (it->path[top]) {
+	if (it->path[top] && !known_block) {
 		c->reported_block = arena_strndup(c->arena, it->path, top);
 		diag_error(c->diag, DIAG_IMPORT_UNUSED_KEY, it->block_loc,
 			   "'%s' is not a block %s; it may change memory", c->reported_block, what);
@@ -296,7 +357,8 @@ bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o)
 		const struct map_row *r = map_find(rows, it->path);
 
 		if (!r) {
-			ok = cfg_unknown_key(c, it, "memc import maps or knows to be harmless");
+			ok = cfg_unknown_key(c, it, "memc import maps or knows to be harmless",
+					     map_block_known(rows, it->path));
 			continue;
 		}
 		ok &= map_item(c, it, r, o);

@@ -218,6 +218,14 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 		imp_set(o, "save", "full_state_dict_cpu", "save_model", "FullStateDictConfig(offload_to_cpu=True)");
 	if (!strcmp(tt, "full"))
 		return true;
+	/* written into the call as they are: train.py's lora_rank: int,
+	 * lora_alpha: int, lora_dropout: float, in memc's ranges */
+	const struct cfg_item *r = cfg_find(c, "lora_rank"), *a = cfg_find(c, "lora_alpha");
+	const struct cfg_item *d = cfg_find(c, "lora_dropout");
+
+	if ((r && !cfg_whole_at_least(c, r, 1)) || (a && !cfg_whole_at_least(c, a, 1)) ||
+	    (d && !cfg_number_in(c, d, 0, 1, "a number from 0 to below 1")))
+		return false;
 	bool q = strstr(tt, "qlora") != NULL;
 	const char *targets = !strcmp(flag_text(c, "lora_target_modules", "all"), "default") ?
 			      "[q, v]" : "[k, q, v, up, down, gate]";

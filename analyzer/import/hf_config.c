@@ -90,7 +90,8 @@ static bool map_keys(struct cfg *c, const struct hf_family *f, struct imp_out *o
 			continue;
 		}
 		ok = cfg_unknown_key(c, it, arena_printf(c->arena, "the %s template reads or memc import knows to be harmless",
-							   f->template));
+							   f->template),
+				     map_block_known(f->rows, it->path) || map_block_known(common_rows, it->path));
 	}
 	return ok;
 }

@@ -30,6 +30,8 @@ struct import_run {
 	struct strbuf model;		/* the model declaration, if a config.json gave one */
 	struct imp_out train;
 	const char *model_file;
+	FILE *out;			/* where the text goes without -o (stdout) */
+	FILE *diag_out;			/* the tally's stream (stderr) */
 };
 
 static int import_usage(const char *msg, const char *arg)
@@ -112,7 +114,7 @@ static bool import_one(struct import_run *r, const char *path)
 	struct src_file *f = src_load(r->src, r->diag, path, NULL, NO_LOC);
 	struct cfg c = { .arena = &r->arena, .diag = r->diag, .file = f };
 
-	if (!f)
+	if (!f || !f->valid)	/* src_load gives none such; an overlay (import_text) may */
 		return false;
 	if (ends_with(path, ".json")) {
 		if (!cfg_read_json(&c))
@@ -226,52 +228,76 @@ static void emit_all(struct import_run *r, struct strbuf *sb)
 
 static int write_out(const struct import_run *r, const struct strbuf *sb)
 {
-	FILE *out = r->out_path ? fopen(r->out_path, "w") : stdout;
+	FILE *out = r->out_path ? fopen(r->out_path, "w") : r->out;
 
 	if (!out) {
 		fprintf(stderr, "memc: import: cannot write %s\n", r->out_path);
 		return 2;
 	}
 	fputs(sb->buf, out);
-	if (out != stdout && fclose(out) != 0) {
+	if (out != r->out && fclose(out) != 0) {
 		fprintf(stderr, "memc: import: cannot write %s\n", r->out_path);
 		return 2;
 	}
 	return 0;
 }
 
-int import_main(int argc, char **argv)
+static void run_init(struct import_run *r, FILE *out, FILE *diag_out)
 {
-	struct import_run r = { 0 };
-	int rc;
+	memset(r, 0, sizeof *r);
+	r->src = src_table_new(&r->arena);
+	r->diag = diag_new(&r->arena, r->src, diag_out);
+	r->train.arena = &r->arena;
+	r->out = out;
+	strbuf_init(&r->model);
+}
 
-	r.src = src_table_new(&r.arena);
-	r.diag = diag_new(&r.arena, r.src, stderr);
-	r.train.arena = &r.arena;
-	strbuf_init(&r.model);
-	rc = parse_import_args(&r, argc, argv);
+/* Each CONFIG, then the text; @rc < 0: the arguments were good. */
+static int run_files(struct import_run *r, int rc)
+{
 	bool ok = true, unreadable = false;
 
-	for (size_t i = 0; rc < 0 && i < r.nfiles; i++) {
-		uint32_t before = r.src->nfiles;
+	for (size_t i = 0; rc < 0 && i < r->nfiles; i++) {
+		uint32_t before = r->src->nfiles;
 
-		ok &= import_one(&r, r.files[i]);
-		unreadable |= r.src->nfiles == before;
-		diag_flush(r.diag);
+		ok &= import_one(r, r->files[i]);
+		unreadable |= r->src->nfiles == before;
+		diag_flush(r->diag);
 	}
 	if (rc < 0) {
-		diag_print_tally(r.diag, stderr);
-		rc = unreadable ? 2 : !ok || diag_error_count(r.diag) ? 1 : -1;
+		diag_print_tally(r->diag, r->diag_out);
+		rc = unreadable ? 2 : !ok || diag_error_count(r->diag) ? 1 : -1;
 	}
 	if (rc < 0) {
 		struct strbuf sb;
 
 		strbuf_init(&sb);
-		emit_all(&r, &sb);
-		rc = write_out(&r, &sb);
+		emit_all(r, &sb);
+		rc = write_out(r, &sb);
 		strbuf_release(&sb);
 	}
-	strbuf_release(&r.model);
-	arena_free(&r.arena);
+	strbuf_release(&r->model);
+	arena_free(&r->arena);
 	return rc;
+}
+
+int import_text(const char *path, const char *text, size_t len, FILE *out, FILE *diag_out)
+{
+	struct import_run r;
+
+	run_init(&r, out, diag_out);
+	r.diag_out = diag_out;
+	r.files = &path;
+	r.nfiles = 1;
+	src_set_overlay(r.src, path, text, len);
+	return run_files(&r, -1);
+}
+
+int import_main(int argc, char **argv)
+{
+	struct import_run r;
+
+	run_init(&r, stdout, stderr);
+	r.diag_out = stderr;
+	return run_files(&r, parse_import_args(&r, argc, argv));
 }

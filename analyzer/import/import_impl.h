@@ -41,7 +41,9 @@ struct cfg {
 	const char *reported_block;	/* the last unknown block an error named */
 };
 
-void cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *text, struct loc loc);
+/* False, after an error at @loc, for a value no item can hold (an integer
+ * wider than 64 bits); the item is then not added. */
+bool cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *text, struct loc loc);
 const struct cfg_item *cfg_find(const struct cfg *c, const char *path);
 /* A located key range [start, start + len) in the config file. */
 struct loc cfg_loc(const struct cfg *c, size_t start, size_t len);
@@ -49,8 +51,16 @@ struct loc cfg_loc(const struct cfg *c, size_t start, size_t len);
 void cfg_set_scalar(struct cfg_item *it, enum cfg_kind kind, const char *text);
 /* A command-line value's kind (argparse gives none): CFG_INT or CFG_REAL
  * where the whole text is a decimal number (a '.' or an exponent makes it
- * real), CFG_STR otherwise. */
+ * real), CFG_STR otherwise (hex, inf, nan). The readers of typed formats
+ * use it for their decimal numbers too. */
 enum cfg_kind cfg_number_kind(const char *v);
+
+/* Values a mapper writes into memc text itself (a LoRA rank into
+ * `lora(r = ...)`): true, or false after an error at @it that says what
+ * was wanted. A whole number of at least @min; a number in [@lo, @hi),
+ * @range saying so ("a number from 0 to below 1"). */
+bool cfg_whole_at_least(struct cfg *c, const struct cfg_item *it, long long min);
+bool cfg_number_in(struct cfg *c, const struct cfg_item *it, double lo, double hi, const char *range);
 
 bool cfg_read_json(struct cfg *c);
 bool cfg_read_yaml(struct cfg *c);
@@ -107,8 +117,11 @@ struct imp_setting *imp_find(const struct imp_out *o, const char *dst);
  * unmappable keys are import-unused-key errors. Returns false on errors. */
 bool map_apply(struct cfg *c, const struct map_row *rows, struct imp_out *o);
 /* An import-unused-key error for a key no table has (@what: "memc import
- * maps or knows to be harmless"); keys below an unknown block already reported are not repeated. */
-bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what);
+ * maps or knows to be harmless"): the key when its block is known
+ * (@known_block: map_block_known), else its block, once for all its keys. */
+bool cfg_unknown_key(struct cfg *c, const struct cfg_item *it, const char *what, bool known_block);
+/* Whether a row of @rows is below @path's top-level block. */
+bool map_block_known(const struct map_row *rows, const char *path);
 const struct map_row *map_find(const struct map_row *rows, const char *path);
 /* Convert one item by one row into @o (dst may be a template parameter). */
 bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o);

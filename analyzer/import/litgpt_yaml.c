@@ -13,6 +13,7 @@
  * use_orig_params defaults to True, accumulating under no_backward_sync
  * (litgpt/finetune/lora.py and full.py @00af8b0d).
  */
+#include <math.h>
 #include <string.h>
 
 #include "analyzer/import/import_impl.h"
@@ -83,6 +84,28 @@ static long long cfg_count(const struct cfg *c, const char *path, long long dflt
 	return it && it->kind == CFG_INT ? it->i : dflt;
 }
 
+/* devices, num_nodes and micro_batch_size, which the layout multiplies:
+ * counts of 1 or more, and devices a number (LitGPT's parse_devices reads
+ * "auto" and -1 as every GPU of the machine, which the YAML does not say). */
+static bool litgpt_counts(struct cfg *c)
+{
+	static const char *const keys[] = { "devices", "num_nodes", "train.micro_batch_size",
+					    "train.global_batch_size" };
+	bool ok = true;
+
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+		const struct cfg_item *it = cfg_find(c, keys[i]);
+
+		if (it && i == 0 && (it->kind == CFG_STR || (it->kind == CFG_INT && it->i == -1)))
+			ok = diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, it->loc, "'devices' = %s: every GPU of "
+				       "the machine (LitGPT's parse_devices); memc import needs the count",
+				       it->text) && ok;
+		else if (it && it->kind != CFG_NULL && !cfg_whole_at_least(c, it, 1))
+			ok = false;
+	}
+	return ok;
+}
+
 /* lora_query ... lora_head as memc targets; lora_mlp needs the model's MLP. */
 static const char *litgpt_targets(struct cfg *c, int model)
 {
@@ -118,6 +141,12 @@ static bool litgpt_finetune(struct cfg *c, struct imp_out *o, bool lora, const c
 
 	if (!lora)
 		return true;
+	/* LitGPT's setup(lora_r: int, lora_alpha: int, lora_dropout: float);
+	 * LoRALinear takes the dropout only above 0 (nn.Dropout refuses p
+	 * outside [0, 1]; memc's dropout is below 1) */
+	if (!cfg_whole_at_least(c, r, 1) || (a && !cfg_number_in(c, a, nextafter(0, 1), INFINITY, "a number above 0")) ||
+	    (d && !cfg_number_in(c, d, 0, 1, "a number from 0 to below 1")))
+		return false;
 	if (!t)
 		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, cfg_find(c, "lora_mlp")->loc,
 				 "'lora_mlp' names the model's MLP, and memc import does not know the "
@@ -125,11 +154,11 @@ static bool litgpt_finetune(struct cfg *c, struct imp_out *o, bool lora, const c
 	if (!*t)
 		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, r->loc, "no lora_query, lora_key, "
 				 "lora_value, lora_projection, lora_mlp or lora_head is true: nothing trains");
-	v = arena_printf(c->arena, "%s(r = %s", quant ? "qlora" : "lora", r->text);
-	if (a && (a->kind == CFG_INT || a->kind == CFG_REAL))
+	v = arena_printf(c->arena, "%s(r = %lld", quant ? "qlora" : "lora", r->i);
+	if (a)
 		v = arena_printf(c->arena, "%s, alpha = %s", v, a->text);
 	v = arena_printf(c->arena, "%s, targets = [%s]", v, t);
-	if (d && (d->kind == CFG_REAL || d->kind == CFG_INT) && d->r > 0 && d->r < 1)
+	if (d && d->r > 0)
 		v = arena_printf(c->arena, "%s, dropout = %s", v, d->text);
 	if (quant)
 		v = arena_printf(c->arena, "%s, quant = %s, skip_modules = [], dequant_dtype = fp16, "
@@ -159,16 +188,21 @@ static bool litgpt_optimizer(struct cfg *c, struct imp_out *o, bool bnb)
  * // devices // micro_batch_size; more than one device is Fabric's FSDP. */
 static bool litgpt_layout(struct cfg *c, struct imp_out *o)
 {
-	long long dev = cfg_count(c, "devices", 1) * cfg_count(c, "num_nodes", 1);
+	long long dev, per;
 	long long mb = cfg_count(c, "train.micro_batch_size", 1), gb = cfg_count(c, "train.global_batch_size", 0);
 	const struct cfg_item *g = cfg_find(c, "train.global_batch_size");
 
-	if (dev < 1 || mb < 1)
-		return true;
-	if (g && (gb < dev * mb || gb % (dev * mb)))
+	if (!litgpt_counts(c))
+		return false;
+	if (__builtin_mul_overflow(cfg_count(c, "devices", 1), cfg_count(c, "num_nodes", 1), &dev) ||
+	    __builtin_mul_overflow(dev, mb, &per))
+		return diag_fail(c->diag, DIAG_OUT_OF_RANGE, cfg_find(c, "devices") ? cfg_find(c, "devices")->loc :
+				 cfg_find(c, "num_nodes")->loc, "devices x num_nodes x train.micro_batch_size "
+				 "is more than 2^63 - 1");
+	if (g && g->kind == CFG_INT && (gb < per || gb % per))
 		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, g->loc, "'train.global_batch_size' = %lld is "
 				 "not a whole number of micro-batches of %lld on %lld devices", gb, mb, dev);
-	if (g)
+	if (g && g->kind == CFG_INT)
 		imp_set(o, "grad_accum", arena_printf(c->arena, "%lld", gb / dev / mb), g->path,
 			"global_batch_size // devices // micro_batch_size");
 	imp_set(o, NULL, NULL, "devices", arena_printf(c->arena, "devices x num_nodes = %lld: "

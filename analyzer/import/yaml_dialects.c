@@ -4,10 +4,12 @@
  * Face TrainingArguments (as TRL / alignment-handbook recipes write them),
  * accelerate's config and torchtune recipes.
  */
+#include <math.h>
 #include <string.h>
 
 #include "analyzer/import/import_impl.h"
 #include "lang/arena.h"
+#include "lang/diag.h"
 
 #include "analyzer/import/map_rows.h"
 #define END       { NULL, NULL, MAP_IGNORE, NULL }
@@ -268,25 +270,54 @@ static const char *tune_targets(const struct cfg *c)
  * bitsandbytes': quantizer = "torchao".  A dropout only when the config
  * states one: the builders' default is 0.0 since v0.3 (v0.1/v0.2's
  * lora_llama2_7b and lora_llama3_8b use 0.05), which the YAML cannot tell. */
-static void torchtune_lora(struct cfg *c, struct imp_out *o)
+/* A LoRA builder whose config leaves out what the finetune call needs, or
+ * names what memc has no name for, is an error: read as a full fine-tune
+ * it would be a wrong number with exit status 0. */
+static bool torchtune_lora_ok(struct cfg *c, const struct cfg_item *r, const struct cfg_item *comp,
+			      const char *t)
+{
+	const struct cfg_item *a = cfg_find(c, "model.lora_alpha"), *d = cfg_find(c, "model.lora_dropout");
+	const struct cfg_item *m = cfg_find(c, "model.lora_attn_modules");
+
+	if (!r)
+		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, comp->loc, "'%s' builds LoRA adapters, and "
+				 "the config gives no model.lora_rank: write finetune = lora(...) by hand",
+				 comp->text);
+	if (!cfg_whole_at_least(c, r, 1) || (a && !cfg_number_in(c, a, nextafter(0, 1), INFINITY,
+								  "a number above 0")) ||
+	    (d && !cfg_number_in(c, d, 0, 1, "a number from 0 to below 1")))
+		return false;
+	if (!t)
+		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, m->loc, "'model.lora_attn_modules' is [%s]; "
+				 "memc import knows q_proj, k_proj, v_proj and output_proj", m->text);
+	if (!*t)
+		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, m ? m->loc : r->loc, "no module gets an "
+				 "adapter (lora_attn_modules, apply_lora_to_mlp, apply_lora_to_output): nothing trains");
+	return true;
+}
+
+static bool torchtune_lora(struct cfg *c, struct imp_out *o)
 {
 	const struct cfg_item *r = cfg_find(c, "model.lora_rank"), *a = cfg_find(c, "model.lora_alpha");
 	const struct cfg_item *d = cfg_find(c, "model.lora_dropout"), *comp = cfg_find(c, "model._component_");
 	const char *t = tune_targets(c), *v;
 	bool q = cfg_true(c, "model.quantize_base") ||
 		 (comp && comp->text && (strstr(comp->text, ".qlora_") || strstr(comp->text, ".qdora_")));
+	bool builder = comp && comp->text && (strstr(comp->text, "lora_") || strstr(comp->text, "dora_"));
 
-	if (!r || r->kind != CFG_INT || !t || !*t)
-		return;
-	v = arena_printf(c->arena, "%s(r = %s%s%s, targets = [%s]", q ? "qlora" : "lora", r->text,
-			 a && (a->kind == CFG_INT || a->kind == CFG_REAL) ? ", alpha = " : "",
-			 a && (a->kind == CFG_INT || a->kind == CFG_REAL) ? a->text : "", t);
-	if (d && (d->kind == CFG_REAL || d->kind == CFG_INT) && d->r > 0 && d->r < 1)
+	if (!r && !builder)
+		return true;
+	if (!torchtune_lora_ok(c, r, comp, t))
+		return false;
+	v = arena_printf(c->arena, "%s(r = %lld%s%s, targets = [%s]", q ? "qlora" : "lora", r->i,
+			 a ? ", alpha = " : "", a ? a->text : "", t);
+	if (d && d->r > 0)
 		v = arena_printf(c->arena, "%s, dropout = %s", v, d->text);
 	if (cfg_true(c, "model.use_dora") || (comp && comp->text && strstr(comp->text, "dora_")))
 		v = arena_printf(c->arena, "%s, use_dora = true", v);
 	v = arena_printf(c->arena, "%s%s)", v, q ? ", quantizer = \"torchao\"" : "");
 	imp_set(o, "finetune", v, "model.lora_rank", "model.lora_attn_modules, apply_lora_to_mlp, ...");
+	return true;
 }
 
 /* What the YAML cannot say but its recipe and release decide, where a
@@ -334,7 +365,8 @@ static bool torchtune_import(struct cfg *c, struct imp_out *o)
 
 	if (!map_apply(c, torchtune_rows, o))
 		return false;
-	torchtune_lora(c, o);
+	if (!torchtune_lora(c, o))
+		return false;
 	torchtune_recipe_notes(c, o, cfg_find(c, "model.lora_rank") ||
 			       (comp && comp->text && strstr(comp->text, "lora_")));
 	opt = imp_find(o, "optimizer");

@@ -12,7 +12,7 @@ apply() {	# FILE LINE: write LINE into the single train block of FILE
 	fi
 	mv "$1.new" "$1"
 }
-for f in examples/does-not-fit.mem tests/fit/full-13b-4090.mem tests/fit/sharded.mem; do
+for f in examples/does-not-fit.mem tests/fit/full-13b-4090.mem tests/fit/sharded.mem tests/fit/cp-chunks.mem; do
 	$MEMC check -Werror "$f" >/dev/null 2>&1 && echo "$f: checks clean as written"
 	n=$($MEMC fit --format json "$f" | jq '.jobs[0].fixes | length')
 	echo "$f: $n fixes"

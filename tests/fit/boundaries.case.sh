@@ -23,3 +23,9 @@ for f in examples/bert-finetune.mem examples/llama2-7b-qlora-4090.mem examples/l
 		put "$f" cluster "$((gpus - 1)) x $gpu"; echo "$f: cluster = $((gpus - 1)) x $gpu $(verdict)"
 	fi
 done
+# Under cp = 3 the step is lcm(4, 2 x 3) = 12 (tests/fit/cp-seq-step.mem):
+# the length found checks clean and is a multiple of 12; 12 more does not.
+f=tests/fit/cp-seq-step.mem
+seq=$($MEMC fit --format json "$f" | jq '.jobs[0].max_seq_len')
+put "$f" seq_len "$seq"; echo "$f: seq_len = $seq $(verdict), mod 12 = $((seq % 12))"
+put "$f" seq_len $((seq + 12)); echo "$f: seq_len = $((seq + 12)) $(verdict)"

@@ -58,7 +58,15 @@ FUZZ_OBJS     += $(FUZZ_B)/gen/diag_help.o
 # harness links the empty table, so every stdlib file is checked in full.
 FUZZ_OBJS     += $(FUZZ_B)/tools/stdlib-digests-none.o
 
-.PHONY: fuzz fuzz-build fuzz-corpus check-fuzz
+# The import and snapshot readers (tests/fuzz/fuzz_import.c): the same
+# objects, with snapshot.c from analyzer/cmd; seeds are every config and
+# snapshot of the tests, each behind the byte that picks its reader.
+FUZZ_IMPORT_BIN    := $(FUZZ_B)/fuzz_import
+FUZZ_IMPORT_CORPUS := $(B)/fuzz-import-corpus
+FUZZ_IMPORT_DICT   := tests/fuzz/import.dict
+FUZZ_IMPORT_CHECK_SECONDS ?= 10
+
+.PHONY: fuzz fuzz-build fuzz-corpus check-fuzz fuzz-import fuzz-import-corpus
 
 # `make check` runs check-fuzz after the other suites (see EXTRA_CHECKS in
 # the Makefile).
@@ -95,7 +103,32 @@ $(FUZZ_B)/lang/lexer.c $(FUZZ_B)/lang/lexer.h &: lang/lexer.l $(if $(PARSER_Y),$
 $(FUZZ_BIN): $(FUZZ_B)/tests/fuzz/fuzz_memc.o $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
 
--include $(FUZZ_OBJS:.o=.d) $(FUZZ_B)/tests/fuzz/fuzz_memc.d
+$(FUZZ_IMPORT_BIN): $(FUZZ_B)/tests/fuzz/fuzz_import.o $(FUZZ_B)/analyzer/cmd/snapshot.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+
+-include $(FUZZ_OBJS:.o=.d) $(FUZZ_B)/tests/fuzz/fuzz_memc.d $(FUZZ_B)/tests/fuzz/fuzz_import.d \
+	$(FUZZ_B)/analyzer/cmd/snapshot.d
+
+# Mode bytes of fuzz_import.c: 0 JSON, 1 YAML, 2 TOML, 3 command line,
+# 4 snapshot.
+fuzz-import-corpus:
+	@mkdir -p $(FUZZ_IMPORT_CORPUS) $(FUZZ_ARTIFACTS)
+	@find tests -type f \( -name '*.json' -o -name '*.yaml' -o -name '*.yml' -o -name '*.toml' \
+		-o -name '*.args' \) -size -$(FUZZ_MAX_LEN)c 2>/dev/null | sort | while read -r f; do \
+		case "$$f" in *.json) m='\000';; *.yaml|*.yml) m='\001';; *.toml) m='\002';; *) m='\003';; esac; \
+		case "$$f" in tests/compare/*) m='\004';; esac; \
+		{ printf "$$m"; cat "$$f"; } > $(FUZZ_IMPORT_CORPUS)/.seed.tmp; \
+		mv $(FUZZ_IMPORT_CORPUS)/.seed.tmp "$(FUZZ_IMPORT_CORPUS)/seed-$$(sha1sum < "$$f" | cut -c1-16)"; \
+	done
+
+FUZZ_IMPORT_RUN = $(FUZZ_IMPORT_BIN) -dict=$(FUZZ_IMPORT_DICT) -max_len=$(FUZZ_MAX_LEN) \
+	   -rss_limit_mb=$(FUZZ_RSS_MB) -timeout=10 -artifact_prefix=$(FUZZ_ARTIFACTS)/import- \
+	   -print_final_stats=1 $(FUZZ_FLAGS)
+
+fuzz-import: $(FUZZ_IMPORT_BIN) fuzz-import-corpus
+	$(FUZZ_IMPORT_RUN) -max_total_time=$(FUZZ_SECONDS) \
+		$(if $(filter-out 1,$(FUZZ_JOBS)),-jobs=$(FUZZ_JOBS) -workers=$(FUZZ_JOBS)) \
+		$(FUZZ_IMPORT_CORPUS) tests/fuzz/regress-import
 
 # Fresh seeds every time (names are hashes, so a seed already there is not
 # duplicated); what earlier runs found stays.
@@ -130,7 +163,8 @@ check-fuzz:
 		$(FUZZ_CC) -x c -fsanitize=fuzzer -o /dev/null - >/dev/null 2>&1; then \
 		echo "fuzz: skipped ($(FUZZ_CC) -fsanitize=fuzzer does not link)"; \
 		echo "fuzz 0 0" >> $(COUNTS); exit 0; fi; \
-	$(MAKE) --no-print-directory fuzz-build fuzz-corpus >$(B)/fuzz-build.log 2>&1 || \
+	$(MAKE) --no-print-directory fuzz-build fuzz-corpus $(FUZZ_IMPORT_BIN) fuzz-import-corpus \
+		>$(B)/fuzz-build.log 2>&1 || \
 		{ cat $(B)/fuzz-build.log; echo "fuzz: build failed"; echo "fuzz 0 1" >> $(COUNTS); exit 1; }; \
 	pass=0; fail=0; \
 	for f in tests/fuzz/regress/*; do \
@@ -139,6 +173,18 @@ check-fuzz:
 			pass=$$((pass + 1)); \
 		else echo "FAIL: fuzz regression $$f"; tail -40 $(B)/fuzz-replay.log; fail=$$((fail + 1)); fi; \
 	done; \
+	for f in tests/fuzz/regress-import/*; do \
+		[ -f "$$f" ] || continue; \
+		if $(FUZZ_IMPORT_BIN) -rss_limit_mb=$(FUZZ_RSS_MB) -timeout=10 "$$f" >$(B)/fuzz-replay.log 2>&1; then \
+			pass=$$((pass + 1)); \
+		else echo "FAIL: fuzz regression $$f"; tail -40 $(B)/fuzz-replay.log; fail=$$((fail + 1)); fi; \
+	done; \
+	if $(FUZZ_IMPORT_RUN) -max_total_time=$(FUZZ_IMPORT_CHECK_SECONDS) $(FUZZ_IMPORT_CORPUS) \
+		tests/fuzz/regress-import >$(B)/fuzz-import-check.log 2>&1; then \
+		pass=$$((pass + 1)); \
+	else echo "FAIL: fuzzing the import readers found a problem (see $(FUZZ_ARTIFACTS)/)"; \
+		grep -A30 'ERROR: \|==ERROR\|runtime error' $(B)/fuzz-import-check.log | head -60; \
+		fail=$$((fail + 1)); fi; \
 	if $(FUZZ_RUN) -max_total_time=$(FUZZ_CHECK_SECONDS) $(FUZZ_CORPUS) tests/fuzz/regress \
 		>$(B)/fuzz-check.log 2>&1; then \
 		pass=$$((pass + 1)); \

@@ -546,6 +546,25 @@ static void stdlib_is_scanned_only_for_undefined_names(void **state)
 	assert_non_null(fx->r->ev->stdlib_index);
 }
 
+/* The rule memc fit and memc search generate cp by is the checker's:
+ * 2 x cp chunks (check_layout.c cp_chunks), no rule without cp, and a
+ * degree whose double overflows divides no length. */
+static void cp_needs_two_chunks_per_rank(void **state)
+{
+	(void)state;
+	assert_int_equal(check_cp_seq_multiple(0), 1);
+	assert_int_equal(check_cp_seq_multiple(1), 1);
+	assert_int_equal(check_cp_seq_multiple(3), 6);
+	assert_true(check_cp_splits_seq(4100, 1));
+	assert_true(check_cp_splits_seq(4100, 2));
+	assert_false(check_cp_splits_seq(4100, 4));	/* 4100 = 8 x 512 + 4 */
+	assert_false(check_cp_splits_seq(24, 8));
+	assert_true(check_cp_splits_seq(65532, 3));
+	assert_false(check_cp_splits_seq(65532 + 4, 3));
+	assert_true(check_cp_seq_multiple(UINT64_MAX) == UINT64_MAX);
+	assert_false(check_cp_splits_seq(UINT64_MAX - 1, UINT64_MAX));
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, fx_setup, fx_teardown)
@@ -569,6 +588,7 @@ int main(void)
 		T(lora_targets_use_hf_names),
 		T(lora_target_that_matches_nothing),
 		T(stdlib_is_scanned_only_for_undefined_names),
+		cmocka_unit_test(cp_needs_two_chunks_per_rank),
 	};
 #undef T
 

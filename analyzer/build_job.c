@@ -484,6 +484,8 @@ static struct env *neutral_bindings(struct bld *b)
 	env_bind(e, bld_intern(b, "async_tp"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "dtensor_plan"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "compile_loss"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "rope_cache"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "rope_dtype"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("fp32") });
 	return e;
 }
 

@@ -195,9 +195,8 @@ static uint32_t key_u32(struct bld *b, const char *k)
  * (overhead.nccl, or a GPU's `nccl` when the job has no nccl record). */
 static void nccl_conf(struct bld *b, struct mem_job *j)
 {
-	struct value v;
 	uint64_t flat = 0;
-	bool rec = bld_key(b, "nccl", &v);
+	bool rec = check_job_record(b->cj, "nccl");	/* no key is "nccl" itself */
 
 	if (!rec)
 		bld_gpu_u64(b, "nccl", &flat);

@@ -418,9 +418,28 @@ static void ref_copy(struct bld *b, size_t i)
 	*new_param(b) = r;
 }
 
+/* A module buffer (`buffer`: nn.Module.register_buffer), such as the
+ * per-layer rotary cos/sin caches of transformers <= 4.39: no parameter, so
+ * no gradient, optimizer state or checkpoint loading, no count; FSDP
+ * flattens and shards parameters only (FlatParamHandle), so every rank
+ * holds it whole all step, beside the weights. */
+static void buffer_tensor(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult,
+			  const struct dtype *dt)
+{
+	struct mem_param *p = new_param(b);
+
+	p->name = t->stmt->tensor.name;
+	p->origin = t->stmt;
+	p->resident_bytes = bld_bytes_x(b, dt ? dt : b->weights, base, mult);
+}
+
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
 {
+	if (has_attr(t, "buffer")) {
+		buffer_tensor(b, t, base, mult, dt);
+		return;
+	}
 	const char *name = t->stmt->tensor.name;
 	struct frame *f = bld_frame(b);
 	bool saved = saved_module(b, t, f);

@@ -344,6 +344,29 @@ static void check_params(struct eval *ev, const struct decl *d)
  * program.stdlib_verified), whose static walk was clean at build time:
  * the walk reads only the stdlib's own declarations (scope_find_in) and
  * the builtin tables, so it would be clean again. */
+/* The analyzer reads `state` only in an optimizer and only `state` and
+ * `temp` there: any other tensor would be accepted and count nothing. */
+static void check_tensor_kinds(struct eval *ev, const struct stmt *s, bool optimizer)
+{
+	for (; s; s = s->next) {
+		if (s->kind == STMT_REPEAT) {
+			check_tensor_kinds(ev, s->repeat.body, optimizer);
+		} else if (s->kind == STMT_IF) {
+			check_tensor_kinds(ev, s->if_.then_body, optimizer);
+			check_tensor_kinds(ev, s->if_.else_body, optimizer);
+		} else if (s->kind == STMT_TENSOR && optimizer && s->tensor.kind != TENSOR_STATE &&
+			   s->tensor.kind != TENSOR_TEMP) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, s->loc,
+				   "an optimizer body holds state and temp tensors only: '%s' would count nothing",
+				   s->tensor.name);
+		} else if (s->kind == STMT_TENSOR && !optimizer && s->tensor.kind == TENSOR_STATE) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, s->loc,
+				   "state tensors belong in an optimizer body: '%s' would count nothing here "
+				   "(a layer holds param, saves, temp and input tensors)", s->tensor.name);
+		}
+	}
+}
+
 static void check_template(struct eval *ev, const struct decl *d, bool walk)
 {
 	if (d->templ.alias) {
@@ -351,8 +374,10 @@ static void check_template(struct eval *ev, const struct decl *d, bool walk)
 		return;
 	}
 	check_params(ev, d);
-	if (walk)
+	if (walk) {
+		check_tensor_kinds(ev, d->templ.body, d->kind == DECL_OPTIMIZER);
 		check_body_static(ev, d);
+	}
 }
 
 static void check_decl(struct eval *ev, const struct decl *d, bool verified)

@@ -21,7 +21,7 @@
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
 					    "shared_dropout", "input_of", "fp8_copy", "tied", "output",
-					    "matmul", NULL };
+					    "matmul", "buffer", NULL };
 
 static bool is_word(const char *name)
 {
@@ -169,6 +169,38 @@ static void check_matmul(struct eval *ev, const struct stmt *s, const struct att
 			   "(the previous micro-batch's, which the loop holds)");
 }
 
+/* Where each plain word may stand (language.md, the attribute table): on
+ * another kind of tensor the analyzer would ignore it without a word. */
+#define ON(k) (1u << TENSOR_##k)
+#define ON_KIND(k) (1u << (unsigned)(k))
+static const struct {
+	const char *name;
+	unsigned kinds;
+	const char *what;
+} attr_places[] = {
+	{ "linear", ON(PARAM), "a param" }, { "adaptable", ON(PARAM), "a param" },
+	{ "expert", ON(PARAM), "a param" }, { "for_grad", ON(SAVES), "a saves" },
+	{ "forward", ON(TEMP), "a temp" }, { "backward", ON(TEMP), "a temp" },
+	{ "loss", ON(SAVES) | ON(TEMP), "a saves or temp" }, { "grouped", ON(TEMP), "an optimizer's temp" },
+	{ "paged", ON(STATE), "an optimizer's state" },
+};
+
+static void check_attr_place(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	for (size_t i = 0; i < sizeof attr_places / sizeof attr_places[0]; i++)
+		if (!strcmp(a->name, attr_places[i].name) && !(attr_places[i].kinds & ON_KIND(s->tensor.kind)))
+			eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "%s marks %s tensor", a->name,
+				   attr_places[i].what);
+}
+
+/* buffer: a module buffer (register_buffer) declared as a param, which
+ * nothing trains, adapts or shards (language.md); no arguments. */
+static void check_buffer(struct eval *ev, const struct stmt *s, const struct attr *a)
+{
+	if (s->tensor.kind != TENSOR_PARAM || a->args)
+		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "buffer marks a param tensor, without arguments");
+}
+
 /* The attributes whose arguments or placement have rules of their own. */
 static const struct {
 	const char *name;
@@ -183,12 +215,14 @@ static const struct {
 	{ "tied", check_tied },
 	{ "output", check_output },
 	{ "matmul", check_matmul },
+	{ "buffer", check_buffer },
 };
 
 /* Attributes: a known word, or something that evaluates to a dtype. */
 void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 {
 	for (const struct attr *a = t->stmt->tensor.attrs; a; a = a->next) {
+		check_attr_place(ev, t->stmt, a);
 		for (size_t i = 0; i < sizeof attr_checks / sizeof attr_checks[0]; i++)
 			if (!strcmp(a->name, attr_checks[i].name))
 				attr_checks[i].check(ev, t->stmt, a);
@@ -239,6 +273,8 @@ static struct env *unknown_job(struct eval *ev)
 	env_bind(e, intern_cstr(ev->interner, "async_tp"), ac);
 	env_bind(e, intern_cstr(ev->interner, "dtensor_plan"), ac);
 	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
+	env_bind(e, intern_cstr(ev->interner, "rope_cache"), ac);
+	env_bind(e, intern_cstr(ev->interner, "rope_dtype"), act);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);
 	return e;

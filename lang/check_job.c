@@ -26,16 +26,20 @@ void check_job_index_key(struct check_job *j, const char *name)
 }
 
 /* Every key of record @record starts "record.": with two bytes of the
- * name known, so are its keys' first three. */
+ * name known, so are its keys' first three. An empty `fsdp2 { }`
+ * flattens to no key, yet asks for the record with all its defaults: the
+ * block's own fields (a base's too) count as well. */
 bool check_job_record(const struct check_job *job, const char *record)
 {
 	size_t n = strlen(record);
 	char head[4] = { record[0], n > 1 ? record[1] : '\0', n > 2 ? record[2] : '.', '\0' };
 
-	if (n >= 2 && !maybe(job, check_key_bit(head)))
-		return false;
-	for (unsigned i = 0; i < job->nfields; i++)
-		if (!strncmp(job->names[i], record, n) && job->names[i][n] == '.')
+	if (n < 2 || maybe(job, check_key_bit(head)))
+		for (unsigned i = 0; i < job->nfields; i++)
+			if (!strncmp(job->names[i], record, n) && job->names[i][n] == '.')
+				return true;
+	for (const struct field *f = job->block; f; f = f->next)
+		if (!f->sub && !f->value && !strcmp(f->name, record))
 			return true;
 	return false;
 }

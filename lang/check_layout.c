@@ -338,6 +338,20 @@ void check_capabilities(struct eval *ev, const struct check_job *j)
 	kernel_capability(ev, j, cc);
 }
 
+/* train.rope_cache: transformers' per-layer rotary cos/sin buffers and
+ * their dtype (stdlib models/llama.mem); without it, none. */
+static void rope_bindings(struct eval *ev, struct check_job *j, struct env *e)
+{
+	struct value v;
+	bool on = check_job_field(j, "rope_cache", &v) && v.kind == VAL_DTYPE;
+
+	if (!on)
+		v = (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("fp32") };
+	bind(ev, e, "rope_cache", (struct value){ .kind = VAL_BOOL, .b = on, .loc = j->decl->name_loc,
+						  .origin = j->decl->name_loc });
+	bind(ev, e, "rope_dtype", v);
+}
+
 struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 {
 	struct env *e = env_new(ev, NULL);
@@ -362,5 +376,6 @@ struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "cp_comm", sym_key(ev, j, "parallel.cp_comm_type", "allgather"));
 	bind(ev, e, "autocast", (struct value){ .kind = VAL_BOOL, .b = autocast_policy(ev, j),
 						.loc = j->decl->name_loc, .origin = j->decl->name_loc });
+	rope_bindings(ev, j, e);
 	return e;
 }

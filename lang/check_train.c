@@ -221,6 +221,13 @@ static void train_field(struct eval *ev, struct check_job *j, const struct field
 		j->ok = false;	/* a misspelt key: do not also call it missing */
 		return;
 	}
+	/* `zero { ... }` would flatten into keys nothing reads (zero.x) */
+	if (strcmp(s->type, "record") && (f->sub || !f->value)) {
+		eval_error(ev, DIAG_TYPE_MISMATCH, f->loc, "%s must be a value, not a block: write '%s = ...'",
+			   what, f->name);
+		j->ok = false;
+		return;
+	}
 	if (!strcmp(s->type, "record") || f->sub) {
 		if (!f->sub && f->value)
 			eval_error(ev, DIAG_TYPE_MISMATCH, f->loc, "%s is written '%s { ... }'", what, f->name);

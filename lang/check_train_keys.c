@@ -38,6 +38,7 @@ const struct field_spec check_train_fields[] = {
 	{ "fsdp1", "record", false }, { "nccl", "record", false },
 	{ "fsdp2", "record", false }, { "rl", "record", false },
 	{ "data", "record", false }, { "keep_output", "bool", false },
+	{ "rope_cache", "dtype", false },
 	{ NULL, NULL, false },
 };
 

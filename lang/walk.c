@@ -309,7 +309,10 @@ struct value undefined_name_of(struct eval *ev, const struct value *v, enum decl
 {
 	struct diag *d = eval_error(ev, DIAG_UNDEFINED_NAME, v->loc, "'%s' is not defined", v->str);
 
-	eval_note_undefined(ev, d, v->str, kind);
+	/* a framework's spelling of a dtype (bfloat16, half) is the commonest
+	 * slip in a precision, and nothing declared is close to it */
+	if (!eval_note_undefined(ev, d, v->str, kind) && dtype_suggest(v->str))
+		diag_note(d, NO_LOC, "did you mean the dtype '%s'?", dtype_suggest(v->str));
 	return val_error(v->loc);
 }
 

@@ -216,6 +216,15 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 	 * rank0_only; the LoRA types gather their adapter units only */
 	if (!strcmp(tt, "full") && flag_bool(c, "save_model", false))
 		imp_set(o, "save", "full_state_dict_cpu", "save_model", "FullStateDictConfig(offload_to_cpu=True)");
+	/* transformers <= 4.39: each layer's rotary cos/sin buffers, in the
+	 * default dtype when built: from_pretrained / from_config(torch_dtype=)
+	 * on the full and lora paths, kept by --precision bf16 (no
+	 * MixedPrecision); qlora's from_config(cfg) builds them fp32, and the
+	 * autocast policies' buffer_dtype is fp32 */
+	bool rope16 = !strstr(tt, "qlora") && !strcmp(flag_text(c, "precision", "bf16"), "bf16");
+
+	imp_set(o, "rope_cache", rope16 ? "bf16" : "fp32", "train.py",
+		"transformers <= 4.39: LlamaRotaryEmbedding buffers per layer (4.40 and later: drop it)");
 	if (!strcmp(tt, "full"))
 		return true;
 	/* written into the call as they are: train.py's lora_rank: int,

@@ -69,6 +69,7 @@ void bld_buffers(struct bld *b, struct mem_job *j, int zero)
 	/* zero_grad(set_to_none=False) (PyTorch < 2.0 default, HF Trainer then):
 	 * zeroed gradients stay allocated through forward (memory-model.md §5.1) */
 	j->grads_persistent = mcore || !strcmp(bld_key_sym(b, "zero_grad", "set_to_none"), "zeros");
+	j->wgrad_fused = mcore;
 	j->optimizer_in_backward = bld_key_bool(b, "optimizer_in_backward", false);
 	if (zero >= 1 && !mcore) {
 		j->zero_reduce_bucket_bytes = key_bytes(b, "deepspeed.reduce_bucket_size", 500000000, gsz);

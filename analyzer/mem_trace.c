@@ -32,6 +32,7 @@
  * mem_trace_fsdp.c's; the state they share is mem_trace.h's.
  */
 #include "analyzer/mem_trace.h"
+#include "analyzer/mem_comm.h"
 
 #include <stdlib.h>
 
@@ -55,6 +56,8 @@ static uint64_t act(const struct tr *r, uint64_t n, double q)
 	if (!s || r->len >= s)
 		return n;
 	x = (double)r->len / (double)s;
+	if (r->per_token)
+		q = 0;
 	return (uint64_t)((double)n * x * (1 - q + q * x));
 }
 
@@ -316,7 +319,7 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 	if (b->nlayers)
 		r->t->what = b->layers[0].name;
 	if (b->is_body && shards(r->job->sharding))
-		g = mtr_holds(r) && inst_of(r, s, k, 0)->held != NO_ID ? inst_of(r, s, k, 0)->held :
+		g = inst_of(r, s, k, 0)->held != NO_ID ? inst_of(r, s, k, 0)->held :
 		    mtr_unit_gather(r, s, k, false);
 	else
 		mtr_root_prefetch(r, s, false);
@@ -329,10 +332,16 @@ static void forward_repeat(struct tr *r, size_t s, uint64_t k)
 		forward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j]);
 		drop(r, &ng);
 	}
+	inst_of(r, s, k, 0)->held = NO_ID;
 	if (mtr_holds(r) && b->is_body)
 		inst_of(r, s, k, 0)->held = g;
 	else
 		mtr_reshard(r, &g);
+	/* reshard_after_forward = N: dim 0 of each parameter over N ranks
+	 * (FSDPParam's sharded_post_forward_size), kept to the backward */
+	if (b->is_body && b->nlayers && shards(r->job->sharding) && r->job->fsdp_reshard_to > 1 &&
+	    inst_of(r, s, k, 0)->post == NO_ID)
+		inst_of(r, s, k, 0)->post = put(r, mem_seg_iter(r->cx, seg)->v[S_HELD], STREAM_COMPUTE);
 	offload(r, s, k);
 }
 
@@ -343,13 +352,14 @@ static void forward(struct tr *r, uint32_t *root)
 
 	/* FSDP's root unit stays gathered through forward and backward */
 	r->t->what = "root unit";	/* not the optimizer step's label of the step before */
-	if (shards(m) && m != MEM_SHARD_ZERO3)
-		*root = mtr_gather(r, r->st->total.v[S_GATH_NB]);
+	if (shards(m) && m != MEM_SHARD_ZERO3 && *root == NO_ID)	/* else kept (sync_step) */
+		*root = mtr_gather(r, mtr_root_bytes(r));
 	for (size_t s = 0; s < r->st->nsegs; s++) {
 		const struct mem_seg *seg = &r->st->segs[s];
 		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
 		uint64_t n = kept(seg->count), mid = seg->count - n;
 
+		mtr_split_at(r, s, false, root);
 		for (uint64_t k = 0; k < n; k++) {
 			if (mid && k == MEM_TRACE_REPEATS / 2) {
 				r->t->what = "folded repeats";
@@ -373,8 +383,13 @@ static void forward(struct tr *r, uint32_t *root)
  * the first micro-batch's is stolen as .grad (produced above). */
 static void accumulate(struct tr *r, const struct mem_cost *c, const struct mem_layer *l)
 {
-	/* ZeRO-2/3 and FSDP produce an unsharded gradient every micro-batch */
-	if (produces(r) || shards(r->job->sharding) || r->job->sharding == MEM_SHARD_ZERO2)
+	/* ZeRO-2/3 and FSDP produce an unsharded gradient every micro-batch;
+	 * Megatron-Core's Linear layers accumulate their weight gradient into
+	 * main_grad in the GEMM (layers.py LinearWithGradAccumulationAndAsync-
+	 * Communication.backward: wgrad_gemm_accum_fp32), the model's rule for
+	 * every layer (memory-model.md "Megatron-Core") */
+	if (produces(r) || shards(r->job->sharding) || r->job->sharding == MEM_SHARD_ZERO2 ||
+	    r->job->wgrad_fused)
 		return;
 	if (!mtr_shares(r, l, c->gfin, K_G))
 		return;
@@ -455,9 +470,67 @@ static void tied_release(struct tr *r, const struct mem_cost *c)
 	}
 }
 
+/* The last stage's own output that step() keeps (mem_pipeline.c
+ * mem_pp_own_output): the head's forward transient from the start of the
+ * backward, what it saved once the loss region's backward is done. */
+static void own_output(struct tr *r, const struct mem_cost *c)
+{
+	bool *o = &r->cx->ovf;
+	uint64_t t = mem_pp_own_output(o, r->cx, r->st, true);
+
+	if (!c) {
+		mtr_idl_push(r, &r->own, put(r, t, STREAM_COMPUTE));
+		r->own_rest = mem_sub(mem_pp_own_output(o, r->cx, r->st, false), t);
+	} else if (r->own_rest && c->act != MEM_C_LOGITS) {
+		mtr_idl_push(r, &r->own, put(r, r->own_rest, STREAM_COMPUTE));
+		r->own_rest = 0;
+	}
+}
+
+/* A layer's unsharded gradient: the FSDP root's reduce_dtype copy is its
+ * post_backward's (mtr_root_reduce); FSDP2 without sync makes only the
+ * param_dtype part in a later micro-batch, added to the accumulated one. */
+static uint64_t unsharded(const struct tr *r, const struct mem_cost *c, bool unit)
+{
+	if (mtr_no_sync2(r) && r->acc_mode == 2)
+		return mem_sub(c->gunsh, c->gacc);
+	return !unit && mtr_root_reduces(r) ? mem_sub(c->gunsh, c->gred) : c->gunsh;
+}
+
+/* ZeRO-2 reduces a layer's unsharded gradient into its IPG bucket; the
+ * partition it keeps is counted once that is gone (the timeline's
+ * add_grads: the unsharded gradient, not also its partition). */
+static bool late_grads(const struct tr *r, const struct mem_cost *c, bool unit)
+{
+	return !unit && c->gunsh && r->job->sharding == MEM_SHARD_ZERO2;
+}
+
+/* The end of a layer's backward: its unsharded gradient reduced, the
+ * gradients stepped at once under optimizer_in_backward. */
+static void layer_done(struct tr *r, struct inst *x, const struct mem_cost *c,
+		       const struct mem_layer *l, bool unit, size_t g0)
+{
+	/* ZeRO-2 and DDP reduce a layer's gradient as soon as it exists; FSDP
+	 * keeps the root's unsharded gradients to the end of the backward; the
+	 * timeline counts a later micro-batch's new root gradient under FSDP2
+	 * without sync at its own layer only (mem_fsdp.c mem_fsdp_unsharded) */
+	if (!unit && (!(shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3) ||
+		      (mtr_no_sync2(r) && r->acc_mode == 2)))
+		drop(r, &x->unsh);
+	if (late_grads(r, c, unit) && produces(r))
+		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
+	if (r->job->optimizer_in_backward) {
+		uint32_t step = put(r, r->st->step_max, STREAM_COMPUTE);
+
+		drop(r, &step);
+		mtr_idl_drop_from(r, &r->grads, g0);
+	}
+}
+
 static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			   const struct mem_layer *l, bool unit, uint64_t cat)
 {
+	own_output(r, c);
 	/* a recomputed layer's cached casts are the part of its casts kept */
 	uint32_t cast = put(r, mem_sub(mem_sub(c->cast_tmp, x->cfwd != NO_ID ? c->cast_fwd : 0),
 				       c->mm_split ? c->cast_each : 0), STREAM_COMPUTE);
@@ -466,13 +539,11 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	/* a node's outputs, the gradients it makes, are made before its saved
 	 * tensors are released (engine.cpp evaluate_function: call_function,
 	 * then fn.release_variables()) */
-	if (!unit && produces(r) && !mtr_root_reduces(r))
+	if (!unit && produces(r) && !mtr_root_reduces(r) && !late_grads(r, c, unit))
 		mtr_put_params(r, l, c->gfin, K_G, &r->grads);
 	else if (!unit)
 		accumulate(r, c, l);
-	/* the FSDP root's reduce_dtype copy is its post_backward's (mtr_root_reduce) */
-	x->unsh = put(r, !unit && mtr_root_reduces(r) ? mem_sub(c->gunsh, c->gred) : c->gunsh,
-		      STREAM_COMPUTE);
+	x->unsh = put(r, unsharded(r, c, unit), STREAM_COMPUTE);
 	mtr_flat_grad(r, cat);
 	tied_hold(r, c);
 	backward_frees(r, x, c, l, &r->tmp);
@@ -488,36 +559,16 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	drop(r, &x->cfwd);
 	drop(r, &x->keep);
 	tied_release(r, c);
-	if (r->job->optimizer_in_backward) {
-		uint32_t step = put(r, r->st->step_max, STREAM_COMPUTE);
-
-		drop(r, &step);
-		mtr_idl_drop_from(r, &r->grads, g0);
-	}
-	/* ZeRO-2 and DDP reduce a layer's gradient as soon as it exists; FSDP
-	 * keeps the root's unsharded gradients to the end of the backward */
-	if (!unit && !(shards(r->job->sharding) && r->job->sharding != MEM_SHARD_ZERO3))
-		drop(r, &x->unsh);
+	layer_done(r, x, c, l, unit, g0);
 }
 
-static void backward_repeat(struct tr *r, size_t s, uint64_t k)
+/* A fully recomputed repeat's forward again, before its backward. */
+static void rematerialise(struct tr *r, size_t s, uint64_t k)
 {
 	const struct mem_seg *seg = &r->st->segs[s];
 	const struct mem_block *b = &r->job->blocks[seg->block];
 	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
-	bool unit = b->is_body && shards(r->job->sharding);
-	uint32_t g;
 
-	if (b->nlayers)
-		r->t->what = b->layers[b->nlayers - 1].name;
-	g = unit && mtr_holds(r) ? inst_of(r, s, k, 0)->held : NO_ID;
-	if (unit && mtr_holds(r))
-		inst_of(r, s, k, 0)->held = NO_ID;
-	else if (unit)
-		g = mtr_unit_gather(r, s, k, true);
-	if (!b->is_body)
-		mtr_root_prefetch(r, s, true);
-	bring_back(r, s, k);
 	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
 			   j < b->nlayers; j++) {
 		struct inst *x = inst_of(r, s, k, j);
@@ -534,13 +585,39 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		drop(r, &tmp);
 		drop(r, &cast);
 	}
+}
+
+static void backward_repeat(struct tr *r, size_t s, uint64_t k)
+{
+	const struct mem_seg *seg = &r->st->segs[s];
+	const struct mem_block *b = &r->job->blocks[seg->block];
+	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
+	bool unit = b->is_body && shards(r->job->sharding);
+	uint32_t g;
+
+	if (b->nlayers)
+		r->t->what = b->layers[b->nlayers - 1].name;
+	g = unit ? inst_of(r, s, k, 0)->held : NO_ID;
+	if (unit)
+		inst_of(r, s, k, 0)->held = NO_ID;
+	if (unit && g == NO_ID)
+		g = mtr_unit_gather(r, s, k, true);
+	if (!b->is_body)
+		mtr_root_prefetch(r, s, true);
+	bring_back(r, s, k);
+	rematerialise(r, s, k);
 	for (size_t j = b->nlayers; j-- > 0;) {
+		/* ZeRO-3 gathers a non-body module around its backward too */
+		uint32_t ng;
+
 		r->t->what = b->layers[j].name;
+		ng = !b->is_body && r->job->sharding == MEM_SHARD_ZERO3 ? put(r, c[j].gath, STREAM_COMM) : NO_ID;
 		set_quad(r, seg->block, j);
 		backward_layer(r, inst_of(r, s, k, j), &c[j], &b->layers[j], unit,
 			       unit && !j ? mem_seg_iter(r->cx, seg)->v[S_GUNSH] : 0);
+		drop(r, &ng);
 	}
-	if (unit && mtr_holds(r) && r->acc_mode == 1)
+	if (unit && ((mtr_holds(r) && r->acc_mode == 1) || mtr_keeps_gathered(r)))
 		inst_of(r, s, k, 0)->held = g;	/* gathered into the next micro-batch */
 	else
 		mtr_reshard(r, &g);
@@ -548,14 +625,33 @@ static void backward_repeat(struct tr *r, size_t s, uint64_t k)
 		mtr_reduce_scatter(r, s, k);
 }
 
+/* ZeRO-1/2's IPG buckets (M7): DeepSpeed's stage_1_and_2.py backward()
+ * replaces self.ipg_buffer with reduce_bucket_size elements (two with
+ * overlap_comm) at the start of every backward, the old list freed first,
+ * and step() frees them (_release_ipg_buffers): they live from the first
+ * backward to the optimizer step, the next forward included.  n = 0 frees. */
+static void ipg(struct tr *r, bool make)
+{
+	const struct mem_job *job = r->job;
+
+	drop(r, &r->ipg);
+	if (make && (job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2))
+		r->ipg = put(r, mem_mul(&r->cx->ovf, mem_round(job, job->zero_reduce_bucket_bytes),
+					job->overlap_comm ? 2 : 1), STREAM_COMPUTE);
+}
+
 static void backward(struct tr *r, uint32_t *root)
 {
 	bool *o = &r->cx->ovf;
+
+	ipg(r, true);
+	own_output(r, NULL);
 
 	for (size_t s = r->st->nsegs; s-- > 0;) {
 		const struct mem_seg *seg = &r->st->segs[s];
 		uint64_t n = kept(seg->count), mid = seg->count - n;
 
+		mtr_split_at(r, s, true, root);
 		for (uint64_t k = n; k-- > 0;) {
 			backward_repeat(r, s, k);
 			if (!mid || k != MEM_TRACE_REPEATS / 2)
@@ -563,8 +659,8 @@ static void backward(struct tr *r, uint32_t *root)
 			drop(r, &r->agg_act[s]);
 			r->t->what = "folded repeats";
 			if (r->acc_mode == 1) {
-				uint32_t flat = put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[S_GUNSH], mid),
-						    STREAM_COMPUTE);
+				uint32_t flat = put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[mtr_no_sync2(r) ?
+						    S_GACC : S_GUNSH], mid), STREAM_COMPUTE);
 
 				mtr_keep_or_add(r, &flat);
 			} else if (produces(r) && !r->acc_mode && !r->job->optimizer_in_backward)
@@ -572,36 +668,114 @@ static void backward(struct tr *r, uint32_t *root)
 					 mem_seg_iter(r->cx, seg)->v[S_GFIN], mid), STREAM_COMPUTE));
 		}
 	}
+	/* FSDP2's root post_backward reshards before foreach_reduce */
+	if (r->job->fsdp2 && !mtr_keeps_gathered(r))
+		mtr_reshard(r, root);
 	mtr_root_reduce(r);
 	for (size_t s = 0; s < r->st->nsegs; s++)
 		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[s].block].nlayers; j++)
 				drop(r, &inst_of(r, s, k, j)->unsh);
-	mtr_reshard(r, root);
+	if (!mtr_keeps_gathered(r)) {
+		mtr_reshard(r, root);	/* else whole to the reduce-scatter */
+		mtr_split_done(r);
+	}
 	r->parts.n = 0;		/* every run is freed: reuse the list */
 }
 
-static void micro_batch(struct tr *r, uint64_t chunks)
+/* The reduce-scatter after the last micro-batch's backward; under
+ * torch.distributed.pipelining (perform_reduce_grad) every unit and the
+ * root are still whole until their post_backward has run. */
+static void sync_step(struct tr *r, uint32_t *root)
+{
+	r->t->what = "gradient reduce-scatter";
+	mtr_sync_unsharded(r);
+	if (!mtr_keeps_gathered(r))
+		return;
+	for (size_t s = 0; s < r->st->nsegs; s++)
+		for (uint64_t k = 0; k < kept(r->st->segs[s].count); k++)
+			if (r->job->blocks[r->st->segs[s].block].nlayers)
+				mtr_reshard(r, &inst_of(r, s, k, 0)->held);
+	mtr_reshard(r, root);
+	mtr_split_done(r);
+}
+
+/* torch.distributed.pipelining's PipelineStage buffers beside the walked
+ * micro-batch, `chunks` forwards in flight: the receive buffers, the stage
+ * outputs fwd_cache holds and, at a later micro-batch, the input gradients
+ * left on the receive buffers (mem_pipeline.c, the timeline's make_base). */
+static uint64_t stage_io(struct tr *r, uint64_t chunks, bool later)
 {
 	bool *o = &r->cx->ovf;
-	/* the other in-flight micro-batches' stored activations (§4.6) */
-	uint32_t extra = put(r, act(r, mem_add(o, mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S_STORED_OFF),
-					       mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)), 0),
-			     STREAM_COMPUTE);
-	uint32_t root = NO_ID;
+	uint32_t i = r->st->index;
+	uint64_t n = mem_add(o, mem_pp_recv_bytes(o, r->job, i, chunks), mem_pp_output_bytes(o, r->job, i, chunks));
 
+	return later ? mem_add(o, n, mem_pp_input_grad_bytes(o, r->job, i, chunks)) : n;
+}
+
+/* Buffers that live from the first forward on, through every optimizer
+ * step (the timeline's base, which its optimizer instant keeps): the stage
+ * buffers of the first micro-batch (made by _prepare_forward_infra and
+ * kept) and Megatron's GlobalMemoryBuffer for the gathered sequence-parallel
+ * input (mem_comm.c mem_comm_sp_buffer: allocated once, never freed). */
+static void resident_buffers(struct tr *r, uint64_t first)
+{
+	r->t->what = "pipeline and sequence-parallel buffers";
+	r->io = stage_io(r, first, false);
+	put(r, r->io, STREAM_COMPUTE);
+	put(r, mem_comm_sp_buffer(r->job, &r->cx->ovf), STREAM_COMPUTE);
+}
+
+/* data { later_seq_len } (lit-gpt 2023's longest sample first): a later
+ * micro-batch is at most that long, its activations and logits per token
+ * (the timeline's later_shape, which takes eager attention's s^2 share per
+ * token too). */
+static void later_len(struct tr *r, bool later, uint64_t len)
+{
+	uint64_t n = r->job->later_seq_len;
+
+	if (later && n && r->job->shape_seq_len && n < len) {
+		r->len = n;
+		r->per_token = true;
+	}
+}
+
+static void micro_batch(struct tr *r, uint64_t chunks, bool later)
+{
+	bool *o = &r->cx->ovf;
+	/* the other in-flight micro-batches' stored activations (§4.6) and,
+	 * under DualPipe(V), what the deferred W passes hold beyond them
+	 * (mem_pipeline.c mem_pp_deferred_w, the timeline's base) */
+	uint32_t extra = put(r, act(r, mem_add(o, mem_add(o,
+				mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S_STORED_OFF),
+				mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)),
+				mem_pp_deferred_w(o, r->job, r->st)), 0), STREAM_COMPUTE);
+	uint32_t *root = &r->root, io, outs;
+	uint64_t len = r->len;
+
+	/* a later micro-batch's stage buffers beyond the first's (kept) */
+	io = put(r, later ? mem_sub(stage_io(r, chunks, true), r->io) : 0, STREAM_COMPUTE);
+	/* step()'s output_chunks: the earlier micro-batches' logits (mem_pipeline.c) */
+	outs = put(r, mem_pp_kept_outputs(o, r->cx, r->st, later), STREAM_COMPUTE);
 	/* the loop rebinds its output each micro-batch (fsdp_qlora's `output =
 	 * None` per iteration, torchtune 2024's `logits = ...`): a previous
 	 * micro-batch's kept output is gone before this one's loss region */
 	mtr_idl_drop_from(r, &r->kept, 0);
-	r->acc_mode = !mtr_keeps_unsharded(r) ? 0 : r->have_grads ? 2 : 1;
-	forward(r, &root);
-	backward(r, &root);
-	if (r->acc_mode == 2)
-		mtr_sync_unsharded(r);
+	r->acc_mode = !mtr_keeps_unsharded(r) && !mtr_no_sync2(r) ? 0 : later ? 2 : 1;
+	later_len(r, later, len);
+	forward(r, root);
+	backward(r, root);
+	r->len = len;
+	r->per_token = false;
+	mtr_idl_drop_from(r, &r->own, 0);
+	drop(r, &outs);
+	drop(r, &extra);	/* no micro-batch is in flight after the last backward */
+	/* the last micro-batch syncs (the trace's later one; the only one) */
+	if (r->acc_mode == 2 || (r->acc_mode == 1 && r->job->micro_batches < 2))
+		sync_step(r, root);
 	r->acc_mode = 0;
 	mtr_caught_up(r);
-	drop(r, &extra);
+	drop(r, &io);
 	if (r->job->optimizer_in_backward)
 		mtr_idl_drop_from(r, &r->kept, 0);
 	r->have_grads = !r->job->optimizer_in_backward;
@@ -662,6 +836,7 @@ static void optimizer(struct tr *r)
 	if (!r->states)
 		mtr_states(r);
 	r->t->what = "optimizer step";
+	ipg(r, false);
 	step_temps(r);
 	/* train.py's `output = None` comes after optimizer.step() */
 	mtr_idl_drop_from(r, &r->kept, 0);
@@ -709,8 +884,50 @@ static bool make_ids(struct tr *r)
 	if (!r->in || !make_qbase(r))
 		return false;
 	for (size_t i = 0; i < (n ? n : 1); i++)
-		r->in[i] = (struct inst){ NO_ID, NO_ID, NO_ID, NO_ID, 0, 0, 0, 0, 0, 0 };
+		r->in[i] = (struct inst){ NO_ID, NO_ID, NO_ID, NO_ID, NO_ID, 0, 0, 0, 0, 0, 0 };
 	return true;
+}
+
+static void tr_init(struct tr *r, struct mem_ctx *cx, const struct mem_stage *st,
+		    struct alloc_trace *out)
+{
+	const struct mem_job *job = cx->job;
+
+	r->cx = cx;
+	r->job = job;
+	r->st = st;
+	r->t = out;
+	/* bucket views (DDP, Megatron's main_grad) exist from the wrap on;
+	 * zeroed gradients are made by the first backward and then kept */
+	r->resident = job->grad_as_bucket_view &&
+		      (job->sharding == MEM_SHARD_DDP || job->sharding == MEM_SHARD_NONE ||
+		       job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2);
+	r->zeros = job->grads_persistent && !r->resident;
+	r->pre = NO_ID;
+	r->cat = NO_ID;
+	r->root = NO_ID;
+	r->rest = NO_ID;
+	r->tail = NO_ID;
+	r->head_copy = NO_ID;
+	r->ipg = NO_ID;
+}
+
+static void tr_free(struct tr *r)
+{
+	free(r->in);
+	free(r->qbase);
+	free(r->base);
+	free(r->agg_act);
+	free(r->grads.v);
+	free(r->parts.v);
+	free(r->loads.v);
+	free(r->tmp.v);
+	free(r->agq.v);
+	free(r->tied.v);
+	free(r->kept.v);
+	free(r->own.v);
+	free(r->acc.v);
+	free(r->share);
 }
 
 bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
@@ -720,48 +937,29 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 	struct tr r = { 0 };
 	bool ok;
 
-	r.cx = cx;
-	r.job = job;
-	r.st = st;
-	r.t = out;
-	/* bucket views (DDP, Megatron's main_grad) exist from the wrap on;
-	 * zeroed gradients are made by the first backward and then kept */
-	r.resident = job->grad_as_bucket_view &&
-		     (job->sharding == MEM_SHARD_DDP || job->sharding == MEM_SHARD_NONE ||
-		      job->sharding == MEM_SHARD_ZERO1 || job->sharding == MEM_SHARD_ZERO2);
-	r.zeros = job->grads_persistent && !r.resident;
-	r.pre = NO_ID;
-	r.cat = NO_ID;
+	tr_init(&r, cx, st, out);
 	ok = make_ids(&r);
 	if (ok)
 		mtr_setup(&r);
+	if (ok)
+		resident_buffers(&r, first);
 	if (ok && job->optimizer_in_backward)
 		mtr_states(&r);	/* stepped in backward: created on the first gradient */
 	out->varies = job->shape_seq_len && job->shape_min_seq_len < job->shape_seq_len;
 	for (int step = 0; ok && step < steps; step++) {
 		r.len = step_len(job, step, steps);
 		alloc_trace_mark(out);
-		micro_batch(&r, first);
+		micro_batch(&r, first, false);
 		if (job->micro_batches >= 2)
-			micro_batch(&r, later);
+			micro_batch(&r, later, true);
 		if (!job->optimizer_in_backward)
 			optimizer(&r);
 	}
-	free(r.in);
-	free(r.qbase);
-	free(r.base);
-	free(r.agg_act);
-	free(r.grads.v);
-	free(r.parts.v);
-	free(r.loads.v);
-	free(r.tmp.v);
-	free(r.agq.v);
-	free(r.tied.v);
-	free(r.kept.v);
-	free(r.acc.v);
-	free(r.share);
+	tr_free(&r);
 	return ok && !out->nomem;
 }
+
+
 
 /* The first step creates the optimizer states and the second starts from
  * the pool the first left; the replay stops before a further step once

@@ -29,6 +29,7 @@ struct inst {
 	uint32_t keep, cfwd, unsh;
 	uint32_t held;		/* SHARD_GRAD_OP: its unit gathered from forward to backward
 				   (the unit's first layer's instance) */
+	uint32_t post;		/* FSDP2 reshard_after_forward = N: its post-forward copy */
 	size_t stored0, nstored, saves0, nsaves, load0, nload;
 };
 
@@ -47,7 +48,15 @@ struct tr {
 	struct idl agq;		/* FSDP1's free events not yet waited on (gathered units) */
 	struct idl tied;	/* tied weights' gradients held for their owners (newest last) */
 	struct idl kept;	/* train.keep_output: the model's output, held past the step */
+	struct idl own;		/* the last stage's output step() keeps, to the micro-batch's end */
+	uint64_t own_rest;	/* ... what the head saved, added after the loss region */
+	uint64_t io;		/* the first micro-batch's pipeline stage buffers (kept) */
 	uint32_t pre;		/* FSDP1: the next unit, gathered ahead (prefetch) */
+	uint32_t root;		/* FSDP's gathered root unit */
+	uint32_t rest;		/* ZeRO-3: the running unit's part its prefetch left */
+	uint32_t tail, head_copy;	/* FSDP2's split root: [norm, lm_head], the head's copy */
+	uint32_t ipg;		/* ZeRO-1/2's IPG buckets, from a backward to the step */
+	uint64_t pre_bytes;	/* ... the bytes of `pre` */
 	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
 	struct idl acc;		/* FSDP1 no_sync(): the units' flat gradients kept as .grad */
 	int acc_mode;		/* ... 0: reduce now, 1: keep them, 2: add to them (mem_trace_fsdp.c) */
@@ -58,6 +67,7 @@ struct tr {
 	bool zeros;		/* zero_grad(set_to_none=False): made by the first backward, kept */
 	bool have_grads;	/* produced by an earlier micro-batch of this step */
 	uint64_t len;		/* this step's padded length (job->shape_seq_len) */
+	bool per_token;		/* ... its s^2 share taken per token (later_seq_len) */
 	size_t *qbase;		/* per block: its first layer's index into job->shape_quad */
 	const struct mem_quad *q;	/* the running layer's */
 };
@@ -131,6 +141,11 @@ void mtr_caught_up(struct tr *r);
 /* Units gathered from forward to backward (SHARD_GRAD_OP, FSDP2
  * reshard_after_forward = false). */
 bool mtr_holds(const struct tr *r);
+/* FSDP2 without gradient sync before the last micro-batch; with reshard
+ * after backward off too (torch.distributed.pipelining), every unit stays
+ * gathered from its backward to the end of the step's last micro-batch. */
+bool mtr_no_sync2(const struct tr *r);
+bool mtr_keeps_gathered(const struct tr *r);
 /* FSDP1's flat gradient of `cat` bytes, made with the unit's gradients. */
 void mtr_flat_grad(struct tr *r, uint64_t cat);
 /* FSDP1 no_sync(): whether the job keeps unsharded gradients between
@@ -143,6 +158,13 @@ void mtr_sync_unsharded(struct tr *r);
  * backward (mtr_root_reduces: the job has one). */
 void mtr_reduce_scatter(struct tr *r, size_t s, uint64_t k);
 bool mtr_root_reduces(const struct tr *r);
+/* FSDP2's split root: the bytes the trace gathers as the root (the head
+ * when split), the units' changes as segment s begins (mtr_split_at), and
+ * the end of the step (mtr_split_done). */
+bool mtr_split(const struct tr *r);
+uint64_t mtr_root_bytes(const struct tr *r);
+void mtr_split_at(struct tr *r, size_t s, bool bwd, uint32_t *root);
+void mtr_split_done(struct tr *r);
 void mtr_root_reduce(struct tr *r);
 
 #endif /* MEMC_ANALYZER_MEM_TRACE_H */

@@ -519,9 +519,7 @@ void mtr_setup(struct tr *r)
 	r->loads.n = 0;
 	if (r->job->sharding == MEM_SHARD_ZERO3)
 		put(r, mem_round(r->job, r->job->zero_reduce_bucket_bytes), STREAM_COMPUTE);
-	if (r->job->sharding == MEM_SHARD_ZERO1 || r->job->sharding == MEM_SHARD_ZERO2)
-		put(r, mem_mul(o, mem_round(r->job, r->job->zero_reduce_bucket_bytes),
-			       r->job->overlap_comm ? 2 : 1), STREAM_COMPUTE);
+	/* ZeRO-1/2's IPG buckets come with each backward (mem_trace.c ipg) */
 }
 
 /* Optimizer states of every kept layer instance and the folded middle. */

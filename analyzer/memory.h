@@ -375,6 +375,9 @@ struct mem_job {
 	uint32_t alloc_roundup_divisions; /* roundup_power2_divisions; 0 = off */
 	double alloc_gc_threshold;	/* garbage_collection_threshold; 0 = off */
 	bool alloc_expandable;		/* expandable_segments:True */
+	bool wgrad_fused;		/* the replay's trace: a Megatron-Core layer's gradient
+					   is added into main_grad in place, no .grad beside it
+					   (gradient_accumulation_fusion) */
 	uint64_t shape_seq_len;		/* data.padding = longest: the replay's steps are
 					   padded to lengths from shape_min_seq_len to this
 					   (seq_len); 0: every step at seq_len (§5.4) */

@@ -209,6 +209,43 @@ static void replayed_job_fsdp_streams(void **state)
 	assert_int_equal(k.overhead_frag, 64 * MiB);
 }
 
+/* FSDP2 without gradient sync (fsdp2 { requires_gradient_sync = false },
+ * mem_trace_fsdp.c accumulate2, sync_one), the three units above and two
+ * micro-batches.  By hand: the first micro-batch's backward makes each
+ * unit's 32 MiB gradient on the compute stream and, at its post_backward,
+ * turns it into the 32 MiB accumulated gradient (freed, then made: the
+ * same block), so the compute stream holds 3 x 16 MiB shards + 3 x 32 MiB;
+ * the second micro-batch adds in place (param_dtype = reduce_dtype: no new
+ * tensor, as the timeline counts it) and then reduce-scatters unit by unit
+ * into 16 MiB shards on the reduce-scatter stream (3 x 16 MiB segments,
+ * kept as the gradients to the optimizer step).  The peak, the timeline's
+ * and the trace's, is the second micro-batch's backward of unit 2: the
+ * shards, two gathered units and all three accumulated gradients, 48 + 64
+ * + 96 = 208 MiB; reserved 144 + 64 (the all-gather stream) + 48 = 256
+ * MiB.  Before the trace had these gradients its peak was 192 MiB, and
+ * the 16 MiB it lacked were added to reserved unplayed. */
+static void replayed_job_fsdp2_no_sync(void **state)
+{
+	struct mem_param p;
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	weight_only(&l, &p, "w", 16 * MiB, 32 * MiB);
+	p.grad_bytes = 32 * MiB;
+	p.trainable = true;
+	b.repeat = 3;
+	fsdp_two(&j, false);
+	j.fsdp2 = j.fsdp_no_sync = true;
+	j.micro_batches = 2;
+	k = mem_fx_analyze(&j);
+	assert_int_equal(k.peak_allocated, 208 * MiB);
+	assert_int_equal(k.replay_allocated, 208 * MiB);
+	assert_int_equal(k.peak_reserved, 256 * MiB);
+}
+
 /* FSDP1 (the fsdp1 record) frees each gathered unit after record_stream()
  * and its rate limiter waits for the oldest free event when two are
  * queued, before the next all-gather (mem_trace_fsdp.c mtr_reshard, unshard_wait).
@@ -412,7 +449,7 @@ static double trace_vs_timeline(const char *path, unsigned *jobs)
 	assert_true(load(&l, path));
 	for (const struct check_job *cj = l.cr->jobs; cj; cj = cj->next) {
 		struct arena tmp = { 0 };
-		struct build_override ov = { 0 };
+		struct build_override ov = { .zero = -1 };	/* the job as written */
 		struct build b;
 		struct mem_result r;
 
@@ -502,6 +539,227 @@ static void trace_never_above_the_timeline(void **state)
 	assert_true(jobs >= 50);
 }
 
+/* The worst signed difference (1e-4 units) of every job of `path` built
+ * with `ov`, as trace_vs_timeline; *jobs counts those built. */
+static double matrix_case(struct loaded *l, const struct build_override *ov, const char *only,
+			  unsigned *jobs)
+{
+	double worst = 0;
+
+	for (const struct check_job *cj = l->cr->jobs; cj; cj = cj->next) {
+		struct arena tmp = { 0 };
+		struct build_override o = *ov;
+		struct build b;
+		struct mem_result r;
+		const char *name = cj->decl->name;
+
+		if (only && strncmp(name, only, strlen(only)))
+			continue;
+		assert_true(build_job(l->cr->ev, &tmp, cj, &o, true, &b));
+		b.job.alloc_replay = true;
+		assert_int_equal(mem_analyze(&b.job, &r), MEM_OK);
+		for (size_t c = 0; c < r.nclasses; c++) {
+			const struct mem_class *k = &r.classes[c];
+			double d = ((double)k->replay_allocated - (double)k->peak_allocated) * 1e4 /
+				   (double)k->peak_allocated;
+
+			assert_true(k->replayed);
+			if (d * d > worst * worst)
+				worst = d;
+			if (d > 60 || d < -30)
+				print_error("%s zero %d ckpt %s stage %u: trace %+.4f %%\n", name, ov->zero,
+					    ov->checkpoint ? ov->checkpoint : "-", k->stage, d / 100);
+		}
+		mem_result_free(&r);
+		arena_free(&tmp);
+		++*jobs;
+	}
+	return worst;
+}
+
+/* The property (issue 13): over a matrix of layouts (tests/alloc/
+ * trace-matrix.mem: DP, CP + ZeRO-3, TP + SP + PP 1F1B, interleaved,
+ * zero-bubble, DualPipe, MoE with EP, FSDP2 plain, reshard_after_forward
+ * = 2, without gradient sync, under PP with both reshard policies, its
+ * split root (alone, under PP, without sync), optimizer and activation
+ * offload) x recompute (as written, full) x ZeRO (as written, 0-3), the
+ * trace's peak is the timeline's peak allocated within the stated
+ * differences (memory-model.md §5.4 "The trace against the timeline"):
+ * at most 0.3 % below (a layer's saves freed between its backward
+ * temporaries, which the timeline counts at once: 0.21 % at most here)
+ * and, FSDP2 under PP resharded after forward alone, 0.6 % above (0.51 %,
+ * not diagnosed); the FSDP2 jobs as written, and every other job under
+ * ZeRO-2, agree to 0.15 %.  Before Megatron-Core's layers added their
+ * gradient into main_grad in place in the trace (job.wgrad_fused), the
+ * Megatron jobs under ZeRO-0/1 were up to 0.82 % above.  Before the trace had FSDP2's mechanisms,
+ * fsdp2_no_sync was 49 % below, fsdp2_pp 23-26 %, fsdp2_pp_always
+ * 34-37 %, fsdp2_reshard_int 19 %; before it had ZeRO-3's prefetch
+ * bucket and a non-body module's gather in backward, dp_zero under
+ * ZeRO-3 was 1.7 % below and offload_opt 5.3 %; before it had the split
+ * root, fsdp2_split_root was 3.6-4.8 % above. */
+static void trace_matrix_is_the_timeline(void **state)
+{
+	static const char *const ckpt[] = { NULL, "full" };
+	struct loaded l;
+	unsigned jobs = 0;
+
+	(void)state;
+	assert_true(load(&l, "tests/alloc/trace-matrix.mem"));
+	for (int z = -1; z <= 3; z++)
+		for (size_t c = 0; c < 2; c++) {
+			struct build_override ov = { 0 };
+			double d;
+
+			ov.zero = z;
+			ov.checkpoint = ckpt[c];
+			d = matrix_case(&l, &ov, NULL, &jobs);
+			assert_true(d <= 60 && d >= -30);
+		}
+	for (size_t c = 0; c < 2; c++) {
+		struct build_override ov = { 0 };
+		double d;
+
+		ov.zero = 2;
+		ov.checkpoint = ckpt[c];
+		d = matrix_case(&l, &ov, "dp_", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "tp_", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "moe_", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "dualpipe", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "act_", &jobs);
+		assert_true(d <= 15 && d >= -15);
+	}
+	{
+		struct build_override ov = { 0 };
+		double d;
+
+		ov.zero = -1;
+		d = matrix_case(&l, &ov, "fsdp2_plain", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "fsdp2_reshard", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "fsdp2_no_sync", &jobs);	/* and its split root */
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "fsdp2_split", &jobs);
+		assert_true(d <= 15 && d >= -15);
+		d = matrix_case(&l, &ov, "fsdp2_pp", &jobs);	/* and fsdp2_pp_always */
+		assert_true(d <= 60 && d >= -15);
+	}
+	unload(&l);
+	assert_true(jobs >= 10 * 17);
+}
+
+/* A file's stated exception to trace_near_the_timeline_everywhere, and
+ * its bounds (1e-4 units). */
+struct stated {
+	const char *path;
+	double below, above;
+};
+
+static const struct stated stated_gaps[] = {
+	/* one layer whose saves are most of the peak, freed by the trace
+	 * between its backward temporaries (memory-model.md §5.4) */
+	{ "tests/comm/ep-dispatch.mem", -1500, 100 },
+	{ "tests/comm/ep-dispatch-torchtitan.mem", -1500, 100 },
+	{ "tests/comm/deepep-buffer.mem", -1000, 100 },
+	{ "tests/comm/deepep-bad.mem", -1000, 100 },
+	{ "tests/comm/sp-row-partial.mem", -1000, 100 },
+	/* one SDPA attention over 32768 tokens: 1.6 GB of saves, 1.5 GB of
+	 * backward temporaries */
+	{ "tests/comm/ring-attention-sdpa.mem", -3000, 100 },
+	/* an activation-bound job: one 1.75 GiB MLP save */
+	{ "tests/ckpt/host-memory.mem", -700, 100 },
+	/* the timeline counts the root's sharded gradients at its reduce */
+	{ "tests/fsdp2/root-reduce.mem", -400, 100 },
+	/* FSDP over Jamba's layer pattern: the timeline's prefetched unit is
+	 * the stage's largest (M8: an MoE layer's 5.85 GB), the trace's the
+	 * next one (the dense layer 0's, about 0.5 GB) */
+	{ "tests/lang-patterns/jamba-fsdp-pp.mem", -800, 100 },
+	/* the last stage's head: 3.2 GB of saves freed between its 7.4 GB of
+	 * backward temporaries, the eager DTensor gather copy among them
+	 * since main's AsyncTP head (1.7 % below before it) */
+	{ "tests/validation/TTN-13.mem", -500, 100 },
+	/* FSDP1 with CPU offload after main's leaf units (mem_trace_load.c
+	 * fsdp1_unit drops a unit's whole resident shard with the offloaded
+	 * one, so the 1.01 GiB of QuantStates and, since the row's rope_cache,
+	 * the 335 MB of rotary buffers that stay on the GPU are not in the
+	 * step): 1.9 % below before those merges; left to the loading's owner */
+	{ "tests/validation/FQ-13.mem", -1400, 100 },
+	/* the RL engines' passes, not diagnosed */
+	{ "tests/rl/ppo-tiny.mem", -200, 400 },
+	{ "tests/rl/grpo-generate.mem", -200, 400 },
+	{ "tests/rl/ref-apart.mem", -200, 400 },
+};
+
+/* The worst signed difference over a file's jobs that build (of at least
+ * 16 MiB), or 0 if none loads (the suites' error tests). */
+static double file_gap(const char *path, unsigned *jobs)
+{
+	struct loaded l;
+	double worst = 0;
+
+	if (!load(&l, path)) {
+		unload(&l);
+		return 0;
+	}
+	for (const struct check_job *cj = l.cr->jobs; cj; cj = cj->next) {
+		struct arena tmp = { 0 };
+		struct build_override ov = { .zero = -1 };
+		struct build b;
+		struct mem_result r;
+
+		if (build_job(l.cr->ev, &tmp, cj, &ov, true, &b) &&
+		    (b.job.alloc_replay = true, mem_analyze(&b.job, &r) == MEM_OK)) {
+			for (size_t c = 0; c < r.nclasses; c++) {
+				const struct mem_class *k = &r.classes[c];
+				double d = ((double)k->replay_allocated - (double)k->peak_allocated) *
+					   1e4 / (double)k->peak_allocated;
+
+				/* below 16 MiB the 512 B rounding of each tensor is
+				 * a share of its own */
+				if (k->replayed && k->peak_allocated >= 16 * MiB && d * d > worst * worst)
+					worst = d;
+			}
+			mem_result_free(&r);
+			++*jobs;
+		}
+		arena_free(&tmp);
+	}
+	unload(&l);
+	return worst;
+}
+
+/* Every job of every suite and example: the trace's peak within 2 % below
+ * and 1 % above the timeline's, but for the stated files above, so that a
+ * layout the trace loses shows here (before the trace had FSDP2's and the
+ * pipelines' mechanisms, TTN-13 and tests/fsdp2 were 29-56 % below). */
+static void trace_near_the_timeline_everywhere(void **state)
+{
+	glob_t g;
+	unsigned jobs = 0;
+
+	(void)state;
+	assert_int_equal(glob("tests/*/*.mem", 0, NULL, &g), 0);
+	assert_int_equal(glob("examples/*.mem", GLOB_APPEND, NULL, &g), 0);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		double d = file_gap(g.gl_pathv[i], &jobs), lo = -200, hi = 100;
+
+		for (size_t k = 0; k < sizeof(stated_gaps) / sizeof(stated_gaps[0]); k++)
+			if (!strcmp(g.gl_pathv[i], stated_gaps[k].path)) {
+				lo = stated_gaps[k].below;
+				hi = stated_gaps[k].above;
+			}
+		if (d < lo || d > hi)
+			print_error("%s: trace %+.4f %% of the timeline's peak\n", g.gl_pathv[i], d / 100);
+		assert_true(d >= lo && d <= hi);
+	}
+	globfree(&g);
+	assert_true(jobs >= 400);	/* 414 in Dec 2026 */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +769,7 @@ int main(void)
 		cmocka_unit_test(replayed_job_shapes),
 		cmocka_unit_test(replayed_job_shapes_quadratic),
 		cmocka_unit_test(replayed_job_fsdp_streams),
+		cmocka_unit_test(replayed_job_fsdp2_no_sync),
 		cmocka_unit_test(replayed_job_fsdp1_record_stream),
 		cmocka_unit_test(replayed_job_fsdp1_root_caught_up),
 		cmocka_unit_test(replayed_job_tied_gradient),
@@ -519,6 +778,8 @@ int main(void)
 		cmocka_unit_test(replayed_job_at_capacity),
 		cmocka_unit_test(trace_peak_is_the_timeline_peak),
 		cmocka_unit_test(trace_never_above_the_timeline),
+		cmocka_unit_test(trace_matrix_is_the_timeline),
+		cmocka_unit_test(trace_near_the_timeline_everywhere),
 	};
 	return cmocka_run_group_tests_name("mem_trace", tests, NULL, NULL);
 }

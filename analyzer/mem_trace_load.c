@@ -367,13 +367,17 @@ static void fsdp1_unit(struct tr *r, const struct uref *u, size_t n)
 	if (r->job->load == MEM_LOAD_RANK0_CPU)
 		bcast_unit(r, u, n, leaf);
 	flat = put(r, unit, STREAM_COMPUTE);
-	if (!whole) {
-		if (!w && r->job->offload_params)
-			w = mem_shard_bytes(unit, r->cx->shard_n);
-		shard = put(r, w, STREAM_COMPUTE);
+	if (!whole && r->job->offload_params) {
+		/* the shard goes to the host; what FSDP does not flatten (a 4-bit
+		 * weight's QuantState, the module's buffers) stays resident */
+		shard = put(r, mem_shard_bytes(unit, r->cx->shard_n), STREAM_COMPUTE);
 		drop(r, &flat);
-		if (r->job->offload_params)
-			drop(r, &shard);
+		drop(r, &shard);
+		if (w)
+			put(r, w, STREAM_COMPUTE);
+	} else if (!whole) {
+		put(r, w, STREAM_COMPUTE);
+		drop(r, &flat);
 	}
 	for (size_t i = 0; i < n; i++)
 		drop_loads(r, inst_of(r, u[i].s, u[i].k, u[i].j));

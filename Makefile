@@ -147,7 +147,7 @@ $(B)/%.o: %.c $(FLAGS_FILE) | $(GEN_H)
 # measured in docs/performance.md ("The compiled model"); `make
 # HOT_CFLAGS=` builds it as the rest.
 HOT_CFLAGS ?= -O3
-$(B)/analyzer/mem_timeline.o: ALL_CFLAGS += $(HOT_CFLAGS)
+$(B)/analyzer/memory/mem_timeline.o: ALL_CFLAGS += $(HOT_CFLAGS)
 
 $(GEN_OBJS): %.o: %.c $(FLAGS_FILE) | $(GEN_H)
 	$(CC) $(ALL_CPPFLAGS) $(GEN_CFLAGS) -c -o $@ $<

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyzer/build.h"
-#include "analyzer/fit.h"
-#include "analyzer/offload.h"
+#include "analyzer/lower/build.h"
+#include "analyzer/fit/fit.h"
+#include "analyzer/memory/offload.h"
 #include "analyzer/pipeline.h"
-#include "analyzer/report.h"
+#include "analyzer/out/report.h"
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/check.h"

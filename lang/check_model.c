@@ -68,7 +68,7 @@ void check_model_tensor(struct check_model *m, const struct walk_tensor *t)
 }
 
 /* The first repeat of the model's own body is the body of blocks that the
- * pipeline splits (the analyzer's rule, analyzer/build_job.c). */
+ * pipeline splits (the analyzer's rule, analyzer/lower/build_job.c). */
 void check_model_repeat_enter(struct check_model *m, struct value count)
 {
 	if (m->ev->depth != 1 || m->open_repeats++ > 0 || m->have_body)

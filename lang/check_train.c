@@ -396,7 +396,7 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 			   "the tp ranks: it needs tp > 1");
 		ok = false;
 	}
-	/* the PipelineStage's schedule.step() (analyzer/build_job_layout.c
+	/* the PipelineStage's schedule.step() (analyzer/lower/build_job_layout.c
 	 * pp_return_outputs): only an fsdp2 job with pp > 1 has one */
 	if (check_job_field(j, "parallel.return_outputs", &v) && v.kind == VAL_BOOL &&
 	    (!degree_above_1(j, "parallel.pp") || !check_fsdp2_present(j))) {

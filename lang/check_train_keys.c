@@ -106,7 +106,7 @@ static const struct field_spec fsdp1_fields[] = {
 	{ "cpu_offload", "bool", false }, { "sync_module_states", "bool", false },
 	{ NULL, NULL, false },
 };
-/* NCCL's environment variables without NCCL_ (analyzer/mem_comm.h). */
+/* NCCL's environment variables without NCCL_ (analyzer/memory/mem_comm.h). */
 static const struct field_spec nccl_fields[] = {
 	{ "buffsize", "bytes", false }, { "ll_buffsize", "bytes", false },
 	{ "ll128_buffsize", "bytes", false }, { "nchannels", "count", false },
@@ -121,7 +121,7 @@ static const struct field_spec fsdp2_fields[] = {
 	{ "requires_gradient_sync", "bool", false }, { "root_unit", "string", false },
 	{ NULL, NULL, false },
 };
-/* A preference or RL job's models and generation (analyzer/build_rl.c). */
+/* A preference or RL job's models and generation (analyzer/lower/build_rl.c). */
 static const struct field_spec rl_fields[] = {
 	{ "algorithm", "enum:dpo|orpo|cpo|simpo|kto|grpo|ppo", false },
 	{ "reference", "enum:copy|adapter_disabled|precomputed|none", false },

@@ -31,7 +31,7 @@ struct reach;
 struct src_table;
 
 /* What a load reaches besides its files' words (import_opts.reach_extra):
- * the -Wcapacity notes' context (analyzer/fit.c) is the file without its
+ * the -Wcapacity notes' context (analyzer/fit/fit.c) is the file without its
  * train blocks, and its variants name what those blocks and the fixes
  * name, and every GPU the file can. */
 struct reach_extra {

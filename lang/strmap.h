@@ -2,7 +2,7 @@
 /*
  * strmap.h - a map from byte strings to pointers, in an arena: the memo
  * tables keyed by text (a train block's text, a fix's lines) that the
- * -Wcapacity notes and memc fit keep (analyzer/fit.c,
+ * -Wcapacity notes and memc fit keep (analyzer/fit/fit.c,
  * analyzer/cmd/fit_variant.c). Keys are any bytes, NULs included, and
  * are copied in; lang/u64map.h holds the chains by src_digest() of the
  * key. Never iterated, so nothing printed depends on the hash order.

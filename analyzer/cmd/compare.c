@@ -17,12 +17,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "analyzer/build.h"
+#include "analyzer/lower/build.h"
 #include "analyzer/cmd/compare.h"
 #include "analyzer/cmd/compare_impl.h"
 #include "analyzer/cmd/driver.h"
 #include "analyzer/out/jsonw.h"
-#include "analyzer/report.h"
+#include "analyzer/out/report.h"
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/check.h"

@@ -15,7 +15,7 @@
 #include "analyzer/cmd/fit_impl.h"
 #include "analyzer/cmd/driver.h"
 #include "analyzer/out/jsonw.h"
-#include "analyzer/report.h"
+#include "analyzer/out/report.h"
 #include "analyzer/cmd/stdlib_digests.h"
 #include "lang/ast.h"
 #include "lang/check.h"

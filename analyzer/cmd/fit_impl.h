@@ -146,7 +146,7 @@ void fit_lines(struct fit_ctx *c, const struct fit_change *ch, char ***lines, si
 /* The whole search for c->job. */
 void fit_search(struct fit_ctx *c, struct fit_answer *ans);
 /* Only the job as written and, if it does not fit, the fixes and the
- * closest (the -Wcapacity notes, analyzer/fit.c). */
+ * closest (the -Wcapacity notes, analyzer/fit/fit.c). */
 void fit_search_fixes(struct fit_ctx *c, struct fit_answer *ans);
 /* Whether @ch's outcome by the block path, @got, is what compiling the
  * whole text with @ch written in gives (not counted in c->builds). */

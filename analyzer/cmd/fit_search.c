@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/build.h"
+#include "analyzer/lower/build.h"
 #include "analyzer/cmd/fit_impl.h"
 #include "analyzer/cmd/search_split.h"
 #include "lang/ast.h"
@@ -36,7 +36,7 @@ struct knob_alts {
 };
 
 /* Every identifier the knobs below write, keys included: the block path
- * parses what these name (analyzer/fit.c load_gpus); one missing only
+ * parses what these name (analyzer/fit/fit.c load_gpus); one missing only
  * sends its variants to the whole text (fit_variant.c). */
 const char fit_knob_words[] =
 	"micro_batch grad_accum checkpoint selective full zero fsdp full_shard optimizer adamw_8bit "

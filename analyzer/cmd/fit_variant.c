@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/build.h"
+#include "analyzer/lower/build.h"
 #include "analyzer/cmd/fit_impl.h"
 #include "analyzer/cmd/search_split.h"
 #include "analyzer/cmd/driver.h"
-#include "analyzer/memory.h"
-#include "analyzer/phases.h"
+#include "analyzer/memory/memory.h"
+#include "analyzer/memory/phases.h"
 #include "analyzer/cmd/stdlib_digests.h"
 #include "lang/ast.h"
 #include "lang/check.h"

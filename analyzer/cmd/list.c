@@ -14,9 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "analyzer/build.h"
+#include "analyzer/lower/build.h"
 #include "analyzer/cmd/driver.h"
-#include "analyzer/report.h"
+#include "analyzer/out/report.h"
 #include "lang/arena.h"
 #include "lang/check.h"
 #include "lang/diag.h"

@@ -17,7 +17,7 @@
 #include "analyzer/cmd/search_impl.h"
 #include "analyzer/cmd/search_split.h"
 #include "analyzer/cmd/search_pick.h"
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 #include "lang/ast.h"
 #include "lang/check.h"
 #include "lang/dtypes.h"

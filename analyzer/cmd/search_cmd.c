@@ -17,7 +17,7 @@
 #include "analyzer/cmd/search_split.h"
 #include "analyzer/cmd/search_pick.h"
 #include "analyzer/out/jsonw.h"
-#include "analyzer/report.h"
+#include "analyzer/out/report.h"
 #include "analyzer/cmd/stdlib_digests.h"
 #include "lang/ast.h"
 #include "lang/check.h"

@@ -11,7 +11,7 @@
  */
 #include "analyzer/cmd/search_impl.h"
 #include "analyzer/cmd/search_split.h"
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 
 /* The sharding a layout's dp leaves: DDP needs two replicas. Sharded
  * modes came from the shape's build (zero) or the job (fsdp). */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/build.h"
+#include "analyzer/lower/build.h"
 #include "lang/arena.h"
 
 enum search_ckpt { SEARCH_CKPT_NONE, SEARCH_CKPT_SELECTIVE, SEARCH_CKPT_FULL, SEARCH_CKPT__COUNT };

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "analyzer/cmd/search_split.h"
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 
 const char *const search_split_keys[] = { "stage_layers", "first_stage_layers", "last_stage_layers",
 					  "account_for_embedding", "account_for_loss" };

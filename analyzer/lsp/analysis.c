@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/build.h"
+#include "analyzer/lower/build.h"
 #include "analyzer/lsp/lsp_impl.h"
 #include "analyzer/pipeline.h"
-#include "analyzer/report.h"
+#include "analyzer/out/report.h"
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/check.h"

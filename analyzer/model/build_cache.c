@@ -33,7 +33,7 @@
  */
 #include <string.h>
 
-#include "analyzer/build_impl.h"
+#include "analyzer/lower/build_impl.h"
 #include "lang/arena.h"
 #include "lang/eval.h"
 #include "lang/import.h"

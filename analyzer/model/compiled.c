@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/alloc.h"
-#include "analyzer/build.h"
+#include "analyzer/alloc/alloc.h"
+#include "analyzer/lower/build.h"
 #include "analyzer/model/plan.h"
 #include "lang/num.h"
 

@@ -55,7 +55,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 #include "lang/arena.h"
 #include "lang/check.h"
 

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 #include "lang/arena.h"
 
 struct cm_plan;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/report.h"
+#include "analyzer/out/report.h"
 
 /* Chart layout (px): the plot's box inside the SVG, the legend to its right. */
 #define SVG_W 760

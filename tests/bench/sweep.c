@@ -14,8 +14,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "analyzer/build.h"
-#include "analyzer/memory.h"
+#include "analyzer/lower/build.h"
+#include "analyzer/memory/memory.h"
 #include "lang/arena.h"
 #include "lang/check.h"
 #include "lang/diag.h"

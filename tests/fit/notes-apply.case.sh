@@ -1,4 +1,4 @@
-# The -Wcapacity notes are memc fit's search (analyzer/fit.c): each note's
+# The -Wcapacity notes are memc fit's search (analyzer/fit/fit.c): each note's
 # device total is that of the same fix of `memc fit`, in the same order;
 # and every note that carries an edit (JSON "fix"), applied to its line as
 # an editor would, checks clean under -Werror, while the file as written

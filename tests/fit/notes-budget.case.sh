@@ -1,5 +1,5 @@
 # The -Wcapacity notes of one file search the first 8 distinct train
-# blocks that do not fit (analyzer/fit.c FIT_FILE_MAX_SEARCHES; and 2000
+# blocks that do not fit (analyzer/fit/fit.c FIT_FILE_MAX_SEARCHES; and 2000
 # variants at most, FIT_FILE_MAX_BUILDS): 12 distinct blocks get fixes on
 # the first 8 (t0..t7), then notes that say no fix was searched and how
 # to search one (t8..t11); the warnings themselves are all there. A block

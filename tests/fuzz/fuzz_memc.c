@@ -25,13 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "analyzer/build.h"
+#include "analyzer/lower/build.h"
 #include "analyzer/cmd/driver.h"
-#include "analyzer/fit.h"
+#include "analyzer/fit/fit.h"
 #include "analyzer/fmt/fmt_impl.h"
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 #include "analyzer/out/diag_out.h"
-#include "analyzer/report.h"
+#include "analyzer/out/report.h"
 #include "lang/arena.h"
 #include "lang/ast.h"
 #include "lang/check.h"

@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/alloc.h"
-#include "analyzer/report.h"
+#include "analyzer/alloc/alloc.h"
+#include "analyzer/out/report.h"
 
 struct side {
 	struct prun r;

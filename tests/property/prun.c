@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "analyzer/cmd/driver.h"
-#include "analyzer/fit.h"
-#include "analyzer/report.h"
+#include "analyzer/fit/fit.h"
+#include "analyzer/out/report.h"
 #include "lang/arena.h"
 #include "lang/check.h"
 #include "lang/diag.h"

@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/build.h"
-#include "analyzer/memory.h"
+#include "analyzer/lower/build.h"
+#include "analyzer/memory/memory.h"
 
 struct arena;
 

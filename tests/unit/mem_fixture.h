@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 
 /* One GPU, every degree 1, one micro-batch, no fragmentation factor, the
  * rest zero; @exact: no 512-byte rounding, so sums are the hand figures. */

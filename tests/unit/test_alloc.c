@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for analyzer/alloc.c: the caching allocator's size rules (TV-22)
+/* Unit tests for analyzer/alloc/alloc.c: the caching allocator's size rules (TV-22)
  * and its replay of hand-made traces; the replayed jobs are test_mem_trace.c's. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "analyzer/alloc.h"
+#include "analyzer/alloc/alloc.h"
 
 #include <stdbool.h>
 #include <string.h>

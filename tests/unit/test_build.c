@@ -7,10 +7,10 @@
  * and the property that every fix -Wcapacity prints checks clean and fits
  * once it is written into the file.
  */
-#include "analyzer/build.h"
+#include "analyzer/lower/build.h"
 #include "analyzer/cmd/driver.h"
-#include "analyzer/fit.h"
-#include "analyzer/memory.h"
+#include "analyzer/fit/fit.h"
+#include "analyzer/memory/memory.h"
 #include "lang/check.h"
 #include "lang/import.h"
 #include "lang/num.h"

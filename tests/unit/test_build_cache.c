@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/build.h"
-#include "analyzer/memory.h"
+#include "analyzer/lower/build.h"
+#include "analyzer/memory/memory.h"
 #include "lang/arena.h"
 #include "lang/check.h"
 #include "lang/diag.h"

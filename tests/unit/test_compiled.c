@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/build.h"
-#include "analyzer/memory.h"
+#include "analyzer/lower/build.h"
+#include "analyzer/memory/memory.h"
 #include "analyzer/model/compiled.h"
 #include "lang/arena.h"
 #include "lang/check.h"

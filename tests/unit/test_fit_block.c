@@ -77,7 +77,7 @@ static void compile(struct unit *u, const char *text, bool jobs)
 	compile_with(u, text, strlen(text), jobs, &io);
 }
 
-/* The search's context as analyzer/fit.c sets it, with @block the block
+/* The search's context as analyzer/fit/fit.c sets it, with @block the block
  * path through @ctx's declarations (else every variant compiles the text). */
 static void setup_ctx(struct fit_ctx *c, const struct driver_opts *o, struct unit *job, struct unit *ctx,
 		      bool block)

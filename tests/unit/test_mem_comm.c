@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_mem_comm.c - NCCL's per-communicator buffers (analyzer/mem_comm.c)
+ * test_mem_comm.c - NCCL's per-communicator buffers (analyzer/memory/mem_comm.c)
  * against the sizes NCCL computes, and the communicators a job creates.
  */
 #include <stdarg.h>
@@ -11,8 +11,8 @@
 
 #include <string.h>
 
-#include "analyzer/mem_internal.h"
-#include "analyzer/memory.h"
+#include "analyzer/memory/mem_internal.h"
+#include "analyzer/memory/memory.h"
 
 /* One connection's FIFOs at NCCL's defaults: LL 8 x 512 x 8 x 16 = 524,288
  * + LL128 120 x 640 x 8 x 8 = 4,915,200 + SIMPLE 4,194,304 = 9,633,792 B. */

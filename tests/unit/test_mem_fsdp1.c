@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_mem_fsdp1.c - FSDP1's flat-parameter gradients and no_sync(), and
- * activation offload (analyzer/mem_fsdp1.c, memory.c, mem_timeline.c):
+ * activation offload (analyzer/memory/mem_fsdp1.c, memory.c, mem_timeline.c):
  * hand-worked values, and the fold (repeats evaluated at {0, 1, n-2, n-1})
  * equal to the unrolled walk with each of them on.
  */
@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 #include "mem_fixture.h"
 
 enum { N = 6 };

@@ -7,7 +7,7 @@
  * optimizer step, and not into the next micro-batch's forward (the loop
  * rebinds `output` every micro-batch).
  */
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 #include "mem_fixture.h"
 
 #include <setjmp.h>

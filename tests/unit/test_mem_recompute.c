@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 #include "mem_fixture.h"
 
 #define MIB (UINT64_C(1) << 20)

@@ -6,8 +6,8 @@
  * walk holds them from that layer's backward through the earlier layer's,
  * for every micro-batch, on a stage that holds both.
  */
-#include "analyzer/build.h"
-#include "analyzer/memory.h"
+#include "analyzer/lower/build.h"
+#include "analyzer/memory/memory.h"
 #include "mem_fixture.h"
 #include "lang/check.h"
 #include "lang/import.h"

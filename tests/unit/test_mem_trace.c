@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for the allocation trace the replay plays (analyzer/mem_trace*.c,
+/* Unit tests for the allocation trace the replay plays (analyzer/alloc/mem_trace*.c,
  * memory-model.md §5.4): hand-built jobs replayed and worked by hand, and
  * the trace's peak against the timeline's on the validation rows. */
 #include <stdarg.h>
@@ -8,9 +8,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "analyzer/alloc.h"
-#include "analyzer/build.h"
-#include "analyzer/memory.h"
+#include "analyzer/alloc/alloc.h"
+#include "analyzer/lower/build.h"
+#include "analyzer/memory/memory.h"
 #include "load_fixture.h"
 #include "mem_fixture.h"
 

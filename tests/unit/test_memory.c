@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests for the numeric memory model (analyzer/memory.c, mem_timeline.c):
+ * Unit tests for the numeric memory model (analyzer/memory/memory.c, mem_timeline.c):
  * the exact vectors of memory-model.md §13 that concern sharding, pipelines,
  * activations, the timeline and the worked examples, plus folding checks.
  */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 #include "mem_fixture.h"
 
 /* Bytes per element of one precision regime (§2.1). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for analyzer/phases.c: each phase's formula on a job small
+/* Unit tests for analyzer/memory/phases.c: each phase's formula on a job small
  * enough to add up by hand (docs/memory-model.md §"The run, phase by phase"). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "analyzer/phases.h"
+#include "analyzer/memory/phases.h"
 #include "lang/arena.h"
 
 #define MIB (1u << 20)

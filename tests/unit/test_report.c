@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_report.c - the per-device report (analyzer/report.c): byte and count
+ * test_report.c - the per-device report (analyzer/out/report.c): byte and count
  * formatting, the text table (fits, exceeds, not analysed, --explain, several
  * pipeline stages) and the JSON document (exact integers, escaping, nulls,
  * diagnostics with notes) and the HTML page (escaping, the chart's series,
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/memory.h"
-#include "analyzer/report.h"
+#include "analyzer/memory/memory.h"
+#include "analyzer/out/report.h"
 #include "lang/arena.h"
 #include "lang/diag.h"
 #include "lang/source.h"

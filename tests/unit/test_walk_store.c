@@ -13,9 +13,9 @@
  */
 #include "lang_fixture.h"
 
-#include "analyzer/build.h"
+#include "analyzer/lower/build.h"
 #include "analyzer/cmd/stdlib_digests.h"
-#include "analyzer/memory.h"
+#include "analyzer/memory/memory.h"
 #include "lang/check.h"
 #include "lang/check_impl.h"
 #include "lang/eval.h"

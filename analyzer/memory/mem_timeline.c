@@ -503,19 +503,29 @@ static void eval_backward(struct walk *w, const struct pos *p, bool remat)
 	w->part = PART_WHOLE;
 }
 
+/* What every instant after backward holds: the weights, the optimizer
+ * states, the loop's kept output (freed after the step) and the buckets. */
+static void after_backward(struct walk *w, struct mem_vec *v, struct mem_where *wh,
+			   uint64_t buckets)
+{
+	const struct mem_sums *T = &w->st->total;
+
+	memset(v, 0, sizeof(*v));
+	memset(wh, 0, sizeof(*wh));
+	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
+	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
+	put(w, v, MEM_C_LOGITS, T->v[S_KEPT]);
+	put_buf(w, v, MEM_B_BUCKETS, buckets);
+}
+
 /* Optimizer step: all gradients exist, activations are gone (§5.1, §5.2). */
 static void optimizer_instant(struct walk *w, struct mem_vec *v, struct mem_where *wh)
 {
 	const struct mem_sums *T = &w->st->total;
 	bool *o = &w->cx->ovf;
 
-	memset(v, 0, sizeof(*v));
-	memset(wh, 0, sizeof(*wh));
-	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
-	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
+	after_backward(w, v, wh, w->sc[0].base.b[MEM_B_BUCKETS]);
 	put(w, v, MEM_C_GRADIENTS, T->v[S_GFIN]);
-	put(w, v, MEM_C_LOGITS, T->v[S_KEPT]);	/* the loop's output, freed after the step */
-	put_buf(w, v, MEM_B_BUCKETS, w->sc[0].base.b[MEM_B_BUCKETS]);
 	put_buf(w, v, MEM_B_STEP_TEMPS, mem_add(o, T->v[S_STEP_GROUP], w->st->step_max));
 	wh->phase = MEM_PHASE_OPTIMIZER;
 	wh->block = SIZE_MAX;
@@ -551,12 +561,7 @@ static void final_reduce_instant(struct walk *w, const struct scenario *s, struc
 	const struct mem_sums *T = &w->st->total;
 	bool *o = &w->cx->ovf;
 
-	memset(v, 0, sizeof(*v));
-	memset(wh, 0, sizeof(*wh));
-	put(w, v, MEM_C_WEIGHTS, T->v[S_W]);
-	put(w, v, MEM_C_OPTIMIZER, T->v[S_S]);
-	put(w, v, MEM_C_LOGITS, T->v[S_KEPT]);
-	put_buf(w, v, MEM_B_BUCKETS, s->base.b[MEM_B_BUCKETS]);
+	after_backward(w, v, wh, s->base.b[MEM_B_BUCKETS]);
 	if (!w->job->fsdp_no_sync) {
 		/* synced: the root's own reduce-scatter, every unit resharded */
 		put(w, v, MEM_C_GRADIENTS, T->v[S_GFIN]);

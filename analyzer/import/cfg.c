@@ -221,8 +221,26 @@ bool cfg_number_in(struct cfg *c, const struct cfg_item *it, double lo, double h
 	return true;
 }
 
+/* The least value of a count row: its own (config.json's model counts),
+ * else 1 for the job's counts whatever the reader (a DeepSpeed, Megatron,
+ * LitGPT, torchtitan or fsdp_qlora micro-batch, length or accumulation of
+ * 0 is refused at its key, not written out for memc check to refuse). */
+static const char *count_min(const struct map_row *r)
+{
+	static const char *const job[] = { "micro_batch", "seq_len", "grad_accum" };
+
+	if (r->arg)
+		return r->arg;
+	for (size_t i = 0; i < sizeof(job) / sizeof(job[0]); i++)
+		if (!strcmp(r->dst, job[i]))
+			return "1";
+	return NULL;
+}
+
 static bool map_count(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o)
 {
+	const char *min = count_min(r);
+
 	if (it->kind == CFG_STR && !strcmp(it->text, "auto")) {
 		imp_set(o, NULL, NULL, it->path,
 			arena_printf(c->arena, "%s = \"auto\": the launcher fills it in; set %s yourself",
@@ -233,10 +251,10 @@ static bool map_count(struct cfg *c, const struct cfg_item *it, const struct map
 		imp_set(o, r->dst, "", it->path, NULL);
 		return true;
 	}
-	/* arg: the least value the model can be built with, so that
+	/* the least value the model or the job can be built with, so that
 	 * `"hidden_size": -4096` is refused at its key, not after the output
 	 * is written */
-	if (r->arg && !cfg_whole_at_least(c, it, strtoll(r->arg, NULL, 10)))
+	if (min && !cfg_whole_at_least(c, it, strtoll(min, NULL, 10)))
 		return false;
 	if (it->kind != CFG_INT && !(it->kind == CFG_REAL && it->r == (double)it->i))
 		return bad_value(c, it, "a whole number");

@@ -690,28 +690,33 @@ static struct alloc_block *live_block(struct alloc_sim *sim, size_t handle)
 	return b && !b->dead && !b->free && !b->pending ? b : NULL;
 }
 
-void alloc_sim_release(struct alloc_sim *sim, size_t handle)
+/* What every free() does first: the allocated statistic drops at once
+ * (decrease_stat); NULL for a handle that is not a live block. */
+static struct alloc_block *released(struct alloc_sim *sim, size_t handle)
 {
 	struct alloc_block *b = live_block(sim, handle);
 
-	if (!b)
-		return;
-	b->freed_at = sim->gc_calls;
-	sim->allocated = sat_sub(sim->allocated, b->size);
-	free_block(sim, handle);
+	if (b) {
+		b->freed_at = sim->gc_calls;
+		sim->allocated = sat_sub(sim->allocated, b->size);
+	}
+	return b;
 }
 
-/* free() with stream_uses: the allocated statistic drops at once
- * (decrease_stat before insert_events), the block waits for its events. */
+void alloc_sim_release(struct alloc_sim *sim, size_t handle)
+{
+	if (released(sim, handle))
+		free_block(sim, handle);
+}
+
+/* free() with stream_uses: the statistic drops before insert_events, the
+ * block waits for its events. */
 void alloc_sim_release_recorded(struct alloc_sim *sim, size_t handle)
 {
-	struct alloc_block *b = live_block(sim, handle);
+	struct alloc_block *b = released(sim, handle);
 
-	if (!b)
-		return;
-	b->freed_at = sim->gc_calls;
-	sim->allocated = sat_sub(sim->allocated, b->size);
-	b->pending = true;
+	if (b)
+		b->pending = true;
 }
 
 /* process_events: the block's last event has completed. */

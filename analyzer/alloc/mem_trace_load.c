@@ -214,6 +214,23 @@ static void bcast_end(struct tr *r, struct bcast *b)
 	b->nflight = 0;
 }
 
+/* Two splits of one layer's weights by parameter: a copy of the split
+ * mtr_shares just made (the caller frees it), and r->share made the split
+ * of @then (zeros where it has none). NULL when out of memory. */
+static uint64_t *shares_then(struct tr *r, const struct mem_layer *l, uint64_t then)
+{
+	uint64_t *first = malloc(l->nparams * sizeof(*first) + 1);
+
+	if (!first) {
+		r->t->nomem = true;
+		return NULL;
+	}
+	memcpy(first, r->share, l->nparams * sizeof(*first));
+	if (!mtr_shares(r, l, then, K_W))
+		memset(r->share, 0, l->nparams * sizeof(*first));
+	return first;
+}
+
 /* A layer's resident weights, each after its own loading (meta init,
  * load = meta): the 16-bit source of a quantised weight and its packed
  * form when that is not what stays (sharded, offloaded), or the full
@@ -226,14 +243,9 @@ static void load_in_place(struct tr *r, const struct mem_layer *l, const struct 
 		mtr_put_params(r, l, c->w, K_W, NULL);
 		return;
 	}
-	u = malloc(l->nparams * sizeof(*u) + 1);
-	if (!u) {
-		r->t->nomem = true;
+	u = shares_then(r, l, c->w);
+	if (!u)
 		return;
-	}
-	memcpy(u, r->share, l->nparams * sizeof(*u));
-	if (!mtr_shares(r, l, c->w, K_W))
-		memset(r->share, 0, l->nparams * sizeof(*u));
 	w = r->share;
 	for (size_t i = 0; i < l->nparams; i++) {
 		uint64_t src = mem_round(r->job, l->params[i].load_bytes);
@@ -306,14 +318,9 @@ static void fsdp1_leaves(struct tr *r, const struct mem_layer *l, const struct m
 
 	if (!mtr_shares(r, l, *g, K_W))
 		return;
-	gs = malloc(l->nparams * sizeof(*gs) + 1);
-	if (!gs) {
-		r->t->nomem = true;
+	gs = shares_then(r, l, c->w);
+	if (!gs)
 		return;
-	}
-	memcpy(gs, r->share, l->nparams * sizeof(*gs));
-	if (!mtr_shares(r, l, c->w, K_W))
-		memset(r->share, 0, l->nparams * sizeof(*gs));
 	for (size_t i = 0; i < l->nparams; i++) {
 		uint64_t sh = r->share[i] ? r->share[i] : mem_shard_bytes(gs[i], r->cx->shard_n);
 		uint32_t o, f, d;

@@ -346,6 +346,18 @@ static void check_params(struct eval *ev, const struct decl *d)
  * the builtin tables, so it would be clean again. */
 /* The analyzer reads `state` only in an optimizer and only `state` and
  * `temp` there: any other tensor would be accepted and count nothing. */
+/* grouped (foreach temporaries of all tensors at once) has a meaning only
+ * in the optimizer step; a layer's temp with it would be counted as if
+ * unmarked, and the attribute table's places cannot tell the two temps
+ * apart. */
+static void refuse_layer_grouped(struct eval *ev, const struct stmt *s)
+{
+	for (const struct attr *a = s->tensor.attrs; a; a = a->next)
+		if (!strcmp(a->name, "grouped"))
+			eval_error(ev, DIAG_BAD_ARGUMENT, a->loc,
+				   "grouped marks an optimizer's temp tensor, not a layer's");
+}
+
 static void check_tensor_kinds(struct eval *ev, const struct stmt *s, bool optimizer)
 {
 	for (; s; s = s->next) {
@@ -363,6 +375,8 @@ static void check_tensor_kinds(struct eval *ev, const struct stmt *s, bool optim
 			eval_error(ev, DIAG_TYPE_MISMATCH, s->loc,
 				   "state tensors belong in an optimizer body: '%s' would count nothing here "
 				   "(a layer holds param, saves, temp and input tensors)", s->tensor.name);
+		} else if (s->kind == STMT_TENSOR && !optimizer && s->tensor.kind == TENSOR_TEMP) {
+			refuse_layer_grouped(ev, s);
 		}
 	}
 }

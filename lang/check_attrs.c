@@ -244,24 +244,9 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 	}
 }
 
-struct static_walk {
-	struct eval *ev;
-	bool optimizer;
-};
-
-/* attr_places cannot tell a layer's temp from an optimizer's: grouped
- * (foreach temporaries of all tensors at once) has a meaning only in the
- * optimizer step, and a layer's temp with it would be counted as if
- * unmarked. */
 static void static_tensor(void *ctx, const struct walk_tensor *t)
 {
-	const struct static_walk *w = ctx;
-
-	check_tensor_attrs(w->ev, t);
-	for (const struct attr *a = t->stmt->tensor.attrs; a && !w->optimizer; a = a->next)
-		if (!strcmp(a->name, "grouped") && t->stmt->tensor.kind == TENSOR_TEMP)
-			eval_error(w->ev, DIAG_BAD_ARGUMENT, a->loc, "grouped marks an optimizer's temp "
-				   "tensor, not a layer's");
+	check_tensor_attrs(ctx, t);
 }
 
 /* Unknown bindings for a template that no job instantiates. */
@@ -298,9 +283,8 @@ static struct env *unknown_job(struct eval *ev)
 void check_body_static(struct eval *ev, const struct decl *d)
 {
 	static const struct walk_ops ops = { .tensor = static_tensor };
-	struct static_walk w = { ev, d->kind == DECL_OPTIMIZER };
 
 	if (!ev->static_job)
 		ev->static_job = unknown_job(ev);
-	eval_walk(ev, eval_instantiate_unknown(ev, d), ev->static_job, &ops, &w);
+	eval_walk(ev, eval_instantiate_unknown(ev, d), ev->static_job, &ops, ev);
 }

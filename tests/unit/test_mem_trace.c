@@ -177,6 +177,18 @@ static void replayed_job_loading(void **state)
 	assert_int_equal(mem_fx_analyze(&j).peak_reserved, 16 * MiB);
 }
 
+/* The job of the two tests below: FSDP over 2 ranks, three units of one
+ * trainable 32 MiB weight (16 MiB shards), nothing else. */
+static void three_trainable_units(struct mem_layer *l, struct mem_param *p, struct mem_block *b,
+				  struct mem_job *j)
+{
+	weight_only(l, p, "w", 16 * MiB, 32 * MiB);
+	p->grad_bytes = 32 * MiB;
+	p->trainable = true;
+	b->repeat = 3;
+	fsdp_two(j, false);
+}
+
 /* FSDP over 2 ranks, three units of one trainable 32 MiB weight (16 MiB
  * shards), nothing else.  By hand: the shards take three 16 MiB segments;
  * the all-gather stream two 32 MiB segments (the running unit and the next
@@ -197,11 +209,7 @@ static void replayed_job_fsdp_streams(void **state)
 	struct mem_class k;
 
 	(void)state;
-	weight_only(&l, &p, "w", 16 * MiB, 32 * MiB);
-	p.grad_bytes = 32 * MiB;
-	p.trainable = true;
-	b.repeat = 3;
-	fsdp_two(&j, false);
+	three_trainable_units(&l, &p, &b, &j);
 	k = mem_fx_analyze(&j);
 	assert_int_equal(k.peak_allocated, 160 * MiB);
 	assert_int_equal(k.replay_allocated, 160 * MiB);
@@ -233,11 +241,7 @@ static void replayed_job_fsdp2_no_sync(void **state)
 	struct mem_class k;
 
 	(void)state;
-	weight_only(&l, &p, "w", 16 * MiB, 32 * MiB);
-	p.grad_bytes = 32 * MiB;
-	p.trainable = true;
-	b.repeat = 3;
-	fsdp_two(&j, false);
+	three_trainable_units(&l, &p, &b, &j);
 	j.fsdp2 = j.fsdp_no_sync = true;
 	j.micro_batches = 2;
 	k = mem_fx_analyze(&j);

@@ -43,14 +43,9 @@ bool search_split_same(uint64_t written_pp, uint64_t written_vp, uint64_t pp, ui
 	return written_pp == pp && chunks(written_vp) == chunks(vp);
 }
 
-bool search_split_kept(const struct mem_job *written, uint32_t pp, uint32_t vp)
-{
-	return !states(written) || search_split_same(written->pp, written->vp, pp, vp);
-}
-
 bool search_split_dropped(const struct mem_job *written, uint32_t pp, uint32_t vp)
 {
-	return !search_split_kept(written, pp, vp);
+	return states(written) && !search_split_same(written->pp, written->vp, pp, vp);
 }
 
 void search_split_clear(struct mem_job *j)

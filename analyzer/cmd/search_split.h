@@ -29,9 +29,6 @@ bool search_split_is_key(const char *sub);
 /* Whether pp x vp is the written one, for which a stated split is
  * written (memc fit's variants, which are text, ask this). */
 bool search_split_same(uint64_t written_pp, uint64_t written_vp, uint64_t pp, uint64_t vp);
-/* Whether a variant of pp x vp keeps the split @written states (false:
- * it drops it; true also when @written states none). */
-bool search_split_kept(const struct mem_job *written, uint32_t pp, uint32_t vp);
 /* Whether the variant of pp x vp drops a split @written states. */
 bool search_split_dropped(const struct mem_job *written, uint32_t pp, uint32_t vp);
 /* @j without a stated split: the even one. */

@@ -83,6 +83,17 @@ static bool quantizer_ok(struct eval *ev, struct value v)
 	return false;
 }
 
+/* use_dora: true is PEFT's DoraLinearLayer; "fsdp_qlora" that script's own
+ * BNBDORA / HQQDORA layers, which save and build less (build_param.c). */
+static bool dora_form_ok(struct eval *ev, struct value v)
+{
+	if (!strcmp(v.str, "fsdp_qlora"))
+		return true;
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'use_dora' must be true or false (PEFT's DoRA) or "
+		   "\"fsdp_qlora\" (fsdp_qlora's scripts/dora.py layers), not \"%s\"", v.str);
+	return false;
+}
+
 /* `quant` stores the base weights: a dtype of 8 bits or fewer (nf4 or
  * int8; fp32 would be a larger copy, not a quantisation). `dtype`,
  * `compute_dtype` and `dequant_dtype` are what torch computes in (the
@@ -126,6 +137,8 @@ static bool lora_arg(struct eval *ev, const char *call, const char *name, struct
 	}
 	if (!strcmp(name, "targets") && all_linear(v))
 		return true;
+	if (!strcmp(name, "use_dora") && v.kind == VAL_STRING)
+		return dora_form_ok(ev, v);
 	snprintf(what, sizeof what, "'%s' of %s()", name, call);
 	if (!check_value_type(ev, v, s->type, what) || !dtype_arg_ok(ev, name, v, what))
 		return false;

@@ -207,8 +207,8 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 {
 	const char *tt = flag_text(c, "train_type", "qlora");
 
-	if (!flag_in(c, "train_type", "full|lora|qlora|custom_lora|custom_qlora",
-		     "HQQ, DoRA and Llama-Pro training have no memc form"))
+	if (!flag_in(c, "train_type", "full|lora|qlora|custom_lora|custom_qlora|bnb_dora",
+		     "HQQ and Llama-Pro training have no memc form"))
 		return false;
 	if (!flag_in(c, "lora_target_modules", "all|default", "not a train.py choice"))
 		return false;
@@ -221,7 +221,8 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 	 * on the full and lora paths, kept by --precision bf16 (no
 	 * MixedPrecision); qlora's from_config(cfg) builds them fp32, and the
 	 * autocast policies' buffer_dtype is fp32 */
-	bool rope16 = !strstr(tt, "qlora") && !strcmp(flag_text(c, "precision", "bf16"), "bf16");
+	bool rope16 = !strstr(tt, "qlora") && strcmp(tt, "bnb_dora") &&
+		      !strcmp(flag_text(c, "precision", "bf16"), "bf16");
 
 	imp_set(o, "rope_cache", rope16 ? "bf16" : "fp32", "train.py",
 		"transformers <= 4.39: LlamaRotaryEmbedding buffers per layer (4.40 and later: drop it)");
@@ -235,18 +236,20 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 	if ((r && !cfg_whole_at_least(c, r, 1)) || (a && !cfg_whole_at_least(c, a, 1)) ||
 	    (d && !cfg_number_in(c, d, 0, 1, "a number from 0 to below 1")))
 		return false;
-	bool q = strstr(tt, "qlora") != NULL;
+	/* bnb_dora: Linear4bit bases under scripts/dora.py's BNBDORA */
+	bool dora = !strcmp(tt, "bnb_dora"), q = strstr(tt, "qlora") != NULL || dora;
 	const char *targets = !strcmp(flag_text(c, "lora_target_modules", "all"), "default") ?
 			      "[q, v]" : "[k, q, v, up, down, gate]";
-	const char *call = arena_printf(o->arena, "%s(r = %s, alpha = %s, dropout = %s, targets = %s%s%s%s)",
+	const char *call = arena_printf(o->arena, "%s(r = %s, alpha = %s, dropout = %s, targets = %s%s%s%s%s)",
 					q ? "qlora" : "lora", flag_text(c, "lora_rank", "64"),
 					flag_text(c, "lora_alpha", "16"), flag_text(c, "lora_dropout", "0.1"),
 					targets, q ? ", quant = nf4_dq, quant_storage = " : "", q ? storage : "",
-					q ? ", save_input = true" : "");
+					q ? ", save_input = true" : "", dora ? ", use_dora = \"fsdp_qlora\"" : "");
 
-	set_from(o, c, "finetune", call, "train_type", q ? "Linear4bit(quant_type='nf4', quant_storage="
-		 "torch_dtype), compress_statistics left True; save_input: bitsandbytes before 0.43.2, as "
-		 "its README's >=0.43.0 and reentrant note had it (drop it with 0.43.2 and later)" : NULL);
+	set_from(o, c, "finetune", call, "train_type", q ? arena_printf(o->arena, "%sLinear4bit(quant_type='nf4', "
+		 "quant_storage=torch_dtype), compress_statistics left True; save_input: bitsandbytes before 0.43.2, "
+		 "as its README's >=0.43.0 and reentrant note had it (drop it with 0.43.2 and later)",
+		 dora ? "scripts/dora.py BNBDORA (its DORALayer ignores the dropout) over " : "") : NULL);
 	return true;
 }
 

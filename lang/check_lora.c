@@ -75,11 +75,11 @@ static bool all_linear(struct value v)
 static bool quantizer_ok(struct eval *ev, struct value v)
 {
 	if (v.kind != VAL_STRING || !strcmp(v.str, "bitsandbytes") || !strcmp(v.str, "torchao") ||
-	    !strcmp(v.str, "torchao-0.1"))
+	    !strcmp(v.str, "torchao-0.1") || !strcmp(v.str, "hqq"))
 		return true;
 	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'quantizer' must be \"bitsandbytes\" (Params4bit), "
-		   "\"torchao\" (to_nf4 in chunks, torchao 0.2 and later) or \"torchao-0.1\" (to_nf4 over "
-		   "the whole tensor)");
+		   "\"torchao\" (to_nf4 in chunks, torchao 0.2 and later), \"torchao-0.1\" (to_nf4 over "
+		   "the whole tensor) or \"hqq\" (HQQLinear)");
 	return false;
 }
 

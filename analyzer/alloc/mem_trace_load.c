@@ -74,6 +74,19 @@ static bool leaf_units(const struct tr *r)
 	       r->job->sharding != MEM_SHARD_ZERO3;
 }
 
+/* HQQ's Quantizer.quantize beside the source (phases.c hqq_transient):
+ * the fp32 copy, then the proximal optimiser's nine fp16 tensors at once. */
+static void hqq_temps(struct tr *r, uint64_t n)
+{
+	uint32_t f = put(r, mem_round(r->job, mem_mul(&r->cx->ovf, n, 4)), STREAM_COMPUTE), h[9];
+
+	for (size_t i = 0; i < 9; i++)
+		h[i] = put(r, mem_round(r->job, mem_mul(&r->cx->ovf, n, 2)), STREAM_COMPUTE);
+	for (size_t i = 9; i-- > 0;)
+		drop(r, &h[i]);
+	drop(r, &f);
+}
+
 /* torchao's to_nf4 beside a weight's 16-bit source (phases.c
  * torchao_transient): scaled_blocks, then the two [elements, 16] tensors
  * of quantize_tensor_nearest, freed before the packed weight is made. */
@@ -84,6 +97,10 @@ static void quant_temps(struct tr *r, const struct mem_param *p)
 
 	if (p->load_quantizer == MEM_QUANT_BNB || !p->load_bytes)
 		return;
+	if (p->load_quantizer == MEM_QUANT_HQQ) {
+		hqq_temps(r, p->numel);
+		return;
+	}
 	if (p->load_quantizer == MEM_QUANT_TORCHAO && n > (1u << 20))
 		n = 1u << 20;
 	sc = put(r, mem_round(r->job, p->load_bytes), STREAM_COMPUTE);

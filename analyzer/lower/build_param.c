@@ -371,13 +371,15 @@ static uint64_t param_weight(struct bld *b, struct mem_param *p, uint64_t base, 
  * level) in Params4bit.quant_state, a plain attribute: FSDP flattens and
  * shards the packed data only (fsdp_qlora train.py load_and_quantize: "FSDP
  * only syncs parameters and buffers, so the quant_state isn't copied").
- * The packed codes are what a shard and a gather hold. torchao's NF4Tensor
- * shards its scalers with the data (fsdp_pre_all_gather). */
+ * The packed codes are what a shard and a gather hold. HQQLinear likewise
+ * keeps its meta in a dict beside the W_q Parameter (hqq core/quantize.py
+ * HQQLinear.quantize). torchao's NF4Tensor shards its scalers with the
+ * data (fsdp_pre_all_gather). */
 static void quant_state(struct bld *b, struct mem_param *p)
 {
 	uint64_t bits = b->quant ? b->quant->bits : 0, codes;
 
-	if (b->quantizer != MEM_QUANT_BNB || bits != 4)
+	if ((b->quantizer != MEM_QUANT_BNB && b->quantizer != MEM_QUANT_HQQ) || bits != 4)
 		return;
 	codes = p->numel / 8 * bits + ((p->numel % 8) * bits + 7) / 8;
 	if (codes >= p->weight_bytes)
@@ -624,7 +626,8 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 		b->dequant = v.dtype;
 	if (ft_arg(b, &ft, "quantizer", &v) && v.kind == VAL_STRING)
 		b->quantizer = !strcmp(v.str, "torchao") ? MEM_QUANT_TORCHAO :
-			       !strcmp(v.str, "torchao-0.1") ? MEM_QUANT_TORCHAO_WHOLE : MEM_QUANT_BNB;
+			       !strcmp(v.str, "torchao-0.1") ? MEM_QUANT_TORCHAO_WHOLE :
+			       !strcmp(v.str, "hqq") ? MEM_QUANT_HQQ : MEM_QUANT_BNB;
 	b->skip_given = ft_arg(b, &ft, "skip_modules", &b->skip_modules) && b->skip_modules.kind == VAL_LIST;
 	/* bnb_4bit_use_double_quant picks the absmax layout (docs/language.md) */
 	if (!ft_arg(b, &ft, "quant", &v) && ft_arg(b, &ft, "double_quant", &v) && v.kind == VAL_BOOL)

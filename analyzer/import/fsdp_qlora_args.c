@@ -212,6 +212,15 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 		return false;
 	if (!flag_in(c, "lora_target_modules", "all|default", "not a train.py choice"))
 		return false;
+	/* "default" is None, which only PEFT's LoraConfig takes: the custom
+	 * layers' loop (`value_key in args['lora_target_modules']`) raises */
+	const struct cfg_item *tm = cfg_find(c, "lora_target_modules");
+
+	if (tm && !strcmp(tm->text, "default") && (!strncmp(tt, "custom_", 7) || strstr(tt, "dora") ||
+						    !strncmp(tt, "hqq_", 4)))
+		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, tm->loc, "'lora_target_modules' = default "
+				 "is None, which train.py's %s layers cannot take (`value_key in None` raises "
+				 "in fsdp_main); memc import knows all here", tt);
 	/* save_model: a full model's FULL_STATE_DICT, offload_to_cpu and
 	 * rank0_only; the LoRA types gather their adapter units only */
 	if (!strcmp(tt, "full") && flag_bool(c, "save_model", false))

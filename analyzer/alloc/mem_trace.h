@@ -15,6 +15,7 @@
 #define STREAM_COMPUTE 0u
 #define STREAM_COMM 1u		/* FSDP's all-gather stream */
 #define STREAM_RS 2u		/* FSDP's reduce-scatter stream */
+#define STREAM_PRE_UNSHARD 3u	/* FSDP1's pre-unshard stream (CPU offload's H2D copies) */
 #define NO_ID UINT32_MAX
 
 /* A growable list of trace ids. */

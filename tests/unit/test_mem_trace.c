@@ -315,6 +315,80 @@ static void replayed_job_fsdp1_root_caught_up(void **state)
 	assert_int_equal(k.overhead_frag, 32 * MiB);
 }
 
+/* FSDP1's CPU offload (fsdp1 { cpu_offload = true }): a frozen root layer
+ * of an 8 MiB weight and the three frozen 32 MiB units above, every shard
+ * on the host.  FlatParamHandle.pre_unshard copies a unit's shard to the
+ * GPU on FSDP's pre-unshard stream (torch/distributed/fsdp/_runtime_utils.py
+ * _unshard: `with stream(pre_unshard_stream): handle.pre_unshard()`, a
+ * stream of its own from _init_streams), freed once the gathered view
+ * replaces it.  By hand: that stream takes one 20 MiB segment for the
+ * root's 4 MiB copy (a request under 10 MiB), which every unit's 16 MiB
+ * copy then splits; the all-gather stream a 20 MiB segment for the
+ * gathered root (kept through the step) and the units' three 32 MiB ones
+ * (as above): reserved 20 + 20 + 96 = 136 MiB, peak allocated (the
+ * timeline's, which has no copy) the root and two units, 8 + 64 = 72 MiB.
+ * With the copies on the all-gather stream the root's gather split the
+ * copy's 20 MiB segment and the 16 MiB copies took a segment of their own:
+ * 132 MiB. */
+static void replayed_job_fsdp1_offload_stream(void **state)
+{
+	struct mem_param p, q;
+	struct mem_layer l, rl;
+	struct mem_block b[2];
+	struct mem_job j = frag_job(&l, &b[1]);
+	struct mem_class k;
+
+	(void)state;
+	weight_only(&l, &p, "w", 16 * MiB, 32 * MiB);
+	rl = l;
+	rl.name = "root";
+	weight_only(&rl, &q, "r", 4 * MiB, 8 * MiB);
+	b[0] = (struct mem_block){ &rl, 1, 1, false };
+	j.blocks = b;
+	j.nblocks = 2;
+	fsdp_two(&j, true);
+	j.offload_params = true;
+	k = mem_fx_analyze(&j);
+	assert_int_equal(k.peak_allocated, 72 * MiB);
+	assert_int_equal(k.peak_reserved, 136 * MiB);
+}
+
+/* fsdp_qlora's low_memory loading (FSDP1 from rank 0's CPU model, load =
+ * rank0_cpu): three frozen units of one 4-bit weight, 32 MiB of codes
+ * (16 MiB shards over dp 2) and a 4 MiB QuantState, quantised from a
+ * 128 MiB 16-bit source.  load_and_quantize quantises every tensor on the
+ * GPU before the wrap, and the QuantState stays there while the codes go
+ * to the host (mem_trace_load.c quantise_ahead); then empty_cache.  By
+ * hand: the source takes a 128 MiB segment, the codes a 32 MiB one, the
+ * first QuantState a 20 MiB one (a request under 10 MiB), which the other
+ * two split; empty_cache keeps only that segment.  The wrap: each unit's
+ * codes moved back (a 32 MiB segment), its FlatParameter (another), its
+ * shard (16 MiB, a segment each: 48), the first two cached for the next
+ * unit; the step's all-gather stream three 32 MiB segments (the test
+ * above).  Reserved 20 + 64 + 48 + 96 = 228 MiB at a peak of the shards,
+ * the QuantStates and two gathered units, 48 + 12 + 64 = 124 MiB.  With
+ * the QuantState made at the wrap, one 20 MiB block with the shard, it
+ * was 3 x 20 + 64 + 96 = 220 MiB. */
+static void replayed_job_fsdp1_quant_state(void **state)
+{
+	struct mem_param p;
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	weight_only(&l, &p, "w", 64 * MiB, 36 * MiB);
+	p.quant_state_bytes = 4 * MiB;
+	p.gather_bytes = 32 * MiB;
+	p.load_bytes = 128 * MiB;
+	fsdp_two(&j, true);
+	j.load = MEM_LOAD_RANK0_CPU;
+	k = mem_fx_analyze(&j);
+	assert_int_equal(k.peak_allocated, 124 * MiB);
+	assert_int_equal(k.peak_reserved, 228 * MiB);
+}
+
 /* A tied weight's held gradient (mem_trace.c tied_hold): an embedding of a
  * trained 32 MiB weight, then a head reading it (tied) that saves 10 MiB
  * and makes a 40 MiB forward temporary.  By hand: the weight takes a 32 MiB
@@ -779,6 +853,8 @@ int main(void)
 		cmocka_unit_test(replayed_job_fsdp2_no_sync),
 		cmocka_unit_test(replayed_job_fsdp1_record_stream),
 		cmocka_unit_test(replayed_job_fsdp1_root_caught_up),
+		cmocka_unit_test(replayed_job_fsdp1_offload_stream),
+		cmocka_unit_test(replayed_job_fsdp1_quant_state),
 		cmocka_unit_test(replayed_job_tied_gradient),
 		cmocka_unit_test(replayed_job_offloaded_activations),
 		cmocka_unit_test(replayed_job_expandable),

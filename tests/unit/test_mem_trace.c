@@ -124,6 +124,44 @@ static void replayed_job_shapes(void **state)
 	assert_int_equal(mem_fx_analyze(&j).peak_reserved, 40 * MiB);
 }
 
+/* cuBLAS's workspaces in the pool (mem_trace.c blas_workspaces): one
+ * layer saving 10 MiB and making a 30 MiB temporary (40 MiB reserved
+ * without them, replayed_job_shapes), workspaces of w MiB, one made before
+ * the forward (the loop's thread) and one after the layer's backward
+ * temporaries (autograd's thread), never freed.  By hand, w = 4: the first
+ * takes a 20 MiB segment (under 10 MiB), the save splits its 16 MiB rest
+ * (10 + 6), the temporary a 30 MiB segment; the second splits the 6 MiB
+ * rest (best fit): 20 + 30 = 50 MiB, every later step in the same blocks.
+ * w = 8: the save splits the first segment's 12 MiB rest (10 + 2); the
+ * second workspace fits only the freed 30 MiB block (8 + 22), so step 2's
+ * save splits the 22 (10 + 12) and its temporary needs another 30 MiB
+ * segment; step 3 finds both (the 12, the 30): 20 + 30 + 30 = 80 MiB.
+ * Peak allocated stays the timeline's 40 MiB (M17 counts the workspace
+ * outside it), and the class no longer adds it to the device total. */
+static void replayed_job_blas_workspaces(void **state)
+{
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	b.repeat = 1;
+	j.cublas_workspace_bytes = 4 * MiB;
+	k = mem_fx_analyze(&j);
+	assert_int_equal(k.peak_allocated, 40 * MiB);
+	assert_int_equal(k.replay_allocated, 40 * MiB);
+	assert_int_equal(k.peak_reserved, 50 * MiB);
+	assert_int_equal(k.overhead_cublas, 0);
+	assert_int_equal(k.device_total, 50 * MiB + j.cuda_context_bytes);
+	j.cublas_workspace_bytes = 8 * MiB;
+	k = mem_fx_analyze(&j);
+	assert_int_equal(k.peak_allocated, 40 * MiB);
+	assert_int_equal(k.peak_reserved, 80 * MiB);
+	j.cublas_workspace_bytes = 0;
+	assert_int_equal(mem_fx_analyze(&j).peak_reserved, 40 * MiB);
+}
+
 /* The same with the temporary quadratic in the length (eager scores,
  * mem_quad.tfwd = 1): 30 x (L/8)^2 = 16.875, 11.71875, 22.96875, 30 MiB
  * at 6, 5, 7, 8; the saves stay 7.5, 6.25, 8.75, 10.  By hand: length 6
@@ -848,6 +886,7 @@ int main(void)
 		cmocka_unit_test(replayed_job_save_parts),
 		cmocka_unit_test(replayed_job_loading),
 		cmocka_unit_test(replayed_job_shapes),
+		cmocka_unit_test(replayed_job_blas_workspaces),
 		cmocka_unit_test(replayed_job_shapes_quadratic),
 		cmocka_unit_test(replayed_job_fsdp_streams),
 		cmocka_unit_test(replayed_job_fsdp2_no_sync),

@@ -163,49 +163,56 @@ static bool is_tail(const struct alloc_sim *sim, size_t i)
 	return s->expandable && s->tail == i;
 }
 
-/* The free array's order: pool, stream, growable tail last, size, address. */
+/* The free array's order: pool, stream, growable tail last, size, address
+ * (a key is fixed while its block is listed). */
+static uint64_t class_of(enum alloc_pool pool, uint32_t stream, bool tail)
+{
+	return (uint64_t)pool << 33 | (uint64_t)stream << 1 | (uint64_t)tail;
+}
+
+/* What a search looks for: a block's place in the order. */
 struct fkey {
-	uint32_t pool, stream, tail;
-	uint64_t size, segment, offset;
+	uint64_t cls, size, segment, offset;
 };
 
 static struct fkey key_of(const struct alloc_sim *sim, size_t i)
 {
 	const struct alloc_block *b = &sim->blocks[i];
-	struct fkey k = { (uint32_t)b->pool, b->stream, is_tail(sim, i), b->size, b->segment,
+	struct fkey k = { class_of(b->pool, b->stream, is_tail(sim, i)), b->size, b->segment,
 			  b->offset };
 
 	return k;
 }
 
-static int cmp_key(const struct fkey *x, const struct fkey *y)
+/* Is listed block i before k?  Its class was stored when it was listed. */
+static bool before(const struct alloc_sim *sim, size_t i, const struct fkey *k)
 {
-	if (x->pool != y->pool)
-		return x->pool < y->pool ? -1 : 1;
-	if (x->stream != y->stream)
-		return x->stream < y->stream ? -1 : 1;
-	if (x->tail != y->tail)
-		return x->tail < y->tail ? -1 : 1;
-	if (x->size != y->size)
-		return x->size < y->size ? -1 : 1;
-	if (x->segment != y->segment)
-		return x->segment < y->segment ? -1 : 1;
-	return x->offset < y->offset ? -1 : x->offset > y->offset;
+	const struct alloc_block *b = &sim->blocks[i];
+
+	if (b->cls != k->cls)
+		return b->cls < k->cls;
+	if (b->size != k->size)
+		return b->size < k->size;
+	if (b->segment != k->segment)
+		return b->segment < k->segment;
+	return b->offset < k->offset;
 }
 
 /* The first position whose block is not before k. */
 static size_t lower_bound(const struct alloc_sim *sim, const struct fkey *k)
 {
-	size_t lo = 0, hi = sim->nfree;
+	const size_t *f = sim->freel;
+	size_t lo = 0, n = sim->nfree;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		struct fkey m = key_of(sim, sim->freel[mid]);
+	while (n) {
+		size_t half = n / 2;
 
-		if (cmp_key(&m, k) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+		if (before(sim, f[lo + half], k)) {
+			lo += half + 1;
+			n -= half + 1;
+		} else {
+			n = half;
+		}
 	}
 	return lo;
 }
@@ -215,30 +222,41 @@ static bool add_free(struct alloc_sim *sim, size_t i)
 	struct fkey k = key_of(sim, i);
 	size_t pos;
 
-	if (!grow((void **)&sim->freel, &sim->free_cap, sim->nfree, sizeof(size_t)))
+	if (!grow((void **)&sim->freel, &sim->free_cap, sim->nfree, sizeof(*sim->freel)))
 		return false;
 	pos = lower_bound(sim, &k);
-	memmove(&sim->freel[pos + 1], &sim->freel[pos], (sim->nfree - pos) * sizeof(size_t));
+	memmove(&sim->freel[pos + 1], &sim->freel[pos], (sim->nfree - pos) * sizeof(*sim->freel));
 	sim->freel[pos] = i;
 	sim->nfree++;
 	sim->blocks[i].free = true;
+	sim->blocks[i].cls = k.cls;
 	return true;
 }
 
-static void del_free(struct alloc_sim *sim, size_t i)
+/* Unlist block i, found at `pos` if the caller knows where (else NONE). */
+static void del_free_at(struct alloc_sim *sim, size_t i, size_t pos)
 {
-	struct fkey k = key_of(sim, i);
-	size_t pos = lower_bound(sim, &k);
+	struct fkey k;
 
+	if (pos >= sim->nfree || sim->freel[pos] != i) {
+		k = key_of(sim, i);
+		pos = lower_bound(sim, &k);
+	}
 	/* keys stay fixed while listed, so the search finds it; the scan is a guard */
 	if (pos >= sim->nfree || sim->freel[pos] != i)
 		for (pos = 0; pos < sim->nfree && sim->freel[pos] != i; pos++)
 			;
 	if (pos < sim->nfree) {
-		memmove(&sim->freel[pos], &sim->freel[pos + 1], (sim->nfree - pos - 1) * sizeof(size_t));
+		memmove(&sim->freel[pos], &sim->freel[pos + 1],
+			(sim->nfree - pos - 1) * sizeof(*sim->freel));
 		sim->nfree--;
 	}
 	sim->blocks[i].free = false;
+}
+
+static void del_free(struct alloc_sim *sim, size_t i)
+{
+	del_free_at(sim, i, NONE);
 }
 
 /* Is block a before block b in the pool's (size, tail-last, address) order? */
@@ -262,7 +280,7 @@ static bool better(const struct alloc_sim *sim, size_t a, size_t b)
  * large (the growable tail only if no other fits), refused if the
  * oversize rules say so. */
 static bool get_free_block(struct alloc_sim *sim, uint64_t size, enum alloc_pool pool,
-			   uint32_t stream, size_t *idx)
+			   uint32_t stream, size_t *idx, size_t *at)
 {
 	uint64_t ms = sim->cfg.max_split_size;
 	bool found = false;
@@ -270,14 +288,14 @@ static bool get_free_block(struct alloc_sim *sim, uint64_t size, enum alloc_pool
 	if (pool == ALLOC_POOL_LARGE)
 		sim->gc_calls++;
 	for (uint32_t tail = 0; tail < 2 && !found; tail++) {
-		struct fkey k = { (uint32_t)pool, stream, tail, size, 0, 0 }, f;
+		struct fkey k = { class_of(pool, stream, tail), size, 0, 0 };
 		size_t pos = lower_bound(sim, &k);
 
 		if (pos == sim->nfree)
 			continue;
-		f = key_of(sim, sim->freel[pos]);
-		found = f.pool == k.pool && f.stream == stream && f.tail == tail;
+		found = sim->blocks[sim->freel[pos]].cls == k.cls;
 		*idx = sim->freel[pos];
+		*at = pos;
 	}
 	if (!found)
 		return false;
@@ -340,7 +358,8 @@ static enum alloc_status alloc_segment_block(struct alloc_sim *sim, uint64_t siz
 					     enum alloc_pool pool, uint32_t stream, size_t *idx)
 {
 	uint64_t n = alloc_segment_size(size);
-	struct alloc_block b = { 0, 0, n, 0, NONE, NONE, stream, 0, pool, false, false, false };
+	struct alloc_block b = { .size = n, .prev = NONE, .next = NONE, .stream = stream,
+				 .pool = pool };
 	size_t seg;
 
 	if (over_limit(sim, n))
@@ -388,8 +407,8 @@ static enum alloc_status alloc_expandable(struct alloc_sim *sim, uint64_t size,
 		if (!add_free(sim, *idx))
 			return ALLOC_NOMEM;
 	} else {
-		struct alloc_block b = { seg, s->size, map, 0, s->tail, NONE, stream, 0, pool,
-					 false, false, false };
+		struct alloc_block b = { .segment = seg, .offset = s->size, .size = map,
+					 .prev = s->tail, .next = NONE, .stream = stream, .pool = pool };
 
 		if (!push_block(sim, b, idx))
 			return ALLOC_NOMEM;
@@ -619,10 +638,13 @@ enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_
 	uint64_t size = alloc_round_size_cfg(&sim->cfg, n);
 	enum alloc_pool pool = alloc_pool_of(size);
 	enum alloc_status st = ALLOC_OK;
-	size_t idx = 0;
+	size_t idx = 0, at = NONE;
 
-	if (!get_free_block(sim, size, pool, stream, &idx))
+	/* the fast path knows where its block is listed; a new one is searched */
+	if (!get_free_block(sim, size, pool, stream, &idx, &at)) {
+		at = NONE;
 		st = slow_path(sim, size, pool, stream, &idx);
+	}
 	if (st == ALLOC_OOM) {
 		if (!sim->ooms++)
 			sim->oom_request = size;
@@ -630,7 +652,7 @@ enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_
 	}
 	if (st != ALLOC_OK)
 		return st;
-	del_free(sim, idx);	/* before a split changes its key */
+	del_free_at(sim, idx, at);	/* before a split changes its key */
 	if (should_split(sim, idx, size) && !split(sim, idx, size))
 		return ALLOC_NOMEM;
 	/* allocated grows by the block size, unsplit remainder included */

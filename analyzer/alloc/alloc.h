@@ -60,6 +60,7 @@ struct alloc_block {
 	uint64_t segment;	/* segment id */
 	uint64_t offset;	/* byte offset in the segment */
 	uint64_t size;
+	uint64_t cls;		/* listed free: pool << 33 | stream << 1 | growable tail */
 	uint64_t freed_at;	/* get_free_block calls on the large pool when freed (gc age) */
 	size_t prev, next;	/* neighbours in the segment; SIZE_MAX at an end */
 	uint32_t stream;

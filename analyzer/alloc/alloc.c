@@ -748,193 +748,27 @@ void alloc_sim_complete(struct alloc_sim *sim, size_t handle)
 		free_block(sim, handle);
 }
 
-/* ---- traces ---- */
-
-void alloc_trace_free(struct alloc_trace *t)
+static bool copy_array(void **dst, const void *src, size_t n, size_t elem)
 {
-	free(t->ev);
-	free(t->marks);
-	memset(t, 0, sizeof(*t));
+	*dst = NULL;
+	if (!n)
+		return true;
+	*dst = malloc(n * elem);	/* n * elem was allocated once: no overflow */
+	if (*dst)
+		memcpy(*dst, src, n * elem);
+	return *dst != NULL;
 }
 
-static void push_event(struct alloc_trace *t, struct alloc_event e)
+bool alloc_sim_clone(struct alloc_sim *dst, const struct alloc_sim *src)
 {
-	if (t->nomem || !grow((void **)&t->ev, &t->cap, t->n, sizeof(*t->ev))) {
-		t->nomem = true;
-		return;
-	}
-	t->ev[t->n++] = e;
-}
+	bool ok;
 
-uint32_t alloc_trace_alloc(struct alloc_trace *t, uint64_t n, uint32_t stream)
-{
-	struct alloc_event e = { n ? n : 1, t->what, t->nids, stream, ALLOC_OP_FREE };
-
-	if (t->nids == UINT32_MAX) {
-		t->nomem = true;
-		return UINT32_MAX;
-	}
-	t->nids++;
-	push_event(t, e);
-	return e.id;
-}
-
-static void push_free(struct alloc_trace *t, uint32_t id, enum alloc_op op)
-{
-	struct alloc_event e = { 0, t->what, id, 0, op };
-
-	if (id < t->nids)
-		push_event(t, e);
-}
-
-void alloc_trace_release(struct alloc_trace *t, uint32_t id)
-{
-	push_free(t, id, ALLOC_OP_FREE);
-}
-
-void alloc_trace_release_recorded(struct alloc_trace *t, uint32_t id)
-{
-	push_free(t, id, ALLOC_OP_FREE_RECORDED);
-}
-
-void alloc_trace_complete(struct alloc_trace *t, uint32_t id)
-{
-	push_free(t, id, ALLOC_OP_COMPLETE);
-}
-
-void alloc_trace_empty_cache(struct alloc_trace *t)
-{
-	struct alloc_event e = { 0, t->what, 0, 0, ALLOC_OP_EMPTY_CACHE };
-
-	push_event(t, e);
-}
-
-void alloc_trace_mark(struct alloc_trace *t)
-{
-	if (t->nomem || !grow((void **)&t->marks, &t->marks_cap, t->nmarks, sizeof(*t->marks))) {
-		t->nomem = true;
-		return;
-	}
-	t->marks[t->nmarks++] = t->n;
-}
-
-bool alloc_trace_step_peak(const struct alloc_trace *t, uint64_t *peak)
-{
-	uint64_t *size = t->nids ? calloc(t->nids, sizeof(*size)) : NULL, live = 0;
-	size_t m = 0;
-
-	*peak = 0;
-	if (t->nomem || (t->nids && !size))
-		return false;
-	for (size_t i = 0; i <= t->n; i++) {
-		const struct alloc_event *e;
-
-		while (m < t->nmarks && t->marks[m] <= i)
-			m++;
-		if (m && live > *peak)
-			*peak = live;	/* what a step starts with counts */
-		if (i == t->n)
-			break;
-		e = &t->ev[i];
-		if (e->size) {
-			size[e->id] = alloc_round_size(e->size);
-			if (__builtin_add_overflow(live, size[e->id], &live))
-				live = UINT64_MAX;	/* the analysis has flagged it already */
-		} else if (e->op != ALLOC_OP_COMPLETE && e->op != ALLOC_OP_EMPTY_CACHE) {
-			live -= size[e->id];
-			size[e->id] = 0;
-		}
-	}
-	free(size);
-	return true;
-}
-
-/* At mark k >= 2: did step k - 1 leave peak reserved unchanged? */
-static bool steady(const struct alloc_trace *t, size_t i, size_t *k, uint64_t *at, uint64_t peak,
-		   struct alloc_replay *out)
-{
-	bool stop = false;
-
-	while (*k < t->nmarks && t->marks[*k] == i) {
-		if (*k == 0 && peak > out->setup_reserved)
-			out->setup_reserved = peak;
-		stop |= !t->varies && *k >= 2 && peak == *at;
-		*at = peak;
-		++*k;
-	}
-	return stop;
-}
-
-/* One event of the trace; an out-of-memory is noted in `out`. */
-static enum alloc_status replay_event(struct alloc_sim *sim, const struct alloc_trace *t, size_t i,
-				      size_t *handle, struct alloc_replay *out)
-{
-	const struct alloc_event *e = &t->ev[i];
-	enum alloc_status st;
-
-	if (!e->size) {
-		if (e->op == ALLOC_OP_EMPTY_CACHE) {
-			/* the peak statistics restart from what is left
-			 * (fsdp_qlora: reset_peak_memory_stats() before the
-			 * loop, nothing emptied between); loading's own peak
-			 * stays the setup figure */
-			if (sim->peak_reserved > out->setup_reserved)
-				out->setup_reserved = sim->peak_reserved;
-			alloc_sim_empty_cache(sim);
-			sim->peak_reserved = sim->reserved;
-			sim->peak_allocated = sim->allocated;
-		} else if (e->op == ALLOC_OP_FREE_RECORDED)
-			alloc_sim_release_recorded(sim, handle[e->id]);
-		else if (e->op == ALLOC_OP_COMPLETE) {
-			/* empty_cache may have completed it, and its slot serve another */
-			if (handle[e->id] < sim->nblocks && sim->blocks[handle[e->id]].owner == e->id)
-				alloc_sim_complete(sim, handle[e->id]);
-		}
-		else
-			alloc_sim_release(sim, handle[e->id]);
-		return ALLOC_OK;
-	}
-	st = alloc_sim_malloc_on(sim, e->size, e->stream, &handle[e->id]);
-	if (st == ALLOC_OK)
-		sim->blocks[handle[e->id]].owner = e->id;
-	if (st == ALLOC_OOM) {
-		out->oom = true;
-		out->oom_request = sim->oom_request;
-		out->oom_event = i;
-		out->oom_what = e->what;
-	}
-	return st;
-}
-
-enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_config *cfg,
-			       struct alloc_replay *out)
-{
-	struct alloc_sim sim;
-	size_t *handle = t->nids ? malloc((size_t)t->nids * sizeof(size_t)) : NULL;
-	enum alloc_status st = ALLOC_OK;
-	size_t k = 0;
-	uint64_t at = 0;
-
-	memset(out, 0, sizeof(*out));
-	if (t->nomem || (t->nids && !handle)) {
-		free(handle);
-		return ALLOC_NOMEM;
-	}
-	alloc_sim_init_cfg(&sim, cfg);
-	for (size_t i = 0; i < t->n && st == ALLOC_OK; i++) {
-		if (steady(t, i, &k, &at, sim.peak_reserved, out)) {
-			k--;	/* the step at this mark is not replayed */
-			break;
-		}
-		st = replay_event(&sim, t, i, handle, out);
-	}
-	out->steps = k;
-	out->peak_allocated = sim.peak_allocated;
-	if (!alloc_trace_step_peak(t, &out->step_requested))
-		st = ALLOC_NOMEM;
-	out->peak_reserved = sim.peak_reserved;
-	out->retries = sim.retries;
-	alloc_sim_free(&sim);
-	free(handle);
-	return st == ALLOC_NOMEM ? ALLOC_NOMEM : ALLOC_OK;
+	*dst = *src;
+	ok = copy_array((void **)&dst->blocks, src->blocks, src->cap, sizeof(*src->blocks));
+	ok &= copy_array((void **)&dst->freel, src->freel, src->free_cap, sizeof(*src->freel));
+	ok &= copy_array((void **)&dst->spare, src->spare, src->spare_cap, sizeof(*src->spare));
+	ok &= copy_array((void **)&dst->segs, src->segs, src->segs_cap, sizeof(*src->segs));
+	if (!ok)
+		alloc_sim_free(dst);
+	return ok;
 }

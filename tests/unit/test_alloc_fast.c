@@ -226,35 +226,51 @@ static void random_trace(uint64_t *s, struct alloc_trace *t, bool vary)
 	(void)keep;
 }
 
+static void same_replay(const struct alloc_replay *x, const struct alloc_replay *y)
+{
+	assert_int_equal(x->peak_allocated, y->peak_allocated);
+	assert_int_equal(x->peak_reserved, y->peak_reserved);
+	assert_int_equal(x->steps, y->steps);
+	assert_int_equal(x->setup_reserved, y->setup_reserved);
+	assert_int_equal(x->step_requested, y->step_requested);
+	assert_int_equal(x->retries, y->retries);
+	assert_int_equal(x->oom, y->oom);
+	assert_int_equal(x->oom_request, y->oom_request);
+	assert_int_equal(x->oom_event, y->oom_event);
+	assert_ptr_equal(x->oom_what, y->oom_what);
+}
+
+/* alloc_replay_written: the limited replay, and after an out-of-memory the
+ * unlimited one continued from its copy, each as the reference replays it
+ * from the start. */
 static void test_replay_matches_reference(void **state)
 {
 	(void)state;
 	uint64_t seed = 0x2545f4914f6cdd1dull;
-	size_t stopped_early = 0;
+	size_t stopped_early = 0, resumed = 0;
 
-	for (int trial = 0; trial < 300; trial++) {
-		struct alloc_config cfg;
+	for (int trial = 0; trial < 400; trial++) {
+		struct alloc_config cfg, unlimited;
 		struct alloc_trace t = { 0 };
-		struct alloc_replay x, y;
+		struct alloc_replay x, w, y;
 
 		random_config(&seed, &cfg);
 		random_trace(&seed, &t, trial % 3 == 0);
 		t.varies = trial % 5 == 0;
-		assert_int_equal(alloc_replay(&t, &cfg, &x), ref_replay(&t, &cfg, &y));
-		assert_int_equal(x.peak_allocated, y.peak_allocated);
-		assert_int_equal(x.peak_reserved, y.peak_reserved);
-		assert_int_equal(x.steps, y.steps);
-		assert_int_equal(x.setup_reserved, y.setup_reserved);
-		assert_int_equal(x.step_requested, y.step_requested);
-		assert_int_equal(x.retries, y.retries);
-		assert_int_equal(x.oom, y.oom);
-		assert_int_equal(x.oom_request, y.oom_request);
-		assert_int_equal(x.oom_event, y.oom_event);
-		assert_ptr_equal(x.oom_what, y.oom_what);
+		assert_int_equal(alloc_replay_written(&t, &cfg, &x, &w), ref_replay(&t, &cfg, &y));
+		same_replay(&x, &y);
 		stopped_early += x.steps < t.nmarks;
+		if (x.oom) {
+			unlimited = cfg;
+			unlimited.limit = 0;
+			assert_int_equal(ref_replay(&t, &unlimited, &y), ALLOC_OK);
+			same_replay(&w, &y);
+			resumed++;
+		}
 		alloc_trace_free(&t);
 	}
 	assert_true(stopped_early > 0);
+	assert_true(resumed > 0);
 }
 
 int main(void)

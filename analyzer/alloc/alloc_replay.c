@@ -213,25 +213,29 @@ static void run_free(struct run *r)
 	r->handle = NULL;
 }
 
-/* Could event e act differently under the limit than without it?  Only a
- * request that may need a new segment taking reserved past the limit
- * (cudaMalloc fails, the cache is freed), or one made above the garbage
- * collection threshold; a request that finds a cached block, a free and
- * empty_cache do the same either way. */
-static bool near_limit(const struct alloc_sim *sim, const struct alloc_event *e)
+/* Reserved bytes from which a request could act differently under the
+ * limit than without it: one that may need a new segment taking reserved
+ * past the limit (cudaMalloc fails, the cache is freed), or one made above
+ * the garbage collection threshold.  Below it, a request that finds a
+ * cached block, a new segment, a free and empty_cache do the same either
+ * way.  The largest request of the trace bounds what any one maps: a new
+ * segment (alloc_segment_size), or an expandable segment's pages (the
+ * request rounded up to a page). */
+static uint64_t fork_at(const struct alloc_trace *t, const struct alloc_config *c)
 {
-	const struct alloc_config *c = &sim->cfg;
-	uint64_t need;
+	uint64_t big = 0, need, at, gc;
 
-	if (!c->limit || !e->size)
-		return false;
-	/* a new segment (alloc_segment_size) or mapped pages of an expandable
-	 * one (the request rounded up to a page) are below this */
-	need = alloc_segment_size(alloc_round_size_cfg(c, e->size));
+	if (!c->limit)
+		return UINT64_MAX;
+	for (size_t i = 0; i < t->n; i++)
+		big = t->ev[i].size > big ? t->ev[i].size : big;
+	need = alloc_segment_size(alloc_round_size_cfg(c, big));
 	need = need > UINT64_MAX - ALLOC_LARGE_BUF ? UINT64_MAX : need + ALLOC_LARGE_BUF;
-	if (need >= c->limit || sim->reserved > c->limit - need)
-		return true;
-	return c->gc_threshold > 0.0 && sim->reserved > (uint64_t)(c->gc_threshold * (double)c->limit);
+	at = need >= c->limit ? 0 : c->limit - need + 1;
+	gc = (uint64_t)(c->gc_threshold * (double)c->limit);
+	if (c->gc_threshold > 0.0 && gc < at)
+		at = gc + 1;
+	return at;
 }
 
 /* The replay without the limit, from where r stands. */
@@ -251,25 +255,29 @@ static bool run_fork(const struct run *r, const struct alloc_trace *t, struct ru
 	return true;
 }
 
-/* Replay from r->i to the end, an out-of-memory or a steady step; with
- * `fork`, take the unlimited copy at the first event near the limit. */
-static enum alloc_status run_events(const struct alloc_trace *t, struct run *r, struct run *fork,
-				    bool *forked)
+/* Replay from r->i to the end, an out-of-memory or a steady step; the
+ * unlimited copy goes to `fork` at the first event with `at` bytes
+ * reserved (fork_at). */
+static enum alloc_status run_events(const struct alloc_trace *t, struct run *r, uint64_t at,
+				    struct run *fork, bool *forked)
 {
 	enum alloc_status st = ALLOC_OK;
+	size_t i = r->i;
 
-	for (; r->i < t->n && st == ALLOC_OK; r->i++) {
-		if (steady(t, r->i, &r->k, &r->at, r->sim.peak_reserved, &r->out)) {
+	for (; i < t->n && st == ALLOC_OK; i++) {
+		if (steady(t, i, &r->k, &r->at, r->sim.peak_reserved, &r->out)) {
 			r->k--;	/* the step at this mark is not replayed */
 			break;
 		}
-		if (fork && !*forked && near_limit(&r->sim, &t->ev[r->i])) {
+		if (fork && !*forked && r->sim.reserved >= at) {
+			r->i = i;
 			if (!run_fork(r, t, fork))
 				return ALLOC_NOMEM;
 			*forked = true;
 		}
-		st = replay_event(&r->sim, t, r->i, r->handle, &r->out);
+		st = replay_event(&r->sim, t, i, r->handle, &r->out);
 	}
+	r->i = i;
 	return st;
 }
 
@@ -293,7 +301,7 @@ static enum alloc_status replay_unlimited(const struct alloc_trace *t, const str
 	run_free(f);
 	if (!run_init(f, t, &c))
 		return ALLOC_NOMEM;
-	return run_events(t, f, NULL, NULL);
+	return run_events(t, f, UINT64_MAX, NULL, NULL);
 }
 
 enum alloc_status alloc_replay_written(const struct alloc_trace *t, const struct alloc_config *cfg,
@@ -302,18 +310,18 @@ enum alloc_status alloc_replay_written(const struct alloc_trace *t, const struct
 	struct run r, f;
 	enum alloc_status st = ALLOC_NOMEM;
 	bool forked = false;
-	uint64_t requested = 0;
+	uint64_t requested = 0, at = written ? fork_at(t, cfg) : UINT64_MAX;
 
 	memset(&f, 0, sizeof(f));
 	memset(out, 0, sizeof(*out));
 	if (written)
 		memset(written, 0, sizeof(*written));
 	if (run_init(&r, t, cfg))
-		st = run_events(t, &r, written ? &f : NULL, &forked);
+		st = run_events(t, &r, at, &f, &forked);
 	if (st != ALLOC_NOMEM && !alloc_trace_step_peak(t, &requested))
 		st = ALLOC_NOMEM;
 	if (st != ALLOC_NOMEM && written && r.out.oom) {
-		st = forked ? run_events(t, &f, NULL, NULL) : replay_unlimited(t, cfg, &f);
+		st = forked ? run_events(t, &f, UINT64_MAX, NULL, NULL) : replay_unlimited(t, cfg, &f);
 		if (st != ALLOC_NOMEM)
 			run_result(&f, requested, written);
 	}

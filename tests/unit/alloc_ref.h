@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * alloc_ref.h - the reference for test_alloc_fast.c: analyzer/alloc/alloc.c's
- * simulation and replay as they were before the free blocks got their keys
- * stored beside them (commit 63b5584), renamed ref_*.  Everything it does is
- * a straight reading of CUDACachingAllocator.cpp; the fast one must agree
- * with it on every trace.  Only test_alloc_fast.c includes it.
+ * simulation and replay as they were before they were made faster (commit
+ * 63b5584: the free array's probes read each block's segment, malloc
+ * searched its block twice, a replay out of memory started again from the
+ * trace's start), renamed ref_*.  The fast code must agree with it on
+ * every trace.  Only test_alloc_fast.c includes it.
  */
 #ifndef MEMC_TESTS_ALLOC_REF_H
 #define MEMC_TESTS_ALLOC_REF_H

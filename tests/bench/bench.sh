@@ -8,6 +8,8 @@
 # bench-compiled and memc-dyn;
 # OUT defaults to docs/performance.md. Timing never runs in `make check`:
 # figures depend on the machine and its load, only their ratios travel.
+# BENCH_ONLY=replay prints only "The allocator replay" (instruction
+# counts, load-independent) on stdout, for a change to the replay.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
 export LC_ALL=C

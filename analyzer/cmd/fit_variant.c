@@ -435,7 +435,7 @@ static void keep_build(struct fit_ctx *c, struct arena *a, const struct build *b
  * and builder on the same text of the block, without re-reading the
  * file and the stdlib around it. */
 static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t, const char *key,
-			  struct fit_outcome *out)
+			  bool only_block, struct fit_outcome *out)
 {
 	const struct decl *d = c->job->decl;
 	struct fit_range block = { d->loc.start, d->loc.end };
@@ -446,7 +446,10 @@ static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct
 
 	if (text && reach_misses(c->ctx_reach, c->ctx_in, text, 0, (uint32_t)len)) {
 		free(text);	/* it names what the context left a stub */
-		text_variant(c, ch, t, out);
+		if (only_block)
+			memset(out, 0, sizeof *out);
+		else
+			text_variant(c, ch, t, out);
 		return;
 	}
 	const struct src_file *f = text ? src_add_string(c->ctx_src, de, c->path, text, len) : NULL;
@@ -547,18 +550,25 @@ static const struct fit_set *gpu_set(const struct fit_change *ch)
 	return NULL;
 }
 
-/* The kept build of @ch less its cluster, or NULL. */
+/* The kept build of @ch less its cluster; if there is none yet, that
+ * change is built (not counted: it is no variant of the search) so that
+ * the variants that add each larger GPU to it share it. NULL: none. */
 static const struct fit_kept *kept_for(struct fit_ctx *c, const struct fit_change *ch, const struct fit_set *g)
 {
 	struct fit_set *rest = ARENA_NEW_ARRAY(&c->arena, struct fit_set, ch->n);
 	struct fit_change w = { rest, 0 };
 	struct fit_text t = { NULL, 0 };
+	struct fit_outcome o;
 
 	for (size_t i = 0; i < ch->n; i++)
 		if (&ch->v[i] != g)
 			rest[w.n++] = ch->v[i];
 	const char *key = change_key(c, w.n ? &w : NULL, &t);
+	const struct fit_kept *k = strmap_get(&c->kept, key, strlen(key));
 
+	if (k || !w.n || c->nkept >= FIT_KEPT_MAX)
+		return k;
+	block_variant(c, &w, &t, key, true, &o);
 	return strmap_get(&c->kept, key, strlen(key));
 }
 
@@ -601,12 +611,12 @@ static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, stru
 		fit_gpu_shortcut.taken++;
 		if (!fit_gpu_shortcut.check)
 			return;
-		block_variant(c, ch, t, key, &full);
+		block_variant(c, ch, t, key, false, &full);
 		fit_gpu_shortcut.mismatches += !same_outcome(&full, out);
 		return;
 	}
 	if (c->ctx)
-		block_variant(c, ch, t, key, out);
+		block_variant(c, ch, t, key, false, out);
 	else
 		text_variant(c, ch, t, out);
 }

@@ -7,7 +7,8 @@
  * notes' searches try on the examples and on every golden file, the
  * variant is also built the full way (the shortcut's check hook) and the
  * two outcomes (fits, the device total, what the GPU has left) must be the
- * same.
+ * same; and every line of the checker, builder and analysis that reads
+ * the job's GPU is one the shortcut knows.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <stdbool.h>
 
 #include <cmocka.h>
 
@@ -91,9 +93,96 @@ static void does_not_fit_example(void **state)
 	assert_int_equal(fit_gpu_shortcut.mismatches, 0);
 }
 
+/* Every line of the checker, the builder and the analysis that reads the
+ * job's GPU (its declaration, a field through build_gpu_u64, the capacity
+ * set from it), as the shortcut knows them: fit_variant.c `retarget` puts
+ * in the builder's five fields, `allows_as_much` stands for the checker's
+ * capability rules, and mem_analyze runs again. A line not listed here is
+ * a new reader of the GPU, which the shortcut must learn (or refuse)
+ * before this list does. */
+static const char *const gpu_readers[] = {
+	"check_fp8.c: mx ? \"Blackwell\" : \"Ada, Hopper\", j->cluster.decl->name, cc),",
+	"check_layout.c: const struct field *f = j->cluster.kind == VAL_CLUSTER && j->cluster.decl ?",
+	"check_layout.c: eval_record_field(ev->scope, j->cluster.decl, \"compute_capability\") : NULL;",
+	"check_layout.c: fp8 ? \"Ada, Hopper\" : \"Ampere\", j->cluster.decl->name, cc);",
+	"check_layout.c: j->cluster.decl->name, cc),",
+	"build_job.c: bool build_gpu_u64(struct eval *ev, const struct decl *gpu, const char *field, uint64_t *out)",
+	"build_job.c: bool bld_gpu_u64(struct bld *b, const char *field, uint64_t *out)",
+	"build_job.c: return build_gpu_u64(b->ev, b->cj->cluster.decl, field, out);",
+	"build_job.c: r->gpu = cj->cluster.decl->name;",
+	"build_job_buffers.c: bld_gpu_u64(b, field, &u);",
+	"build_job_buffers.c: bld_gpu_u64(b, \"nccl\", &flat);",
+	"build_job_buffers.c: j->cuda_context_bytes = overhead(b, \"context\", 500ull << 20);",
+	"build_job_buffers.c: j->cublas_workspace_bytes = overhead(b, \"cublas_workspace\", 8519680);",
+	"build_job_buffers.c: bld_gpu_u64(b, \"memory\", &mem);",
+	"build_job_buffers.c: j->capacity_bytes = mem;",
+	"build_job_buffers.c: bld_gpu_u64(b, \"host_memory\", &mem);",
+	"build_job_buffers.c: j->host_capacity_bytes = mem;",
+	"build_rl.c: out->job.engine_bytes = engine_share(b, out->job.capacity_bytes);",
+	"memory.c: uint64_t cap = job->capacity_bytes, res;",
+	"memory.c: k->capacity = job->capacity_bytes;",
+	"offload.c: uint64_t cap = bd->job.host_capacity_bytes, node, ds;",
+};
+
+static bool reads_gpu(const char *line)
+{
+	return strstr(line, "cluster.decl") || strstr(line, "gpu_u64(") || strstr(line, "capacity_bytes") ||
+	       strstr(line, "overhead(b, \"");
+}
+
+static bool listed(const char *file, const char *line)
+{
+	char want[512];
+
+	for (size_t i = 0; i < sizeof gpu_readers / sizeof *gpu_readers; i++) {
+		snprintf(want, sizeof want, "%s: %s", file, line);
+		if (strcmp(want, gpu_readers[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The lines of the files matching @pattern that read the GPU and are not
+ * listed, each printed; how many. */
+static unsigned unlisted_readers(const char *pattern)
+{
+	glob_t g;
+	unsigned bad = 0;
+	char line[1024];
+
+	assert_int_equal(glob(pattern, 0, NULL, &g), 0);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		FILE *f = fopen(g.gl_pathv[i], "r");
+		const char *base = strrchr(g.gl_pathv[i], '/') + 1;
+
+		assert_non_null(f);
+		while (fgets(line, sizeof line, f)) {
+			char *t = line + strspn(line, " \t");
+
+			t[strcspn(t, "\n")] = '\0';
+			if (reads_gpu(t) && !listed(base, t)) {
+				print_message("%s: a new reader of the GPU: %s\n", g.gl_pathv[i], t);
+				bad++;
+			}
+		}
+		fclose(f);
+	}
+	globfree(&g);
+	return bad;
+}
+
+static void every_gpu_reader_known(void **state)
+{
+	(void)state;
+	assert_int_equal(unlisted_readers("lang/*.c") + unlisted_readers("analyzer/lower/*.c") +
+			 unlisted_readers("analyzer/memory/*.c") + unlisted_readers("analyzer/model/*.c"), 0);
+	assert_true(listed("build_job_buffers.c", "bld_gpu_u64(b, \"memory\", &mem);"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_gpu_reader_known),
 		cmocka_unit_test(does_not_fit_example),
 		cmocka_unit_test(shortcut_is_the_full_build),
 	};

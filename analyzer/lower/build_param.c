@@ -380,6 +380,25 @@ static void quant_state(struct bld *b, struct mem_param *p)
 	p->gather_bytes = codes;
 }
 
+/* torchao 0.1's NF4Tensor.get_original_weight, run by linear_nf4 at every
+ * call (LinearNF4.forward and .backward: weight.to(dtype)), holds all its
+ * locals until it returns: both halves of the codes widened to int64
+ * (`(quantized_data >> 4).to(torch.long)` and `& 0b1111`), their bf16 LUT
+ * values (`nf4[value]`), the scaled halves and torch.stack's bf16 result:
+ * 8 + 3 x 2 = 14 bytes an element at the stack, against the 2 of a bf16
+ * copy.  `.to(dtype)` copies once more when the compute dtype is not the
+ * LUT's bf16.  torchao 0.2 and later (MEM_QUANT_TORCHAO) are not this. */
+static void torchao01_unpack(struct bld *b, struct mem_param *p, const struct dtype *cd, uint64_t base)
+{
+	const struct dtype *bf16 = dtype_find("bf16");
+
+	p->cast_bytes = bld_bytes(b, dtype_find("int64"), base);
+	for (int i = 0; i < 3; i++)
+		bld_add(b, &p->cast_bytes, bld_bytes(b, bf16, base), "the size of this tensor");
+	if (cd != bf16)
+		bld_add(b, &p->cast_bytes, bld_bytes(b, cd, base), "the size of this tensor");
+}
+
 /* The low-precision copy a weight gets while its layer runs. */
 static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool linear, uint64_t base,
 		       uint64_t mult)
@@ -392,7 +411,9 @@ static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool 
 	if (quantised) {
 		p->cast_each = true;
 		p->cast_bytes = bld_bytes(b, cd, base);
-		if (b->dequant && b->dequant != cd)
+		if (b->quantizer == MEM_QUANT_TORCHAO_WHOLE)
+			torchao01_unpack(b, p, cd, base);
+		else if (b->dequant && b->dequant != cd)
 			bld_add(b, &p->cast_bytes, bld_bytes(b, b->dequant, base), "the size of this tensor");
 	} else if (linear && b->cast_cache) {
 		p->cast_bytes = bld_bytes_x(b, b->cast_cache, base, mult);

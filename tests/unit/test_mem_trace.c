@@ -482,7 +482,8 @@ static double trace_vs_timeline(const char *path, unsigned *jobs)
  * gradient (TT-31, TT-35: 788,070,400 B, 1.3 % and 3.3 % of the peak, were
  * missing), offloaded activations (TT-38: the trace was 15 % above),
  * FSDP's prefetched unit and root reduce-scatter (FQ-04: 3.2 % below),
- * torchao's loading (TT-02), a QLoRA and a LoRA example, a CNN, FSDP1's
+ * torchao's loading and torchao 0.1's per-call unpack
+ * (tests/finetune/run-loading-torchao.mem), a QLoRA and a LoRA example, a CNN, FSDP1's
  * view gradients and their flat concatenation (tests/fsdp1: 8-17 % below),
  * its no_sync() (LGHUB-35, LGRT-31/37: 24-39 % below; SHARD_GRAD_OP's
  * units held, no-sync.mem's grad_op: 7 % below), a 4-bit head's per-call
@@ -491,11 +492,14 @@ static double trace_vs_timeline(const char *path, unsigned *jobs)
  * FQ-04 itself is left out: with its dropout, SDPA and kept output together
  * the trace is 0.46 % below, the one backward temporary by which freeing a
  * layer's saves between its temporaries differs from the timeline's instant
- * (each of the three alone matches). */
+ * (each of the three alone matches).  TT-02 is left out for the same
+ * kind of difference: with torchao 0.1's 14 B-an-element unpack its peak
+ * is an MLP's backward, where the trace is 0.43 % below the instant (one
+ * [2, 512, 11008] bf16 tensor, 22.5 MB, freed before the unpack). */
 static void trace_peak_is_the_timeline_peak(void **state)
 {
 	static const char *const same[] = {
-		"tests/validation/TT-02.mem", "tests/validation/TT-05.mem",
+		"tests/finetune/run-loading-torchao.mem", "tests/validation/TT-05.mem",
 		"tests/validation/TT-14.mem", "tests/validation/TT-31.mem",
 		"tests/validation/TT-35.mem", "tests/validation/TT-38.mem",
 		"tests/validation/HFB-05.mem",

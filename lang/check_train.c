@@ -746,6 +746,7 @@ static void check_stage_layers(struct eval *ev, const struct check_model *m, con
 					       "parallel.account_for_embedding", "parallel.account_for_loss" };
 	struct value l, k;
 	uint64_t n, sum = 0, u;
+	bool over = false;
 	bool v2 = check_sym_is(j, "parallel.schedule", "dualpipev") || check_sym_is(j, "parallel.schedule", "zbv");
 	bool inter = check_sym_is(j, "parallel.schedule", "interleaved") ||
 		     check_sym_is(j, "parallel.schedule", "interleaved_zb");
@@ -771,17 +772,38 @@ static void check_stage_layers(struct eval *ev, const struct check_model *m, con
 		const struct value *x = &l.items[i];
 		struct loc at = x->origin.file ? x->origin : l.origin;
 
-		if (x->kind != VAL_NUM || !num_is_int(x->num) || !num_to_u64(x->num, &u)) {
+		if (x->kind != VAL_NUM || !dim_is_scalar(x->dim) || !num_is_int(x->num) ||
+		    !num_to_u64(x->num, &u)) {
 			eval_error(ev, DIAG_TYPE_MISMATCH, at, "a stage_layers entry must be a layer count (0 or more)");
 			return;
 		}
-		if (__builtin_add_overflow(sum, u, &sum))
-			sum = UINT64_MAX;
+		over |= __builtin_add_overflow(sum, u, &sum);
 	}
-	if (m->body_known && m->have_body && sum != m->body)
-		eval_error(ev, DIAG_BAD_LAYOUT, l.origin, "stage_layers adds up to %llu layers, but %s has %llu "
-			   "repeated layers", (unsigned long long)sum, j->model.label ? j->model.label : "the model",
+	if (m->body_known && m->have_body && (over || sum != m->body))
+		eval_error(ev, DIAG_BAD_LAYOUT, l.origin, "stage_layers adds up to %s layers, but %s has %llu "
+			   "repeated layers", over ? "at least 2^64" : arena_printf(ev->arena, "%llu",
+			   (unsigned long long)sum), j->model.label ? j->model.label : "the model",
 			   (unsigned long long)m->body);
+}
+
+/* rope_cache adds buffers only where a layer reads it (the stdlib's
+ * hf_rotary_cache, in Llama): on another model it would change nothing. */
+static void check_rope_read(struct eval *ev, const struct check_model *m, const struct check_job *j)
+{
+	struct value v;
+
+	if (!check_job_field(j, "rope_cache", &v) || v.kind != VAL_DTYPE)
+		return;
+	/* torch.set_default_dtype takes a floating type only */
+	if (v.dtype->kind != DTYPE_FLOAT || v.dtype->bits < 16 || dtype_is_block_scaled(v.dtype))
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "rope_cache must be a float dtype of 16 bits or more "
+			   "(bf16, fp16, fp32): torch's default dtype, which builds the caches, is one, and "
+			   "not %s", dtype_name(v.dtype));
+	else if (!m->rope_read)
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc, "'rope_cache' counts "
+			   "transformers' per-layer rotary cos/sin buffers, but no layer of %s reads it "
+			   "(the stdlib's Llama models call hf_rotary_cache); drop it",
+			   j->model.label ? j->model.label : "the model");
 }
 
 /* Walk the model under the job; then what the job asks of the model. */
@@ -805,6 +827,7 @@ static void walk_job(struct eval *ev, struct check_job *j)
 		eval_walk(ev, j->model, j->bindings, &ops, &m);
 		ev->warn_job = NULL;
 		ev->warn_train = NULL;
+		m.rope_read = env_was_read(j->bindings, intern_static(ev->interner, "rope_cache"));
 		if (ev->reports == reports && !ev->steps_reported)
 			walk_cache_put(ev, j->model, j->bindings, &m);
 	}
@@ -813,13 +836,14 @@ static void walk_job(struct eval *ev, struct check_job *j)
 	check_count_key(ev, j, "parallel.pp", 1, &pp);
 	check_count_key(ev, j, "parallel.vp", 1, &vp);
 	bool interleaved = check_job_field(j, "parallel.schedule", &sched) && sched.kind == VAL_STRING &&
-			   !strcmp(sched.str, "interleaved");
+			   (!strcmp(sched.str, "interleaved") || !strcmp(sched.str, "interleaved_zb"));
 
 	/* an uneven or accounted split has Megatron-Core's rules, and
-	 * DualPipeV's 2 pp stages their own, which the analyzer checks
+	 * the V schedules' 2 pp stages their own, which the analyzer checks
 	 * (mem_pipeline.c mem_pp_split) at the same lines */
 	struct value k;
 	bool uneven = check_sym_is(j, "parallel.schedule", "dualpipev") ||
+		      check_sym_is(j, "parallel.schedule", "zbv") ||
 		      check_job_field(j, "parallel.first_stage_layers", &k) ||
 		      check_job_field(j, "parallel.last_stage_layers", &k) ||
 		      check_job_field(j, "parallel.account_for_embedding", &k) ||
@@ -830,6 +854,7 @@ static void walk_job(struct eval *ev, struct check_job *j)
 	num_to_u64(pp.num, &p);
 	num_to_u64(vp.num, &v);
 	check_stage_layers(ev, &m, j, p, v);
+	check_rope_read(ev, &m, j);
 	if (uneven || check_model_split(ev, &m, j, pp, vp, interleaved))
 		check_model_names(ev, &m, j);
 	/* transformer_config.py: "CPU offloading can be done only for layers

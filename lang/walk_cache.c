@@ -43,6 +43,7 @@ struct walk_cache_entry {
 	size_t nparams;
 	bool have_body, body_known;
 	uint64_t body;
+	bool rope_read;
 	struct walk_cache_entry *next;	/* same hash */
 };
 
@@ -292,6 +293,7 @@ static void fill(struct check_model *out, const struct walk_cache_entry *e)
 	out->have_body = e->have_body;
 	out->body_known = e->body_known;
 	out->body = e->body;
+	out->rope_read = e->rope_read;
 }
 
 /* The walk of @k (the key just made) kept by another compilation. */
@@ -376,6 +378,7 @@ static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cac
 	e->have_body = m->have_body;
 	e->body_known = m->body_known;
 	e->body = m->body;
+	e->rope_read = m->rope_read;
 	return e;
 }
 

@@ -613,6 +613,27 @@ static bool data_ok(struct eval *ev, const struct check_job *j)
 	return a && b;
 }
 
+/* A PYTORCH_CUDA_ALLOC_CONF key turns the replay on (build_job_buffers.c
+ * alloc_conf); beside replay = false it would change no figure. */
+static bool alloc_ok(struct eval *ev, const struct check_job *j)
+{
+	static const char *const conf[] = { "alloc.max_split_size_mb", "alloc.roundup_power2_divisions",
+					    "alloc.garbage_collection_threshold", "alloc.expandable_segments" };
+	struct value r, v;
+
+	if (!check_job_field(j, "alloc.replay", &r) || r.kind != VAL_BOOL || r.b)
+		return true;
+	for (size_t i = 0; i < sizeof conf / sizeof conf[0]; i++)
+		if (check_job_field(j, conf[i], &v)) {
+			diag_note(eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'%s' configures the caching "
+					     "allocator that 'replay' replays; with 'replay = false' it changes "
+					     "nothing: drop one", conf[i] + sizeof "alloc." - 1),
+				  r.origin, "'replay = false' is set here");
+			return false;
+		}
+	return true;
+}
+
 static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 {
 	struct value v;
@@ -989,7 +1010,7 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
 	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j) &
-		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j) & data_ok(ev, j) &
+		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j) & data_ok(ev, j) & alloc_ok(ev, j) &
 		       in_backward_ok(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {

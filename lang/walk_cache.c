@@ -412,6 +412,7 @@ static void store_put(struct eval *ev, const struct walk_key *k, const struct ch
 	e->have_body = m->have_body;
 	e->body_known = m->body_known;
 	e->body = m->body;
+	e->rope_read = m->rope_read;
 	if (first) {
 		e->next = first->next;
 		first->next = e;

@@ -17,8 +17,9 @@
 static const struct map_row megatron_rows[] = {
 	C("tensor-model-parallel-size", "parallel.tp"),
 	C("pipeline-model-parallel-size", "parallel.pp"),
-	C("decoder-first-pipeline-num-layers", "parallel.first_stage_layers"),
-	C("decoder-last-pipeline-num-layers", "parallel.last_stage_layers"),
+	/* at least 1, as parallel { first/last_stage_layers } (count_min) */
+	{ "decoder-first-pipeline-num-layers", "parallel.first_stage_layers", MAP_COUNT, "1" },
+	{ "decoder-last-pipeline-num-layers", "parallel.last_stage_layers", MAP_COUNT, "1" },
 	T("account-for-embedding-in-pipeline-split", "parallel.account_for_embedding", "true"),
 	T("account-for-loss-in-pipeline-split", "parallel.account_for_loss", "true"),
 	T("grad-reduce-in-bf16", "megatron.grad_reduce_in_bf16", "true"),

@@ -364,8 +364,8 @@ static bool degree_above_1(const struct check_job *j, const char *key)
 	return check_job_field(j, key, &v) && v.kind == VAL_NUM && num_cmp(v.num, num_from_int(1)) > 0;
 }
 
-/* vp needs the interleaved schedule and pp > 1, an uneven or accounted
- * split pp > 1; sequence parallelism splits the tp group's sequence, so it
+/* vp needs the interleaved schedule and pp > 1, a schedule other than the
+ * default and an uneven or accounted split pp > 1; sequence parallelism splits the tp group's sequence, so it
  * needs tp > 1. */
 static bool parallel_ok(struct eval *ev, const struct check_job *j)
 {
@@ -377,6 +377,13 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 	      !check_sym_is(j, "parallel.schedule", "interleaved_zb")) || !degree_above_1(j, "parallel.pp"))) {
 		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'vp' chunks a pipeline stage only with pp > 1 "
 			   "and schedule = \"interleaved\" or \"interleaved_zb\"");
+		ok = false;
+	}
+	/* 1F1B is the default: only another order says something pp = 1 drops */
+	if (check_job_field(j, "parallel.schedule", &v) && v.kind == VAL_STRING && strcmp(v.str, "1f1b") &&
+	    !degree_above_1(j, "parallel.pp")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'schedule' orders the micro-batches over "
+			   "pipeline stages: it needs pp > 1");
 		ok = false;
 	}
 	static const char prefix[] = "parallel.";

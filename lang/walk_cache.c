@@ -12,7 +12,8 @@
  * whole binding environment, compared value by value: it holds only what a
  * model may read, so recording reads would save little and cost a hook in
  * every name lookup (docs/architecture.md, "The checker's walk, once per
- * model and bindings").
+ * model and bindings"). One outcome of the walk is a read all the same:
+ * whether a layer read rope_cache (env_was_read), kept with the entry.
  *
  * Only a walk that asked for no diagnostic at all is kept (eval->reports,
  * counted in vreport whether the report is printed, deduplicated or

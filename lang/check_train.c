@@ -815,7 +815,8 @@ static void check_stage_layers(struct eval *ev, const struct check_model *m, con
 }
 
 /* rope_cache adds buffers only where a layer reads it (the stdlib's
- * hf_rotary_cache, in Llama): on another model it would change nothing. */
+ * hf_rotary_cache, in the families whose transformers 4.39 class kept
+ * the tables): on another model it would change nothing. */
 static void check_rope_read(struct eval *ev, const struct check_model *m, const struct check_job *j)
 {
 	struct value v;
@@ -830,7 +831,8 @@ static void check_rope_read(struct eval *ev, const struct check_model *m, const 
 	else if (!m->rope_read)
 		eval_error(ev, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc, "'rope_cache' counts "
 			   "transformers' per-layer rotary cos/sin buffers, but no layer of %s reads it "
-			   "(the stdlib's Llama models call hf_rotary_cache); drop it",
+			   "(the stdlib's Llama, Mistral, Mixtral, Qwen2, Phi-2 and Falcon models call "
+			   "hf_rotary_cache; transformers 4.39's other classes kept no such buffer); drop it",
 			   j->model.label ? j->model.label : "the model");
 }
 

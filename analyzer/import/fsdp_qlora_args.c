@@ -235,7 +235,7 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 	bool rope16 = !strstr(tt, "qlora") && !dora && !hqq && !strcmp(flag_text(c, "precision", "bf16"), "bf16");
 
 	imp_set(o, "rope_cache", rope16 ? "bf16" : "fp32", "train.py",
-		"transformers <= 4.39: LlamaRotaryEmbedding buffers per layer (4.40 and later: drop it)");
+		"transformers <= 4.39: each layer's RotaryEmbedding buffers (4.40 and later: drop it)");
 	if (!strcmp(tt, "full"))
 		return true;
 	/* written into the call as they are: train.py's lora_rank: int,

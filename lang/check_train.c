@@ -583,13 +583,29 @@ static bool compile_ok(struct eval *ev, const struct check_job *j)
  * policy; another checkpoint mode would ignore it. */
 /* data { min_seq_len, later_seq_len } bound the lengths of padding =
  * longest (§5.4). */
+/* Whether the job (or the block it inherits from) writes data { @key }. */
+static bool data_key_written(const struct check_job *j, const char *key)
+{
+	for (const struct field *f = j->block; f; f = f->next)
+		if (!strcmp(f->name, "data"))
+			for (const struct field *g = f->sub; g; g = g->next)
+				if (!strcmp(g->name, key))
+					return true;
+	return false;
+}
+
 /* @path is "data.<key>": spelt out by the caller, no format per block. */
 static bool data_len_ok(struct eval *ev, const struct check_job *j, const char *path)
 {
-	struct value m, s;
+	struct value m, s, p;
 	const char *key = path + sizeof "data." - 1;
 
 	if (!check_job_field(j, path, &m) || m.kind != VAL_NUM)
+		return true;
+	/* a padding written but refused (type-mismatch, e.g. "longest" as a
+	 * string) is not kept: what it meant is unknown, so the bounds are not
+	 * called ignored on top of that error */
+	if (!check_job_field(j, "data.padding", &p) && data_key_written(j, "padding"))
 		return true;
 	if (!check_sym_is(j, "data.padding", "longest")) {
 		eval_error(ev, DIAG_IGNORED_SETTING, m.origin, "'%s' bounds the batch lengths "

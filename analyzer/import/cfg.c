@@ -307,8 +307,33 @@ static bool map_if_true(struct cfg *c, const struct cfg_item *it, const struct m
 	return true;
 }
 
+/* What a row that reads a value needs, NULL for a row a flag alone (a
+ * store_true switch, or a key memc ignores) satisfies. */
+static const char *value_wanted(struct cfg *c, const struct map_row *r)
+{
+	switch (r->conv) {
+	case MAP_COUNT:
+		return "a whole number";
+	case MAP_NONZERO:
+		return "a number";
+	case MAP_RATIO:
+		return "a number from 0 to 1";
+	case MAP_ENUM:
+		return arena_printf(c->arena, "one of %s", enum_keys(c->arena, r->arg));
+	default:
+		return NULL;
+	}
+}
+
 bool map_item(struct cfg *c, const struct cfg_item *it, const struct map_row *r, struct imp_out *o)
 {
+	const char *want = it->bare ? value_wanted(c, r) : NULL;
+
+	/* a flag alone reads as true, which "'tp' is 'true'" would then refuse
+	 * as if true had been written: say what is missing instead */
+	if (want)
+		return diag_fail(c->diag, DIAG_TYPE_MISMATCH, it->loc, "'--%s' needs a value (%s) and has "
+				 "none after it", it->path, want);
 	switch (r->conv) {
 	case MAP_COUNT:
 		return map_count(c, it, r, o);

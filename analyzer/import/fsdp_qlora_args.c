@@ -107,6 +107,7 @@ bool cfg_read_fsdp_qlora(struct cfg *c)
 {
 	const char *t = c->file->text;
 	size_t len = c->file->len, pos = 0, s, n = next_word(t, len, &pos, &s), n0 = c->n;
+	bool ok = true;
 
 	while (s < len) {
 		if (n < 3 || t[s] != '-' || t[s + 1] != '-') {	/* python, train.py, a stray word */
@@ -127,12 +128,20 @@ bool cfg_read_fsdp_qlora(struct cfg *c)
 		} else if ((n = next_word(t, len, &pos, &s), s < len) && !(n >= 2 && t[s] == '-' && t[s + 1] == '-')) {
 			val = arena_strndup(c->arena, t + s, n);
 			n = next_word(t, len, &pos, &s);
+		} else {
+			/* train.py's flags are all typed (int, str, float, Param
+			 * choices, bool_arg): argparse wants one value after each,
+			 * a bool_arg one too ("expected one argument") */
+			ok = diag_fail(c->diag, DIAG_TYPE_MISMATCH, at, "'--%s' needs a value and has none "
+				       "after it: every train.py flag takes one (fastcore call_parse; "
+				       "bool_arg flags: true or false)", key);
+			continue;
 		}
 		enum cfg_kind kind = value_kind(val, &canon);
 
 		cfg_add(c, key, kind, canon, at);
 	}
-	return true;
+	return ok;
 }
 
 /* ---- what no single flag says ---- */

@@ -30,6 +30,7 @@ struct cfg_item {
 	double r;		/* CFG_REAL and CFG_INT */
 	struct loc loc;		/* the key */
 	struct loc block_loc;	/* its top-level key ("quantization_config"); loc if none */
+	bool bare;		/* a command-line flag with nothing after it (read as true) */
 };
 
 struct cfg {

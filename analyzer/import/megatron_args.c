@@ -100,7 +100,8 @@ static void read_arg_line(struct cfg *c, const char *line, size_t len, size_t of
 	const char *val = v < len ? arena_strndup(c->arena, line + v, len - v) : "true";
 	enum cfg_kind kind = v >= len ? CFG_BOOL : cfg_number_kind(val);
 
-	cfg_add(c, key, kind, val, cfg_loc(c, off + i, ke - i));
+	if (cfg_add(c, key, kind, val, cfg_loc(c, off + i, ke - i)))
+		c->items[c->n - 1].bare = v >= len;
 }
 
 bool cfg_read_args(struct cfg *c)

@@ -764,6 +764,14 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 				"over all dp ranks", it->path, it->i));
 			cfg_set_scalar(it, CFG_NULL, "null");
 		}
+		/* apply_fsdp is its one reader (parallelize_llama.py, 9dec370 and
+		 * today): without FSDP torchtitan offloads nothing */
+		if (!fsdp && it->kind == CFG_BOOL && it->i && !strcmp(it->path, "training.enable_cpu_offload")) {
+			imp_set(o, NULL, NULL, it->path, "training.enable_cpu_offload = true: torchtitan reads "
+				"it in apply_fsdp only, and this job has no FSDP (data_parallel_shard_degree 1, "
+				"no cp): ignored, nothing is offloaded");
+			cfg_set_scalar(it, CFG_BOOL, "false");
+		}
 		if (strcmp(it->path, "parallelism.data_parallel_shard_degree") || it->kind != CFG_INT)
 			continue;
 		if (it->i != 1)

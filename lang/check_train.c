@@ -579,10 +579,6 @@ static bool compile_ok(struct eval *ev, const struct check_job *j)
 	return ok;
 }
 
-/* checkpoint_saves lists ops (as op() tags name them) for the op-level
- * policy; another checkpoint mode would ignore it. */
-/* data { min_seq_len, later_seq_len } bound the lengths of padding =
- * longest (§5.4). */
 /* Whether the job (or the block it inherits from) writes data { @key }. */
 static bool data_key_written(const struct check_job *j, const char *key)
 {
@@ -594,6 +590,10 @@ static bool data_key_written(const struct check_job *j, const char *key)
 	return false;
 }
 
+/* checkpoint_saves lists ops (as op() tags name them) for the op-level
+ * policy; another checkpoint mode would ignore it. */
+/* data { min_seq_len, later_seq_len } bound the lengths of padding =
+ * longest (§5.4). */
 /* @path is "data.<key>": spelt out by the caller, no format per block. */
 static bool data_len_ok(struct eval *ev, const struct check_job *j, const char *path)
 {

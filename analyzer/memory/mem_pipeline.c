@@ -754,3 +754,87 @@ uint64_t mem_pp_deferred_w(bool *ovf, const struct mem_job *job, const struct me
 	free(s.q);
 	return s.peak > s.peak_act ? s.peak - s.peak_act : 0;
 }
+
+/* FSDP2 under torch.distributed.pipelining: each PipelineStage's module is
+ * its own fully_shard root, whose post_backward (reduce-scatter, then
+ * reshard) runs after that stage's own last backward (stage.py
+ * backward_maybe_with_nosync(last_backward), which schedules.py
+ * PipelineScheduleMulti._step_microbatches sets from backward_counter;
+ * since pytorch#166449 the REDUCE_GRAD action, _add_reduce_grad puts it
+ * just after the stage's last backward).  ScheduleInterleaved1F1B's
+ * backward k runs local stage vp - 1 - (k / r) mod vp, r =
+ * microbatches_per_round (backward_stage_index): with one round (m <= pp,
+ * r = m) each chunk's m backwards run back to back, the last chunk first,
+ * so an instant of chunk c holds no gradient of the chunks before it and
+ * only the sharded gradient of those after it, which are resharded too. */
+bool mem_pp_chunk_scoped(const struct mem_job *job)
+{
+	return job->fsdp2 && job->fsdp_no_sync && job->schedule == MEM_PP_INTERLEAVED &&
+	       mem_chunks_per_stage(job) > 1 && job->micro_batches <= job->pp;
+}
+
+/* Stage st as its chunk c alone (segments, totals, body repeats) in *view;
+ * *skip: the sums of its segments before chunk c.  False unless
+ * mem_pp_chunk_scoped. */
+bool mem_pp_chunk_view(const struct mem_job *job, const struct mem_stage *st, uint32_t c,
+		       struct mem_stage *view, struct mem_sums *skip)
+{
+	size_t a = 0, b;
+
+	if (!mem_pp_chunk_scoped(job) || !st->chunk_total || c >= mem_chunks_per_stage(job))
+		return false;
+	while (a < st->nsegs && st->segs[a].chunk < c)
+		a++;
+	*view = *st;
+	view->segs = st->segs + a;
+	view->before = st->before + a;
+	view->total = st->chunk_total[c];
+	view->body_units = 0;
+	for (b = a; b < st->nsegs && st->segs[b].chunk == c; b++)
+		if (job->blocks[st->segs[b].block].is_body)
+			view->body_units += st->segs[b].count;
+	view->nsegs = b - a;
+	*skip = a < st->nsegs ? st->before[a] : st->total;
+	return true;
+}
+
+/* B (sums before a position of the stage) as sums before it in its chunk. */
+void mem_pp_chunk_rebase(const struct mem_sums *B, const struct mem_sums *skip, struct mem_sums *out)
+{
+	for (int f = 0; f < S__COUNT; f++)
+		out->v[f] = mem_sub(B->v[f], skip->v[f]);
+}
+
+/* Field f of the chunks after chunk c of the view (skip: before it). */
+uint64_t mem_pp_chunk_after(const struct mem_stage *st, const struct mem_stage *view,
+			    const struct mem_sums *skip, enum mem_sum_field f)
+{
+	bool ovf = false;
+
+	return mem_sub(st->total.v[f], mem_add(&ovf, skip->v[f], view->total.v[f]));
+}
+
+/* The gradient reduce-scatter after chunk c's last backward, the highest
+ * over c: chunks up to c gathered, chunk c's accumulated gradients and its
+ * reduce_scatter_input, the chunks after c sharded. */
+void mem_pp_chunk_reduce(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
+			 uint64_t *gath, uint64_t *unsh, uint64_t *fin)
+{
+	uint64_t best = 0;
+
+	*gath = *unsh = *fin = 0;
+	for (uint32_t c = 0; c < mem_chunks_per_stage(job); c++) {
+		struct mem_stage view;
+		struct mem_sums skip;
+
+		if (!mem_pp_chunk_view(job, st, c, &view, &skip))
+			return;
+		uint64_t g = mem_add(ovf, skip.v[S_GATH], view.total.v[S_GATH]);
+		uint64_t u = mem_add(ovf, view.total.v[S_GACC], mem_fsdp_reduce_extra(&view));
+		uint64_t d = mem_pp_chunk_after(st, &view, &skip, S_GFIN);
+		uint64_t sum = mem_add(ovf, mem_add(ovf, g, u), d);
+
+		if (c == 0 || sum > best)
+			best = sum, *gath = g, *unsh = u, *fin = d;
+	}
+}

@@ -47,6 +47,7 @@ static const struct map_row megatron_rows[] = {
 	E("optimizer", "optimizer", "adam=adamw|sgd=sgd"),
 	NOTE("num-layers-per-virtual-pipeline-stage", "vp = layers / (pp x this)"),
 	C("virtual-pipeline-model-parallel-size", "parallel.vp"),
+	C("microbatch-group-size-per-virtual-pipeline-stage", "parallel.microbatch_group_size_per_vp_stage"),
 	IGN("pipeline-model-parallel-layout"),	/* megatron_layout */
 	NOTE("num-layers", "a model shape: import its config.json for the model"),
 	NOTE("hidden-size", "a model shape"), NOTE("ffn-hidden-size", "a model shape"),

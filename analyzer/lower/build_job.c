@@ -280,6 +280,7 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_tp = key_loc(b, "parallel.tp");
 	out->loc_pp = key_loc(b, "parallel.pp");
 	out->loc_vp = key_loc(b, "parallel.vp");
+	out->loc_pp_group = key_loc(b, "parallel.microbatch_group_size_per_vp_stage");
 	out->loc_stage_layers = key_loc(b, "parallel.stage_layers");
 	out->loc_grad_accum = key_loc(b, "grad_accum");
 	out->loc_optimizer = key_loc(b, "optimizer");

@@ -287,6 +287,8 @@ uint64_t mem_fsdp_forward_flat(struct mem_ctx *cx, const struct mem_stage *st, c
  * the interleaved schedule with pp > 1, else 1). */
 uint64_t mem_body_repeats(const struct mem_job *job);
 uint32_t mem_chunks_per_stage(const struct mem_job *job);
+/* Consecutive micro-batches a rank runs on one chunk (interleaved). */
+uint64_t mem_pp_group(const struct mem_job *job);
 /* Bytes of field f (less field `minus`; S__COUNT: none) that the other
  * micro-batches in flight hold on the stage beside the walked one, `chunks`
  * model-chunk forwards in flight: chunk by chunk under the interleaved

@@ -181,7 +181,12 @@ static uint64_t flight_peak(bool *ovf, const struct flight_walk *fw, uint64_t a,
 		d = e < d ? e : d;
 		t = b - t < d ? b : t + d;
 	}
-	return b > a && flight_at(ovf, fw, b - 1) > peak ? flight_at(ovf, fw, b - 1) : peak;
+	if (b > a) {
+		uint64_t x = flight_at(ovf, fw, b - 1);
+
+		peak = x > peak ? x : peak;
+	}
+	return peak;
 }
 
 /* One rank's interleaved 1F1B, its k = w + 1 chunk forwards in flight

@@ -51,6 +51,11 @@ struct stdlib_decl {
 	 * of a verified stdlib file, each once: what reach.c would find */
 	const char *const *refs;
 	size_t nrefs;
+	/* a gpu's `memory` in bytes as the builder reads it (floored), its
+	 * file checked alone; 0 for any other declaration: the -Wcapacity
+	 * search picks its larger GPUs by it without parsing every one
+	 * (analyzer/fit/fit.c) */
+	uint64_t memory;
 };
 
 /* A stdlib file that `memc check -Werror` found clean on its own when

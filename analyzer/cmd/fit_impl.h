@@ -62,6 +62,12 @@ struct fit_fix {
 	bool on_gpu;		/* as its outcome's */
 };
 
+/* A GPU the larger-GPU fixes may choose: its name and memory in bytes. */
+struct fit_gpu {
+	const char *name;
+	uint64_t memory;
+};
+
 /* A byte range of the file's text that every variant keeps. */
 struct fit_range {
 	uint32_t start, end;
@@ -87,6 +93,11 @@ struct fit_ctx {
 	size_t nkeep;
 	const struct src_table *src;	/* the job's keys' text */
 	const struct program *prog;	/* every GPU the file can name, parsed */
+	/* ... or, with ngpus, those GPUs by the build's index (the stdlib's
+	 * own, analyzer/fit/fit.c index_gpus): prog has parsed only the ones
+	 * fit_gpu_choices() picks */
+	const struct fit_gpu *gpus;
+	size_t ngpus;
 	struct check_result *cr;
 	struct eval *ev, *gpu_ev;	/* the job's, and the one prog's GPUs evaluate in */
 	const struct check_job *job;
@@ -138,6 +149,11 @@ struct fit_answer {
 /* The words the fixes write besides the block's own text and GPU names
  * (fit_search.c), for what the block path's context parses. */
 extern const char fit_knob_words[];
+
+/* The larger GPUs a fix tries for a job on one of @capacity bytes, in the
+ * order tried: @g filtered, sorted and one per memory size, in place;
+ * their count. */
+size_t fit_gpu_choices(struct fit_gpu *g, size_t n, uint64_t capacity);
 
 /* Evaluate the file with @ch applied to the job (@ch NULL: as written). */
 void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out);

@@ -286,55 +286,84 @@ static void knob_finetune(struct fit_ctx *c, struct knob_alts *k, struct knob_al
 	caveat(k, why);
 }
 
-struct gpu_choice {
-	const struct decl *d;
-	uint64_t memory;
-};
-
 static int gpu_cmp(const void *a, const void *b)
 {
-	const struct gpu_choice *x = a, *y = b;
+	const struct fit_gpu *x = a, *y = b;
 
 	if (x->memory != y->memory)
 		return x->memory < y->memory ? -1 : 1;
-	return strcmp(x->d->name, y->d->name);
+	return strcmp(x->name, y->name);
 }
 
-static void alt_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts *k, const struct decl *gpu)
+static void alt_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts *k, const char *gpu)
 {
 	char *v = l->nodes > 1 ? arena_printf(&c->arena, "%llu x %llu x %s", (unsigned long long)l->nodes,
-					      (unsigned long long)l->per, gpu->name) :
-		  arena_printf(&c->arena, "%llu x %s", (unsigned long long)l->per, gpu->name);
+					      (unsigned long long)l->per, gpu) :
+		  arena_printf(&c->arena, "%llu x %s", (unsigned long long)l->per, gpu);
 
 	add_alt(c, k, "cluster", NULL, v, NULL, NULL, NULL);
 }
 
-/* The same number of each larger GPU the file can name, smallest first,
- * one per memory size. */
-static void knob_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts *k)
+size_t fit_gpu_choices(struct fit_gpu *g, size_t n, uint64_t capacity)
+{
+	size_t k = 0, out = 0;
+
+	/* 5% more at least: a 24 GB card is no fix for a 23.99 GiB one */
+	for (size_t i = 0; i < n; i++)
+		if (g[i].memory / 21 > capacity / 20)
+			g[k++] = g[i];
+	qsort(g, k, sizeof *g, gpu_cmp);
+	/* one per memory size, smallest first, as many as a knob has room
+	 * for; the largest is always the last: the strongest */
+	uint64_t top = k ? g[k - 1].memory : 0, prev = 0;
+
+	for (size_t i = 0; i < k; i++) {
+		uint64_t m = g[i].memory;
+
+		if ((!i || m != prev) && (out < FIT_MAX_ALTS - 1 || i == k - 1 || m == top))
+			g[out++] = g[i];
+		prev = m;
+	}
+	return out;
+}
+
+/* Every GPU the file can name, parsed in c->prog, with its memory. */
+static size_t parsed_gpus(struct fit_ctx *c, struct fit_gpu **out)
 {
 	size_t n = 0, cap = 0;
 
 	for (size_t i = 0; i < c->prog->nfiles; i++)
 		for (const struct decl *d = c->prog->files[i]->decls; d; d = d->next)
 			cap += d->kind == DECL_GPU;
-	struct gpu_choice *g = ARENA_NEW_ARRAY(&c->arena, struct gpu_choice, cap ? cap : 1);
+	struct fit_gpu *g = ARENA_NEW_ARRAY(&c->arena, struct fit_gpu, cap ? cap : 1);
 
 	for (size_t i = 0; i < c->prog->nfiles; i++)
 		for (const struct decl *d = c->prog->files[i]->decls; d; d = d->next) {
 			uint64_t m = 0;
 
-			/* 5% more at least: a 24 GB card is no fix for a 23.99 GiB one */
-			if (d->kind == DECL_GPU && build_gpu_u64(c->gpu_ev, d, "memory", &m) &&
-			    m / 21 > l->capacity / 20)
-				g[n++] = (struct gpu_choice){ d, m };
+			if (d->kind == DECL_GPU && build_gpu_u64(c->gpu_ev, d, "memory", &m))
+				g[n++] = (struct fit_gpu){ d->name, m };
 		}
-	qsort(g, n, sizeof *g, gpu_cmp);
-	/* the largest is always the last alternative: the strongest */
+	*out = g;
+	return n;
+}
+
+/* The same number of each larger GPU the file can name, smallest first,
+ * one per memory size. */
+static void knob_gpu(struct fit_ctx *c, const struct layout *l, struct knob_alts *k)
+{
+	struct fit_gpu *g;
+	size_t n = c->ngpus;
+
+	if (n) {
+		g = ARENA_NEW_ARRAY(&c->arena, struct fit_gpu, n);
+		memcpy(g, c->gpus, n * sizeof *g);
+	} else {
+		n = parsed_gpus(c, &g);
+	}
+	n = fit_gpu_choices(g, n, l->capacity);
 	for (size_t i = 0; i < n; i++)
-		if ((!i || g[i].memory != g[i - 1].memory) && (k->n < FIT_MAX_ALTS - 1 || i == n - 1 ||
-		    g[i].memory == g[n - 1].memory))
-			alt_gpu(c, l, k, g[i].d);
+		alt_gpu(c, l, k, g[i].name);
 }
 
 static void knobs(struct fit_ctx *c, struct knob_alts *k)

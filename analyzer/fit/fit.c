@@ -75,6 +75,10 @@ struct fit_memo {
 	const struct program *gpus;
 	struct eval *gpu_ev;
 	bool gpus_tried;
+	/* ... or, where the build's index has them all, only those the first
+	 * search picks parsed there, and every one listed here */
+	struct fit_gpu *gpu_list;
+	size_t ngpu_list;
 	/* ... and checked: where a variant's block alone is checked (NULL: the
 	 * file has errors there, each variant compiles the whole text) */
 	struct check_result *ctx;
@@ -166,9 +170,81 @@ static size_t keep_ranges(const struct fit_memo *m, const struct decl *const *ch
 	return k;
 }
 
-/* The file without its train blocks, every GPU parsed: what the
- * larger-GPU fixes choose from. An empty program if it has errors. */
-static void load_gpus(struct fit_memo *m)
+/* The index entries of the verified stdlib file whose prescan is @x. */
+static const struct stdlib_digest *digest_of(const struct stdlib_decl *x)
+{
+	for (size_t i = 0; i < memc_stdlib_ndigests; i++)
+		if (memc_stdlib_digests[i].decls == x)
+			return &memc_stdlib_digests[i];
+	return NULL;
+}
+
+/* Every GPU the file can name with its memory, from the build's index
+ * (stdlib_decl.memory, which the builder's reading of each gpu's `memory`
+ * gave when its file checked clean): false unless every stdlib file
+ * loaded is the verified one and no other file declares a GPU, as only
+ * then is every GPU's memory the index's. */
+static bool index_gpus(struct fit_memo *m)
+{
+	const struct program *p = m->prog;
+	size_t n = 0;
+
+	if (!p->stdlib_verified)
+		return false;
+	for (int pass = 0; pass < 2; pass++) {
+		n = 0;
+		for (size_t i = 0; i < p->nfiles; i++) {
+			const struct file_ast *f = p->files[i];
+			const struct stdlib_digest *x = f->verified && f->index ? digest_of(f->index) : NULL;
+
+			for (const struct decl *d = x ? NULL : f->decls; d; d = d->next)
+				if (d->kind == DECL_GPU)
+					return false;	/* its memory is not in the index */
+			for (size_t k = 0; x && k < x->ndecls; k++)
+				if (x->decls[k].kind == DECL_GPU && pass)
+					m->gpu_list[n++] = (struct fit_gpu){ x->decls[k].name, x->decls[k].memory };
+				else
+					n += x->decls[k].kind == DECL_GPU;
+		}
+		if (!pass)
+			m->gpu_list = ARENA_NEW_ARRAY(m->arena, struct fit_gpu, n ? n : 1);
+	}
+	m->ngpu_list = n;
+	return true;
+}
+
+/* The words the context reaches besides its own: what the fixes write,
+ * and the GPUs @cj's search picks from the index (NULL: every GPU). */
+static const char *context_words(struct fit_memo *m, const struct check_job *cj)
+{
+	struct strbuf sb;
+	uint64_t cap = 0;
+
+	if (!index_gpus(m)) {
+		m->gpu_list = NULL;
+		return NULL;
+	}
+	struct fit_gpu *g = ARENA_NEW_ARRAY(m->arena, struct fit_gpu, m->ngpu_list ? m->ngpu_list : 1);
+	size_t n;
+
+	memcpy(g, m->gpu_list, m->ngpu_list * sizeof *g);
+	if (cj->cluster.decl)
+		build_gpu_u64(m->ev, cj->cluster.decl, "memory", &cap);
+	n = fit_gpu_choices(g, m->ngpu_list, cap);
+	strbuf_init(&sb);
+	strbuf_addstr(&sb, fit_knob_words);
+	for (size_t i = 0; i < n; i++)
+		strbuf_addf(&sb, " %s", g[i].name);
+	const char *w = arena_strdup(m->arena, sb.buf);
+
+	strbuf_release(&sb);
+	return w;
+}
+
+/* The file without its train blocks, every GPU parsed (or those @cj's
+ * search picks, where the index lists them all): what the larger-GPU
+ * fixes choose from. An empty program if it has errors. */
+static void load_gpus(struct fit_memo *m, const struct check_job *cj)
 {
 	static const struct program none = { .nfiles = 0 };
 	struct fit_range *keep;
@@ -193,7 +269,8 @@ static void load_gpus(struct fit_memo *m)
 	 * (parsed already), what the fixes can write, and every GPU; a
 	 * variant that names anything else compiles from the text
 	 * (fit_variant.c) */
-	struct reach_extra rx = { .like = m->prog->reach, .words = fit_knob_words, .gpus = true };
+	const char *words = context_words(m, cj);
+	struct reach_extra rx = { .like = m->prog->reach, .words = words ? words : fit_knob_words, .gpus = !words };
 	struct import_opts io = { .dirs = m->opts->dirs, .ndirs = m->opts->ndirs, .stdlib_dir = m->stdlib,
 				  .verified = memc_stdlib_digests, .nverified = memc_stdlib_ndigests,
 				  .cache = cache, .reach_extra = &rx };
@@ -272,7 +349,7 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 	}
 	m->searches++;
 	if (!m->gpus_tried)
-		load_gpus(m);
+		load_gpus(m, cj);
 	c.opts = m->opts;
 	c.path = m->path;
 	c.stdlib = m->stdlib;
@@ -283,6 +360,10 @@ static void run_search(struct fit_memo *m, const struct check_job *cj, const str
 	c.prog = m->gpus;
 	c.ev = m->ev;
 	c.gpu_ev = m->gpu_ev;
+	if (m->gpu_list && m->gpus->nfiles) {	/* none if the context has errors, as before */
+		c.gpus = m->gpu_list;
+		c.ngpus = m->ngpu_list;
+	}
 	c.job = cj;
 	c.job_name = cj->decl->name;
 	c.cache = m->prog->cache;

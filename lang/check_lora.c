@@ -75,11 +75,22 @@ static bool all_linear(struct value v)
 static bool quantizer_ok(struct eval *ev, struct value v)
 {
 	if (v.kind != VAL_STRING || !strcmp(v.str, "bitsandbytes") || !strcmp(v.str, "torchao") ||
-	    !strcmp(v.str, "torchao-0.1"))
+	    !strcmp(v.str, "torchao-0.1") || !strcmp(v.str, "hqq"))
 		return true;
 	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'quantizer' must be \"bitsandbytes\" (Params4bit), "
-		   "\"torchao\" (to_nf4 in chunks, torchao 0.2 and later) or \"torchao-0.1\" (to_nf4 over "
-		   "the whole tensor)");
+		   "\"torchao\" (to_nf4 in chunks, torchao 0.2 and later), \"torchao-0.1\" (to_nf4 over "
+		   "the whole tensor) or \"hqq\" (HQQLinear)");
+	return false;
+}
+
+/* use_dora: true is PEFT's DoraLinearLayer; "fsdp_qlora" that script's own
+ * BNBDORA / HQQDORA layers, which save and build less (build_param.c). */
+static bool dora_form_ok(struct eval *ev, struct value v)
+{
+	if (!strcmp(v.str, "fsdp_qlora"))
+		return true;
+	eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "'use_dora' must be true or false (PEFT's DoRA) or "
+		   "\"fsdp_qlora\" (fsdp_qlora's scripts/dora.py layers), not \"%s\"", v.str);
 	return false;
 }
 
@@ -126,6 +137,8 @@ static bool lora_arg(struct eval *ev, const char *call, const char *name, struct
 	}
 	if (!strcmp(name, "targets") && all_linear(v))
 		return true;
+	if (!strcmp(name, "use_dora") && v.kind == VAL_STRING)
+		return dora_form_ok(ev, v);
 	snprintf(what, sizeof what, "'%s' of %s()", name, call);
 	if (!check_value_type(ev, v, s->type, what) || !dtype_arg_ok(ev, name, v, what))
 		return false;

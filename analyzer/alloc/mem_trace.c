@@ -239,6 +239,29 @@ static void matmul(struct tr *r, const struct mem_cost *c, uint64_t mm)
 	drop(r, &w);
 }
 
+/* cuBLAS's workspaces, in the pool since PyTorch 1.13 (pytorch#83461):
+ * aten/src/ATen/cuda/CublasHandlePool.cpp getCurrentCUDABlasHandle keeps
+ * one per (handle, stream) in cublas_handle_stream_to_workspace, made by
+ * getNewWorkspace through the caching allocator and never freed, and a
+ * thread takes its handles through a thread_local PoolWindow.  The forward
+ * pass runs on the loop's thread, backward (the recompute with it) on
+ * autograd's device thread (torch/csrc/autograd/engine.cpp
+ * Engine::start_device_threads), so a rank has two, on the compute
+ * stream, each made at its pass's first matmul: before the first
+ * forward, and at the first layer's backward or recompute. */
+static void blas_workspaces(struct tr *r, int upto)
+{
+	for (; r->blas < upto; r->blas++)
+		(void)put(r, mem_trace_blas_bytes(r->job) / MEM_TRACE_BLAS_HANDLES, STREAM_COMPUTE);
+}
+
+uint64_t mem_trace_blas_bytes(const struct mem_job *job)
+{
+	uint64_t n = job->cublas_workspace_bytes;
+
+	return n > UINT64_MAX / MEM_TRACE_BLAS_HANDLES ? 0 : n * MEM_TRACE_BLAS_HANDLES;
+}
+
 static void forward_layer(struct tr *r, struct inst *x, const struct mem_cost *c,
 			  const struct mem_layer *l)
 {
@@ -547,6 +570,9 @@ static void backward_layer(struct tr *r, struct inst *x, const struct mem_cost *
 	mtr_flat_grad(r, cat);
 	tied_hold(r, c);
 	backward_frees(r, x, c, l, &r->tmp);
+	/* autograd thread's first matmul: after the loss region's backward
+	 * (cross-entropy's, the upcast's), before the layer's temporaries go */
+	blas_workspaces(r, 2);
 	drop_run(r, x->saves0, &x->nsaves);
 	drop_run(r, x->stored0, &x->nstored);
 	/* what of the kept output the layer saved stays once its saves go
@@ -569,6 +595,8 @@ static void rematerialise(struct tr *r, size_t s, uint64_t k)
 	const struct mem_block *b = &r->job->blocks[seg->block];
 	const struct mem_cost *c = mem_seg_costs(r->cx, seg);
 
+	if (b->is_body && mem_seg_recomputes(r->cx, seg) && b->nlayers)
+		blas_workspaces(r, 2);	/* the re-run forward is autograd's */
 	for (size_t j = 0; b->is_body && mem_seg_recomputes(r->cx, seg) &&
 			   j < b->nlayers; j++) {
 		struct inst *x = inst_of(r, s, k, j);
@@ -763,6 +791,7 @@ static void micro_batch(struct tr *r, uint64_t chunks, bool later)
 	mtr_idl_drop_from(r, &r->kept, 0);
 	r->acc_mode = !mtr_keeps_unsharded(r) && !mtr_no_sync2(r) ? 0 : later ? 2 : 1;
 	later_len(r, later, len);
+	blas_workspaces(r, 1);
 	forward(r, root);
 	backward(r, root);
 	r->len = len;

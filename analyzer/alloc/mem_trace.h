@@ -15,6 +15,7 @@
 #define STREAM_COMPUTE 0u
 #define STREAM_COMM 1u		/* FSDP's all-gather stream */
 #define STREAM_RS 2u		/* FSDP's reduce-scatter stream */
+#define STREAM_PRE_UNSHARD 3u	/* FSDP1's pre-unshard stream (CPU offload's H2D copies) */
 #define NO_ID UINT32_MAX
 
 /* A growable list of trace ids. */
@@ -66,6 +67,7 @@ struct tr {
 	bool resident;		/* gradients allocated at setup */
 	bool zeros;		/* zero_grad(set_to_none=False): made by the first backward, kept */
 	bool have_grads;	/* produced by an earlier micro-batch of this step */
+	int blas;		/* cuBLAS workspaces made so far (mem_trace.c blas_workspaces) */
 	uint64_t len;		/* this step's padded length (job->shape_seq_len) */
 	bool per_token;		/* ... its s^2 share taken per token (later_seq_len) */
 	size_t *qbase;		/* per block: its first layer's index into job->shape_quad */

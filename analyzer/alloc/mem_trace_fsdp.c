@@ -63,10 +63,12 @@ uint32_t mtr_gather(struct tr *r, uint64_t n)
 	if (n)
 		unshard_wait(r);
 	/* FSDP1 CPU offload: FlatParamHandle.pre_unshard copies the host shard
-	 * to the GPU (flat_param_to(self.device)) on the unshard stream, the
+	 * to the GPU (flat_param_to(self.device)) under _runtime_utils.py
+	 * _unshard's `stream(pre_unshard_stream)`, a stream of its own
+	 * (_init_streams), so the copy's blocks are that stream's pool; the
 	 * all-gather's input, dropped once the gathered view replaces it */
 	if (n && r->job->fsdp1 && r->job->offload_params)
-		h = put(r, mem_shard_bytes(n, r->cx->shard_n), STREAM_COMM);
+		h = put(r, mem_shard_bytes(n, r->cx->shard_n), STREAM_PRE_UNSHARD);
 	g = put(r, n, STREAM_COMM);
 	drop(r, &h);
 	return g;

@@ -74,6 +74,19 @@ static bool leaf_units(const struct tr *r)
 	       r->job->sharding != MEM_SHARD_ZERO3;
 }
 
+/* HQQ's Quantizer.quantize beside the source (phases.c hqq_transient):
+ * the fp32 copy, then the proximal optimiser's nine fp16 tensors at once. */
+static void hqq_temps(struct tr *r, uint64_t n)
+{
+	uint32_t f = put(r, mem_round(r->job, mem_mul(&r->cx->ovf, n, 4)), STREAM_COMPUTE), h[9];
+
+	for (size_t i = 0; i < 9; i++)
+		h[i] = put(r, mem_round(r->job, mem_mul(&r->cx->ovf, n, 2)), STREAM_COMPUTE);
+	for (size_t i = 9; i-- > 0;)
+		drop(r, &h[i]);
+	drop(r, &f);
+}
+
 /* torchao's to_nf4 beside a weight's 16-bit source (phases.c
  * torchao_transient): scaled_blocks, then the two [elements, 16] tensors
  * of quantize_tensor_nearest, freed before the packed weight is made. */
@@ -84,6 +97,10 @@ static void quant_temps(struct tr *r, const struct mem_param *p)
 
 	if (p->load_quantizer == MEM_QUANT_BNB || !p->load_bytes)
 		return;
+	if (p->load_quantizer == MEM_QUANT_HQQ) {
+		hqq_temps(r, p->numel);
+		return;
+	}
 	if (p->load_quantizer == MEM_QUANT_TORCHAO && n > (1u << 20))
 		n = 1u << 20;
 	sc = put(r, mem_round(r->job, p->load_bytes), STREAM_COMPUTE);
@@ -127,7 +144,10 @@ static void load_originals(struct tr *r, struct inst *x, const struct mem_layer 
  * (load_and_quantize: `type(param)(value.to(device)...).cuda(device)`,
  * then `value.data.to("cpu")` on rank 0, `.to("meta")` on the others, the
  * QuantState left on the GPU), and `torch.cuda.empty_cache()` follows; the
- * wrap then moves the packed weights. */
+ * wrap then moves the packed weights.  The QuantState is made here, beside
+ * the packed codes (bitsandbytes functional.py quantize_4bit: `out`, then
+ * the absmax that compress_statistics quantises), and kept: the wrap's
+ * resident weights leave it out (wrap_resident). */
 static void quantise_ahead(struct tr *r)
 {
 	bool sh = shards(r->job->sharding), any = false;
@@ -153,6 +173,7 @@ static void quantise_ahead(struct tr *r)
 					any = true;
 					quant_temps(r, &l->params[i]);
 					q = put(r, r->share[i], STREAM_COMPUTE);
+					put(r, mem_round(r->job, l->params[i].quant_state_bytes), STREAM_COMPUTE);
 					drop(r, &src);
 					drop(r, &q);
 				}
@@ -292,6 +313,18 @@ static bool mixed(const struct tr *r, const struct uref *u, size_t n)
 	return tr && fr;
 }
 
+/* A layer's resident bytes at the wrap: its QuantStates, made while it
+ * loaded (quantise_ahead), are already on the GPU. */
+static uint64_t wrap_resident(const struct tr *r, const struct mem_layer *l, uint64_t w)
+{
+	for (size_t i = 0; quantises_first(r) && i < l->nparams; i++) {
+		uint64_t q = mem_round(r->job, l->params[i].quant_state_bytes);
+
+		w -= w < q ? w : q;
+	}
+	return w;
+}
+
 /* sync_module_states' buckets over one unit's tensors (its trainable
  * ones left out where they are units of their own), all freed before the
  * FlatParameter is made. */
@@ -361,7 +394,7 @@ static void fsdp1_unit(struct tr *r, const struct uref *u, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct mem_block *b = &r->job->blocks[r->st->segs[u[i].s].block];
 		const struct mem_cost *c = &mem_seg_costs(r->cx, &r->st->segs[u[i].s])[u[i].j];
-		uint64_t g = whole ? c->w : c->gath, wl = c->w;
+		uint64_t wl = wrap_resident(r, &b->layers[u[i].j], c->w), g = whole ? wl : c->gath;
 
 		r->t->what = b->layers[u[i].j].name;
 		if (leaf)

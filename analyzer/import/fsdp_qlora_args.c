@@ -207,11 +207,20 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 {
 	const char *tt = flag_text(c, "train_type", "qlora");
 
-	if (!flag_in(c, "train_type", "full|lora|qlora|custom_lora|custom_qlora",
-		     "HQQ, DoRA and Llama-Pro training have no memc form"))
+	if (!flag_in(c, "train_type", "full|lora|qlora|custom_lora|custom_qlora|bnb_dora|hqq_lora|hqq_dora",
+		     "Llama-Pro's block expansion has no memc form"))
 		return false;
 	if (!flag_in(c, "lora_target_modules", "all|default", "not a train.py choice"))
 		return false;
+	/* "default" is None, which only PEFT's LoraConfig takes: the custom
+	 * layers' loop (`value_key in args['lora_target_modules']`) raises */
+	const struct cfg_item *tm = cfg_find(c, "lora_target_modules");
+
+	if (tm && !strcmp(tm->text, "default") && (!strncmp(tt, "custom_", 7) || strstr(tt, "dora") ||
+						    !strncmp(tt, "hqq_", 4)))
+		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, tm->loc, "'lora_target_modules' = default "
+				 "is None, which train.py's %s layers cannot take (`value_key in None` raises "
+				 "in fsdp_main); memc import knows all here", tt);
 	/* save_model: a full model's FULL_STATE_DICT, offload_to_cpu and
 	 * rank0_only; the LoRA types gather their adapter units only */
 	if (!strcmp(tt, "full") && flag_bool(c, "save_model", false))
@@ -221,7 +230,8 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 	 * on the full and lora paths, kept by --precision bf16 (no
 	 * MixedPrecision); qlora's from_config(cfg) builds them fp32, and the
 	 * autocast policies' buffer_dtype is fp32 */
-	bool rope16 = !strstr(tt, "qlora") && !strcmp(flag_text(c, "precision", "bf16"), "bf16");
+	bool hqq = !strncmp(tt, "hqq_", 4), dora = strstr(tt, "dora") != NULL;
+	bool rope16 = !strstr(tt, "qlora") && !dora && !hqq && !strcmp(flag_text(c, "precision", "bf16"), "bf16");
 
 	imp_set(o, "rope_cache", rope16 ? "bf16" : "fp32", "train.py",
 		"transformers <= 4.39: LlamaRotaryEmbedding buffers per layer (4.40 and later: drop it)");
@@ -235,18 +245,31 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 	if ((r && !cfg_whole_at_least(c, r, 1)) || (a && !cfg_whole_at_least(c, a, 1)) ||
 	    (d && !cfg_number_in(c, d, 0, 1, "a number from 0 to below 1")))
 		return false;
-	bool q = strstr(tt, "qlora") != NULL;
+	/* bnb_dora: Linear4bit bases under scripts/dora.py's BNBDORA; hqq_*:
+	 * HQQLinear(BaseQuantizeConfig(nbits=4, group_size=64, quant_zero=True,
+	 * quant_scale=True, offload_meta=True, view_as_float=True)), W_q viewed
+	 * as the compute dtype, under scripts/lora.py's LORA or HQQDORA */
+	bool q = strstr(tt, "qlora") != NULL || dora || hqq;
+	const char *p = flag_text(c, "precision", "bf16");
+	const char *quant = hqq ? arena_printf(o->arena, "quant = hqq4, quant_storage = %s, quantizer = \"hqq\"",
+					       !strcmp(p, "fp32") || !strcmp(p, "fp16_autocast") ? "fp16" : "bf16") :
+			    arena_printf(o->arena, "quant = nf4_dq, quant_storage = %s", storage);
 	const char *targets = !strcmp(flag_text(c, "lora_target_modules", "all"), "default") ?
 			      "[q, v]" : "[k, q, v, up, down, gate]";
-	const char *call = arena_printf(o->arena, "%s(r = %s, alpha = %s, dropout = %s, targets = %s%s%s%s)",
+	const char *call = arena_printf(o->arena, "%s(r = %s, alpha = %s, dropout = %s, targets = %s%s%s%s%s)",
 					q ? "qlora" : "lora", flag_text(c, "lora_rank", "64"),
 					flag_text(c, "lora_alpha", "16"), flag_text(c, "lora_dropout", "0.1"),
-					targets, q ? ", quant = nf4_dq, quant_storage = " : "", q ? storage : "",
-					q ? ", save_input = true" : "");
+					targets, q ? ", " : "", q ? quant : "", q ? ", save_input = true" : "",
+					dora ? ", use_dora = \"fsdp_qlora\"" : "");
+	const char *why = hqq ? "HQQLinear(nbits=4, group_size=64, quant_zero, quant_scale, offload_meta, "
+				"view_as_float) with HQQBackend.ATEN_BACKPROP, whose HQQMatmulNoCacheDeq saves its "
+				"input: save_input" :
+			  "Linear4bit(quant_type='nf4', quant_storage=torch_dtype), compress_statistics left True; "
+			  "save_input: bitsandbytes before 0.43.2, as its README's >=0.43.0 and reentrant note had "
+			  "it (drop it with 0.43.2 and later)";
 
-	set_from(o, c, "finetune", call, "train_type", q ? "Linear4bit(quant_type='nf4', quant_storage="
-		 "torch_dtype), compress_statistics left True; save_input: bitsandbytes before 0.43.2, as "
-		 "its README's >=0.43.0 and reentrant note had it (drop it with 0.43.2 and later)" : NULL);
+	set_from(o, c, "finetune", call, "train_type", !q ? NULL : arena_printf(o->arena, "%s%s",
+		 dora ? "scripts/dora.py's DoRA layers (DORALayer ignores the dropout) over " : "", why));
 	return true;
 }
 

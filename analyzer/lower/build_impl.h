@@ -139,6 +139,7 @@ struct bld {
 	struct value modules_to_save;	/* PEFT: trainable copies beside the frozen originals */
 	bool all_linear;		/* targets = all_linear */
 	bool dora;			/* use_dora: magnitude vector, two more saved outputs */
+	bool dora_fq;			/* use_dora = "fsdp_qlora": its scripts/dora.py layers */
 	bool prepare_kbit;		/* prepare_model_for_kbit_training: 16-bit params to fp32 */
 	uint64_t adapters;		/* loaded adapters; one trains */
 	enum mem_quantizer quantizer;	/* qlora(quantizer): who packs the 4-bit weights */

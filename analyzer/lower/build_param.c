@@ -216,7 +216,12 @@ static void idle_adapters(struct bld *b, const char *name, uint64_t d_in, uint64
  * Forward builds x_eye [d_in, d_in], lora_weight, scaling * lora_weight
  * and W + that (each [d_in, d_out]) for the detached weight norm: a
  * transient of the layer's largest DoRA Linear, not a sum (they run in
- * turn). */
+ * turn).  fsdp_qlora's own layers (scripts/dora.py BNBDORA / HQQDORA
+ * .forward, use_dora = "fsdp_qlora") save one product: MagnitudeLayer's
+ * `x * magnitude` keeps the normalised output (the division by the
+ * detached column norm keeps only the norm), and the norm is taken of
+ * `frozen_weight + lora_B.weight @ lora_A.weight`, three [d_in, d_out]
+ * tensors with no x_eye, none saved. */
 static void add_dora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_out, uint64_t mult,
 		     bool quantised)
 {
@@ -227,14 +232,14 @@ static void add_dora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 	adapter(b, name, 1, d_out, mult, 1);
 	b->tokens_in_play = true;
 	bld_mul(b, b->tokens, d_out, &n, what);
-	bld_mul(b, n, 2, &n, what);
+	bld_mul(b, n, b->dora_fq ? 1 : 2, &n, what);
 	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
 	b->tokens_in_play = false;
 	bld_mul(b, d_in, d_out, &w, what);
-	if (quantised)
+	if (quantised && !b->dora_fq)
 		bld_add_saves(b, bld_bytes_x(b, b->quant_compute ? b->quant_compute : b->act, w, mult), false);
 	bld_mul(b, w, 3, &t, what);
-	bld_mul(b, d_in, d_in, &n, what);
+	bld_mul(b, b->dora_fq ? 0 : d_in, d_in, &n, what);
 	bld_add(b, &t, n, what);
 	t = bld_bytes(b, b->act, t);
 	if (t > f->dora_temp) {
@@ -259,8 +264,9 @@ static void add_lora(struct bld *b, const char *name, uint64_t d_in, uint64_t d_
 	bld_mul(b, b->tokens, r, &n, what);
 	bld_add_saves(b, bld_bytes_x(b, b->act, n, mult), false);
 	/* peft lora.Embedding.forward looks A up by the ids (already saved)
-	 * and applies no dropout */
-	if (b->lora_dropout > 0 && !embedding && !shared) {
+	 * and applies no dropout; fsdp_qlora's DORALayer takes lora_dropout
+	 * and never uses it (lora_B(lora_A(x))) */
+	if (b->lora_dropout > 0 && !embedding && !shared && !b->dora_fq) {
 		bld_mul(b, b->tokens, d_in, &in, what);
 		n = bld_bytes(b, b->act, in);	/* the dropped input and its bool mask */
 		bld_add(b, &n, in, what);
@@ -365,19 +371,40 @@ static uint64_t param_weight(struct bld *b, struct mem_param *p, uint64_t base, 
  * level) in Params4bit.quant_state, a plain attribute: FSDP flattens and
  * shards the packed data only (fsdp_qlora train.py load_and_quantize: "FSDP
  * only syncs parameters and buffers, so the quant_state isn't copied").
- * The packed codes are what a shard and a gather hold. torchao's NF4Tensor
- * shards its scalers with the data (fsdp_pre_all_gather). */
+ * The packed codes are what a shard and a gather hold. HQQLinear likewise
+ * keeps its meta in a dict beside the W_q Parameter (hqq core/quantize.py
+ * HQQLinear.quantize). torchao's NF4Tensor shards its scalers with the
+ * data (fsdp_pre_all_gather). */
 static void quant_state(struct bld *b, struct mem_param *p)
 {
 	uint64_t bits = b->quant ? b->quant->bits : 0, codes;
 
-	if (b->quantizer != MEM_QUANT_BNB || bits != 4)
+	if ((b->quantizer != MEM_QUANT_BNB && b->quantizer != MEM_QUANT_HQQ) || bits != 4)
 		return;
 	codes = p->numel / 8 * bits + ((p->numel % 8) * bits + 7) / 8;
 	if (codes >= p->weight_bytes)
 		return;
 	p->quant_state_bytes = p->weight_bytes - codes;
 	p->gather_bytes = codes;
+}
+
+/* torchao 0.1's NF4Tensor.get_original_weight, run by linear_nf4 at every
+ * call (LinearNF4.forward and .backward: weight.to(dtype)), holds all its
+ * locals until it returns: both halves of the codes widened to int64
+ * (`(quantized_data >> 4).to(torch.long)` and `& 0b1111`), their bf16 LUT
+ * values (`nf4[value]`), the scaled halves and torch.stack's bf16 result:
+ * 8 + 3 x 2 = 14 bytes an element at the stack, against the 2 of a bf16
+ * copy.  `.to(dtype)` copies once more when the compute dtype is not the
+ * LUT's bf16.  torchao 0.2 and later (MEM_QUANT_TORCHAO) are not this. */
+static void torchao01_unpack(struct bld *b, struct mem_param *p, const struct dtype *cd, uint64_t base)
+{
+	const struct dtype *bf16 = dtype_find("bf16");
+
+	p->cast_bytes = bld_bytes(b, dtype_find("int64"), base);
+	for (int i = 0; i < 3; i++)
+		bld_add(b, &p->cast_bytes, bld_bytes(b, bf16, base), "the size of this tensor");
+	if (cd != bf16)
+		bld_add(b, &p->cast_bytes, bld_bytes(b, cd, base), "the size of this tensor");
 }
 
 /* The low-precision copy a weight gets while its layer runs. */
@@ -392,7 +419,9 @@ static void param_cast(struct bld *b, struct mem_param *p, bool quantised, bool 
 	if (quantised) {
 		p->cast_each = true;
 		p->cast_bytes = bld_bytes(b, cd, base);
-		if (b->dequant && b->dequant != cd)
+		if (b->quantizer == MEM_QUANT_TORCHAO_WHOLE)
+			torchao01_unpack(b, p, cd, base);
+		else if (b->dequant && b->dequant != cd)
 			bld_add(b, &p->cast_bytes, bld_bytes(b, b->dequant, base), "the size of this tensor");
 	} else if (linear && b->cast_cache) {
 		p->cast_bytes = bld_bytes_x(b, b->cast_cache, base, mult);
@@ -609,7 +638,8 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 	b->adapters = 1;
 	if (ft_arg(b, &ft, "adapters", &v) && v.kind == VAL_NUM)
 		num_to_u64(v.num, &b->adapters);
-	b->dora = ft_arg(b, &ft, "use_dora", &v) && v.kind == VAL_BOOL && v.b;
+	b->dora = ft_arg(b, &ft, "use_dora", &v) && ((v.kind == VAL_BOOL && v.b) || v.kind == VAL_STRING);
+	b->dora_fq = b->dora && v.kind == VAL_STRING;	/* "fsdp_qlora", check_lora.c */
 	b->prepare_kbit = ft_arg(b, &ft, "prepare_kbit", &v) && v.kind == VAL_BOOL && v.b;
 	if (ft_arg(b, &ft, "compute_dtype", &v) && v.kind == VAL_DTYPE)
 		b->quant_compute = v.dtype;
@@ -617,7 +647,8 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 		b->dequant = v.dtype;
 	if (ft_arg(b, &ft, "quantizer", &v) && v.kind == VAL_STRING)
 		b->quantizer = !strcmp(v.str, "torchao") ? MEM_QUANT_TORCHAO :
-			       !strcmp(v.str, "torchao-0.1") ? MEM_QUANT_TORCHAO_WHOLE : MEM_QUANT_BNB;
+			       !strcmp(v.str, "torchao-0.1") ? MEM_QUANT_TORCHAO_WHOLE :
+			       !strcmp(v.str, "hqq") ? MEM_QUANT_HQQ : MEM_QUANT_BNB;
 	b->skip_given = ft_arg(b, &ft, "skip_modules", &b->skip_modules) && b->skip_modules.kind == VAL_LIST;
 	/* bnb_4bit_use_double_quant picks the absmax layout (docs/language.md) */
 	if (!ft_arg(b, &ft, "quant", &v) && ft_arg(b, &ft, "double_quant", &v) && v.kind == VAL_BOOL)

@@ -255,6 +255,11 @@ struct alloc_config;
 struct alloc_replay;
 bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
 		     uint64_t later, int steps, struct alloc_trace *out);
+/* The trace's cuBLAS workspaces (mem_trace.c blas_workspaces): one per
+ * thread that runs matmuls, the loop's and autograd's, each of
+ * train.overhead.cublas_workspace bytes, in the caching allocator. */
+#define MEM_TRACE_BLAS_HANDLES 2
+uint64_t mem_trace_blas_bytes(const struct mem_job *job);
 /* ALLOC_NOMEM if the host ran out of memory. */
 int mem_replay_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
 		     uint64_t later, const struct alloc_config *cfg, struct alloc_replay *out);

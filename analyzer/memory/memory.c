@@ -541,7 +541,7 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 	const struct mem_job *job = cx->job;
 	struct alloc_config cfg;
 	struct alloc_replay r;
-	uint64_t cap = job->capacity_bytes, res;
+	uint64_t cap = job->capacity_bytes, res, trace;
 	int as;
 
 	replay_config(job, cap > outside ? cap - outside : 0, &cfg);
@@ -556,15 +556,18 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 	if (as != ALLOC_OK)
 		return MEM_E_NOMEM;
 	/* what the trace's tensors lack of the timeline's (the replay's own
-	 * allocated peak also counts unsplit block rests: not comparable) */
-	res = mem_add(&cx->ovf, r.peak_reserved, mem_sub(k->peak_allocated, r.step_requested));
+	 * allocated peak also counts unsplit block rests: not comparable); the
+	 * cuBLAS workspaces are the trace's only, alive at its peak (made by
+	 * the first step, every later one repeats it), and M17's outside it */
+	trace = mem_sub(r.step_requested, mem_trace_blas_bytes(job));
+	res = mem_add(&cx->ovf, r.peak_reserved, mem_sub(k->peak_allocated, trace));
 	k->peak_reserved = mem_mul(&cx->ovf, res / ALLOC_ROUND_LARGE + (res % ALLOC_ROUND_LARGE != 0),
 				   ALLOC_ROUND_LARGE);
 	if (k->peak_reserved < k->peak_allocated)
 		k->peak_reserved = k->peak_allocated;
 	k->alloc_retries = r.retries;
 	k->replay_setup_reserved = r.setup_reserved;
-	k->replay_allocated = r.step_requested;
+	k->replay_allocated = trace;
 	k->replayed = true;
 	return MEM_OK;
 }
@@ -575,7 +578,8 @@ static void figures(struct mem_ctx *cx, const struct mem_walk_out *w, struct mem
 
 	k->peak_allocated = w->peak;
 	k->overhead_context = job->cuda_context_bytes;
-	k->overhead_cublas = job->cublas_workspace_bytes;
+	/* replayed: the workspaces are blocks of the pool, in peak reserved */
+	k->overhead_cublas = k->replayed ? 0 : job->cublas_workspace_bytes;
 	k->overhead_nccl = nccl_bytes(cx, &k->ncomms);
 	k->engine_bytes = job->engine_bytes;
 	memcpy(k->at_peak, w->at.c, sizeof(k->at_peak));
@@ -723,12 +727,13 @@ static void explain_rest(const struct mem_ctx *cx, const struct mem_stage *st,
 		 fmt_u64(f, bp[MEM_B_STEP_TEMPS]));
 	if (k->replayed)
 		snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
-			 "overhead = context %s + cuBLAS %s + NCCL %s (%u comms) + allocator cache %s "
-			 "(replayed%s, %llu cache flush(es), §5.4) = %s B (§5.3)",
-			 fmt_u64(a, k->overhead_context), fmt_u64(b, k->overhead_cublas),
+			 "overhead = context %s + NCCL %s (%u comms) + allocator cache %s "
+			 "(replayed%s, %llu cache flush(es), %d cuBLAS workspaces in it, §5.4) = %s B "
+			 "(§5.3)",
+			 fmt_u64(a, k->overhead_context),
 			 fmt_u64(c, k->overhead_nccl), k->ncomms, fmt_u64(d, k->overhead_frag),
 			 shapes_note(job, sh, sizeof(sh)), (unsigned long long)k->alloc_retries,
-			 fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
+			 job->cublas_workspace_bytes ? MEM_TRACE_BLAS_HANDLES : 0, fmt_u64(e, k->at_peak[MEM_C_OVERHEAD]));
 	else
 		snprintf(k->explain[MEM_C_OVERHEAD], MEM_EXPLAIN_LEN,
 			 "overhead = context %s + cuBLAS %s + NCCL %s (%u comms) + fragmentation %s (x%.2f, 2 MiB "
@@ -775,8 +780,10 @@ static enum mem_status analyze_stage(struct mem_ctx *cx, struct mem_stage *st, u
 	k->paged_bytes = st->total.v[S_PAGED];
 	if (job->alloc_replay) {
 		k->peak_allocated = w.peak;
-		/* not the paged states: the driver evicts them for the allocator */
-		uint64_t outside = mem_add(&cx->ovf, outside_bytes(cx), job->engine_bytes);
+		/* not the paged states: the driver evicts them for the allocator;
+		 * not cuBLAS's workspaces: the trace has them */
+		uint64_t outside = mem_add(&cx->ovf, mem_sub(outside_bytes(cx), job->cublas_workspace_bytes),
+					   job->engine_bytes);
 
 		s = replay_reserved(cx, st, a, b, outside, k);
 		if (s != MEM_OK)

@@ -131,6 +131,7 @@ enum mem_quantizer {
 	MEM_QUANT_BNB,		/* bitsandbytes Params4bit._quantize */
 	MEM_QUANT_TORCHAO,	/* torchao >= 0.2 to_nf4, 2^20 elements a chunk */
 	MEM_QUANT_TORCHAO_WHOLE,/* torchao 0.1 to_nf4, the whole tensor at once */
+	MEM_QUANT_HQQ,		/* HQQ Quantizer.quantize with its proximal optimiser */
 };
 
 enum mem_phase { MEM_PHASE_FORWARD, MEM_PHASE_LOSS, MEM_PHASE_BACKWARD, MEM_PHASE_OPTIMIZER,

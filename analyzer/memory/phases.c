@@ -105,6 +105,24 @@ static uint64_t torchao_transient(struct ph *p)
 	return add(p, t, mul(p, mul(p, chunk, e), 32));
 }
 
+/* HQQ's Quantizer.quantize (hqq core/quantize.py @72b2b641, the commit
+ * fsdp_qlora's README pins) beside the source: `W = tensor.float()`, then
+ * optimize_weights_proximal_legacy (core/optimize.py) in fp16 on the GPU:
+ * W_f, W_q, W_r and the previous iteration's W_e live while shrink_op
+ * evaluates `torch.sign(x) * relu(torch.abs(x) - (1/beta) *
+ * torch.pow(torch.abs(x), p - 1))` on x = W_f - W_r: x, sign, abs, abs
+ * and pow at once, nine fp16 tensors of the weight (the second iteration,
+ * which always runs, has a W_e).  The group scales are left out. */
+#define HQQ_FP16_TEMPS 9
+
+static uint64_t hqq_transient(struct ph *p)
+{
+	const struct phase_input *in = p->in;
+	uint64_t n = in->largest_quantised;
+
+	return add(p, mul(p, n, in->load_elem_size), add(p, mul(p, n, 4), mul(p, n, 2 * HQQ_FP16_TEMPS)));
+}
+
 /* bitsandbytes Params4bit._quantize: the weight as loaded is copied to
  * the GPU (`self.data.contiguous().to(device)`) and quantize_4bit makes
  * fp32 absmax per 64-element block beside it; compress_statistics
@@ -116,6 +134,8 @@ static uint64_t quantise_transient(struct ph *p)
 	uint64_t n = in->largest_quantised, blocks = n / 64 + (n % 64 != 0);
 	uint64_t t = add(p, mul(p, n, in->load_elem_size), mul(p, blocks, 4));
 
+	if (in->quantizer == MEM_QUANT_HQQ)
+		return hqq_transient(p);
 	if (in->quantizer != MEM_QUANT_BNB)
 		return torchao_transient(p);
 

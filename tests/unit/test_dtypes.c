@@ -45,7 +45,7 @@ static void table_is_consistent(void **state)
 {
 	(void)state;
 	assert_int_equal(dtype_table_check(), 0);
-	assert_int_equal(dtype_count(), 20);
+	assert_int_equal(dtype_count(), 21);
 	for (size_t i = 0; i < dtype_count(); i++)
 		assert_ptr_equal(dtype_find(dtype_name(dtype_at(i))), dtype_at(i));
 	assert_null(dtype_at(dtype_count()));
@@ -101,6 +101,7 @@ static void effective_bits(void **state)
 		{ "mxfp4", 17, 4 },	/* 4 + 8/32 */
 		{ "nvfp4", 9, 2 },	/* 4 + 8/16 (+ 4 B per tensor) */
 		{ "mxfp8", 33, 4 },	/* 8 + 8/32 */
+		{ "hqq4", 513, 128 },	/* 4 + 64/8192 */
 	};
 	(void)state;
 
@@ -153,6 +154,9 @@ static void per_tensor_rounding(void **state)
 	assert_int_equal(bytes("nf4_dq", 64 * 257), 64 * 257 / 2 + 257 + 8);
 	assert_int_equal(bytes("mxfp4", 32), 16 + 1);
 	assert_int_equal(bytes("mxfp8", 33), 33 + 2);
+	/* hqq4: codes + four bf16 meta-scales per 8192 (the 8-bit ones on the host) */
+	assert_int_equal(bytes("hqq4", 8192), 4096 + 8);
+	assert_int_equal(bytes("hqq4", 8193), 4097 + 16);
 	/* nvfp4: codes + one fp8 scale per 16 + the fp32 tensor scale */
 	assert_int_equal(bytes("nvfp4", 16), 8 + 1 + 4);
 	assert_int_equal(bytes("nvfp4", 17), 9 + 2 + 4);

@@ -163,49 +163,56 @@ static bool is_tail(const struct alloc_sim *sim, size_t i)
 	return s->expandable && s->tail == i;
 }
 
-/* The free array's order: pool, stream, growable tail last, size, address. */
+/* The free array's order: pool, stream, growable tail last, size, address
+ * (a key is fixed while its block is listed). */
+static uint64_t class_of(enum alloc_pool pool, uint32_t stream, bool tail)
+{
+	return (uint64_t)pool << 33 | (uint64_t)stream << 1 | (uint64_t)tail;
+}
+
+/* What a search looks for: a block's place in the order. */
 struct fkey {
-	uint32_t pool, stream, tail;
-	uint64_t size, segment, offset;
+	uint64_t cls, size, segment, offset;
 };
 
 static struct fkey key_of(const struct alloc_sim *sim, size_t i)
 {
 	const struct alloc_block *b = &sim->blocks[i];
-	struct fkey k = { (uint32_t)b->pool, b->stream, is_tail(sim, i), b->size, b->segment,
+	struct fkey k = { class_of(b->pool, b->stream, is_tail(sim, i)), b->size, b->segment,
 			  b->offset };
 
 	return k;
 }
 
-static int cmp_key(const struct fkey *x, const struct fkey *y)
+/* Is listed block i before k?  Its class was stored when it was listed. */
+static bool before(const struct alloc_sim *sim, size_t i, const struct fkey *k)
 {
-	if (x->pool != y->pool)
-		return x->pool < y->pool ? -1 : 1;
-	if (x->stream != y->stream)
-		return x->stream < y->stream ? -1 : 1;
-	if (x->tail != y->tail)
-		return x->tail < y->tail ? -1 : 1;
-	if (x->size != y->size)
-		return x->size < y->size ? -1 : 1;
-	if (x->segment != y->segment)
-		return x->segment < y->segment ? -1 : 1;
-	return x->offset < y->offset ? -1 : x->offset > y->offset;
+	const struct alloc_block *b = &sim->blocks[i];
+
+	if (b->cls != k->cls)
+		return b->cls < k->cls;
+	if (b->size != k->size)
+		return b->size < k->size;
+	if (b->segment != k->segment)
+		return b->segment < k->segment;
+	return b->offset < k->offset;
 }
 
 /* The first position whose block is not before k. */
 static size_t lower_bound(const struct alloc_sim *sim, const struct fkey *k)
 {
-	size_t lo = 0, hi = sim->nfree;
+	const size_t *f = sim->freel;
+	size_t lo = 0, n = sim->nfree;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		struct fkey m = key_of(sim, sim->freel[mid]);
+	while (n) {
+		size_t half = n / 2;
 
-		if (cmp_key(&m, k) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+		if (before(sim, f[lo + half], k)) {
+			lo += half + 1;
+			n -= half + 1;
+		} else {
+			n = half;
+		}
 	}
 	return lo;
 }
@@ -215,30 +222,41 @@ static bool add_free(struct alloc_sim *sim, size_t i)
 	struct fkey k = key_of(sim, i);
 	size_t pos;
 
-	if (!grow((void **)&sim->freel, &sim->free_cap, sim->nfree, sizeof(size_t)))
+	if (!grow((void **)&sim->freel, &sim->free_cap, sim->nfree, sizeof(*sim->freel)))
 		return false;
 	pos = lower_bound(sim, &k);
-	memmove(&sim->freel[pos + 1], &sim->freel[pos], (sim->nfree - pos) * sizeof(size_t));
+	memmove(&sim->freel[pos + 1], &sim->freel[pos], (sim->nfree - pos) * sizeof(*sim->freel));
 	sim->freel[pos] = i;
 	sim->nfree++;
 	sim->blocks[i].free = true;
+	sim->blocks[i].cls = k.cls;
 	return true;
 }
 
-static void del_free(struct alloc_sim *sim, size_t i)
+/* Unlist block i, found at `pos` if the caller knows where (else NONE). */
+static void del_free_at(struct alloc_sim *sim, size_t i, size_t pos)
 {
-	struct fkey k = key_of(sim, i);
-	size_t pos = lower_bound(sim, &k);
+	struct fkey k;
 
+	if (pos >= sim->nfree || sim->freel[pos] != i) {
+		k = key_of(sim, i);
+		pos = lower_bound(sim, &k);
+	}
 	/* keys stay fixed while listed, so the search finds it; the scan is a guard */
 	if (pos >= sim->nfree || sim->freel[pos] != i)
 		for (pos = 0; pos < sim->nfree && sim->freel[pos] != i; pos++)
 			;
 	if (pos < sim->nfree) {
-		memmove(&sim->freel[pos], &sim->freel[pos + 1], (sim->nfree - pos - 1) * sizeof(size_t));
+		memmove(&sim->freel[pos], &sim->freel[pos + 1],
+			(sim->nfree - pos - 1) * sizeof(*sim->freel));
 		sim->nfree--;
 	}
 	sim->blocks[i].free = false;
+}
+
+static void del_free(struct alloc_sim *sim, size_t i)
+{
+	del_free_at(sim, i, NONE);
 }
 
 /* Is block a before block b in the pool's (size, tail-last, address) order? */
@@ -262,7 +280,7 @@ static bool better(const struct alloc_sim *sim, size_t a, size_t b)
  * large (the growable tail only if no other fits), refused if the
  * oversize rules say so. */
 static bool get_free_block(struct alloc_sim *sim, uint64_t size, enum alloc_pool pool,
-			   uint32_t stream, size_t *idx)
+			   uint32_t stream, size_t *idx, size_t *at)
 {
 	uint64_t ms = sim->cfg.max_split_size;
 	bool found = false;
@@ -270,14 +288,14 @@ static bool get_free_block(struct alloc_sim *sim, uint64_t size, enum alloc_pool
 	if (pool == ALLOC_POOL_LARGE)
 		sim->gc_calls++;
 	for (uint32_t tail = 0; tail < 2 && !found; tail++) {
-		struct fkey k = { (uint32_t)pool, stream, tail, size, 0, 0 }, f;
+		struct fkey k = { class_of(pool, stream, tail), size, 0, 0 };
 		size_t pos = lower_bound(sim, &k);
 
 		if (pos == sim->nfree)
 			continue;
-		f = key_of(sim, sim->freel[pos]);
-		found = f.pool == k.pool && f.stream == stream && f.tail == tail;
+		found = sim->blocks[sim->freel[pos]].cls == k.cls;
 		*idx = sim->freel[pos];
+		*at = pos;
 	}
 	if (!found)
 		return false;
@@ -340,7 +358,8 @@ static enum alloc_status alloc_segment_block(struct alloc_sim *sim, uint64_t siz
 					     enum alloc_pool pool, uint32_t stream, size_t *idx)
 {
 	uint64_t n = alloc_segment_size(size);
-	struct alloc_block b = { 0, 0, n, 0, NONE, NONE, stream, 0, pool, false, false, false };
+	struct alloc_block b = { .size = n, .prev = NONE, .next = NONE, .stream = stream,
+				 .pool = pool };
 	size_t seg;
 
 	if (over_limit(sim, n))
@@ -388,8 +407,8 @@ static enum alloc_status alloc_expandable(struct alloc_sim *sim, uint64_t size,
 		if (!add_free(sim, *idx))
 			return ALLOC_NOMEM;
 	} else {
-		struct alloc_block b = { seg, s->size, map, 0, s->tail, NONE, stream, 0, pool,
-					 false, false, false };
+		struct alloc_block b = { .segment = seg, .offset = s->size, .size = map,
+					 .prev = s->tail, .next = NONE, .stream = stream, .pool = pool };
 
 		if (!push_block(sim, b, idx))
 			return ALLOC_NOMEM;
@@ -619,10 +638,13 @@ enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_
 	uint64_t size = alloc_round_size_cfg(&sim->cfg, n);
 	enum alloc_pool pool = alloc_pool_of(size);
 	enum alloc_status st = ALLOC_OK;
-	size_t idx = 0;
+	size_t idx = 0, at = NONE;
 
-	if (!get_free_block(sim, size, pool, stream, &idx))
+	/* the fast path knows where its block is listed; a new one is searched */
+	if (!get_free_block(sim, size, pool, stream, &idx, &at)) {
+		at = NONE;
 		st = slow_path(sim, size, pool, stream, &idx);
+	}
 	if (st == ALLOC_OOM) {
 		if (!sim->ooms++)
 			sim->oom_request = size;
@@ -630,7 +652,7 @@ enum alloc_status alloc_sim_malloc_on(struct alloc_sim *sim, uint64_t n, uint32_
 	}
 	if (st != ALLOC_OK)
 		return st;
-	del_free(sim, idx);	/* before a split changes its key */
+	del_free_at(sim, idx, at);	/* before a split changes its key */
 	if (should_split(sim, idx, size) && !split(sim, idx, size))
 		return ALLOC_NOMEM;
 	/* allocated grows by the block size, unsplit remainder included */
@@ -726,193 +748,27 @@ void alloc_sim_complete(struct alloc_sim *sim, size_t handle)
 		free_block(sim, handle);
 }
 
-/* ---- traces ---- */
-
-void alloc_trace_free(struct alloc_trace *t)
+static bool copy_array(void **dst, const void *src, size_t n, size_t elem)
 {
-	free(t->ev);
-	free(t->marks);
-	memset(t, 0, sizeof(*t));
+	*dst = NULL;
+	if (!n)
+		return true;
+	*dst = malloc(n * elem);	/* n * elem was allocated once: no overflow */
+	if (*dst)
+		memcpy(*dst, src, n * elem);
+	return *dst != NULL;
 }
 
-static void push_event(struct alloc_trace *t, struct alloc_event e)
+bool alloc_sim_clone(struct alloc_sim *dst, const struct alloc_sim *src)
 {
-	if (t->nomem || !grow((void **)&t->ev, &t->cap, t->n, sizeof(*t->ev))) {
-		t->nomem = true;
-		return;
-	}
-	t->ev[t->n++] = e;
-}
+	bool ok;
 
-uint32_t alloc_trace_alloc(struct alloc_trace *t, uint64_t n, uint32_t stream)
-{
-	struct alloc_event e = { n ? n : 1, t->what, t->nids, stream, ALLOC_OP_FREE };
-
-	if (t->nids == UINT32_MAX) {
-		t->nomem = true;
-		return UINT32_MAX;
-	}
-	t->nids++;
-	push_event(t, e);
-	return e.id;
-}
-
-static void push_free(struct alloc_trace *t, uint32_t id, enum alloc_op op)
-{
-	struct alloc_event e = { 0, t->what, id, 0, op };
-
-	if (id < t->nids)
-		push_event(t, e);
-}
-
-void alloc_trace_release(struct alloc_trace *t, uint32_t id)
-{
-	push_free(t, id, ALLOC_OP_FREE);
-}
-
-void alloc_trace_release_recorded(struct alloc_trace *t, uint32_t id)
-{
-	push_free(t, id, ALLOC_OP_FREE_RECORDED);
-}
-
-void alloc_trace_complete(struct alloc_trace *t, uint32_t id)
-{
-	push_free(t, id, ALLOC_OP_COMPLETE);
-}
-
-void alloc_trace_empty_cache(struct alloc_trace *t)
-{
-	struct alloc_event e = { 0, t->what, 0, 0, ALLOC_OP_EMPTY_CACHE };
-
-	push_event(t, e);
-}
-
-void alloc_trace_mark(struct alloc_trace *t)
-{
-	if (t->nomem || !grow((void **)&t->marks, &t->marks_cap, t->nmarks, sizeof(*t->marks))) {
-		t->nomem = true;
-		return;
-	}
-	t->marks[t->nmarks++] = t->n;
-}
-
-bool alloc_trace_step_peak(const struct alloc_trace *t, uint64_t *peak)
-{
-	uint64_t *size = t->nids ? calloc(t->nids, sizeof(*size)) : NULL, live = 0;
-	size_t m = 0;
-
-	*peak = 0;
-	if (t->nomem || (t->nids && !size))
-		return false;
-	for (size_t i = 0; i <= t->n; i++) {
-		const struct alloc_event *e;
-
-		while (m < t->nmarks && t->marks[m] <= i)
-			m++;
-		if (m && live > *peak)
-			*peak = live;	/* what a step starts with counts */
-		if (i == t->n)
-			break;
-		e = &t->ev[i];
-		if (e->size) {
-			size[e->id] = alloc_round_size(e->size);
-			if (__builtin_add_overflow(live, size[e->id], &live))
-				live = UINT64_MAX;	/* the analysis has flagged it already */
-		} else if (e->op != ALLOC_OP_COMPLETE && e->op != ALLOC_OP_EMPTY_CACHE) {
-			live -= size[e->id];
-			size[e->id] = 0;
-		}
-	}
-	free(size);
-	return true;
-}
-
-/* At mark k >= 2: did step k - 1 leave peak reserved unchanged? */
-static bool steady(const struct alloc_trace *t, size_t i, size_t *k, uint64_t *at, uint64_t peak,
-		   struct alloc_replay *out)
-{
-	bool stop = false;
-
-	while (*k < t->nmarks && t->marks[*k] == i) {
-		if (*k == 0 && peak > out->setup_reserved)
-			out->setup_reserved = peak;
-		stop |= !t->varies && *k >= 2 && peak == *at;
-		*at = peak;
-		++*k;
-	}
-	return stop;
-}
-
-/* One event of the trace; an out-of-memory is noted in `out`. */
-static enum alloc_status replay_event(struct alloc_sim *sim, const struct alloc_trace *t, size_t i,
-				      size_t *handle, struct alloc_replay *out)
-{
-	const struct alloc_event *e = &t->ev[i];
-	enum alloc_status st;
-
-	if (!e->size) {
-		if (e->op == ALLOC_OP_EMPTY_CACHE) {
-			/* the peak statistics restart from what is left
-			 * (fsdp_qlora: reset_peak_memory_stats() before the
-			 * loop, nothing emptied between); loading's own peak
-			 * stays the setup figure */
-			if (sim->peak_reserved > out->setup_reserved)
-				out->setup_reserved = sim->peak_reserved;
-			alloc_sim_empty_cache(sim);
-			sim->peak_reserved = sim->reserved;
-			sim->peak_allocated = sim->allocated;
-		} else if (e->op == ALLOC_OP_FREE_RECORDED)
-			alloc_sim_release_recorded(sim, handle[e->id]);
-		else if (e->op == ALLOC_OP_COMPLETE) {
-			/* empty_cache may have completed it, and its slot serve another */
-			if (handle[e->id] < sim->nblocks && sim->blocks[handle[e->id]].owner == e->id)
-				alloc_sim_complete(sim, handle[e->id]);
-		}
-		else
-			alloc_sim_release(sim, handle[e->id]);
-		return ALLOC_OK;
-	}
-	st = alloc_sim_malloc_on(sim, e->size, e->stream, &handle[e->id]);
-	if (st == ALLOC_OK)
-		sim->blocks[handle[e->id]].owner = e->id;
-	if (st == ALLOC_OOM) {
-		out->oom = true;
-		out->oom_request = sim->oom_request;
-		out->oom_event = i;
-		out->oom_what = e->what;
-	}
-	return st;
-}
-
-enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_config *cfg,
-			       struct alloc_replay *out)
-{
-	struct alloc_sim sim;
-	size_t *handle = t->nids ? malloc((size_t)t->nids * sizeof(size_t)) : NULL;
-	enum alloc_status st = ALLOC_OK;
-	size_t k = 0;
-	uint64_t at = 0;
-
-	memset(out, 0, sizeof(*out));
-	if (t->nomem || (t->nids && !handle)) {
-		free(handle);
-		return ALLOC_NOMEM;
-	}
-	alloc_sim_init_cfg(&sim, cfg);
-	for (size_t i = 0; i < t->n && st == ALLOC_OK; i++) {
-		if (steady(t, i, &k, &at, sim.peak_reserved, out)) {
-			k--;	/* the step at this mark is not replayed */
-			break;
-		}
-		st = replay_event(&sim, t, i, handle, out);
-	}
-	out->steps = k;
-	out->peak_allocated = sim.peak_allocated;
-	if (!alloc_trace_step_peak(t, &out->step_requested))
-		st = ALLOC_NOMEM;
-	out->peak_reserved = sim.peak_reserved;
-	out->retries = sim.retries;
-	alloc_sim_free(&sim);
-	free(handle);
-	return st == ALLOC_NOMEM ? ALLOC_NOMEM : ALLOC_OK;
+	*dst = *src;
+	ok = copy_array((void **)&dst->blocks, src->blocks, src->cap, sizeof(*src->blocks));
+	ok &= copy_array((void **)&dst->freel, src->freel, src->free_cap, sizeof(*src->freel));
+	ok &= copy_array((void **)&dst->spare, src->spare, src->spare_cap, sizeof(*src->spare));
+	ok &= copy_array((void **)&dst->segs, src->segs, src->segs_cap, sizeof(*src->segs));
+	if (!ok)
+		alloc_sim_free(dst);
+	return ok;
 }

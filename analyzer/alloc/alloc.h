@@ -60,6 +60,7 @@ struct alloc_block {
 	uint64_t segment;	/* segment id */
 	uint64_t offset;	/* byte offset in the segment */
 	uint64_t size;
+	uint64_t cls;		/* listed free: pool << 33 | stream << 1 | growable tail */
 	uint64_t freed_at;	/* get_free_block calls on the large pool when freed (gc age) */
 	size_t prev, next;	/* neighbours in the segment; SIZE_MAX at an end */
 	uint32_t stream;
@@ -118,6 +119,9 @@ void alloc_sim_complete(struct alloc_sim *sim, size_t handle);
  * release every whole cached segment (and the unused mapped pages at the
  * end of expandable segments). */
 void alloc_sim_empty_cache(struct alloc_sim *sim);
+/* A copy of src with arrays of its own; false if the host is out of memory
+ * (dst is then empty). */
+bool alloc_sim_clone(struct alloc_sim *dst, const struct alloc_sim *src);
 
 /* An allocation trace (memory-model.md §5.4): `size` > 0 allocates tensor
  * `id` on `stream`; size 0 frees tensor `id`, as `op` says. */
@@ -186,5 +190,11 @@ struct alloc_replay {
  * Returns ALLOC_NOMEM if the host ran out of memory. */
 enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_config *cfg,
 			       struct alloc_replay *out);
+/* alloc_replay(), and if it ran out of memory, *written = the replay with
+ * no limit (cfg.limit = 0: the figures of the job as written), continued
+ * from a copy taken where the two could first differ; *written is zero
+ * when out->oom is not set. */
+enum alloc_status alloc_replay_written(const struct alloc_trace *t, const struct alloc_config *cfg,
+				       struct alloc_replay *out, struct alloc_replay *written);
 
 #endif /* MEMC_ANALYZER_ALLOC_H */

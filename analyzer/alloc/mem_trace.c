@@ -993,9 +993,11 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 /* The first step creates the optimizer states and the second starts from
  * the pool the first left; the replay stops before a further step once
  * one left peak reserved where it was (alloc_replay): it repeats the same
- * requests against the same free blocks, so every later one would too. */
+ * requests against the same free blocks, so every later one would too.
+ * One trace serves both replays of a job that runs out of memory. */
 int mem_replay_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
-		     uint64_t later, const struct alloc_config *cfg, struct alloc_replay *out)
+		     uint64_t later, const struct alloc_config *cfg, struct alloc_replay *out,
+		     struct alloc_replay *written)
 {
 	struct alloc_trace t = { 0 };
 	enum alloc_status as = ALLOC_NOMEM;
@@ -1004,7 +1006,7 @@ int mem_replay_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
 
 	if (mem_trace_stage(cx, st, first, later, vary ? MEM_TRACE_SHAPE_STEPS : MEM_TRACE_MAX_STEPS,
 			    &t))
-		as = alloc_replay(&t, cfg, out);
+		as = alloc_replay_written(&t, cfg, out, written);
 	alloc_trace_free(&t);
 	return as;
 }

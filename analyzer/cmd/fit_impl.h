@@ -39,6 +39,8 @@ struct fit_set {
 	bool whole_record;
 };
 
+struct fit_kept;
+
 struct fit_change {
 	struct fit_set *v;
 	size_t n;
@@ -124,7 +126,24 @@ struct fit_ctx {
 	/* outcomes by the lines of their change: the mildest tuple of a
 	 * combination is often one tried before */
 	struct strmap seen;
+	/* The block path's builds of variants that keep the job's GPU, by
+	 * the lines of their change (at most FIT_KEPT_MAX, struct fit_kept in
+	 * fit_variant.c): a variant that only adds a larger GPU to one of
+	 * them is that build with the GPU's figures put in, not built again
+	 * (fit_variant.c "One GPU for another", docs/fit.md). */
+	struct strmap kept;
+	struct fit_kept *kept_list;
+	size_t nkept;
 };
+
+/* Test hook of the GPU shortcut (tests/unit/test_fit_gpus.c): with check
+ * set, each variant it answers is also compiled the full way and the two
+ * outcomes compared; it counts both. Off, the counts still count. */
+struct fit_gpu_shortcut_stats {
+	bool check;
+	unsigned long taken, mismatches;
+};
+extern struct fit_gpu_shortcut_stats fit_gpu_shortcut;
 
 struct fit_answer {
 	struct fit_outcome as_written;

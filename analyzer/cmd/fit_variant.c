@@ -22,6 +22,7 @@
 #include "lang/ast.h"
 #include "lang/check.h"
 #include "lang/diag.h"
+#include "lang/eval.h"
 #include "lang/import.h"
 #include "lang/intern.h"
 #include "lang/parse.h"
@@ -290,8 +291,8 @@ static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
  * its check and build add; a variant must add no more, or -Werror would
  * refuse the pasted fix. The declarations' own warnings are no variant's:
  * both paths count from after them. */
-static void analyse(struct fit_ctx *c, struct arena *a, struct eval *ev, struct diag_engine *de,
-		    const struct check_job *j, unsigned e0, unsigned w0, struct fit_outcome *out)
+static struct build *analyse(struct fit_ctx *c, struct arena *a, struct eval *ev, struct diag_engine *de,
+			     const struct check_job *j, unsigned e0, unsigned w0, struct fit_outcome *out)
 {
 	struct build_override none = { .zero = -1 };
 	struct build *bd = ARENA_NEW(a, struct build);
@@ -301,11 +302,13 @@ static void analyse(struct fit_ctx *c, struct arena *a, struct eval *ev, struct 
 	if (base)
 		c->base_warnings = diag_warning_count(de) - w0;
 	if (!j || !j->ok || diag_error_count(de) != e0 || !build_job(ev, a, j, &none, false, bd))
-		return;
+		return NULL;
 	if (base)
 		c->base_warnings = diag_warning_count(de) - w0;
-	if (diag_error_count(de) == e0 && diag_warning_count(de) - w0 <= c->base_warnings)
-		judge(a, bd, out);
+	if (diag_error_count(de) != e0 || diag_warning_count(de) - w0 > c->base_warnings)
+		return NULL;
+	judge(a, bd, out);
+	return out->ok ? bd : NULL;
 }
 
 /* The whole text compiled: its declarations, then its train blocks in
@@ -349,10 +352,33 @@ static char *change_key(struct fit_ctx *c, const struct fit_change *ch, struct f
 	return k;
 }
 
+/* A build of the block path kept for the variants that only change its
+ * GPU: its arena (the build, the block's check_job) and the two. */
+struct fit_kept {
+	struct arena arena;
+	const struct build *bd;
+	const struct check_job *cj;
+	struct fit_kept *next;
+};
+
+/* Each variant's outcome stays the same whether its GPU's figures come
+ * from a build kept or a build of its own; a few dozen builds are what the
+ * notes' searches reuse (a variant changes the GPU with at most two other
+ * knobs), and a bound keeps memc fit's thousand variants from keeping all
+ * their builds. */
+enum { FIT_KEPT_MAX = 64 };
+
+struct fit_gpu_shortcut_stats fit_gpu_shortcut;
+
 void fit_ctx_release(struct fit_ctx *c)
 {
 	/* its entries stay in c->arena until that is freed */
 	memset(&c->seen, 0, sizeof c->seen);
+	for (struct fit_kept *k = c->kept_list; k; k = k->next)
+		arena_free(&k->arena);
+	c->kept_list = NULL;
+	c->nkept = 0;
+	memset(&c->kept, 0, sizeof c->kept);
 }
 
 /* The whole file's text with @ch written in, compiled from scratch in an
@@ -384,12 +410,32 @@ static void text_variant(struct fit_ctx *c, const struct fit_change *ch, struct 
 	free(text);
 }
 
+static const struct fit_set *gpu_set(const struct fit_change *ch);
+
+/* Keep @bd, built in @a for the change whose lines are @key, for the
+ * variants that only change its GPU (below). */
+static void keep_build(struct fit_ctx *c, struct arena *a, const struct build *bd, const struct check_job *j,
+		       const char *key)
+{
+	struct fit_kept *k;
+
+	if (strmap_get(&c->kept, key, strlen(key))) {
+		arena_free(a);
+		return;
+	}
+	k = ARENA_NEW(&c->arena, struct fit_kept);
+	*k = (struct fit_kept){ *a, bd, j, c->kept_list };
+	c->kept_list = k;
+	c->nkept++;
+	strmap_put(&c->kept, &c->arena, key, strlen(key), k);
+}
+
 /* Only the job's block, @ch written in, parsed as a file of its own and
  * checked among the declarations checked once (c->ctx): the same checker
  * and builder on the same text of the block, without re-reading the
  * file and the stdlib around it. */
-static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t,
-			  struct fit_outcome *out)
+static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t, const char *key,
+			  bool only_block, struct fit_outcome *out)
 {
 	const struct decl *d = c->job->decl;
 	struct fit_range block = { d->loc.start, d->loc.end };
@@ -400,7 +446,10 @@ static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct
 
 	if (text && reach_misses(c->ctx_reach, c->ctx_in, text, 0, (uint32_t)len)) {
 		free(text);	/* it names what the context left a stub */
-		text_variant(c, ch, t, out);
+		if (only_block)
+			memset(out, 0, sizeof *out);
+		else
+			text_variant(c, ch, t, out);
 		return;
 	}
 	const struct src_file *f = text ? src_add_string(c->ctx_src, de, c->path, text, len) : NULL;
@@ -413,18 +462,161 @@ static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct
 	struct arena a = { 0 };
 	struct eval *ev = c->ctx->ev;
 	struct arena *was = eval_use_arena(ev, &a);
+	const struct check_job *j = check_program_job(c->ctx, fa->decls);
+	const struct build *bd = analyse(c, &a, ev, de, j, e0, w0, out);
 
-	analyse(c, &a, ev, de, check_program_job(c->ctx, fa->decls), e0, w0, out);
 	eval_use_arena(ev, was);
-	arena_free(&a);
+	if (bd && !gpu_set(ch) && c->nkept < FIT_KEPT_MAX)
+		keep_build(c, &a, bd, j, key);
+	else
+		arena_free(&a);
 }
 
-static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t,
+/* ---- one GPU for another ---- */
+
+/* A variant that changes a kept build's change only by `cluster`, to as
+ * many of another GPU (fit_search.c alt_gpu), has the same allocations:
+ * nothing the checker's or the builder's walks read is the GPU. What is
+ * the GPU's, the builder reads in build_job_buffers.c bld_overheads (the
+ * CUDA context, the cuBLAS workspace, NCCL's flat figure, memory and host
+ * memory) and the checker in check_layout.c check_capabilities (compute
+ * capability: bf16, fp8 and FlashAttention need a newer one); an RL job's
+ * vLLM engine takes a share of the memory (build_rl.c engine_share). So
+ * the kept build's job with those five put in from the new GPU is the
+ * variant's, where its compute capability refuses nothing the old one
+ * allowed and the job has no rl { }; else it is built. */
+
+/* A GPU's compute_capability as check_layout.c reads it; 0: none. */
+static double gpu_cc(struct eval *ev, const struct decl *gpu)
+{
+	const struct field *f = eval_record_field(eval_scope(ev), gpu, "compute_capability");
+	struct value v = f ? eval_expr(ev, NULL, f->value) : val_error(NO_LOC);
+
+	return v.kind == VAL_NUM && !v.unknown ? num_to_double(v.num) : 0.0;
+}
+
+/* A GPU field, then the job's key over it, as bld_overheads reads both. */
+static uint64_t gpu_or_key(struct eval *ev, const struct decl *gpu, const char *field,
+			   const struct check_job *j, const char *key, uint64_t dflt)
+{
+	struct value v;
+	uint64_t u = dflt;
+
+	if (field)
+		build_gpu_u64(ev, gpu, field, &u);
+	if (key && check_job_field(j, key, &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &u);
+	return u;
+}
+
+static void retarget(struct eval *ev, const struct check_job *j, const struct decl *gpu, struct mem_job *m)
+{
+	bool rec = check_job_record(j, "nccl");
+
+	m->cuda_context_bytes = gpu_or_key(ev, gpu, "context", j, "overhead.context", 500ull << 20);
+	m->cublas_workspace_bytes = gpu_or_key(ev, gpu, "cublas_workspace", j, "overhead.cublas_workspace",
+					       8519680);
+	m->nccl_bytes_per_comm = gpu_or_key(ev, gpu, rec ? NULL : "nccl", j, "overhead.nccl", 0);
+	m->capacity_bytes = gpu_or_key(ev, gpu, "memory", NULL, NULL, 0);
+	m->host_capacity_bytes = gpu_or_key(ev, gpu, "host_memory", NULL, NULL, 0);
+}
+
+/* The GPU declaration of the context named @name, if it was parsed. */
+static const struct decl *context_gpu(const struct fit_ctx *c, const char *name)
+{
+	if (reach_misses(c->ctx_reach, c->ctx_in, name, 0, (uint32_t)strlen(name)))
+		return NULL;
+	for (size_t i = 0; i < c->prog->nfiles; i++)
+		for (const struct decl *d = c->prog->files[i]->decls; d; d = d->next)
+			if (d->kind == DECL_GPU && d->name && strcmp(d->name, name) == 0)
+				return d;
+	return NULL;
+}
+
+/* Whether the checker refuses on @to nothing it allowed on @from. */
+static bool allows_as_much(struct eval *ev, const struct decl *from, const struct decl *to)
+{
+	double was = gpu_cc(ev, from), now = gpu_cc(ev, to);
+
+	return now <= 0.0 || now == was || (was > 0.0 && now > was);
+}
+
+/* @ch's own `cluster = ...`, NULL if it sets none. */
+static const struct fit_set *gpu_set(const struct fit_change *ch)
+{
+	for (size_t i = 0; ch && i < ch->n; i++)
+		if (!ch->v[i].sub && strcmp(ch->v[i].top, "cluster") == 0)
+			return &ch->v[i];
+	return NULL;
+}
+
+/* The kept build of @ch less its cluster; if there is none yet, that
+ * change is built (not counted: it is no variant of the search) so that
+ * the variants that add each larger GPU to it share it. NULL: none. */
+static const struct fit_kept *kept_for(struct fit_ctx *c, const struct fit_change *ch, const struct fit_set *g)
+{
+	struct fit_set *rest = ARENA_NEW_ARRAY(&c->arena, struct fit_set, ch->n);
+	struct fit_change w = { rest, 0 };
+	struct fit_text t = { NULL, 0 };
+	struct fit_outcome o;
+
+	for (size_t i = 0; i < ch->n; i++)
+		if (&ch->v[i] != g)
+			rest[w.n++] = ch->v[i];
+	const char *key = change_key(c, w.n ? &w : NULL, &t);
+	const struct fit_kept *k = strmap_get(&c->kept, key, strlen(key));
+
+	if (k || !w.n || c->nkept >= FIT_KEPT_MAX)
+		return k;
+	block_variant(c, &w, &t, key, true, &o);
+	return strmap_get(&c->kept, key, strlen(key));
+}
+
+/* @ch's outcome from a kept build, if it only changes that one's GPU. */
+static bool gpu_swap(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome *out)
+{
+	const struct fit_set *g = c->ctx ? gpu_set(ch) : NULL;
+	const struct fit_kept *k = g ? kept_for(c, ch, g) : NULL;
+	const char *name = g ? strrchr(g->value, ' ') : NULL;
+	const struct decl *gpu = k ? context_gpu(c, name ? name + 1 : g->value) : NULL;
+	struct eval *ev = c->ctx ? c->ctx->ev : NULL;
+
+	if (!gpu || check_job_record(k->cj, "rl") || !allows_as_much(ev, k->cj->cluster.decl, gpu))
+		return false;
+	struct arena a = { 0 };
+	struct arena *was = eval_use_arena(ev, &a);
+	struct build v = *k->bd;
+
+	retarget(ev, k->cj, gpu, &v.job);
+	memset(out, 0, sizeof *out);
+	judge(&a, &v, out);
+	eval_use_arena(ev, was);
+	arena_free(&a);
+	return true;
+}
+
+static bool same_outcome(const struct fit_outcome *x, const struct fit_outcome *y)
+{
+	return x->ok == y->ok && x->fits == y->fits && x->total == y->total && x->on_gpu == y->on_gpu &&
+	       x->spare == y->spare && x->capacity == y->capacity;
+}
+
+static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t, const char *key,
 			    struct fit_outcome *out)
 {
+	struct fit_outcome full;
+
 	c->builds++;
+	if (gpu_swap(c, ch, out)) {
+		fit_gpu_shortcut.taken++;
+		if (!fit_gpu_shortcut.check)
+			return;
+		block_variant(c, ch, t, key, false, &full);
+		fit_gpu_shortcut.mismatches += !same_outcome(&full, out);
+		return;
+	}
 	if (c->ctx)
-		block_variant(c, ch, t, out);
+		block_variant(c, ch, t, key, false, out);
 	else
 		text_variant(c, ch, t, out);
 }
@@ -450,7 +642,7 @@ void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome 
 		*out = *known;
 		return;
 	}
-	compile_variant(c, ch, &t, out);
+	compile_variant(c, ch, &t, key, out);
 	struct fit_outcome *keep = ARENA_NEW(&c->arena, struct fit_outcome);
 
 	*keep = *out;

@@ -260,9 +260,11 @@ bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t fi
  * train.overhead.cublas_workspace bytes, in the caching allocator. */
 #define MEM_TRACE_BLAS_HANDLES 2
 uint64_t mem_trace_blas_bytes(const struct mem_job *job);
-/* ALLOC_NOMEM if the host ran out of memory. */
+/* ALLOC_NOMEM if the host ran out of memory.  If the replay ran out of
+ * device memory (out->oom), *written is the replay without cfg->limit. */
 int mem_replay_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
-		     uint64_t later, const struct alloc_config *cfg, struct alloc_replay *out);
+		     uint64_t later, const struct alloc_config *cfg, struct alloc_replay *out,
+		     struct alloc_replay *written);
 
 /* mem_fsdp.c: FSDP2's reshard_after_forward, and what is kept without
  * gradient sync or reshard after backward (docs/memory-model.md "FSDP2"). */

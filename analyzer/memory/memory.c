@@ -540,18 +540,17 @@ static enum mem_status replay_reserved(struct mem_ctx *cx, const struct mem_stag
 {
 	const struct mem_job *job = cx->job;
 	struct alloc_config cfg;
-	struct alloc_replay r;
+	struct alloc_replay r, w;
 	uint64_t cap = job->capacity_bytes, res, trace;
 	int as;
 
 	replay_config(job, cap > outside ? cap - outside : 0, &cfg);
-	as = mem_replay_stage(cx, st, first, later, &cfg, &r);
+	as = mem_replay_stage(cx, st, first, later, &cfg, &r, &w);
 	if (as == ALLOC_OK && r.oom) {
 		k->alloc_oom = true;
 		k->alloc_oom_request = r.oom_request;
 		k->alloc_oom_what = r.oom_what;
-		cfg.limit = 0;	/* the figures of the job as written */
-		as = mem_replay_stage(cx, st, first, later, &cfg, &r);
+		r = w;	/* the figures of the job as written: no limit */
 	}
 	if (as != ALLOC_OK)
 		return MEM_E_NOMEM;

@@ -70,7 +70,8 @@ static struct loc at_or(struct loc a, struct loc b)
 }
 
 /* Megatron-Core's split rules (memory-model.md §4.6), blamed on the pp line
- * (vp's when only the chunking fails). */
+ * (vp's when only the chunking fails; first/last_stage_layers' or
+ * account_for_*'s when those are what the rule refuses). */
 static void split_error(struct pipeline *p, const struct build *bd)
 {
 	const struct mem_job *j = &bd->job;
@@ -92,17 +93,17 @@ static void split_error(struct pipeline *p, const struct build *bd)
 			   (unsigned long long)sl, (unsigned)j->vp);
 		break;
 	case MEM_SPLIT_MIDDLE:
-		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "the layers between the first and last stage "
-			   "do not split evenly over the other %u stages; change first_stage_layers or "
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_first_last, pp), "the layers between "
+			   "the first and last stage do not split evenly over the other %u stages; change first_stage_layers or "
 			   "last_stage_layers", n - (j->first_stage_layers != 0) - (j->last_stage_layers != 0));
 		break;
 	case MEM_SPLIT_EDGES:
-		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "first_stage_layers + last_stage_layers "
-			   "exceed the model's repeated layers");
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_first_last, pp), "first_stage_layers + "
+			   "last_stage_layers exceed the model's repeated layers");
 		break;
 	case MEM_SPLIT_ACCOUNT:
-		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "account_for_embedding/account_for_loss cannot "
-			   "be combined with first_stage_layers/last_stage_layers (as in Megatron-Core)");
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_account, pp), "account_for_embedding/"
+			   "account_for_loss cannot be combined with first_stage_layers/last_stage_layers (as in Megatron-Core)");
 		break;
 	default:
 		diag_error(p->diag, DIAG_BAD_LAYOUT, pp, "the model's repeated blocks%s do not split "

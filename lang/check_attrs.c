@@ -197,8 +197,18 @@ static void check_attr_place(struct eval *ev, const struct stmt *s, const struct
  * nothing trains, adapts or shards (language.md); no arguments. */
 static void check_buffer(struct eval *ev, const struct stmt *s, const struct attr *a)
 {
-	if (s->tensor.kind != TENSOR_PARAM || a->args)
+	if (s->tensor.kind != TENSOR_PARAM || a->args) {
 		eval_error(ev, DIAG_BAD_ARGUMENT, a->loc, "buffer marks a param tensor, without arguments");
+		return;
+	}
+	/* a buffer has no gradient: the roles of a trained weight would be
+	 * dropped without a word */
+	for (const struct attr *o = s->tensor.attrs; o; o = o->next)
+		if (!strcmp(o->name, "linear") || !strcmp(o->name, "adaptable") || !strcmp(o->name, "tied")) {
+			eval_error(ev, DIAG_BAD_ARGUMENT, o->loc, "'%s' marks a trained weight, and a buffer is "
+				   "none (no gradient, never adapted): drop '%s' or 'buffer'", o->name, o->name);
+			return;
+		}
 }
 
 /* The attributes whose arguments or placement have rules of their own. */

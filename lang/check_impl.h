@@ -98,6 +98,7 @@ struct check_model {
 	unsigned open_repeats;		/* at model level */
 	bool have_body, body_known;	/* the model's first repeat, and its count */
 	uint64_t body;
+	bool rope_read;			/* a layer read train.rope_cache (hf_rotary_cache) */
 };
 
 void check_model_tensor(struct check_model *m, const struct walk_tensor *t);

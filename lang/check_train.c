@@ -364,8 +364,8 @@ static bool degree_above_1(const struct check_job *j, const char *key)
 	return check_job_field(j, key, &v) && v.kind == VAL_NUM && num_cmp(v.num, num_from_int(1)) > 0;
 }
 
-/* vp needs the interleaved schedule and pp > 1, an uneven or accounted
- * split pp > 1; sequence parallelism splits the tp group's sequence, so it
+/* vp needs the interleaved schedule and pp > 1, a schedule other than the
+ * default and an uneven or accounted split pp > 1; sequence parallelism splits the tp group's sequence, so it
  * needs tp > 1. */
 static bool parallel_ok(struct eval *ev, const struct check_job *j)
 {
@@ -377,6 +377,13 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 	      !check_sym_is(j, "parallel.schedule", "interleaved_zb")) || !degree_above_1(j, "parallel.pp"))) {
 		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'vp' chunks a pipeline stage only with pp > 1 "
 			   "and schedule = \"interleaved\" or \"interleaved_zb\"");
+		ok = false;
+	}
+	/* 1F1B is the default: only another order says something pp = 1 drops */
+	if (check_job_field(j, "parallel.schedule", &v) && v.kind == VAL_STRING && strcmp(v.str, "1f1b") &&
+	    !degree_above_1(j, "parallel.pp")) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'schedule' orders the micro-batches over "
+			   "pipeline stages: it needs pp > 1");
 		ok = false;
 	}
 	static const char prefix[] = "parallel.";
@@ -623,6 +630,27 @@ static bool data_ok(struct eval *ev, const struct check_job *j)
 	return a && b;
 }
 
+/* A PYTORCH_CUDA_ALLOC_CONF key turns the replay on (build_job_buffers.c
+ * alloc_conf); beside replay = false it would change no figure. */
+static bool alloc_ok(struct eval *ev, const struct check_job *j)
+{
+	static const char *const conf[] = { "alloc.max_split_size_mb", "alloc.roundup_power2_divisions",
+					    "alloc.garbage_collection_threshold", "alloc.expandable_segments" };
+	struct value r, v;
+
+	if (!check_job_field(j, "alloc.replay", &r) || r.kind != VAL_BOOL || r.b)
+		return true;
+	for (size_t i = 0; i < sizeof conf / sizeof conf[0]; i++)
+		if (check_job_field(j, conf[i], &v)) {
+			diag_note(eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'%s' configures the caching "
+					     "allocator that 'replay' replays; with 'replay = false' it changes "
+					     "nothing: drop one", conf[i] + sizeof "alloc." - 1),
+				  r.origin, "'replay = false' is set here");
+			return false;
+		}
+	return true;
+}
+
 static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 {
 	struct value v;
@@ -756,6 +784,7 @@ static void check_stage_layers(struct eval *ev, const struct check_model *m, con
 					       "parallel.account_for_embedding", "parallel.account_for_loss" };
 	struct value l, k;
 	uint64_t n, sum = 0, u;
+	bool over = false;
 	bool v2 = check_sym_is(j, "parallel.schedule", "dualpipev") || check_sym_is(j, "parallel.schedule", "zbv");
 	bool inter = check_sym_is(j, "parallel.schedule", "interleaved") ||
 		     check_sym_is(j, "parallel.schedule", "interleaved_zb");
@@ -781,17 +810,38 @@ static void check_stage_layers(struct eval *ev, const struct check_model *m, con
 		const struct value *x = &l.items[i];
 		struct loc at = x->origin.file ? x->origin : l.origin;
 
-		if (x->kind != VAL_NUM || !num_is_int(x->num) || !num_to_u64(x->num, &u)) {
+		if (x->kind != VAL_NUM || !dim_is_scalar(x->dim) || !num_is_int(x->num) ||
+		    !num_to_u64(x->num, &u)) {
 			eval_error(ev, DIAG_TYPE_MISMATCH, at, "a stage_layers entry must be a layer count (0 or more)");
 			return;
 		}
-		if (__builtin_add_overflow(sum, u, &sum))
-			sum = UINT64_MAX;
+		over |= __builtin_add_overflow(sum, u, &sum);
 	}
-	if (m->body_known && m->have_body && sum != m->body)
-		eval_error(ev, DIAG_BAD_LAYOUT, l.origin, "stage_layers adds up to %llu layers, but %s has %llu "
-			   "repeated layers", (unsigned long long)sum, j->model.label ? j->model.label : "the model",
+	if (m->body_known && m->have_body && (over || sum != m->body))
+		eval_error(ev, DIAG_BAD_LAYOUT, l.origin, "stage_layers adds up to %s layers, but %s has %llu "
+			   "repeated layers", over ? "at least 2^64" : arena_printf(ev->arena, "%llu",
+			   (unsigned long long)sum), j->model.label ? j->model.label : "the model",
 			   (unsigned long long)m->body);
+}
+
+/* rope_cache adds buffers only where a layer reads it (the stdlib's
+ * hf_rotary_cache, in Llama): on another model it would change nothing. */
+static void check_rope_read(struct eval *ev, const struct check_model *m, const struct check_job *j)
+{
+	struct value v;
+
+	if (!check_job_field(j, "rope_cache", &v) || v.kind != VAL_DTYPE)
+		return;
+	/* torch.set_default_dtype takes a floating type only */
+	if (v.dtype->kind != DTYPE_FLOAT || v.dtype->bits < 16 || dtype_is_block_scaled(v.dtype))
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "rope_cache must be a float dtype of 16 bits or more "
+			   "(bf16, fp16, fp32): torch's default dtype, which builds the caches, is one, and "
+			   "not %s", dtype_name(v.dtype));
+	else if (!m->rope_read)
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc, "'rope_cache' counts "
+			   "transformers' per-layer rotary cos/sin buffers, but no layer of %s reads it "
+			   "(the stdlib's Llama models call hf_rotary_cache); drop it",
+			   j->model.label ? j->model.label : "the model");
 }
 
 /* Walk the model under the job; then what the job asks of the model. */
@@ -815,6 +865,7 @@ static void walk_job(struct eval *ev, struct check_job *j)
 		eval_walk(ev, j->model, j->bindings, &ops, &m);
 		ev->warn_job = NULL;
 		ev->warn_train = NULL;
+		m.rope_read = env_was_read(j->bindings, intern_static(ev->interner, "rope_cache"));
 		if (ev->reports == reports && !ev->steps_reported)
 			walk_cache_put(ev, j->model, j->bindings, &m);
 	}
@@ -823,13 +874,14 @@ static void walk_job(struct eval *ev, struct check_job *j)
 	check_count_key(ev, j, "parallel.pp", 1, &pp);
 	check_count_key(ev, j, "parallel.vp", 1, &vp);
 	bool interleaved = check_job_field(j, "parallel.schedule", &sched) && sched.kind == VAL_STRING &&
-			   !strcmp(sched.str, "interleaved");
+			   (!strcmp(sched.str, "interleaved") || !strcmp(sched.str, "interleaved_zb"));
 
 	/* an uneven or accounted split has Megatron-Core's rules, and
-	 * DualPipeV's 2 pp stages their own, which the analyzer checks
+	 * the V schedules' 2 pp stages their own, which the analyzer checks
 	 * (mem_pipeline.c mem_pp_split) at the same lines */
 	struct value k;
 	bool uneven = check_sym_is(j, "parallel.schedule", "dualpipev") ||
+		      check_sym_is(j, "parallel.schedule", "zbv") ||
 		      check_job_field(j, "parallel.first_stage_layers", &k) ||
 		      check_job_field(j, "parallel.last_stage_layers", &k) ||
 		      check_job_field(j, "parallel.account_for_embedding", &k) ||
@@ -840,6 +892,7 @@ static void walk_job(struct eval *ev, struct check_job *j)
 	num_to_u64(pp.num, &p);
 	num_to_u64(vp.num, &v);
 	check_stage_layers(ev, &m, j, p, v);
+	check_rope_read(ev, &m, j);
 	if (uneven || check_model_split(ev, &m, j, pp, vp, interleaved))
 		check_model_names(ev, &m, j);
 	/* transformer_config.py: "CPU offloading can be done only for layers
@@ -974,7 +1027,7 @@ struct check_job *check_train(struct eval *ev, const struct decl *d)
 	if (!check_job_field(j, "finetune", &j->finetune))
 		j->finetune = val_symbol(ev, "full", d->name_loc);
 	bool keys_ok = positive_keys(ev, j) & cluster_ok(ev, j) & sharding_ok(ev, j) & check_finetune(ev, j) &
-		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j) & data_ok(ev, j) &
+		       checkpoint_ok(ev, j) & check_fp8_ok(ev, j) & data_ok(ev, j) & alloc_ok(ev, j) &
 		       in_backward_ok(ev, j);
 
 	if (diag_error_count(ev->diag) == before && keys_ok) {

@@ -161,6 +161,7 @@ struct binding {
 	const char *name;
 	struct value v;
 	struct binding *next;
+	bool read;		/* found by a lookup (env_was_read) */
 };
 
 struct env {
@@ -217,11 +218,21 @@ bool env_lookup(const struct env *e, const char *name, struct value *out)
 	uint64_t bit = name_bit(name);
 
 	for (; e; e = e->parent)
-		for (const struct binding *b = e->names & bit ? e->first : NULL; b; b = b->next)
+		for (struct binding *b = e->names & bit ? e->first : NULL; b; b = b->next)
 			if (b->name == name) {
+				b->read = true;
 				*out = b->v;
 				return true;
 			}
+	return false;
+}
+
+bool env_was_read(const struct env *e, const char *name)
+{
+	for (; e; e = e->parent)
+		for (const struct binding *b = e->first; b; b = b->next)
+			if (b->name == name)
+				return b->read;
 	return false;
 }
 

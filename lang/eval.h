@@ -58,6 +58,9 @@ void env_set_parent(struct env *e, struct env *parent);
 struct env *env_parent(const struct env *e);
 void env_bind(struct env *e, const char *name, struct value v);
 bool env_lookup(const struct env *e, const char *name, struct value *out);
+/* Whether a lookup has found @name's binding (the innermost) since it was
+ * bound: a job key that no layer of the model reads changes no figure. */
+bool env_was_read(const struct env *e, const char *name);
 /* The first binding of a frame, in binding order, for listing arguments. */
 const char *env_name_at(const struct env *e, unsigned i, struct value *out);
 /* The binding of frame @e after @prev (NULL: its first), in binding order;

@@ -12,7 +12,8 @@
  * whole binding environment, compared value by value: it holds only what a
  * model may read, so recording reads would save little and cost a hook in
  * every name lookup (docs/architecture.md, "The checker's walk, once per
- * model and bindings").
+ * model and bindings"). One outcome of the walk is a read all the same:
+ * whether a layer read rope_cache (env_was_read), kept with the entry.
  *
  * Only a walk that asked for no diagnostic at all is kept (eval->reports,
  * counted in vreport whether the report is printed, deduplicated or
@@ -43,6 +44,7 @@ struct walk_cache_entry {
 	size_t nparams;
 	bool have_body, body_known;
 	uint64_t body;
+	bool rope_read;
 	struct walk_cache_entry *next;	/* same hash */
 };
 
@@ -292,6 +294,7 @@ static void fill(struct check_model *out, const struct walk_cache_entry *e)
 	out->have_body = e->have_body;
 	out->body_known = e->body_known;
 	out->body = e->body;
+	out->rope_read = e->rope_read;
 }
 
 /* The walk of @k (the key just made) kept by another compilation. */
@@ -376,6 +379,7 @@ static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cac
 	e->have_body = m->have_body;
 	e->body_known = m->body_known;
 	e->body = m->body;
+	e->rope_read = m->rope_read;
 	return e;
 }
 
@@ -409,6 +413,7 @@ static void store_put(struct eval *ev, const struct walk_key *k, const struct ch
 	e->have_body = m->have_body;
 	e->body_known = m->body_known;
 	e->body = m->body;
+	e->rope_read = m->rope_read;
 	if (first) {
 		e->next = first->next;
 		first->next = e;

@@ -23,7 +23,7 @@
 
 #include "analyzer/cmd/compare_impl.h"
 
-enum ev_action { EV_ALLOC, EV_FREE, EV_SEG_ALLOC, EV_SEG_FREE, EV_OOM, EV_OTHER };
+enum ev_action { EV_ALLOC, EV_FREE, EV_SEG_ALLOC, EV_SEG_FREE, EV_OOM, EV_OTHER, EV_UNKNOWN };
 
 /* In priority order: the highest class any frame matches wins. */
 enum frame_class { FR_NONE, FR_PLAIN, FR_FORWARD, FR_WEIGHTS, FR_BACKWARD, FR_LOSS, FR_DIST,
@@ -195,8 +195,11 @@ static bool read_blocks(struct replay *r, json_t *seg, const char *where, uint64
 	size_t i;
 	char path[96];
 
-	if (blocks && !json_is_array(blocks))
-		return fail(r->err, where, "'blocks' must be a list");
+	/* torch's segmentInfoToDict always writes the list: without it the
+	 * segment's live blocks, which the trace may not show, are unknown */
+	if (!json_is_array(blocks))
+		return fail(r->err, where, blocks ? "'blocks' must be a list" : "missing 'blocks' (the segment's "
+			    "blocks, which torch.cuda.memory._snapshot() writes)");
 	json_array_foreach(blocks, i, b) {
 		const char *state = json_string_value(json_object_get(b, "state"));
 
@@ -261,13 +264,15 @@ static enum ev_action action_of(const char *a)
 		{ "alloc", EV_ALLOC }, { "free_completed", EV_FREE },
 		{ "segment_alloc", EV_SEG_ALLOC }, { "segment_map", EV_SEG_ALLOC },
 		{ "segment_free", EV_SEG_FREE }, { "segment_unmap", EV_SEG_FREE },
-		{ "oom", EV_OOM },
+		{ "oom", EV_OOM }, { "free_requested", EV_OTHER }, { "snapshot", EV_OTHER },
 	};
 
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
 		if (strcmp(a, map[i].name) == 0)
 			return map[i].act;
-	return EV_OTHER;	/* free_requested, snapshot: no byte moves */
+	/* torch/cuda/memory.py _snapshot lists these nine: another would be
+	 * an event whose bytes the replay cannot place */
+	return EV_UNKNOWN;
 }
 
 static bool read_event(json_t *e, size_t dev, size_t i, struct ev *out, struct snap_error *err)
@@ -281,6 +286,10 @@ static bool read_event(json_t *e, size_t dev, size_t i, struct ev *out, struct s
 	if (!json_is_string(act))
 		return fail(err, where, "missing 'action' (alloc, free_completed, segment_alloc, ...)");
 	*out = (struct ev){ .mate = SIZE_MAX, .action = action_of(json_string_value(act)) };
+	if (out->action == EV_UNKNOWN)
+		return fail(err, where, "unknown action '%.40s': torch writes alloc, free_requested, free_completed, "
+			    "segment_alloc, segment_free, segment_map, segment_unmap, snapshot or oom",
+			    json_string_value(act));
 	if (out->action == EV_OOM || out->action == EV_OTHER)
 		return true;
 	if (!frames_ok(frames, where, err))

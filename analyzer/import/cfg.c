@@ -81,9 +81,12 @@ bool cfg_add(struct cfg *c, const char *path, enum cfg_kind kind, const char *te
 	return true;
 }
 
+/* The last: a command line may give a flag twice, and argparse (Megatron,
+ * fastcore) keeps the later value, as the map rows do ("overrides"); the
+ * other formats refuse a key given twice. */
 const struct cfg_item *cfg_find(const struct cfg *c, const char *path)
 {
-	for (size_t i = 0; i < c->n; i++)
+	for (size_t i = c->n; i-- > 0;)
 		if (!strcmp(c->items[i].path, path))
 			return &c->items[i];
 	return NULL;
@@ -196,6 +199,13 @@ static bool must_match(const char *allowed, const char *v)
 
 static bool bad_value(struct cfg *c, const struct cfg_item *it, const char *want)
 {
+	/* a quoted "false" in JSON or YAML, or a value after a Megatron
+	 * store_true flag (argparse: "unrecognized arguments: false") */
+	if (!strcmp(want, "true or false") && it->kind == CFG_STR &&
+	    (!strcmp(it->text, "true") || !strcmp(it->text, "false")))
+		return diag_fail(c->diag, DIAG_TYPE_MISMATCH, it->loc, "'%s' is the text '%s', not a boolean: "
+				 "unquote it in a config file; a command-line flag that is on takes no value "
+				 "(leave it out for off)", it->path, it->text);
 	diag_error(c->diag, DIAG_TYPE_MISMATCH, it->loc, "'%s' is '%s'; memc import needs %s here",
 		   it->path, it->text, want);
 	return false;

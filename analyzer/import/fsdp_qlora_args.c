@@ -76,7 +76,8 @@ static enum cfg_kind value_kind(const char *v, const char **canon)
 }
 
 /* The next word at or after *pos: skips blanks, backslash continuations and
- * `#` comments; strips one pair of quotes.  Returns its length, 0 at the end. */
+ * `#` comments; strips one pair of quotes.  Returns its length; at the end
+ * *start is @len (a quoted '' is a word of length 0 before it). */
 static size_t next_word(const char *t, size_t len, size_t *pos, size_t *start)
 {
 	size_t i = *pos;
@@ -107,7 +108,7 @@ bool cfg_read_fsdp_qlora(struct cfg *c)
 	const char *t = c->file->text;
 	size_t len = c->file->len, pos = 0, s, n = next_word(t, len, &pos, &s), n0 = c->n;
 
-	while (n) {
+	while (s < len) {
 		if (n < 3 || t[s] != '-' || t[s + 1] != '-') {	/* python, train.py, a stray word */
 			/* a launcher's own flags (torchrun --nproc_per_node 2 train.py) */
 			if (n >= 3 && !memcmp(t + s + n - 3, ".py", 3))
@@ -123,7 +124,7 @@ bool cfg_read_fsdp_qlora(struct cfg *c)
 		if (eq) {
 			val = arena_strndup(c->arena, eq + 1, n - klen - 3);
 			n = next_word(t, len, &pos, &s);
-		} else if ((n = next_word(t, len, &pos, &s)) && !(n >= 2 && t[s] == '-' && t[s + 1] == '-')) {
+		} else if ((n = next_word(t, len, &pos, &s), s < len) && !(n >= 2 && t[s] == '-' && t[s + 1] == '-')) {
 			val = arena_strndup(c->arena, t + s, n);
 			n = next_word(t, len, &pos, &s);
 		}

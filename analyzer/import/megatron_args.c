@@ -17,8 +17,9 @@
 static const struct map_row megatron_rows[] = {
 	C("tensor-model-parallel-size", "parallel.tp"),
 	C("pipeline-model-parallel-size", "parallel.pp"),
-	C("decoder-first-pipeline-num-layers", "parallel.first_stage_layers"),
-	C("decoder-last-pipeline-num-layers", "parallel.last_stage_layers"),
+	/* at least 1, as parallel { first/last_stage_layers } (count_min) */
+	{ "decoder-first-pipeline-num-layers", "parallel.first_stage_layers", MAP_COUNT, "1" },
+	{ "decoder-last-pipeline-num-layers", "parallel.last_stage_layers", MAP_COUNT, "1" },
 	T("account-for-embedding-in-pipeline-split", "parallel.account_for_embedding", "true"),
 	T("account-for-loss-in-pipeline-split", "parallel.account_for_loss", "true"),
 	T("grad-reduce-in-bf16", "megatron.grad_reduce_in_bf16", "true"),
@@ -208,6 +209,15 @@ static bool layout_counts(const char *s, struct strbuf *list, size_t *stages, ch
 	return e == 1 && l == 1 && s[0] == 'E' && s[strlen(s) - 1] == 'L';
 }
 
+static unsigned long long count_t(const char *s)
+{
+	unsigned long long n = 0;
+
+	for (; *s; s++)
+		n += *s == 't';
+	return n;
+}
+
 /* What the import says of the layout's MTP layers (m): a model's
  * mtp_num_layers go after its body, on the last virtual stage, where the
  * layout has its loss L; an m elsewhere is not placed there. */
@@ -232,6 +242,7 @@ static bool megatron_layout(struct cfg *c, struct imp_out *o)
 {
 	const struct cfg_item *it = cfg_find(c, "pipeline-model-parallel-layout");
 	const struct cfg_item *pp = cfg_find(c, "pipeline-model-parallel-size");
+	const struct cfg_item *nl = cfg_find(c, "num-layers");
 	struct strbuf u, list;
 	size_t n = 0;
 	char bad = 0;
@@ -242,6 +253,10 @@ static bool megatron_layout(struct cfg *c, struct imp_out *o)
 	if (!pp || pp->kind != CFG_INT || pp->i < 2)
 		return diag_fail(c->diag, DIAG_MISSING_FIELD, it->loc, "a pipeline layout needs "
 				 "--pipeline-model-parallel-size of 2 or more");
+	/* a flag without its value reads as "true", whose 'r' is no layer */
+	if (it->kind != CFG_STR || !*it->text)
+		return diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "--pipeline-model-parallel-layout needs "
+				 "a layout such as \"Et*8|t*8|t*8|t*8L\" (one '|'-separated stage each)");
 	strbuf_init(&u);
 	strbuf_init(&list);
 	ok = unroll(it->text, &u);
@@ -257,6 +272,9 @@ static bool megatron_layout(struct cfg *c, struct imp_out *o)
 	else if (!(ok = n % (size_t)pp->i == 0))
 		diag_fail(c->diag, DIAG_NOT_DIVISIBLE, it->loc, "the pipeline layout's %zu stages do not "
 			  "divide by --pipeline-model-parallel-size %lld", n, pp->i);
+	else if (nl && nl->kind == CFG_INT && !(ok = count_t(u.buf) == (unsigned long long)nl->i))
+		diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "the pipeline layout places %llu decoder layers "
+			  "(t), but --num-layers is %lld (validate_layer_layout)", count_t(u.buf), nl->i);
 	if (ok) {
 		imp_set(o, "parallel.stage_layers", arena_strdup(c->arena, list.buf), it->path,
 			layout_mtp_note(u.buf));

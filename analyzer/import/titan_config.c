@@ -351,15 +351,15 @@ static bool titan_points(struct cfg *c, struct imp_out *o, long long pp, long lo
 	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
 	long long k = 1, prev = 0, *n, i = 0, spr;
 
-	*done = it != NULL;
-	if (!it || it->kind != CFG_LIST || !it->text || !*it->text)
+	*done = it && it->kind == CFG_LIST && it->text && *it->text;
+	if (!*done)
 		return true;
 	for (const char *p = it->text; *p; p++)
 		k += *p == ',';
 	n = ARENA_NEW_ARRAY(c->arena, long long, (size_t)k + 1);
 	for (const char *p = it->text; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
 		char *end;
-		long long at = strncmp(p, "layers.", 7) ? -1 : strtoll(p + 7, &end, 10);
+		long long at = strncmp(p, "layers.", 7) || p[7] < '0' || p[7] > '9' ? -1 : strtoll(p + 7, &end, 10);
 
 		if (at <= prev || at >= layers || (*end && *end != ','))
 			return diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "split point %lld of "
@@ -424,7 +424,7 @@ static bool titan_layers_per_stage(struct cfg *c, struct imp_out *o, long long p
 {
 	const char *sched = titan_text(c, "parallelism.pipeline_parallel_schedule", "1F1B");
 	const char *path = "parallelism.pipeline_parallel_layers_per_stage";
-	long long n = (eff + lps - 1) / lps, spr = n / pp;
+	long long n = eff / lps + (eff % lps != 0), spr = n / pp;
 
 	if (n % pp || !titan_spr_ok(sched, spr))
 		return diag_fail(c->diag, DIAG_NOT_DIVISIBLE, titan_item(c, path)->loc, "%lld layers a "
@@ -556,6 +556,8 @@ static void titan_stages(struct cfg *c, struct imp_out *o)
 	const struct cfg_item *sp = titan_item(c, "parallelism.pipeline_parallel_split_points");
 	long long pp = titan_count(c, "parallelism.pipeline_parallel_degree", 1), k = 1;
 
+	if (sp && (sp->kind != CFG_LIST || !sp->text || !*sp->text))
+		sp = NULL;	/* `split_points or generate_split_points(...)`: [] is none */
 	if (pp <= 1 || titan_item(c, "parallelism.pipeline_parallel_layers_per_stage"))
 		return;
 	for (const char *p = sp && sp->kind == CFG_LIST && sp->text ? sp->text : ""; *p; p++)
@@ -567,6 +569,31 @@ static void titan_stages(struct cfg *c, struct imp_out *o)
 			"its stages / pp (stage_ids_this_rank, loop style)");
 	else if (!sp && (!strcmp(s, "Interleaved1F1B") || !strcmp(s, "InterleavedZeroBubble")))
 		imp_set(o, "parallel.vp", "2", path, "torchtitan's default: 2 stages per rank");
+}
+
+/* The split keys as torchtitan's JobConfig types them: the split points a
+ * list of module names, layers_per_stage at least 1 (pipeline_llm divides
+ * by it), the less-layers weights 0 or more; none dropped unread, and
+ * bounded so that layers + weights cannot overflow. */
+static bool titan_split_keys_ok(struct cfg *c)
+{
+	static const char *const keys[] = { "parallelism.pipeline_parallel_layers_per_stage",
+					    "parallelism.pipeline_parallel_first_stage_less_layers",
+					    "parallelism.pipeline_parallel_last_stage_less_layers" };
+	const struct cfg_item *sp = titan_item(c, "parallelism.pipeline_parallel_split_points");
+	bool ok = !sp || sp->kind == CFG_LIST ||
+		  diag_fail(c->diag, DIAG_TYPE_MISMATCH, sp->loc, "'%s' is a list of module names, "
+			    "[\"layers.N\", ...]", sp->path);
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const struct cfg_item *it = titan_item(c, keys[i]);
+
+		if (it && (it->kind != CFG_INT || it->i < (i ? 0 : 1) || it->i > 1 << 20))
+			ok = diag_fail(c->diag, it->kind == CFG_INT ? DIAG_OUT_OF_RANGE : DIAG_TYPE_MISMATCH,
+				       it->loc, "'%s' is %s; memc import needs a whole number from %d to %d here",
+				       it->path, it->text, i ? 0 : 1, 1 << 20);
+	}
+	return ok;
 }
 
 /* apply_tp: the norms are SequenceParallel() whenever tp > 1. */
@@ -749,6 +776,8 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 
 	ok &= map_apply(c, titan_rows, o);
 	titan_tp(c, o);
+	if (!titan_split_keys_ok(c))
+		return false;
 	titan_stages(c, o);
 	ok &= titan_pipeline(c, o, legacy, flavor);
 	titan_attention(c, o);

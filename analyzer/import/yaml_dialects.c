@@ -342,7 +342,7 @@ static void torchtune_recipe_notes(struct cfg *c, struct imp_out *o, bool lora)
 				"training.compile_loss returns: write compile_components = [\"model\"] for it");
 	}
 	imp_set(o, NULL, NULL, "recipe", "a *_distributed recipe (tune run --nproc_per_node N): "
-		"fsdp = full_shard; before torchtune #1287 (full, 2024-08-11) / #1517 (LoRA, "
+		"fsdp = full_shard and alloc { replay = true }; before torchtune #1287 (full, 2024-08-11) / #1517 (LoRA, "
 		"2024-09-10) its FSDP1 also fsdp1 { } and load = rank0_cpu (docs/writing-rows.md)");
 	if (ft && strstr(ft->value, "qlora("))
 		imp_set(o, NULL, NULL, "release", "a config of torchtune v0.1 (2024-04, torchao 0.1): "

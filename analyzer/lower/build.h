@@ -53,6 +53,7 @@ struct build {
 	struct loc loc_pp, loc_vp, loc_grad_accum;	/* a pipeline split's blame */
 	struct loc loc_pp_group;	/* parallel.microbatch_group_size_per_vp_stage */
 	struct loc loc_stage_layers;
+	struct loc loc_first_last, loc_account;	/* first_stage_layers (else last_), account_for_* */
 	uint64_t micro_batch, gpus;
 	int zero;			/* DeepSpeed stage, -1 if FSDP or none */
 	bool full_recompute;

@@ -282,6 +282,12 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_vp = key_loc(b, "parallel.vp");
 	out->loc_pp_group = key_loc(b, "parallel.microbatch_group_size_per_vp_stage");
 	out->loc_stage_layers = key_loc(b, "parallel.stage_layers");
+	out->loc_first_last = key_loc(b, "parallel.first_stage_layers");
+	if (!out->loc_first_last.file)
+		out->loc_first_last = key_loc(b, "parallel.last_stage_layers");
+	out->loc_account = key_loc(b, "parallel.account_for_embedding");
+	if (!out->loc_account.file)
+		out->loc_account = key_loc(b, "parallel.account_for_loss");
 	out->loc_grad_accum = key_loc(b, "grad_accum");
 	out->loc_optimizer = key_loc(b, "optimizer");
 	out->loc_precision = key_loc(b, "precision");

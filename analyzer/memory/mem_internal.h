@@ -182,12 +182,6 @@ static inline uint64_t mem_sub(uint64_t a, uint64_t b)	/* saturates at 0 */
 	return a > b ? a - b : 0;
 }
 
-static inline bool mem_shards_weights(enum mem_sharding m)
-{
-	return m == MEM_SHARD_ZERO3 || m == MEM_SHARD_FSDP_FULL || m == MEM_SHARD_FSDP_GRAD_OP ||
-	       m == MEM_SHARD_FSDP_HYBRID;
-}
-
 static inline bool mem_shards_grads(enum mem_sharding m)
 {
 	return m == MEM_SHARD_ZERO2 || mem_shards_weights(m);

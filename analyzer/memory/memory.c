@@ -461,9 +461,14 @@ static void in_flight(const struct mem_job *job, uint32_t stage, uint64_t *a, ui
 		*b = *a > v ? *a - v : *a;
 }
 
+double mem_frag_factor(const struct mem_job *job)
+{
+	return job->frag_factor != 0.0 ? job->frag_factor : 1.10;
+}
+
 static uint64_t reserved_of(bool *ovf, const struct mem_job *job, uint64_t alloc)
 {
-	double f = job->frag_factor != 0.0 ? job->frag_factor : 1.10;
+	double f = mem_frag_factor(job);
 	double r = ceil((double)alloc * f);
 	uint64_t res, seg = ALLOC_ROUND_LARGE;
 

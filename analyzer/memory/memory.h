@@ -54,6 +54,19 @@ enum mem_sharding {
 	MEM_SHARD_FSDP_NO_SHARD,/* DDP-equivalent states, no reducer buckets */
 };
 
+/* Peak reserved over peak allocated where the allocator is not replayed
+ * (M16: `overhead.fragmentation`, else 1.10). */
+double mem_frag_factor(const struct mem_job *job);
+
+/* Weights sharded and gathered per unit: the framework gathers and reduces
+ * on streams of its own (the class the allocator replay describes and the
+ * flat ratio does not: docs/accuracy.md, fifth pass). */
+static inline bool mem_shards_weights(enum mem_sharding m)
+{
+	return m == MEM_SHARD_ZERO3 || m == MEM_SHARD_FSDP_FULL || m == MEM_SHARD_FSDP_GRAD_OP ||
+	       m == MEM_SHARD_FSDP_HYBRID;
+}
+
 enum mem_recompute {
 	MEM_RECOMPUTE_NONE,
 	MEM_RECOMPUTE_SELECTIVE,	/* caller already dropped core attention from saves */

@@ -228,7 +228,14 @@ static void text_figures(FILE *out, const struct report_job *j, const struct mem
 	text_row(out, "peak allocated", NULL, k->peak_allocated);
 	fputs("   (torch.cuda.max_memory_allocated)\n", out);
 	text_row(out, "peak reserved", NULL, k->peak_reserved);
-	fputs("   (torch.cuda.max_memory_reserved)\n", out);
+	/* the class whose reserved figure the ratio is measured worst on
+	 * says so where the number is read */
+	if (!k->replayed && j->job && mem_shards_weights(j->job->sharding))
+		fprintf(out, "   (torch.cuda.max_memory_reserved; allocated x %.2f: "
+			"`alloc { replay = true }` replays the sharded job's streams)\n",
+			mem_frag_factor(j->job));
+	else
+		fputs("   (torch.cuda.max_memory_reserved)\n", out);
 	if (k->paged_bytes) {	/* only then, so other reports stay as they were */
 		text_row(out, "paged (unified)", NULL, k->paged_bytes);
 		fputs("   (paged optimizer states, outside the allocator)\n", out);

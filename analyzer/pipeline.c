@@ -114,6 +114,25 @@ static void split_error(struct pipeline *p, const struct build *bd)
 	}
 }
 
+/* Megatron-Core forward_backward_pipelining_with_interleaving: the group
+ * "should range in [PP, M]", and a last group below pp "introduces
+ * dependency bubbles". */
+static void group_error(struct pipeline *p, const struct build *bd, struct loc at)
+{
+	const struct mem_job *j = &bd->job;
+	unsigned long long g = j->pp_group, m = j->micro_batches;
+
+	if (g < j->pp || g > m)
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_pp_group, at), "'microbatch_group_size_"
+			   "per_vp_stage' = %llu must be between pp = %u and grad_accum = %llu (Megatron-Core "
+			   "refuses it); choose a group in that range", g, (unsigned)j->pp, m);
+	else
+		diag_error(p->diag, DIAG_BAD_LAYOUT, at_or(bd->loc_grad_accum, at), "grad_accum = %llu "
+			   "leaves a last group of %llu micro-batches, below pp = %u (Megatron-Core refuses "
+			   "it: a dependency bubble); make grad_accum a multiple of %llu or leave at least %u "
+			   "over", m, m % g, (unsigned)j->pp, g, (unsigned)j->pp);
+}
+
 /* DualPipe(V).step's asserts (mem_pp_dual_rule), at pp or grad_accum. */
 static void dual_error(struct pipeline *p, const struct build *bd, struct loc at)
 {
@@ -164,6 +183,8 @@ static void layout_error(struct pipeline *p, const struct check_job *cj, const s
 			   "the interleaved schedule needs the micro-batches (grad_accum = %llu) to be a "
 			   "multiple of pp = %u; make grad_accum a multiple of %u",
 			   (unsigned long long)bd->job.micro_batches, (unsigned)bd->job.pp, (unsigned)bd->job.pp);
+	else if (st == MEM_E_PP_GROUP)
+		group_error(p, bd, at);
 	else
 		diag_error(p->diag, DIAG_BAD_LAYOUT, at, "this job cannot be analysed: %s",
 			   mem_status_str(st));

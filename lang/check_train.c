@@ -411,6 +411,16 @@ static bool parallel_ok(struct eval *ev, const struct check_job *j)
 			   "pipelining's schedule.step(return_outputs=...): it needs pp > 1 and 'fsdp2 { }'");
 		ok = false;
 	}
+	/* Megatron-Core's knob; torch's ScheduleInterleaved1F1B has none (its
+	 * rounds are microbatches_per_round) */
+	if (check_job_field(j, "parallel.microbatch_group_size_per_vp_stage", &v) &&
+	    (!check_sym_is(j, "parallel.schedule", "interleaved") || !degree_above_1(j, "parallel.vp") ||
+	     !degree_above_1(j, "parallel.pp") || check_fsdp2_present(j))) {
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin, "'microbatch_group_size_per_vp_stage' is "
+			   "Megatron-Core's interleaved schedule: it needs pp > 1, vp > 1 and schedule = "
+			   "\"interleaved\", without 'fsdp2 { }' (torch.distributed.pipelining has no such knob)");
+		ok = false;
+	}
 	return ok;
 }
 

@@ -58,7 +58,7 @@ static const struct field_spec parallel_fields[] = {
 	{ "stage_layers", "list", false },
 	{ "account_for_embedding", "bool", false }, { "account_for_loss", "bool", false },
 	{ "cp_comm_type", "enum:allgather|p2p|a2a", false }, { "async_tp", "bool", false },
-	{ "return_outputs", "bool", false },
+	{ "return_outputs", "bool", false }, { "microbatch_group_size_per_vp_stage", "count", false },
 	{ NULL, NULL, false },
 };
 static const struct field_spec offload_fields[] = {

@@ -112,7 +112,7 @@ void alloc_sim_free(struct alloc_sim *sim)
 	memset(sim, 0, sizeof(*sim));
 }
 
-static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
+bool alloc_grow(void **arr, size_t *cap, size_t n, size_t elem)
 {
 	size_t nc;
 	void *p;
@@ -137,7 +137,7 @@ static bool push_block(struct alloc_sim *sim, struct alloc_block b, size_t *idx)
 		sim->blocks[*idx] = b;
 		return true;
 	}
-	if (!grow((void **)&sim->blocks, &sim->cap, sim->nblocks, sizeof(*sim->blocks)))
+	if (!alloc_grow((void **)&sim->blocks, &sim->cap, sim->nblocks, sizeof(*sim->blocks)))
 		return false;
 	sim->blocks[sim->nblocks] = b;
 	*idx = sim->nblocks++;
@@ -152,7 +152,7 @@ static void kill_block(struct alloc_sim *sim, size_t i)
 	if (sim->blocks[i].free)
 		del_free(sim, i);
 	sim->blocks[i].dead = true;
-	if (grow((void **)&sim->spare, &sim->spare_cap, sim->nspare, sizeof(size_t)))
+	if (alloc_grow((void **)&sim->spare, &sim->spare_cap, sim->nspare, sizeof(size_t)))
 		sim->spare[sim->nspare++] = i;
 }
 
@@ -222,7 +222,7 @@ static bool add_free(struct alloc_sim *sim, size_t i)
 	struct fkey k = key_of(sim, i);
 	size_t pos;
 
-	if (!grow((void **)&sim->freel, &sim->free_cap, sim->nfree, sizeof(*sim->freel)))
+	if (!alloc_grow((void **)&sim->freel, &sim->free_cap, sim->nfree, sizeof(*sim->freel)))
 		return false;
 	pos = lower_bound(sim, &k);
 	memmove(&sim->freel[pos + 1], &sim->freel[pos], (sim->nfree - pos) * sizeof(*sim->freel));
@@ -346,7 +346,7 @@ static bool new_segment(struct alloc_sim *sim, uint32_t stream, enum alloc_pool 
 {
 	struct alloc_segment s = { size, stream, pool, expandable, false, NONE };
 
-	if (!grow((void **)&sim->segs, &sim->segs_cap, sim->nsegs, sizeof(*sim->segs)))
+	if (!alloc_grow((void **)&sim->segs, &sim->segs_cap, sim->nsegs, sizeof(*sim->segs)))
 		return false;
 	sim->segs[sim->nsegs] = s;
 	*seg = sim->nsegs++;

@@ -103,6 +103,9 @@ enum alloc_status { ALLOC_OK, ALLOC_OOM, ALLOC_NOMEM };
 void alloc_sim_init(struct alloc_sim *sim);
 void alloc_sim_init_cfg(struct alloc_sim *sim, const struct alloc_config *cfg);
 void alloc_sim_free(struct alloc_sim *sim);
+/* Room for element @n of the array *@arr of *@cap elements of @elem bytes,
+ * doubling it; false if the host has no memory (the array is unchanged). */
+bool alloc_grow(void **arr, size_t *cap, size_t n, size_t elem);
 /* Allocate n bytes on stream 0; *handle identifies the block for
  * alloc_sim_release().  Returns false if the request failed (out of device
  * memory under cfg.limit, or the host is out of memory). */

@@ -14,24 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-	size_t nc;
-	void *p;
-
-	if (n < *cap)
-		return true;
-	nc = *cap ? *cap * 2 : 16;
-	if (nc > SIZE_MAX / elem)
-		return false;
-	p = realloc(*arr, nc * elem);
-	if (!p)
-		return false;
-	*arr = p;
-	*cap = nc;
-	return true;
-}
-
 void alloc_trace_free(struct alloc_trace *t)
 {
 	free(t->ev);
@@ -41,7 +23,7 @@ void alloc_trace_free(struct alloc_trace *t)
 
 static void push_event(struct alloc_trace *t, struct alloc_event e)
 {
-	if (t->nomem || !grow((void **)&t->ev, &t->cap, t->n, sizeof(*t->ev))) {
+	if (t->nomem || !alloc_grow((void **)&t->ev, &t->cap, t->n, sizeof(*t->ev))) {
 		t->nomem = true;
 		return;
 	}
@@ -93,7 +75,7 @@ void alloc_trace_empty_cache(struct alloc_trace *t)
 
 void alloc_trace_mark(struct alloc_trace *t)
 {
-	if (t->nomem || !grow((void **)&t->marks, &t->marks_cap, t->nmarks, sizeof(*t->marks))) {
+	if (t->nomem || !alloc_grow((void **)&t->marks, &t->marks_cap, t->nmarks, sizeof(*t->marks))) {
 		t->nomem = true;
 		return;
 	}

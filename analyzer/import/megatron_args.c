@@ -48,7 +48,11 @@ static const struct map_row megatron_rows[] = {
 	E("optimizer", "optimizer", "adam=adamw|sgd=sgd"),
 	NOTE("num-layers-per-virtual-pipeline-stage", "vp = layers / (pp x this)"),
 	C("virtual-pipeline-model-parallel-size", "parallel.vp"),
+	C("microbatch-group-size-per-virtual-pipeline-stage", "parallel.microbatch_group_size_per_vp_stage"),
 	IGN("pipeline-model-parallel-layout"),	/* megatron_layout */
+	NOTE("mtp-num-layers", "a model shape: the model's mtp_num_layers (the stdlib's deepseek_v3_mtp "
+	     "for DeepSeek-V3's 1), on the last pipeline stage"),
+	IGN("mtp-loss-scaling-factor"),	/* scales the MTP loss only */
 	NOTE("num-layers", "a model shape: import its config.json for the model"),
 	NOTE("hidden-size", "a model shape"), NOTE("ffn-hidden-size", "a model shape"),
 	NOTE("num-attention-heads", "a model shape"), NOTE("num-query-groups", "a model shape"),
@@ -215,11 +219,26 @@ static unsigned long long count_t(const char *s)
 	return n;
 }
 
+/* What the import says of the layout's MTP layers (m): a model's
+ * mtp_num_layers go after its body, on the last virtual stage, where the
+ * layout has its loss L; an m elsewhere is not placed there. */
+static const char *layout_mtp_note(const char *u)
+{
+	const char *last = strrchr(u, '|'), *m = strchr(u, 'm');
+
+	if (!m)
+		return "each virtual stage's decoder layers (t)";
+	if (!last || m > last)
+		return "each virtual stage's decoder layers (t); the MTP layers (m) are on the last stage, "
+		       "where memc puts the model's mtp_num_layers";
+	return "each virtual stage's decoder layers (t); memc puts the model's mtp_num_layers on the "
+	       "last stage, not where this layout's m are";
+}
+
 /* --pipeline-model-parallel-layout (megatron/core/transformer/
  * pipeline_parallel_layer_layout.py PipelineParallelLayerLayout): one
  * virtual stage per '|', stage s chunk s / pp of rank s mod pp, as
- * parallel { stage_layers } lists them; its length / pp is vp. The MTP
- * layers (m) are not placed. */
+ * parallel { stage_layers } lists them; its length / pp is vp. */
 static bool megatron_layout(struct cfg *c, struct imp_out *o)
 {
 	const struct cfg_item *it = cfg_find(c, "pipeline-model-parallel-layout");
@@ -259,8 +278,7 @@ static bool megatron_layout(struct cfg *c, struct imp_out *o)
 			  "(t), but --num-layers is %lld (validate_layer_layout)", count_t(u.buf), nl->i);
 	if (ok) {
 		imp_set(o, "parallel.stage_layers", arena_strdup(c->arena, list.buf), it->path,
-			strchr(u.buf, 'm') ? "each virtual stage's decoder layers (t); the MTP layers (m) "
-			"are not placed" : "each virtual stage's decoder layers (t)");
+			layout_mtp_note(u.buf));
 		if (n / (size_t)pp->i > 1 && !imp_find(o, "parallel.vp"))
 			imp_set(o, "parallel.vp", arena_printf(c->arena, "%zu", n / (size_t)pp->i), it->path,
 				"the layout's stages / pp");

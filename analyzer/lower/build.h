@@ -51,6 +51,7 @@ struct build {
 	struct loc loc_model, loc_micro_batch, loc_seq_len, loc_checkpoint, loc_zero, loc_tp,
 		   loc_optimizer, loc_precision, loc_cluster, loc_train;
 	struct loc loc_pp, loc_vp, loc_grad_accum;	/* a pipeline split's blame */
+	struct loc loc_pp_group;	/* parallel.microbatch_group_size_per_vp_stage */
 	struct loc loc_stage_layers;
 	struct loc loc_first_last, loc_account;	/* first_stage_layers (else last_), account_for_* */
 	uint64_t micro_batch, gpus;

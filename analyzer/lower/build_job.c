@@ -280,6 +280,7 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_tp = key_loc(b, "parallel.tp");
 	out->loc_pp = key_loc(b, "parallel.pp");
 	out->loc_vp = key_loc(b, "parallel.vp");
+	out->loc_pp_group = key_loc(b, "parallel.microbatch_group_size_per_vp_stage");
 	out->loc_stage_layers = key_loc(b, "parallel.stage_layers");
 	out->loc_first_last = key_loc(b, "parallel.first_stage_layers");
 	if (!out->loc_first_last.file)

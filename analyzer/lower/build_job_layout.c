@@ -307,6 +307,7 @@ bool bld_layout(struct bld *b, struct mem_job *j, int zero)
 	if (!stage_list(b, j))
 		return false;
 	j->micro_batches = bld_key_u64(b, "grad_accum", 1);
+	j->pp_group = bld_key_u64(b, "parallel.microbatch_group_size_per_vp_stage", 0);
 	j->sharding = sharding(b, zero, j->dp, &shard_name);
 	if (j->sharding == MEM_SHARD_ZERO1 && bld_megatron_job(b, zero))
 		shard_name = "distributed optimizer";

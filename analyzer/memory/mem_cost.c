@@ -219,7 +219,7 @@ struct cost_key {
 	bool full, flat, body;
 };
 
-_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_job) == 456,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct mem_job) == 464,
 	       "a new mem_job field: add it to struct cost_key if a parameter's cost reads it");
 
 /* One layer's cached cost: the key and a copy of the parameters it was

@@ -288,6 +288,8 @@ uint64_t mem_fsdp_forward_flat(struct mem_ctx *cx, const struct mem_stage *st, c
  * the interleaved schedule with pp > 1, else 1). */
 uint64_t mem_body_repeats(const struct mem_job *job);
 uint32_t mem_chunks_per_stage(const struct mem_job *job);
+/* Consecutive micro-batches a rank runs on one chunk (interleaved). */
+uint64_t mem_pp_group(const struct mem_job *job);
 /* Bytes of field f (less field `minus`; S__COUNT: none) that the other
  * micro-batches in flight hold on the stage beside the walked one, `chunks`
  * model-chunk forwards in flight: chunk by chunk under the interleaved
@@ -308,5 +310,17 @@ uint64_t mem_pp_input_grad_bytes(bool *ovf, const struct mem_job *job, uint32_t 
  * (WeightGradStore) add at the rank's worst point over the in-flight
  * activations' own peak (memory-model.md "DualPipe") */
 uint64_t mem_pp_deferred_w(bool *ovf, const struct mem_job *job, const struct mem_stage *st);
+/* FSDP2 under torch.distributed.pipelining with one round of the
+ * interleaved schedule: a chunk's gradients live only from its first to its
+ * last backward, the chunks' back to back (mem_pipeline.c); the stage seen
+ * as one chunk, and the reduce-scatter after each chunk's last backward */
+bool mem_pp_chunk_scoped(const struct mem_job *job);
+bool mem_pp_chunk_view(const struct mem_job *job, const struct mem_stage *st, uint32_t c,
+		       struct mem_stage *view, struct mem_sums *skip);
+void mem_pp_chunk_rebase(const struct mem_sums *B, const struct mem_sums *skip, struct mem_sums *out);
+uint64_t mem_pp_chunk_after(const struct mem_stage *st, const struct mem_stage *view,
+			    const struct mem_sums *skip, enum mem_sum_field f);
+void mem_pp_chunk_reduce(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
+			 uint64_t *gath, uint64_t *unsh, uint64_t *fin);
 
 #endif /* MEMC_ANALYZER_MEM_INTERNAL_H */

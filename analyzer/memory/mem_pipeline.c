@@ -101,18 +101,38 @@ uint64_t mem_pp_chunk_flight(const struct mem_job *job, uint64_t c)
 	return k < m ? k : m;
 }
 
-/* Forwards x of a rank (0-based, before x) that run its local chunk j when
- * forward k runs chunk (k mod g v) / g: Megatron-Core schedules.py
- * get_model_chunk_id (groups of microbatch_group_size_per_vp_stage = pp),
- * torch schedules.py ScheduleInterleaved1F1B forward_stage_index (rounds of
- * microbatches_per_round). Its backward k runs chunk v - 1 - (k mod g v) / g
- * (backward_stage_index): the backwards of chunk j are the forwards of
- * chunk v - 1 - j. */
-static uint64_t chunk_ops(uint64_t x, uint64_t j, uint64_t g, uint64_t v)
+/* Megatron-Core's microbatch_group_size_per_vp_stage (0: pp, its default). */
+uint64_t mem_pp_group(const struct mem_job *job)
 {
-	uint64_t r = x % (g * v), in = r > j * g ? r - j * g : 0;
+	return job->pp_group ? job->pp_group : job->pp;
+}
 
-	return x / (g * v) * g + (in < g ? in : g);
+/* Forwards x of a rank (0-based, before x) that run its local chunk j under
+ * Megatron-Core schedules.py get_schedule_table: micro-batches in groups of
+ * g, each group run chunk by chunk, the last group the remainder of m / g
+ * (r = m mod g, when not 0); torch schedules.py ScheduleInterleaved1F1B
+ * forward_stage_index, rounds of microbatches_per_round (g = pp, m a
+ * multiple of pp). Its backward k runs chunk v - 1 - chunk(k)
+ * (get_model_chunk_id(forward=False), backward_stage_index): the backwards
+ * of chunk j are the forwards of chunk v - 1 - j. */
+static uint64_t chunk_ops(uint64_t x, uint64_t j, uint64_t m, uint64_t g, uint64_t v)
+{
+	uint64_t full = m / g * g * v, r = m % g, in;
+
+	if (x <= full) {
+		in = x % (g * v) > j * g ? x % (g * v) - j * g : 0;
+		return x / (g * v) * g + (in < g ? in : g);
+	}
+	in = x - full > j * r ? x - full - j * r : 0;
+	return m / g * g + (in < r ? in : r);
+}
+
+/* Forwards from table position x on that run the same chunk. */
+static uint64_t chunk_run(uint64_t x, uint64_t m, uint64_t g, uint64_t v)
+{
+	uint64_t full = m / g * g * v, r = m % g;
+
+	return x < full ? g - x % g : r - (x - full) % r;
 }
 
 /* One micro-batch of the rank's chunk j, field f less field `minus`. */
@@ -124,48 +144,82 @@ static uint64_t chunk_bytes(const struct mem_stage *st, uint64_t j, enum mem_sum
 	return mem_sub(x[f], minus < S__COUNT ? x[minus] : 0);
 }
 
+struct flight_walk {
+	const struct mem_stage *st;
+	uint64_t m, g, v, w, all;
+	enum mem_sum_field f, minus;
+};
+
+/* The rank's bytes in flight after forward w + t, before backward t. */
+static uint64_t flight_at(bool *ovf, const struct flight_walk *fw, uint64_t t)
+{
+	uint64_t sum = 0;
+
+	for (uint64_t j = 0; j < fw->v; j++) {
+		uint64_t n = mem_sub(chunk_ops(fw->w + t + 1, j, fw->m, fw->g, fw->v),
+				     chunk_ops(t, fw->v - 1 - j, fw->m, fw->g, fw->v));
+
+		sum = mem_add(ovf, sum, mem_mul(ovf, n, chunk_bytes(fw->st, j, fw->f, fw->minus)));
+	}
+	return sum;
+}
+
+/* The highest flight_at over steps [a, b): from t to t + 1 the sum gains
+ * forward w + t + 1's chunk and loses backward t's, each the same along a
+ * run of the table, so it is linear between run edges and peaks at one. */
+static uint64_t flight_peak(bool *ovf, const struct flight_walk *fw, uint64_t a, uint64_t b)
+{
+	uint64_t peak = 0;
+
+	for (uint64_t t = a; t < b;) {
+		uint64_t d = chunk_run(t, fw->m, fw->g, fw->v), e = fw->w + t + 1 < fw->all ?
+			     chunk_run(fw->w + t + 1, fw->m, fw->g, fw->v) : 1;
+		uint64_t x = flight_at(ovf, fw, t);
+
+		if (x > peak)
+			peak = x;
+		d = e < d ? e : d;
+		t = b - t < d ? b : t + d;
+	}
+	if (b > a) {
+		uint64_t x = flight_at(ovf, fw, b - 1);
+
+		peak = x > peak ? x : peak;
+	}
+	return peak;
+}
+
 /* One rank's interleaved 1F1B, its k = w + 1 chunk forwards in flight
  * (mem_pp_chunks_in_flight): w warm-up forwards, then step t runs forward
  * w + t and backward t, of m x vp each. The peak is the highest sum over
  * the rank's chunks of its bytes a_j x n_j(t), n_j the micro-batches of
- * chunk j in flight after forward w + t; the counts repeat every g x vp
- * steps. From t to t + 1 the sum gains a forward's chunk and loses a
- * backward's, each the same over a group of g: between group edges it is
- * linear and peaks at an end, so the walk jumps edge to edge (O(vp)). The
- * walked micro-batch holds one of each chunk: the excess is the rest's,
- * less the mean chunk for each of the k - `chunks` forwards a later
- * micro-batch has not in flight (memory.c in_flight). */
+ * chunk j in flight after forward w + t. While both indices are in the
+ * full groups the counts repeat every g x vp steps; the last (r x vp + 1)
+ * steps reach the remainder group. The walked micro-batch holds one of
+ * each chunk: the excess is the rest's, less the mean chunk for each of
+ * the k - `chunks` forwards a later micro-batch has not in flight
+ * (memory.c in_flight). */
 static uint64_t interleaved_extra(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
 				  uint64_t chunks, enum mem_sum_field f, enum mem_sum_field minus)
 {
-	uint64_t v = mem_chunks_per_stage(job), g = job->pp, all = mem_mul(ovf, job->micro_batches, v);
-	uint64_t k = mem_pp_chunks_in_flight(job->schedule, job->pp, job->vp, st->index, job->micro_batches);
-	uint64_t w = k ? k - 1 : 0, own = 0, sum = 0, peak, steps, t = 0, less = k > chunks ? k - chunks : 0;
+	uint64_t v = mem_chunks_per_stage(job), g = mem_pp_group(job), m = job->micro_batches;
+	uint64_t all = mem_mul(ovf, m, v), own = 0, peak, steps, tail;
+	uint64_t k = mem_pp_chunks_in_flight_group(job->schedule, job->pp, job->vp, g, st->index, m);
+	uint64_t w = k ? k - 1 : 0, less = k > chunks ? k - chunks : 0;
+	struct flight_walk fw = { st, m, g, v, 0, all, f, minus };
 
 	if (w >= all)
 		w = all - 1;
-	steps = all - w < g * v ? all - w : g * v;
-	for (uint64_t j = 0; j < v; j++) {
+	fw.w = w;
+	steps = all - w;
+	for (uint64_t j = 0; j < v; j++)
 		own = mem_add(ovf, own, chunk_bytes(st, j, f, minus));
-		sum = mem_add(ovf, sum, mem_mul(ovf, chunk_ops(w + 1, j, g, v), chunk_bytes(st, j, f, minus)));
-	}
-	peak = sum;
-	while (t + 1 < steps) {
-		uint64_t fw = w + t + 1, run = g - fw % g;
-		uint64_t in = chunk_bytes(st, fw % (g * v) / g, f, minus);
-		uint64_t out = chunk_bytes(st, v - 1 - t % (g * v) / g, f, minus);
+	peak = flight_peak(ovf, &fw, 0, steps < g * v ? steps : g * v);
+	tail = (m % g) * v + 1;
+	if (m % g && steps > g * v) {
+		uint64_t x = flight_peak(ovf, &fw, steps - tail > g * v ? steps - tail : g * v, steps);
 
-		if (g - t % g < run)
-			run = g - t % g;
-		if (steps - 1 - t < run)
-			run = steps - 1 - t;
-		if (in >= out)
-			sum = mem_add(ovf, sum, mem_mul(ovf, run, in - out));
-		else
-			sum = mem_sub(sum, mem_mul(ovf, run, out - in));
-		if (sum > peak)
-			peak = sum;
-		t += run;
+		peak = x > peak ? x : peak;
 	}
 	return mem_sub(mem_sub(peak, own), mem_extra_in_flight(ovf, own, less + v, (uint32_t)v));
 }
@@ -188,7 +242,14 @@ uint64_t mem_pp_extra(bool *ovf, const struct mem_job *job, const struct mem_sta
 uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, uint32_t stage,
 				 uint64_t m)
 {
+	return mem_pp_chunks_in_flight_group(s, pp, vp, pp, stage, m);
+}
+
+uint64_t mem_pp_chunks_in_flight_group(enum mem_schedule s, uint32_t pp, uint32_t vp, uint64_t g,
+				       uint32_t stage, uint64_t m)
+{
 	uint64_t k, cap;
+	bool ovf = false;
 
 	if (pp <= 1 || stage >= pp)
 		return 1;
@@ -219,8 +280,9 @@ uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, 
 	/* ZB-H1 keeps 1F1B's in-flight count: it only moves W passes */
 	if (s != MEM_PP_INTERLEAVED || vp <= 1)
 		return m < (uint64_t)(pp - stage) ? m : (uint64_t)(pp - stage);
-	/* Megatron interleaved warm-up: 2(p - i - 1) + (v - 1)p chunk forwards, plus one */
-	k = 2 * (uint64_t)(pp - stage - 1) + (uint64_t)(vp - 1) * pp + 1;
+	/* Megatron get_pp_rank_microbatches: 2(p - i - 1) + (v - 1) g warm-up
+	 * chunk forwards (g = microbatch_group_size_per_vp_stage), plus one */
+	k = mem_add(&ovf, 2 * (uint64_t)(pp - stage - 1) + 1, mem_mul(&ovf, vp - 1, g));
 	cap = m > UINT64_MAX / vp ? UINT64_MAX : m * vp;
 	return k < cap ? k : cap;
 }
@@ -356,15 +418,14 @@ uint64_t mem_pp_chunk_layers(const struct mem_job *job, uint64_t c)
 uint64_t mem_extra_logits_in_flight(bool *ovf, const struct mem_job *job, uint64_t stored,
 				    uint64_t chunks)
 {
-	uint64_t v = stage_split(job), g, rem, n;
+	uint64_t v = stage_split(job), n;
 
 	if (v <= 1)
 		return mem_extra_in_flight(ovf, stored, chunks, 1);
-	/* forward k of a stage runs chunk (k mod pp·v) / pp: only the last pp of
-	 * each pp·v forwards are the last chunk's */
-	g = chunks / ((uint64_t)job->pp * v);
-	rem = chunks % ((uint64_t)job->pp * v);
-	n = mem_add(ovf, mem_mul(ovf, g, job->pp), rem > (v - 1) * job->pp ? rem - (v - 1) * job->pp : 0);
+	/* of a stage's first `chunks` forwards, those of the last chunk: the
+	 * last g of each g·v (chunk_ops) */
+	n = chunk_ops(chunks < mem_mul(ovf, job->micro_batches, v) ? chunks : job->micro_batches * v,
+		      v - 1, job->micro_batches, mem_pp_group(job), v);
 	return n > 1 ? mem_mul(ovf, stored, n - 1) : 0;
 }
 
@@ -753,4 +814,88 @@ uint64_t mem_pp_deferred_w(bool *ovf, const struct mem_job *job, const struct me
 	dual_step(&s, n, h, n4);
 	free(s.q);
 	return s.peak > s.peak_act ? s.peak - s.peak_act : 0;
+}
+
+/* FSDP2 under torch.distributed.pipelining: each PipelineStage's module is
+ * its own fully_shard root, whose post_backward (reduce-scatter, then
+ * reshard) runs after that stage's own last backward (stage.py
+ * backward_maybe_with_nosync(last_backward), which schedules.py
+ * PipelineScheduleMulti._step_microbatches sets from backward_counter;
+ * since pytorch#166449 the REDUCE_GRAD action, _add_reduce_grad puts it
+ * just after the stage's last backward).  ScheduleInterleaved1F1B's
+ * backward k runs local stage vp - 1 - (k / r) mod vp, r =
+ * microbatches_per_round (backward_stage_index): with one round (m <= pp,
+ * r = m) each chunk's m backwards run back to back, the last chunk first,
+ * so an instant of chunk c holds no gradient of the chunks before it and
+ * only the sharded gradient of those after it, which are resharded too. */
+bool mem_pp_chunk_scoped(const struct mem_job *job)
+{
+	return job->fsdp2 && job->fsdp_no_sync && job->schedule == MEM_PP_INTERLEAVED &&
+	       mem_chunks_per_stage(job) > 1 && job->micro_batches <= job->pp;
+}
+
+/* Stage st as its chunk c alone (segments, totals, body repeats) in *view;
+ * *skip: the sums of its segments before chunk c.  False unless
+ * mem_pp_chunk_scoped. */
+bool mem_pp_chunk_view(const struct mem_job *job, const struct mem_stage *st, uint32_t c,
+		       struct mem_stage *view, struct mem_sums *skip)
+{
+	size_t a = 0, b;
+
+	if (!mem_pp_chunk_scoped(job) || !st->chunk_total || c >= mem_chunks_per_stage(job))
+		return false;
+	while (a < st->nsegs && st->segs[a].chunk < c)
+		a++;
+	*view = *st;
+	view->segs = st->segs + a;
+	view->before = st->before + a;
+	view->total = st->chunk_total[c];
+	view->body_units = 0;
+	for (b = a; b < st->nsegs && st->segs[b].chunk == c; b++)
+		if (job->blocks[st->segs[b].block].is_body)
+			view->body_units += st->segs[b].count;
+	view->nsegs = b - a;
+	*skip = a < st->nsegs ? st->before[a] : st->total;
+	return true;
+}
+
+/* B (sums before a position of the stage) as sums before it in its chunk. */
+void mem_pp_chunk_rebase(const struct mem_sums *B, const struct mem_sums *skip, struct mem_sums *out)
+{
+	for (int f = 0; f < S__COUNT; f++)
+		out->v[f] = mem_sub(B->v[f], skip->v[f]);
+}
+
+/* Field f of the chunks after chunk c of the view (skip: before it). */
+uint64_t mem_pp_chunk_after(const struct mem_stage *st, const struct mem_stage *view,
+			    const struct mem_sums *skip, enum mem_sum_field f)
+{
+	bool ovf = false;
+
+	return mem_sub(st->total.v[f], mem_add(&ovf, skip->v[f], view->total.v[f]));
+}
+
+/* The gradient reduce-scatter after chunk c's last backward, the highest
+ * over c: chunks up to c gathered, chunk c's accumulated gradients and its
+ * reduce_scatter_input, the chunks after c sharded. */
+void mem_pp_chunk_reduce(bool *ovf, const struct mem_job *job, const struct mem_stage *st,
+			 uint64_t *gath, uint64_t *unsh, uint64_t *fin)
+{
+	uint64_t best = 0;
+
+	*gath = *unsh = *fin = 0;
+	for (uint32_t c = 0; c < mem_chunks_per_stage(job); c++) {
+		struct mem_stage view;
+		struct mem_sums skip;
+
+		if (!mem_pp_chunk_view(job, st, c, &view, &skip))
+			return;
+		uint64_t g = mem_add(ovf, skip.v[S_GATH], view.total.v[S_GATH]);
+		uint64_t u = mem_add(ovf, view.total.v[S_GACC], mem_fsdp_reduce_extra(&view));
+		uint64_t d = mem_pp_chunk_after(st, &view, &skip, S_GFIN);
+		uint64_t sum = mem_add(ovf, mem_add(ovf, g, u), d);
+
+		if (c == 0 || sum > best)
+			best = sum, *gath = g, *unsh = u, *fin = d;
+	}
 }

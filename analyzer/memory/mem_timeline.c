@@ -280,10 +280,18 @@ static uint64_t gathered(struct walk *w, const struct pos *p, bool bwd)
 	if (is_fsdp(m) && w->job->fsdp2 && !bwd)
 		pre = mem_fsdp_forward_flat(w->cx, st, p->c, !p->c->body && p->unit_idx > 0, cur, more);
 	if (is_fsdp(m) && mem_fsdp_gathers(w->job)) {
-		struct mem_sums P;
+		struct mem_sums P, skip, R;
+		const struct mem_sums *B = p->c->body ? &p->U : full_before(p, &P);
+		struct mem_stage view;
+		uint64_t earlier = 0;
 
-		return mem_fsdp_gathered(w->cx, st, p->c->body ? &p->U : full_before(p, &P), p->c,
-					 !p->c->body && p->unit_idx > 0, cur, more, bwd, w->accumulating);
+		if (bwd && mem_pp_chunk_view(w->job, st, p->seg->chunk, &view, &skip)) {
+			/* the chunks after this one resharded, those before it whole */
+			mem_pp_chunk_rebase(B, &skip, &R);
+			B = &R, st = &view, earlier = skip.v[S_GATH];
+		}
+		return mem_add(o, earlier, mem_fsdp_gathered(w->cx, st, B, p->c, !p->c->body && p->unit_idx > 0,
+							     cur, more, bwd, w->accumulating));
 	}
 	if (m == MEM_SHARD_ZERO3) {
 		if (w->job->zero_prefetch_bytes < pre)
@@ -354,9 +362,19 @@ static uint64_t add_grads(struct walk *w, const struct pos *p, struct mem_vec *v
 			in_unit = p->c->gunsh, in_acc = p->c->gacc;
 		else if (remat)
 			in_unit = in_acc = 0;
-		unsh = mem_fsdp_unsharded(w->cx, w->st, p->c->body ? &p->U : full_before(p, &P),
-					  p->c->body ? p->it : NULL, !p->c->body && p->unit_idx > 0, in_unit,
-					  in_acc, w->accumulating);
+		const struct mem_sums *B = p->c->body ? &p->U : full_before(p, &P);
+		const struct mem_stage *st = w->st;
+		struct mem_stage view;
+		struct mem_sums skip, R;
+
+		if (mem_pp_chunk_view(w->job, w->st, p->seg->chunk, &view, &skip)) {
+			/* this chunk's alone; those after it reduced (mem_pipeline.c) */
+			mem_pp_chunk_rebase(B, &skip, &R);
+			B = &R, st = &view;
+			put(w, v, MEM_C_GRADIENTS, mem_pp_chunk_after(w->st, &view, &skip, S_GFIN));
+		}
+		unsh = mem_fsdp_unsharded(w->cx, st, B, p->c->body ? p->it : NULL,
+					  !p->c->body && p->unit_idx > 0, in_unit, in_acc, w->accumulating);
 	}
 	/* the flat gradient of a unit made at its last backward layer */
 	uint64_t cat = 0;
@@ -566,6 +584,13 @@ static void final_reduce_instant(struct walk *w, const struct scenario *s, struc
 		/* synced: the root's own reduce-scatter, every unit resharded */
 		put(w, v, MEM_C_GRADIENTS, T->v[S_GFIN]);
 		put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_fsdp_root_reduce(w->cx, w->st));
+	} else if (mem_pp_chunk_scoped(w->job) && w->st->chunk_total) {
+		uint64_t gath, unsh, fin;
+
+		mem_pp_chunk_reduce(o, w->job, w->st, &gath, &unsh, &fin);
+		put_buf(w, v, MEM_B_GATHERED, gath);
+		put_buf(w, v, MEM_B_UNSHARDED_GRADS, unsh);
+		put(w, v, MEM_C_GRADIENTS, fin);
 	} else {
 		put_buf(w, v, MEM_B_GATHERED, T->v[S_GATH]);
 		put_buf(w, v, MEM_B_UNSHARDED_GRADS, mem_add(o, T->v[S_GACC], mem_fsdp_reduce_extra(w->st)));

@@ -138,6 +138,7 @@ const char *mem_status_str(enum mem_status st)
 	case MEM_E_INVALID: return "invalid job (a degree or micro_batches is 0, or bad factor)";
 	case MEM_E_PP_UNEVEN: return "body layers cannot be split over the pipeline stages";
 	case MEM_E_PP_MICRO_BATCHES: return "interleaved schedule: micro-batches not a multiple of pp";
+	case MEM_E_PP_GROUP: return "interleaved schedule: micro-batch groups not as Megatron-Core takes them";
 	case MEM_E_HYBRID_GROUP: return "dp is not a multiple of the shard group (dp_shard)";
 	case MEM_E_OVERFLOW: return "byte count overflows 64 bits";
 	case MEM_E_NOMEM: return "out of memory";
@@ -234,10 +235,17 @@ static enum mem_status check_job(const struct mem_job *job)
 		return MEM_E_HYBRID_GROUP;
 	if (mem_pp_split(job, &sl) != MEM_SPLIT_OK)
 		return MEM_E_PP_UNEVEN;
-	/* schedules.py forward_backward_pipelining_with_interleaving refuses it */
-	if (mem_pp_interleaved(job->schedule) && mem_chunks_per_stage(job) > 1 &&
-	    job->micro_batches % job->pp)
-		return MEM_E_PP_MICRO_BATCHES;
+	/* schedules.py forward_backward_pipelining_with_interleaving refuses
+	 * a group outside [pp, m] and a last group of 1 to pp - 1 micro-batches
+	 * (with the default group, pp: m not a multiple of pp) */
+	if (mem_pp_interleaved(job->schedule) && mem_chunks_per_stage(job) > 1) {
+		uint64_t g = mem_pp_group(job), r = job->micro_batches % g;
+
+		if (job->pp_group && (g < job->pp || g > job->micro_batches || (r && r < job->pp)))
+			return MEM_E_PP_GROUP;
+		if (r && r < job->pp)
+			return MEM_E_PP_MICRO_BATCHES;
+	}
 	if (mem_pp_dual_rule(job) != MEM_DUAL_OK)
 		return MEM_E_PP_DUALPIPE;
 	/* transformer_config.py: no CPU offloading with recomputation or pp */
@@ -440,7 +448,8 @@ static void in_flight(const struct mem_job *job, uint32_t stage, uint64_t *a, ui
 {
 	uint64_t v = mem_chunks_per_stage(job);
 
-	*a = mem_pp_chunks_in_flight(job->schedule, job->pp, job->vp, stage, job->micro_batches);
+	*a = mem_pp_chunks_in_flight_group(job->schedule, job->pp, job->vp, mem_pp_group(job), stage,
+					   job->micro_batches);
 	*b = 0;
 	if (job->micro_batches < 2)
 		return;

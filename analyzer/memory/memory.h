@@ -155,6 +155,8 @@ enum mem_status {
 	MEM_E_INVALID,		/* a degree is 0, micro_batches 0, frag_factor in (0,1), ... */
 	MEM_E_PP_UNEVEN,	/* body repeats cannot be split over pp x vp (mem_pp_split) */
 	MEM_E_PP_MICRO_BATCHES,	/* interleaved: micro_batches not a multiple of pp */
+	MEM_E_PP_GROUP,		/* interleaved: microbatch_group_size_per_vp_stage outside
+				   [pp, m], or m mod it in (0, pp) */
 	MEM_E_HYBRID_GROUP,	/* dp not a multiple of the hybrid shard group */
 	MEM_E_OVERFLOW,		/* a byte count exceeds 2^64 - 1 */
 	MEM_E_NOMEM,
@@ -313,6 +315,8 @@ struct mem_job {
 	const uint64_t *stage_layers;
 	uint32_t nstage_layers;
 	uint64_t micro_batches;		/* per optimizer step per DP rank (>= 1) */
+	uint64_t pp_group;		/* interleaved: Megatron-Core's
+					   microbatch_group_size_per_vp_stage; 0 = pp */
 	enum mem_recompute recompute;
 	unsigned sac_ops;		/* SELECTIVE_OP: MEM_SAC_* ops whose outputs stay stored */
 	bool sac_every_other_mm;	/* torchtitan's rule: of the mms, only the odd ones */
@@ -570,6 +574,10 @@ uint32_t mem_expert_group(const struct mem_job *job);
  * 2(pp - stage - 1) + (vp - 1)pp + 1, capped at m x vp).  pp == 1 gives 1. */
 uint64_t mem_pp_chunks_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp, uint32_t stage,
 				 uint64_t m);
+/* ... with micro-batch groups of g (Megatron-Core's
+ * microbatch_group_size_per_vp_stage; the above: g = pp). */
+uint64_t mem_pp_chunks_in_flight_group(enum mem_schedule s, uint32_t pp, uint32_t vp, uint64_t g,
+				       uint32_t stage, uint64_t m);
 /* Micro-batches with activations in flight: ceil(chunks / vp). */
 uint64_t mem_pp_micro_batches_in_flight(enum mem_schedule s, uint32_t pp, uint32_t vp,
 					uint32_t stage, uint64_t m);

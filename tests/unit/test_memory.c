@@ -473,6 +473,12 @@ static void pp_dualpipe(void **state)
 	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED_ZB, 4, 2, 0, 8), 8);
 	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED_ZB, 4, 2, 3, 8), 8);
 	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED, 4, 2, 0, 8), 11);
+	/* Megatron's microbatch_group_size_per_vp_stage g: 2(pp - i - 1) +
+	 * (vp - 1) g + 1, capped at m x vp (g = pp: the above) */
+	assert_int_equal(mem_pp_chunks_in_flight_group(MEM_PP_INTERLEAVED, 4, 2, 4, 1, 12), 9);
+	assert_int_equal(mem_pp_chunks_in_flight_group(MEM_PP_INTERLEAVED, 4, 2, 6, 1, 12), 11);
+	assert_int_equal(mem_pp_chunks_in_flight_group(MEM_PP_INTERLEAVED, 4, 2, 12, 1, 12), 17);
+	assert_int_equal(mem_pp_chunks_in_flight_group(MEM_PP_INTERLEAVED, 4, 2, 6, 0, 6), 12);
 	assert_int_equal(mem_pp_micro_batches_in_flight(MEM_PP_INTERLEAVED_ZB, 4, 2, 0, 8), 4);
 	assert_int_equal(mem_pp_chunks_in_flight(MEM_PP_INTERLEAVED_ZB, 8, 3, 0, 2), 6);
 	b.repeat = 36;			/* 36 over 4 ranks, not over 8 V stages */
@@ -483,7 +489,7 @@ static void pp_dualpipe(void **state)
  * hold one micro-batch's, all 4 x 5 x 2 = 40 (m = 8 in warm-up) hold 8. */
 static void pp_logits_last_chunk(void **state)
 {
-	struct mem_job j = { .pp = 4, .vp = 5, .schedule = MEM_PP_INTERLEAVED };
+	struct mem_job j = { .pp = 4, .vp = 5, .schedule = MEM_PP_INTERLEAVED, .micro_batches = 8 };
 	bool ovf = false;
 
 	(void)state;

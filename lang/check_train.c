@@ -600,11 +600,9 @@ static bool data_key_written(const struct check_job *j, const char *key)
 	return false;
 }
 
-/* checkpoint_saves lists ops (as op() tags name them) for the op-level
- * policy; another checkpoint mode would ignore it. */
 /* data { min_seq_len, later_seq_len } bound the lengths of padding =
- * longest (§5.4). */
-/* @path is "data.<key>": spelt out by the caller, no format per block. */
+ * longest (§5.4); @path is "data.<key>", spelt out by the caller, no
+ * format per block. */
 static bool data_len_ok(struct eval *ev, const struct check_job *j, const char *path)
 {
 	struct value m, s, p;
@@ -667,6 +665,8 @@ static bool alloc_ok(struct eval *ev, const struct check_job *j)
 	return true;
 }
 
+/* checkpoint_saves lists ops (as op() tags name them) for the op-level
+ * policy; another checkpoint mode would ignore it. */
 static bool checkpoint_ok(struct eval *ev, const struct check_job *j)
 {
 	struct value v;

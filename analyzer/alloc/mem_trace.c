@@ -679,6 +679,12 @@ static void backward(struct tr *r, uint32_t *root)
 		const struct mem_seg *seg = &r->st->segs[s];
 		uint64_t n = kept(seg->count), mid = seg->count - n;
 
+		/* one round of Interleaved1F1B: chunk by chunk (mem_trace_fsdp.c) */
+		if (s + 1 == r->st->nsegs || r->st->segs[s + 1].chunk != seg->chunk) {
+			if (s + 1 < r->st->nsegs)
+				mtr_chunk_reduce(r, r->st->segs[s + 1].chunk);
+			mtr_chunk_enter(r, seg->chunk);
+		}
 		mtr_split_at(r, s, true, root);
 		for (uint64_t k = n; k-- > 0;) {
 			backward_repeat(r, s, k);
@@ -686,7 +692,9 @@ static void backward(struct tr *r, uint32_t *root)
 				continue;
 			drop(r, &r->agg_act[s]);
 			r->t->what = "folded repeats";
-			if (r->acc_mode == 1) {
+			if (r->acc_mode == 1 && mtr_chunked(r)) {
+				/* its chunk's, made at the last micro-batch's entry */
+			} else if (r->acc_mode == 1) {
 				uint32_t flat = put(r, mem_mul(o, mem_seg_iter(r->cx, seg)->v[mtr_no_sync2(r) ?
 						    S_GACC : S_GUNSH], mid), STREAM_COMPUTE);
 
@@ -696,6 +704,8 @@ static void backward(struct tr *r, uint32_t *root)
 					 mem_seg_iter(r->cx, seg)->v[S_GFIN], mid), STREAM_COMPUTE));
 		}
 	}
+	if (r->st->nsegs)
+		mtr_chunk_reduce(r, r->st->segs[0].chunk);
 	/* FSDP2's root post_backward reshards before foreach_reduce */
 	if (r->job->fsdp2 && !mtr_keeps_gathered(r))
 		mtr_reshard(r, root);
@@ -956,6 +966,7 @@ static void tr_free(struct tr *r)
 	free(r->kept.v);
 	free(r->own.v);
 	free(r->acc.v);
+	free(r->cacc.v);
 	free(r->share);
 }
 

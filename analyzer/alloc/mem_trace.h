@@ -60,6 +60,7 @@ struct tr {
 	uint64_t pre_bytes;	/* ... the bytes of `pre` */
 	uint32_t cat;		/* FSDP1: the running unit's flat gradient (SplitWithSizesBackward) */
 	struct idl acc;		/* FSDP1 no_sync(): the units' flat gradients kept as .grad */
+	struct idl cacc;	/* FSDP2, one round of Interleaved1F1B: the running chunk's (mtr_chunked) */
 	int acc_mode;		/* ... 0: reduce now, 1: keep them, 2: add to them (mem_trace_fsdp.c) */
 	uint64_t *share;	/* scratch: one layer's per-parameter bytes */
 	size_t share_cap;
@@ -155,6 +156,9 @@ void mtr_flat_grad(struct tr *r, uint64_t cat);
  * the last micro-batch's reduce-scatter of every unit. */
 bool mtr_keeps_unsharded(const struct tr *r);
 void mtr_keep_or_add(struct tr *r, uint32_t *flat);
+bool mtr_chunked(const struct tr *r);
+void mtr_chunk_enter(struct tr *r, uint32_t c);
+void mtr_chunk_reduce(struct tr *r, uint32_t c);
 void mtr_sync_unsharded(struct tr *r);
 /* Body unit (s, k)'s reduce-scatter; the FSDP root unit's, at the end of
  * backward (mtr_root_reduces: the job has one). */

@@ -255,7 +255,7 @@ static void accumulate2(struct tr *r, size_t s, uint64_t k, uint64_t acc)
 			for (size_t j = 0; (s != SIZE_MAX ? q == k : !body) && j < r->job->blocks[seg->block].nlayers; j++)
 				drop(r, &inst_of(r, i, q, j)->unsh);
 	}
-	if (r->acc_mode == 1)
+	if (r->acc_mode == 1 && !mtr_chunked(r))
 		mtr_idl_push(r, &r->acc, put(r, acc, STREAM_COMPUTE));
 }
 
@@ -385,7 +385,7 @@ static void tail_reduce(struct tr *r)
 			for (size_t j = 0; j < r->job->blocks[r->st->segs[i].block].nlayers; j++)
 				drop(r, &inst_of(r, i, k, j)->unsh);
 	if (mtr_no_sync2(r)) {
-		if (r->acc_mode == 1)
+		if (r->acc_mode == 1 && !mtr_chunked(r))
 			mtr_idl_push(r, &r->acc, put(r, tail_sum(r, S_GACC), STREAM_COMPUTE));
 		return;
 	}
@@ -482,15 +482,15 @@ void mtr_root_reduce(struct tr *r)
  * reduce_scatter_input of its size (foreach_reduce) after the last backward
  * under torch.distributed.pipelining (the timeline's final reduce-scatter
  * instant); FSDP1 reduce-scatters from the flat gradient itself. */
-static void sync_one(struct tr *r, size_t *i, uint64_t n, uint64_t fin)
+static void sync_one(struct tr *r, struct idl *l, size_t *i, uint64_t n, uint64_t fin)
 {
 	uint32_t in = put(r, mtr_keeps_gathered(r) ? n : 0, STREAM_RS);
 
 	if (mtr_no_sync2(r))
-		drop(r, &r->acc.v[(*i)++]);
+		drop(r, &l->v[(*i)++]);
 	mtr_idl_push(r, &r->grads, put(r, fin, STREAM_RS));
 	if (!mtr_no_sync2(r))
-		drop(r, &r->acc.v[(*i)++]);
+		drop(r, &l->v[(*i)++]);
 	drop(r, &in);
 }
 
@@ -507,7 +507,8 @@ void mtr_sync_unsharded(struct tr *r)
 		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
 		uint64_t n = kept(seg->count), mid = seg->count - n;
 
-		for (uint64_t k = n; r->job->blocks[seg->block].is_body && k-- > 0;) {
+		/* a chunked job's units have reduced chunk by chunk */
+		for (uint64_t k = n; !mtr_chunked(r) && r->job->blocks[seg->block].is_body && k-- > 0;) {
 			/* the repeat, then the folded middle after the 64th (backward) */
 			int parts = mid && k == MEM_TRACE_REPEATS / 2 ? 2 : 1;
 
@@ -516,11 +517,91 @@ void mtr_sync_unsharded(struct tr *r)
 
 				if (!mem_mul(o, it->v[a], x) || i >= r->acc.n)
 					continue;
-				sync_one(r, &i, mem_mul(o, it->v[a], x), mem_mul(o, it->v[S_GFIN], x));
+				sync_one(r, &r->acc, &i, mem_mul(o, it->v[a], x), mem_mul(o, it->v[S_GFIN], x));
 			}
 		}
 	}
-	if (r->st->total.v[a == S_GACC ? S_GACC_NB : S_GUNSH_NB] && i < r->acc.n)
-		sync_one(r, &i, r->st->total.v[S_GACC_NB], r->st->total.v[S_GFIN_NB]);
+	if (!mtr_chunked(r) && r->st->total.v[a == S_GACC ? S_GACC_NB : S_GUNSH_NB] && i < r->acc.n)
+		sync_one(r, &r->acc, &i, r->st->total.v[S_GACC_NB], r->st->total.v[S_GFIN_NB]);
 	mtr_idl_drop_from(r, &r->acc, 0);	/* none left: a guard */
+}
+
+/* FSDP2 under one round of Interleaved1F1B (mem_pipeline.c
+ * mem_pp_chunk_scoped, the rule the timeline's mem_pp_chunk_view
+ * follows): each chunk's micro-batches run their backwards back to back,
+ * its PipelineStage root reduce-scattering and resharding after the last
+ * of them, before the chunk below it starts.  The trace's last
+ * micro-batch stands for that last backward: a chunk's accumulated
+ * gradients (those its earlier backwards made) exist from its entry
+ * (mtr_chunk_enter) to its reduce-scatter (mtr_chunk_reduce); the first
+ * micro-batch's unit gradients are freed at its post_backward. */
+bool mtr_chunked(const struct tr *r)
+{
+	return mtr_no_sync2(r) && mem_pp_chunk_scoped(r->job) && r->st->chunk_total &&
+	       r->job->micro_batches >= 2;
+}
+
+/* Chunk c's gradients in backward order, its segments as
+ * mem_pp_chunk_view gives them (the timeline's view of the chunk): a body
+ * unit each (the repeat, then the folded middle after the 64th), a root
+ * layer's its chunk root's; made (!reduce) or reduce-scattered. */
+static void chunk_units(struct tr *r, uint32_t c, bool reduce)
+{
+	bool *o = &r->cx->ovf;
+	struct mem_stage view;
+	struct mem_sums skip;
+	size_t i = 0;
+
+	if (!mem_pp_chunk_view(r->job, r->st, c, &view, &skip))
+		return;
+	for (size_t s = view.nsegs; s-- > 0;) {
+		const struct mem_seg *seg = &view.segs[s];
+		const struct mem_sums *it = mem_seg_iter(r->cx, seg);
+		bool body = r->job->blocks[seg->block].is_body;
+		uint64_t n = kept(seg->count), mid = seg->count - n;
+
+		for (uint64_t k = body ? n : 1; k-- > 0;)
+			for (int u = 0; u < (body && mid && k == MEM_TRACE_REPEATS / 2 ? 2 : 1); u++) {
+				uint64_t x = !body ? seg->count : u ? mid : 1, a = mem_mul(o, it->v[S_GACC], x);
+
+				if (!a)
+					continue;
+				if (!reduce)
+					mtr_idl_push(r, &r->cacc, put(r, a, STREAM_COMPUTE));
+				else if (i < r->cacc.n)
+					sync_one(r, &r->cacc, &i, a, mem_mul(o, it->v[S_GFIN], x));
+			}
+	}
+}
+
+/* The last micro-batch's backward reaches chunk c: the unsharded
+ * accumulated gradients of its units, made by its earlier backwards. */
+void mtr_chunk_enter(struct tr *r, uint32_t c)
+{
+	if (!mtr_chunked(r) || r->acc_mode != 2)
+		return;
+	r->t->what = "chunk accumulated gradients";
+	chunk_units(r, c, false);
+}
+
+/* ... and leaves it: reduce-scattered into their shards, the units it
+ * kept gathered (reshard after backward off) resharded. */
+void mtr_chunk_reduce(struct tr *r, uint32_t c)
+{
+	if (!mtr_chunked(r) || r->acc_mode != 2)
+		return;
+	r->t->what = "chunk gradient reduce-scatter";
+	chunk_units(r, c, true);
+	mtr_idl_drop_from(r, &r->cacc, 0);	/* none left: a guard */
+	for (size_t s = 0; mtr_keeps_gathered(r) && s < r->st->nsegs; s++)
+		for (uint64_t k = 0; r->st->segs[s].chunk == c && k < kept(r->st->segs[s].count); k++)
+			if (r->job->blocks[r->st->segs[s].block].is_body &&
+			    r->job->blocks[r->st->segs[s].block].nlayers)
+				mtr_reshard(r, &inst_of(r, s, k, 0)->held);
+	/* the stage's root layers (the embedding or the head) all of this
+	 * chunk: its root's post_backward reshards them too */
+	for (size_t s = 0; s < r->st->nsegs; s++)
+		if (!r->job->blocks[r->st->segs[s].block].is_body && r->st->segs[s].chunk != c)
+			return;
+	mtr_reshard(r, &r->root);
 }

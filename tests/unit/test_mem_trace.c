@@ -807,13 +807,6 @@ static const struct stated stated_gaps[] = {
 	 * what is left, 2.2 % below, is the saves freed between backward
 	 * temporaries, as on the jobs above */
 	{ "tests/validation/FQ-13.mem", -300, 100 },
-	/* FSDP2 under one round of ScheduleInterleaved1F1B: the timeline
-	 * holds one chunk's unsharded gradients at a time (memory-model.md
-	 * "FSDP2 gradients and gathered copies by chunk"), the trace still
-	 * every chunk's: 21 % and 18 % above */
-	{ "tests/pipelines/interleaved-405b-logits.mem", -200, 2200 },
-	{ "tests/pipelines/stage-layers-405b.mem", -200, 2200 },
-	{ "tests/pipelines/interleaved-fsdp2-chunk-grads.mem", -200, 1900 },
 	/* the RL engines' passes, not diagnosed */
 	{ "tests/rl/ppo-tiny.mem", -200, 400 },
 	{ "tests/rl/grpo-generate.mem", -200, 400 },

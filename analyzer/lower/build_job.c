@@ -73,6 +73,19 @@ static struct loc key_loc(struct bld *b, const char *k)
 	return bld_key(b, k, &v) ? v.origin : NO_LOC;
 }
 
+/* The first of @keys (NULL-ended) the block writes: where a setting said
+ * by any of several keys is reported. */
+static struct loc first_key_loc(struct bld *b, const char *const *keys)
+{
+	for (; *keys; keys++) {
+		struct loc at = key_loc(b, *keys);
+
+		if (at.file)
+			return at;
+	}
+	return NO_LOC;
+}
+
 /* A field of the job's GPU (following `gpu X : Base`), in whole units. */
 bool build_gpu_u64(struct eval *ev, const struct decl *gpu, const char *field, uint64_t *out)
 {
@@ -282,21 +295,16 @@ static void locations(struct bld *b, struct build *out)
 	out->loc_vp = key_loc(b, "parallel.vp");
 	out->loc_pp_group = key_loc(b, "parallel.microbatch_group_size_per_vp_stage");
 	out->loc_stage_layers = key_loc(b, "parallel.stage_layers");
-	out->loc_first_last = key_loc(b, "parallel.first_stage_layers");
-	if (!out->loc_first_last.file)
-		out->loc_first_last = key_loc(b, "parallel.last_stage_layers");
-	out->loc_account = key_loc(b, "parallel.account_for_embedding");
-	if (!out->loc_account.file)
-		out->loc_account = key_loc(b, "parallel.account_for_loss");
+	out->loc_first_last = first_key_loc(b, (const char *const[]){ "parallel.first_stage_layers",
+									 "parallel.last_stage_layers", NULL });
+	out->loc_account = first_key_loc(b, (const char *const[]){ "parallel.account_for_embedding",
+								     "parallel.account_for_loss", NULL });
 	out->loc_grad_accum = key_loc(b, "grad_accum");
 	out->loc_optimizer = key_loc(b, "optimizer");
 	out->loc_precision = key_loc(b, "precision");
 	out->loc_cluster = key_loc(b, "cluster");
-	out->loc_offload = key_loc(b, "offload.optimizer");
-	if (!out->loc_offload.file)
-		out->loc_offload = key_loc(b, "offload.params");
-	if (!out->loc_offload.file)
-		out->loc_offload = key_loc(b, "offload.activations");
+	out->loc_offload = first_key_loc(b, (const char *const[]){ "offload.optimizer", "offload.params",
+								     "offload.activations", NULL });
 }
 
 bool bld_error(struct bld *b, enum diag_id id, struct loc at, const char *fmt, ...)

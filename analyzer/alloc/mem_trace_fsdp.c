@@ -494,6 +494,14 @@ static void sync_one(struct tr *r, struct idl *l, size_t *i, uint64_t n, uint64_
 	drop(r, &in);
 }
 
+/* How many units body repeat k of a segment with @mid folded repeats
+ * stands for in backward: the repeat, then the folded middle after the
+ * 64th; unit u of them counts `u ? mid : 1` repeats. */
+static int unit_parts(uint64_t mid, uint64_t k)
+{
+	return mid && k == MEM_TRACE_REPEATS / 2 ? 2 : 1;
+}
+
 /* The last micro-batch under no_sync(): each unit, in backward order, is
  * reduce-scattered from its accumulated flat gradient into its shard. */
 void mtr_sync_unsharded(struct tr *r)
@@ -509,10 +517,7 @@ void mtr_sync_unsharded(struct tr *r)
 
 		/* a chunked job's units have reduced chunk by chunk */
 		for (uint64_t k = n; !mtr_chunked(r) && r->job->blocks[seg->block].is_body && k-- > 0;) {
-			/* the repeat, then the folded middle after the 64th (backward) */
-			int parts = mid && k == MEM_TRACE_REPEATS / 2 ? 2 : 1;
-
-			for (int u = 0; u < parts; u++) {
+			for (int u = 0; u < unit_parts(mid, k); u++) {
 				uint64_t x = u ? mid : 1;
 
 				if (!mem_mul(o, it->v[a], x) || i >= r->acc.n)
@@ -561,7 +566,7 @@ static void chunk_units(struct tr *r, uint32_t c, bool reduce)
 		uint64_t n = kept(seg->count), mid = seg->count - n;
 
 		for (uint64_t k = body ? n : 1; k-- > 0;)
-			for (int u = 0; u < (body && mid && k == MEM_TRACE_REPEATS / 2 ? 2 : 1); u++) {
+			for (int u = 0; u < (body ? unit_parts(mid, k) : 1); u++) {
 				uint64_t x = !body ? seg->count : u ? mid : 1, a = mem_mul(o, it->v[S_GACC], x);
 
 				if (!a)

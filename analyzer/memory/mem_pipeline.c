@@ -418,14 +418,14 @@ uint64_t mem_pp_chunk_layers(const struct mem_job *job, uint64_t c)
 uint64_t mem_extra_logits_in_flight(bool *ovf, const struct mem_job *job, uint64_t stored,
 				    uint64_t chunks)
 {
-	uint64_t v = stage_split(job), n;
+	uint64_t v = stage_split(job), n, all;
 
 	if (v <= 1)
 		return mem_extra_in_flight(ovf, stored, chunks, 1);
 	/* of a stage's first `chunks` forwards, those of the last chunk: the
 	 * last g of each g·v (chunk_ops) */
-	n = chunk_ops(chunks < mem_mul(ovf, job->micro_batches, v) ? chunks : job->micro_batches * v,
-		      v - 1, job->micro_batches, mem_pp_group(job), v);
+	all = mem_mul(ovf, job->micro_batches, v);
+	n = chunk_ops(chunks < all ? chunks : all, v - 1, job->micro_batches, mem_pp_group(job), v);
 	return n > 1 ? mem_mul(ovf, stored, n - 1) : 0;
 }
 

@@ -131,13 +131,13 @@ static uint64_t hqq_transient(struct ph *p)
 static uint64_t quantise_transient(struct ph *p)
 {
 	const struct phase_input *in = p->in;
-	uint64_t n = in->largest_quantised, blocks = n / 64 + (n % 64 != 0);
-	uint64_t t = add(p, mul(p, n, in->load_elem_size), mul(p, blocks, 4));
 
 	if (in->quantizer == MEM_QUANT_HQQ)
 		return hqq_transient(p);
 	if (in->quantizer != MEM_QUANT_BNB)
 		return torchao_transient(p);
+	uint64_t n = in->largest_quantised, blocks = n / 64 + (n % 64 != 0);
+	uint64_t t = add(p, mul(p, n, in->load_elem_size), mul(p, blocks, 4));
 
 	/* Int8Params._quantize: an fp16 copy on the GPU, then double_quant's
 	 * row- and column-wise int8 matrices (CBt is freed after; the

@@ -495,32 +495,6 @@ static double gpu_cc(struct eval *ev, const struct decl *gpu)
 	return v.kind == VAL_NUM && !v.unknown ? num_to_double(v.num) : 0.0;
 }
 
-/* A GPU field, then the job's key over it, as bld_overheads reads both. */
-static uint64_t gpu_or_key(struct eval *ev, const struct decl *gpu, const char *field,
-			   const struct check_job *j, const char *key, uint64_t dflt)
-{
-	struct value v;
-	uint64_t u = dflt;
-
-	if (field)
-		build_gpu_u64(ev, gpu, field, &u);
-	if (key && check_job_field(j, key, &v) && v.kind == VAL_NUM)
-		num_to_u64(v.num, &u);
-	return u;
-}
-
-static void retarget(struct eval *ev, const struct check_job *j, const struct decl *gpu, struct mem_job *m)
-{
-	bool rec = check_job_record(j, "nccl");
-
-	m->cuda_context_bytes = gpu_or_key(ev, gpu, "context", j, "overhead.context", 500ull << 20);
-	m->cublas_workspace_bytes = gpu_or_key(ev, gpu, "cublas_workspace", j, "overhead.cublas_workspace",
-					       8519680);
-	m->nccl_bytes_per_comm = gpu_or_key(ev, gpu, rec ? NULL : "nccl", j, "overhead.nccl", 0);
-	m->capacity_bytes = gpu_or_key(ev, gpu, "memory", NULL, NULL, 0);
-	m->host_capacity_bytes = gpu_or_key(ev, gpu, "host_memory", NULL, NULL, 0);
-}
-
 /* The GPU declaration of the context named @name, if it was parsed. */
 static const struct decl *context_gpu(const struct fit_ctx *c, const char *name)
 {
@@ -587,7 +561,7 @@ static bool gpu_swap(struct fit_ctx *c, const struct fit_change *ch, struct fit_
 	struct arena *was = eval_use_arena(ev, &a);
 	struct build v = *k->bd;
 
-	retarget(ev, k->cj, gpu, &v.job);
+	build_gpu_figures(ev, gpu, k->cj, &v.job);
 	memset(out, 0, sizeof *out);
 	judge(&a, &v, out);
 	eval_use_arena(ev, was);

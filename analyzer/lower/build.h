@@ -85,4 +85,12 @@ bool build_count_params(struct eval *ev, struct arena *a, struct value model, ui
 /* A whole-unit field of a gpu declaration (memory, context, ...). */
 bool build_gpu_u64(struct eval *ev, const struct decl *gpu, const char *field, uint64_t *out);
 
+/* What job @cj takes from @gpu, its overhead keys over the GPU's figures:
+ * the CUDA context, the cuBLAS workspace, NCCL's flat figure, memory and
+ * host memory.  The builder's, and the fit search's for a variant that
+ * only changes the GPU of a kept build (fit_variant.c). */
+struct check_job;
+struct mem_job;
+void build_gpu_figures(struct eval *ev, const struct decl *gpu, const struct check_job *cj, struct mem_job *j);
+
 #endif

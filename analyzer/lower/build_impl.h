@@ -265,7 +265,6 @@ bool bld_key_bool(struct bld *b, const char *k, bool dflt);
 const char *bld_key_sym(struct bld *b, const char *k, const char *dflt);
 uint64_t bld_bound_u64(struct bld *b, const char *name, uint64_t dflt);
 const char *bld_bound_sym(struct bld *b, const char *name, const char *dflt);
-bool bld_gpu_u64(struct bld *b, const char *field, uint64_t *out);
 /* Fails the build; prints (once, and not when quiet) at @at or the train block. */
 __attribute__((format(printf, 4, 5)))
 bool bld_error(struct bld *b, enum diag_id id, struct loc at, const char *fmt, ...);

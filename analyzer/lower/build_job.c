@@ -95,11 +95,6 @@ bool build_gpu_u64(struct eval *ev, const struct decl *gpu, const char *field, u
 	return v.kind == VAL_NUM && !v.unknown && num_to_u64(num_floor(v.num), out);
 }
 
-bool bld_gpu_u64(struct bld *b, const char *field, uint64_t *out)
-{
-	return build_gpu_u64(b->ev, b->cj->cluster.decl, field, out);
-}
-
 /* ---- the walk ---- */
 
 /* tp (with sp and etp following it), cp, ep of a what-if build, and the dp

@@ -11,14 +11,36 @@
 #include "lang/arena.h"
 #include "lang/dtypes.h"
 
-static uint64_t overhead(struct bld *b, const char *field, uint64_t dflt)
+/* GPU field @field (skipped without @gpu), the job's `overhead.<field>`
+ * over it, @dflt without either. */
+static uint64_t overhead(struct eval *ev, const struct decl *gpu, const struct check_job *cj,
+			 const char *field, uint64_t dflt)
 {
 	char k[64];
+	struct value v;
 	uint64_t u = dflt;
 
-	bld_gpu_u64(b, field, &u);
+	if (gpu)
+		build_gpu_u64(ev, gpu, field, &u);
 	snprintf(k, sizeof k, "overhead.%s", field);
-	return bld_key_u64(b, k, u);
+	if (check_job_field(cj, k, &v) && v.kind == VAL_NUM)
+		num_to_u64(v.num, &u);
+	return u;
+}
+
+void build_gpu_figures(struct eval *ev, const struct decl *gpu, const struct check_job *cj, struct mem_job *j)
+{
+	uint64_t mem = 0;
+
+	j->cuda_context_bytes = overhead(ev, gpu, cj, "context", 500ull << 20);
+	j->cublas_workspace_bytes = overhead(ev, gpu, cj, "cublas_workspace", 8519680);
+	/* an nccl { } record describes the buffers: no GPU's flat figure */
+	j->nccl_bytes_per_comm = overhead(ev, check_job_record(cj, "nccl") ? NULL : gpu, cj, "nccl", 0);
+	build_gpu_u64(ev, gpu, "memory", &mem);
+	j->capacity_bytes = mem;
+	mem = 0;
+	build_gpu_u64(ev, gpu, "host_memory", &mem);
+	j->host_capacity_bytes = mem;
 }
 
 /* A count key times an element size, blaming the key if it overflows. */
@@ -195,12 +217,6 @@ static uint32_t key_u32(struct bld *b, const char *k)
  * (overhead.nccl, or a GPU's `nccl` when the job has no nccl record). */
 static void nccl_conf(struct bld *b, struct mem_job *j)
 {
-	uint64_t flat = 0;
-	bool rec = check_job_record(b->cj, "nccl");	/* no key is "nccl" itself */
-
-	if (!rec)
-		bld_gpu_u64(b, "nccl", &flat);
-	j->nccl_bytes_per_comm = bld_key_u64(b, "overhead.nccl", flat);
 	j->nccl.buffsize = bld_key_u64(b, "nccl.buffsize", 0);
 	j->nccl.ll_buffsize = bld_key_u64(b, "nccl.ll_buffsize", 0);
 	j->nccl.ll128_buffsize = bld_key_u64(b, "nccl.ll128_buffsize", 0);
@@ -218,21 +234,14 @@ static void nccl_conf(struct bld *b, struct mem_job *j)
 void bld_overheads(struct bld *b, struct mem_job *j)
 {
 	struct value v;
-	uint64_t mem = 0;
 
-	j->cuda_context_bytes = overhead(b, "context", 500ull << 20);
-	j->cublas_workspace_bytes = overhead(b, "cublas_workspace", 8519680);
+	build_gpu_figures(b->ev, b->cj->cluster.decl, b->cj, j);
 	nccl_conf(b, j);
 	j->frag_factor = 1.10;
 	if (bld_key(b, "overhead.fragmentation", &v) && v.kind == VAL_NUM)
 		j->frag_factor = 1.0 + num_to_double(v.num);
 	alloc_conf(b, j);
 	data_shapes(b, j);
-	bld_gpu_u64(b, "memory", &mem);
-	j->capacity_bytes = mem;
-	mem = 0;
-	bld_gpu_u64(b, "host_memory", &mem);
-	j->host_capacity_bytes = mem;
 	j->headroom = 0.10;
 	if (bld_key(b, "headroom", &v) && v.kind == VAL_NUM)
 		j->headroom = num_to_double(v.num);

@@ -95,9 +95,9 @@ static void does_not_fit_example(void **state)
 
 /* Every line of the checker, the builder and the analysis that reads the
  * job's GPU (its declaration, a field through build_gpu_u64, the capacity
- * set from it), as the shortcut knows them: fit_variant.c `retarget` puts
- * in the builder's five fields, `allows_as_much` stands for the checker's
- * capability rules, and mem_analyze runs again. A line not listed here is
+ * set from it), as the shortcut knows them: fit_variant.c puts in the
+ * builder's five fields (build_gpu_figures), `allows_as_much` stands for
+ * the checker's capability rules, and mem_analyze runs again. A line not listed here is
  * a new reader of the GPU, which the shortcut must learn (or refuse)
  * before this list does. */
 static const char *const gpu_readers[] = {
@@ -107,17 +107,16 @@ static const char *const gpu_readers[] = {
 	"check_layout.c: fp8 ? \"Ada, Hopper\" : \"Ampere\", j->cluster.decl->name, cc);",
 	"check_layout.c: j->cluster.decl->name, cc),",
 	"build_job.c: bool build_gpu_u64(struct eval *ev, const struct decl *gpu, const char *field, uint64_t *out)",
-	"build_job.c: bool bld_gpu_u64(struct bld *b, const char *field, uint64_t *out)",
-	"build_job.c: return build_gpu_u64(b->ev, b->cj->cluster.decl, field, out);",
 	"build_job.c: r->gpu = cj->cluster.decl->name;",
-	"build_job_buffers.c: bld_gpu_u64(b, field, &u);",
-	"build_job_buffers.c: bld_gpu_u64(b, \"nccl\", &flat);",
-	"build_job_buffers.c: j->cuda_context_bytes = overhead(b, \"context\", 500ull << 20);",
-	"build_job_buffers.c: j->cublas_workspace_bytes = overhead(b, \"cublas_workspace\", 8519680);",
-	"build_job_buffers.c: bld_gpu_u64(b, \"memory\", &mem);",
+	"build_job_buffers.c: build_gpu_u64(ev, gpu, field, &u);",
+	"build_job_buffers.c: j->cuda_context_bytes = overhead(ev, gpu, cj, \"context\", 500ull << 20);",
+	"build_job_buffers.c: j->cublas_workspace_bytes = overhead(ev, gpu, cj, \"cublas_workspace\", 8519680);",
+	"build_job_buffers.c: j->nccl_bytes_per_comm = overhead(ev, check_job_record(cj, \"nccl\") ? NULL : gpu, cj, \"nccl\", 0);",
+	"build_job_buffers.c: build_gpu_u64(ev, gpu, \"memory\", &mem);",
 	"build_job_buffers.c: j->capacity_bytes = mem;",
-	"build_job_buffers.c: bld_gpu_u64(b, \"host_memory\", &mem);",
+	"build_job_buffers.c: build_gpu_u64(ev, gpu, \"host_memory\", &mem);",
 	"build_job_buffers.c: j->host_capacity_bytes = mem;",
+	"build_job_buffers.c: build_gpu_figures(b->ev, b->cj->cluster.decl, b->cj, j);",
 	"build_rl.c: out->job.engine_bytes = engine_share(b, out->job.capacity_bytes);",
 	"memory.c: uint64_t cap = job->capacity_bytes, res, trace;",
 	"memory.c: k->capacity = job->capacity_bytes;",
@@ -127,7 +126,7 @@ static const char *const gpu_readers[] = {
 static bool reads_gpu(const char *line)
 {
 	return strstr(line, "cluster.decl") || strstr(line, "gpu_u64(") || strstr(line, "capacity_bytes") ||
-	       strstr(line, "overhead(b, \"");
+	       strstr(line, "overhead(ev, ");
 }
 
 static bool listed(const char *file, const char *line)
@@ -176,7 +175,7 @@ static void every_gpu_reader_known(void **state)
 	(void)state;
 	assert_int_equal(unlisted_readers("lang/*.c") + unlisted_readers("analyzer/lower/*.c") +
 			 unlisted_readers("analyzer/memory/*.c") + unlisted_readers("analyzer/model/*.c"), 0);
-	assert_true(listed("build_job_buffers.c", "bld_gpu_u64(b, \"memory\", &mem);"));
+	assert_true(listed("build_job_buffers.c", "build_gpu_u64(ev, gpu, \"memory\", &mem);"));
 }
 
 int main(void)

@@ -552,7 +552,6 @@ static void titan_stages(struct cfg *c, struct imp_out *o)
 {
 	const char *path = "parallelism.pipeline_parallel_schedule";
 	const char *s = titan_text(c, path, "1F1B");
-
 	const struct cfg_item *sp = titan_item(c, "parallelism.pipeline_parallel_split_points");
 	long long pp = titan_count(c, "parallelism.pipeline_parallel_degree", 1), k = 1;
 
@@ -560,7 +559,7 @@ static void titan_stages(struct cfg *c, struct imp_out *o)
 		sp = NULL;	/* `split_points or generate_split_points(...)`: [] is none */
 	if (pp <= 1 || titan_item(c, "parallelism.pipeline_parallel_layers_per_stage"))
 		return;
-	for (const char *p = sp && sp->kind == CFG_LIST && sp->text ? sp->text : ""; *p; p++)
+	for (const char *p = sp ? sp->text : ""; *p; p++)
 		k += *p == ',';
 	if (sp && (strcmp(s, "Interleaved1F1B") && strcmp(s, "InterleavedZeroBubble")))
 		return;

@@ -365,8 +365,8 @@ static bool degree_above_1(const struct check_job *j, const char *key)
 }
 
 /* vp needs the interleaved schedule and pp > 1, a schedule other than the
- * default and an uneven or accounted split pp > 1; sequence parallelism splits the tp group's sequence, so it
- * needs tp > 1. */
+ * default and an uneven or accounted split pp > 1; sequence parallelism
+ * splits the tp group's sequence, so it needs tp > 1. */
 static bool parallel_ok(struct eval *ev, const struct check_job *j)
 {
 	struct value v;

@@ -252,22 +252,22 @@ static void run_init(struct import_run *r, FILE *out, FILE *diag_out)
 	strbuf_init(&r->model);
 }
 
-static bool value_is(const struct imp_setting *s, const char *a, const char *b, const char *c)
-{
-	return s && s->value && (!strcmp(s->value, a) || !strcmp(s->value, b) || !strcmp(s->value, c));
-}
-
 /* A job whose framework shards its weights gathers and reduces on streams
- * of its own (FSDP1, FSDP2, ZeRO-3): what each stream's pool caches is
- * what the flat ratio cannot describe and the replay's per-stream pools
- * do (docs/accuracy.md, fifth pass: 5.8 % against 15.5 % median on those
- * rows), so the import asks for the replay unless its mapper chose. */
+ * of its own (FSDP1, FSDP2, ZeRO-3; the class of memory.h
+ * mem_shards_weights, spelt as the importers write it): what each
+ * stream's pool caches is what the flat ratio cannot describe and the
+ * replay's per-stream pools do (docs/accuracy.md, fifth pass: 5.8 %
+ * against 15.5 % median on those rows), so the import asks for the replay
+ * unless its mapper chose. */
 static void replay_if_sharded(struct imp_out *o)
 {
-	const struct imp_setting *fsdp = imp_find(o, "fsdp"), *zero = imp_find(o, "zero");
-	const struct imp_setting *by = value_is(fsdp, "full_shard", "shard_grad_op", "hybrid_shard") ? fsdp :
-				       value_is(zero, "3", "3", "3") ? zero : NULL;
+	const struct imp_setting *fsdp = imp_find(o, "fsdp"), *zero = imp_find(o, "zero"), *by = NULL;
 
+	if (fsdp && fsdp->value && (!strcmp(fsdp->value, "full_shard") || !strcmp(fsdp->value, "shard_grad_op") ||
+				    !strcmp(fsdp->value, "hybrid_shard")))
+		by = fsdp;
+	else if (zero && zero->value && !strcmp(zero->value, "3"))
+		by = zero;
 	if (by && !imp_find(o, "alloc.replay"))
 		imp_set(o, "alloc.replay", "true", by->src, "weights sharded on streams of their own: "
 			"the allocator replay's per-stream pools (docs/accuracy.md, fifth pass)");

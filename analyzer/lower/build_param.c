@@ -471,14 +471,19 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	}
 	const char *name = t->stmt->tensor.name;
 	struct frame *f = bld_frame(b);
-	bool saved = saved_module(b, t, f);
-	bool frozen = !saved && (b->lora || b->qlora || b->rl_part == BLD_RL_REWARD ||
-				 in_list(&b->freeze, t->stmt, f->decl->name));
+	/* train_layers (Llama-Pro, fsdp_qlora train.py): a named body layer
+	 * trains whole and keeps its 16-bit weights (skip_modules), the rest
+	 * of the model is frozen */
+	bool picked = bld_layer_picked(b);
+	bool saved = !picked && saved_module(b, t, f);
+	bool frozen = !saved && (picked ? in_list(&b->freeze, t->stmt, f->decl->name) :
+				 b->lora || b->qlora || b->rl_part == BLD_RL_REWARD ||
+				 b->train_layers.kind == VAL_LIST || in_list(&b->freeze, t->stmt, f->decl->name));
 	const struct attr *ad = find_adaptable(t);
-	bool adapted = (b->lora || b->qlora) && !saved &&
+	bool adapted = (b->lora || b->qlora) && !saved && !picked &&
 		       ((linear && (b->all_linear || in_list(&b->targets, t->stmt, NULL))) ||
 			(ad && in_list(&b->targets, t->stmt, NULL)));
-	bool quantised = quantises(b, t, f, linear, ad) && !dt && !saved;
+	bool quantised = quantises(b, t, f, linear, ad) && !dt && !saved && !picked;
 	struct mem_param *p = new_param(b);
 	uint64_t all = 0;
 
@@ -529,6 +534,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	 * x itself is what lora_A saves only without dropout */
 	bool reads_input = adapted && (b->lora_dropout <= 0 || b->dora);
 
+	b->grad_seen |= !frozen || adapted;
 	bld_frame_param(f, name, !frozen || reads_input || retains, !frozen || adapted, linear, retains);
 	if (linear && !frozen && t->ndims >= 2)
 		bld_frame_linear(f, d_in, d_out);

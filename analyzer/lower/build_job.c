@@ -259,7 +259,7 @@ static void fill_report(struct bld *b, struct build *out)
 	r->optimizer = cj->optimizer.label ? cj->optimizer.label : cj->optimizer.decl->name;
 	r->finetune = b->lora ? arena_printf(b->arena, "lora r=%llu", (unsigned long long)b->lora_r) :
 		      b->qlora ? arena_printf(b->arena, "qlora r=%llu %s", (unsigned long long)b->lora_r,
-					      dtype_name(b->quant)) : "full";
+					      dtype_name(b->quant)) : b->adapter_v2 ? "adapter v2" : b->adapter ? "adapter" : "full";
 	r->dp = out->job.dp;
 	r->tp = out->job.tp;
 	r->pp = out->job.pp;
@@ -482,7 +482,7 @@ static struct env *neutral_bindings(struct bld *b)
 					    "vp" };
 	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
 					       { "kernels", "hf" }, { "loss", "standard" },
-					       { "cp_comm", "allgather" } };
+					       { "cp_comm", "allgather" }, { "finetune", "full" } };
 	struct env *e = env_new(b->ev, NULL);
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)

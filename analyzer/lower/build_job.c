@@ -257,9 +257,11 @@ static void fill_report(struct bld *b, struct build *out)
 	r->gpus = out->gpus;
 	r->precision = cj->precision.decl->name;
 	r->optimizer = cj->optimizer.label ? cj->optimizer.label : cj->optimizer.decl->name;
-	r->finetune = b->lora ? arena_printf(b->arena, "lora r=%llu", (unsigned long long)b->lora_r) :
+	r->finetune = b->adapter ? arena_printf(b->arena, "adapter%s%s%s", b->adapter_v2 ? " v2" : "",
+						 b->qlora ? " " : "", b->qlora ? dtype_name(b->quant) : "") :
+		      b->lora ? arena_printf(b->arena, "lora r=%llu", (unsigned long long)b->lora_r) :
 		      b->qlora ? arena_printf(b->arena, "qlora r=%llu %s", (unsigned long long)b->lora_r,
-					      dtype_name(b->quant)) : b->adapter_v2 ? "adapter v2" : b->adapter ? "adapter" : "full";
+					      dtype_name(b->quant)) : "full";
 	r->dp = out->job.dp;
 	r->tp = out->job.tp;
 	r->pp = out->job.pp;

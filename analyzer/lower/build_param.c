@@ -485,9 +485,8 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	const char *name = t->stmt->tensor.name;
 	struct frame *f = bld_frame(b);
 	bool saved = saved_module(b, t, f);
-	bool frozen = !saved && (b->lora || b->qlora || b->rl_part == BLD_RL_REWARD ||
-				 (b->adapter && !adapter_trains(b, t, f)) ||
-				 in_list(&b->freeze, t->stmt, f->decl->name));
+	bool frozen = !saved && (((b->lora || b->qlora || b->adapter) && !(b->adapter && adapter_trains(b, t, f))) ||
+				 b->rl_part == BLD_RL_REWARD || in_list(&b->freeze, t->stmt, f->decl->name));
 	const struct attr *ad = find_adaptable(t);
 	bool adapted = (b->lora || b->qlora) && !saved &&
 		       ((linear && (b->all_linear || in_list(&b->targets, t->stmt, NULL))) ||
@@ -621,10 +620,13 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 {
 	struct value v;
 
+	bool word = ft.kind == VAL_SYMBOL || ft.kind == VAL_CALL;
+
+	b->adapter_v2 = word && !strcmp(ft.str, "adapter_v2");
+	b->adapter = b->adapter_v2 || (word && !strcmp(ft.str, "adapter"));
 	b->lora = ft.kind == VAL_CALL && !strcmp(ft.str, "lora");
-	b->qlora = ft.kind == VAL_CALL && !strcmp(ft.str, "qlora");
-	b->adapter_v2 = ft.kind == VAL_SYMBOL && !strcmp(ft.str, "adapter_v2");
-	b->adapter = b->adapter_v2 || (ft.kind == VAL_SYMBOL && !strcmp(ft.str, "adapter"));
+	/* adapter(quant = ...): the adapter on a 4-bit base (adapter.py --quantize) */
+	b->qlora = ft.kind == VAL_CALL && (!strcmp(ft.str, "qlora") || b->adapter);
 	if (!b->lora && !b->qlora)
 		return true;
 	b->lora_r = 8;

@@ -136,7 +136,8 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 	}
 	if (!strcmp(type, "finetune")) {
 		/* adapter, adapter_v2: LitGPT's LLaMA-Adapter (lit_gpt/adapter.py, adapter_v2.py) */
-		bool adapter = !strcmp(v.str, "adapter") || !strcmp(v.str, "adapter_v2");
+		bool named = (v.kind == VAL_SYMBOL || v.kind == VAL_CALL) && v.str;
+		bool adapter = named && (!strcmp(v.str, "adapter") || !strcmp(v.str, "adapter_v2"));
 
 		if ((v.kind == VAL_SYMBOL && (!strcmp(v.str, "full") || adapter)) ||
 		    (v.kind == VAL_CALL && (!strcmp(v.str, "lora") || !strcmp(v.str, "qlora") || adapter)))

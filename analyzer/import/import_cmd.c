@@ -262,14 +262,20 @@ static void run_init(struct import_run *r, FILE *out, FILE *diag_out)
 static void replay_if_sharded(struct imp_out *o)
 {
 	const struct imp_setting *fsdp = imp_find(o, "fsdp"), *zero = imp_find(o, "zero"), *by = NULL;
+	const char *src = NULL;
 
 	if (fsdp && fsdp->value && (!strcmp(fsdp->value, "full_shard") || !strcmp(fsdp->value, "shard_grad_op") ||
 				    !strcmp(fsdp->value, "hybrid_shard")))
 		by = fsdp;
 	else if (zero && zero->value && !strcmp(zero->value, "3"))
 		by = zero;
+	/* an fsdp2 { } record without fsdp is full_shard (build_job_layout.c
+	 * sharding): torchtitan's default dp_shard, or dp_shard 1 under cp */
+	for (size_t i = 0; !by && !fsdp && i < o->n; i++)
+		if (o->set[i].dst && o->set[i].value && !strncmp(o->set[i].dst, "fsdp2.", 6))
+			by = &o->set[i], src = "fsdp2 { } (fully_shard)";
 	if (by && !imp_find(o, "alloc.replay"))
-		imp_set(o, "alloc.replay", "true", by->src, "weights sharded on streams of their own: "
+		imp_set(o, "alloc.replay", "true", src ? src : by->src, "weights sharded on streams of their own: "
 			"the allocator replay's per-stream pools (docs/accuracy.md, fifth pass)");
 }
 

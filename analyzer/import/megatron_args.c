@@ -261,10 +261,7 @@ static bool megatron_mtp(struct cfg *c, long long *n)
 	*n = -1;
 	if (!it)
 		return true;
-	if (it->bare)
-		return diag_fail(c->diag, DIAG_TYPE_MISMATCH, it->loc, "'--%s' needs a value (a whole number) "
-				 "and has none after it", it->path);
-	if (!cfg_whole_at_least(c, it, 0))
+	if (!cfg_whole_at_least(c, it, 0))	/* bare: megatron_note_values */
 		return false;
 	*n = it->i;
 	return true;
@@ -357,13 +354,36 @@ static void megatron_schedule(struct cfg *c, struct imp_out *o)
 			"Megatron's interleaved 1F1B (forward_backward_pipelining_with_interleaving)");
 }
 
+/* A comment row's flag that argparse types (--num-layers, --global-batch-
+ * size, ...) given alone would be noted as "= true" and skip the layout's
+ * checks against it; only its store_true switches take no value. */
+static bool megatron_note_values(struct cfg *c)
+{
+	static const char *const switches[] = { "swiglu", "group-query-attention",
+						"untie-embeddings-and-output-weights", "disable-bias-linear" };
+	bool ok = true;
+
+	for (size_t i = 0; i < c->n; i++) {
+		const struct cfg_item *it = &c->items[i];
+		const struct map_row *r = it->bare ? map_find(megatron_rows, it->path) : NULL;
+		bool sw = false;
+
+		for (size_t k = 0; k < sizeof switches / sizeof switches[0]; k++)
+			sw |= !strcmp(it->path, switches[k]);
+		if (r && r->conv == MAP_NOTE && !sw && cfg_find(c, it->path) == it)
+			ok = diag_fail(c->diag, DIAG_TYPE_MISMATCH, it->loc, "'--%s' needs a value and has "
+				       "none after it", it->path);
+	}
+	return ok;
+}
+
 /* Megatron's --cp-comm-type defaults to p2p (arguments.py
  * _add_distributed_args), memc's cp_comm_type to torchtitan's allgather:
  * a job imported with cp but without the flag must say p2p, whatever order
  * the flags came in. */
 bool megatron_import(struct cfg *c, struct imp_out *o)
 {
-	bool ok = map_apply(c, megatron_rows, o) && megatron_layout(c, o);
+	bool ok = megatron_note_values(c) && map_apply(c, megatron_rows, o) && megatron_layout(c, o);
 
 	if (ok)
 		megatron_schedule(c, o);

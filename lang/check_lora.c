@@ -223,6 +223,23 @@ static bool dora_base_ok(struct eval *ev, const struct value *ft)
 	return false;
 }
 
+/* HQQLinear trains through HQQMatmulNoCacheDeq (every *_backprop backend),
+ * whose setup_context saves its input x for backward: without
+ * save_input = true memc would drop what HQQ keeps. */
+static bool hqq_saves_ok(struct eval *ev, const struct value *ft)
+{
+	struct value qz, si;
+	bool given = ft_arg_of(ev, ft, "save_input", &si) && si.kind == VAL_BOOL;
+
+	if (!ft_arg_of(ev, ft, "quantizer", &qz) || qz.kind != VAL_STRING || strcmp(qz.str, "hqq") ||
+	    (given && si.b))
+		return true;
+	eval_error(ev, DIAG_TYPE_MISMATCH, given ? si.origin : qz.origin, "HQQLinear's backprop matmul "
+		   "(HQQMatmulNoCacheDeq) saves each quantised Linear's input for backward: with quantizer = "
+		   "\"hqq\" write save_input = true");
+	return false;
+}
+
 /* double_quant only picks quant's default (nf4_dq or nf4, build_param.c):
  * beside a written quant it changes nothing. */
 static bool double_quant_ok(struct eval *ev, const struct value *ft)
@@ -252,6 +269,6 @@ bool check_finetune(struct eval *ev, const struct check_job *j)
 		return false;
 	ok = dora_base_ok(ev, ft);
 	if (!strcmp(ft->str, "qlora"))
-		ok &= quant_pair_ok(ev, ft) & double_quant_ok(ev, ft);
+		ok &= quant_pair_ok(ev, ft) & double_quant_ok(ev, ft) & hqq_saves_ok(ev, ft);
 	return ok && fsdp_storage_ok(ev, j);
 }

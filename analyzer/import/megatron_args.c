@@ -254,7 +254,7 @@ static const char *layout_mtp_error(struct arena *a, const char *u, size_t n, si
 
 /* --mtp-num-layers, argparse's int (None, no MTP, when absent: -1); a
  * layout is checked against it. */
-static bool megatron_mtp(struct cfg *c, long long *n)
+static bool megatron_mtp(struct cfg *c, struct imp_out *o, long long *n)
 {
 	const struct cfg_item *it = cfg_find(c, "mtp-num-layers");
 
@@ -264,6 +264,8 @@ static bool megatron_mtp(struct cfg *c, long long *n)
 	if (!cfg_whole_at_least(c, it, 0))	/* bare: megatron_note_values */
 		return false;
 	*n = it->i;
+	o->mtp_layers = it->i;
+	o->mtp_loc = it->loc;
 	return true;
 }
 
@@ -299,7 +301,7 @@ static bool megatron_layout(struct cfg *c, struct imp_out *o)
 	char bad = 0;
 	bool ok;
 
-	if (!megatron_mtp(c, &mtp))
+	if (!megatron_mtp(c, o, &mtp))
 		return false;
 	if (!it)
 		return true;

@@ -240,6 +240,22 @@ static bool hqq_saves_ok(struct eval *ev, const struct value *ft)
 	return false;
 }
 
+/* dequant_dtype is bitsandbytes' QuantState.dtype (MatMul4Bit's second
+ * copy, build_param.c param_cast): torchao's NF4Tensor and HQQLinear
+ * dequantise straight to their compute dtype. */
+static bool dequant_ok(struct eval *ev, const struct value *ft)
+{
+	struct value qz, dd;
+
+	if (!ft_arg_of(ev, ft, "dequant_dtype", &dd) || !ft_arg_of(ev, ft, "quantizer", &qz) ||
+	    qz.kind != VAL_STRING || !strcmp(qz.str, "bitsandbytes"))
+		return true;
+	diag_note(eval_error(ev, DIAG_IGNORED_SETTING, dd.origin, "'dequant_dtype' is bitsandbytes' "
+			     "QuantState.dtype; quantizer = \"%s\" dequantises to the compute dtype without "
+			     "it: drop it", qz.str), qz.origin, "'quantizer' is set here");
+	return false;
+}
+
 /* double_quant only picks quant's default (nf4_dq or nf4, build_param.c):
  * beside a written quant it changes nothing. */
 static bool double_quant_ok(struct eval *ev, const struct value *ft)
@@ -269,6 +285,7 @@ bool check_finetune(struct eval *ev, const struct check_job *j)
 		return false;
 	ok = dora_base_ok(ev, ft);
 	if (!strcmp(ft->str, "qlora"))
-		ok &= quant_pair_ok(ev, ft) & double_quant_ok(ev, ft) & hqq_saves_ok(ev, ft);
+		ok &= quant_pair_ok(ev, ft) & double_quant_ok(ev, ft) & hqq_saves_ok(ev, ft) &
+		      dequant_ok(ev, ft);
 	return ok && fsdp_storage_ok(ev, j);
 }

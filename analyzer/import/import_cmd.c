@@ -287,7 +287,9 @@ static void replay_if_sharded(struct imp_out *o)
 static bool mtp_into_model(struct import_run *r)
 {
 	struct strbuf *m = &r->model, arg;
-	const char *open = r->train.mtp_layers && m->len ? strstr(m->buf, " = ") : NULL;
+	/* the declaration's line, not the comment above it, which names a path */
+	const char *decl = r->train.mtp_layers && m->len ? strstr(m->buf, "\nmodel ") : NULL;
+	const char *open = decl ? strstr(decl, " = ") : NULL;
 	size_t at;
 
 	if (!open)

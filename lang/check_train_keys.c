@@ -164,6 +164,8 @@ const struct range_spec check_train_ranges[] = {
 	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_NCCL_CHANNELS },
 	{ "nccl.nchannels_per_net_peer", RANGE_NCCL_CHANNELS }, { "nccl.nvls_nchannels", RANGE_NCCL_CHANNELS }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
+	/* schedules.py: None is pp; a written 0 is outside [pp, M], not the default */
+	{ "parallel.microbatch_group_size_per_vp_stage", RANGE_AT_LEAST_1 },
 	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
 	/* vllm/config CacheConfig: gpu_memory_utilization = Field(0.9, gt=0, le=1) */
 	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT_ABOVE_0 }, { "rl.rollout_batch", RANGE_AT_LEAST_1 },

@@ -263,7 +263,7 @@ static void static_tensor(void *ctx, const struct walk_tensor *t)
 static struct env *unknown_job(struct eval *ev)
 {
 	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "sp_in", "cp", "ep", "etp", "pp", "dp",
-					      "vp", "numel", "rows", "cols", "rank" };
+					      "vp", "numel", "rows", "cols", "rank", "tt_rope_len" };
 	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss", "cp_comm" };
 	struct env *e = env_new(ev, NULL);
 
@@ -285,6 +285,8 @@ static struct env *unknown_job(struct eval *ev)
 	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
 	env_bind(e, intern_cstr(ev->interner, "rope_cache"), ac);
 	env_bind(e, intern_cstr(ev->interner, "rope_dtype"), act);
+	env_bind(e, intern_cstr(ev->interner, "tt_rope"), ac);
+	env_bind(e, intern_cstr(ev->interner, "tt_rope_dtype"), act);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);
 	return e;

@@ -352,6 +352,23 @@ static void rope_bindings(struct eval *ev, struct check_job *j, struct env *e)
 	bind(ev, e, "rope_dtype", v);
 }
 
+/* torchtune { rope_cache, max_seq_len }: torchtune's per-layer
+ * RotaryPositionalEmbeddings buffers (stdlib layers/attention.mem
+ * torchtune_rotary_cache); without the dtype, none (tt_rope_len 0). */
+static void tt_rope_bindings(struct eval *ev, struct check_job *j, struct env *e)
+{
+	struct value v, n;
+	bool on = check_job_field(j, "torchtune.rope_cache", &v) && v.kind == VAL_DTYPE;
+	uint64_t len = on ? check_count_key(ev, j, "torchtune.max_seq_len", 0, &n) : 0;
+
+	if (!on)
+		v = (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("fp32") };
+	bind(ev, e, "tt_rope", (struct value){ .kind = VAL_BOOL, .b = on, .loc = j->decl->name_loc,
+					       .origin = j->decl->name_loc });
+	bind(ev, e, "tt_rope_len", val_count(len, j->decl->name_loc));
+	bind(ev, e, "tt_rope_dtype", v);
+}
+
 struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 {
 	struct env *e = env_new(ev, NULL);
@@ -377,5 +394,6 @@ struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "autocast", (struct value){ .kind = VAL_BOOL, .b = autocast_policy(ev, j),
 						.loc = j->decl->name_loc, .origin = j->decl->name_loc });
 	rope_bindings(ev, j, e);
+	tt_rope_bindings(ev, j, e);
 	return e;
 }

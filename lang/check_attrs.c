@@ -287,6 +287,7 @@ static struct env *unknown_job(struct eval *ev)
 	env_bind(e, intern_cstr(ev->interner, "rope_dtype"), act);
 	env_bind(e, intern_cstr(ev->interner, "tt_rope"), ac);
 	env_bind(e, intern_cstr(ev->interner, "tt_rope_dtype"), act);
+	env_bind(e, intern_cstr(ev->interner, "tt_rope_shared"), ac);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);
 	return e;

@@ -867,7 +867,7 @@ static void check_rope_read(struct eval *ev, const struct check_model *m, const 
  * torchtune_rotary_cache keeps no such buffer. */
 static void check_tt_rope(struct eval *ev, const struct check_model *m, const struct check_job *j)
 {
-	struct value v, n;
+	struct value v, n, sh;
 	bool dt = check_job_field(j, "torchtune.rope_cache", &v) && v.kind == VAL_DTYPE;
 	bool len = check_job_field(j, "torchtune.max_seq_len", &n) && n.kind == VAL_NUM;
 	const char *name = j->model.label ? j->model.label : "the model";
@@ -876,6 +876,10 @@ static void check_tt_rope(struct eval *ev, const struct check_model *m, const st
 		if (len)
 			eval_error(ev, DIAG_IGNORED_SETTING, n.origin.file ? n.origin : n.loc, "'torchtune.max_seq_len' "
 				   "is the length of the rotary cache 'torchtune.rope_cache' counts, which is not set: "
+				   "add 'rope_cache = fp32' or drop it");
+		if (check_job_field(j, "torchtune.shared_rope", &sh))
+			eval_error(ev, DIAG_IGNORED_SETTING, sh.origin.file ? sh.origin : sh.loc, "'torchtune.shared_rope' "
+				   "says how many rotary caches 'torchtune.rope_cache' counts, which is not set: "
 				   "add 'rope_cache = fp32' or drop it");
 		return;
 	}
@@ -889,8 +893,8 @@ static void check_tt_rope(struct eval *ev, const struct check_model *m, const st
 			   "which sets the cache's length");
 	else if (!m->tt_rope_read)
 		eval_error(ev, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc, "'torchtune.rope_cache' "
-			   "counts the rotary cache of every layer torchtune's builders deep-copy, but no layer "
-			   "of %s reads it (the stdlib's Llama calls torchtune_rotary_cache); drop it", name);
+			   "counts torchtune's RotaryPositionalEmbeddings buffers, but no layer of %s reads it "
+			   "(the stdlib's Llama calls torchtune_rotary_cache); drop it", name);
 }
 
 /* Walk the model under the job; then what the job asks of the model. */

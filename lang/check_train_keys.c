@@ -152,7 +152,7 @@ static const struct field_spec data_fields[] = {
  * rotary caches"). */
 static const struct field_spec torchtune_fields[] = {
 	{ "rope_cache", "dtype", false }, { "max_seq_len", "count", false },
-	{ NULL, NULL, false },
+	{ "shared_rope", "bool", false }, { NULL, NULL, false },
 };
 
 /* What each numeric key allows (a key not listed: any value of its type). */

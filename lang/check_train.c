@@ -891,6 +891,10 @@ static void check_tt_rope(struct eval *ev, const struct check_model *m, const st
 		eval_error(ev, DIAG_MISSING_FIELD, v.origin.file ? v.origin : v.loc, "'torchtune.rope_cache' "
 			   "needs 'max_seq_len', the model builder's (torchtune's llama2_7b and llama3_8b: 4096), "
 			   "which sets the cache's length");
+	else if (check_job_field(j, "rope_cache", &sh))
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc, "'torchtune.rope_cache' "
+			   "counts torchtune's rotary buffers and 'rope_cache' transformers' tables: a model is "
+			   "built by one of them; drop one");
 	else if (!m->tt_rope_read)
 		eval_error(ev, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc, "'torchtune.rope_cache' "
 			   "counts torchtune's RotaryPositionalEmbeddings buffers, but no layer of %s reads it "

@@ -352,6 +352,38 @@ static void rope_bindings(struct eval *ev, struct check_job *j, struct env *e)
 	bind(ev, e, "rope_dtype", v);
 }
 
+/* `finetune`: the method's word (full, lora, qlora, adapter, adapter_v2),
+ * so that a model declares the parameters only a method adds (LitGPT's
+ * LLaMA-Adapter prompts and gates, models/litgpt.mem). */
+static struct value finetune_word(struct eval *ev, const struct check_job *j)
+{
+	struct value v;
+
+	if (!check_job_field(j, "finetune", &v) || (v.kind != VAL_SYMBOL && v.kind != VAL_CALL))
+		return val_symbol(ev, "full", j->decl->name_loc);
+	return val_symbol(ev, v.str, v.loc);
+}
+
+/* torchtune { rope_cache, max_seq_len }: torchtune's per-layer
+ * RotaryPositionalEmbeddings buffers (stdlib layers/attention.mem
+ * torchtune_rotary_cache); without the dtype, none (tt_rope_len 0). */
+static void tt_rope_bindings(struct eval *ev, struct check_job *j, struct env *e)
+{
+	struct value v, n, sh;
+	bool on = check_job_field(j, "torchtune.rope_cache", &v) && v.kind == VAL_DTYPE;
+	uint64_t len = on ? check_count_key(ev, j, "torchtune.max_seq_len", 0, &n) : 0;
+	bool shared = on && check_job_field(j, "torchtune.shared_rope", &sh) && sh.kind == VAL_BOOL && sh.b;
+
+	if (!on)
+		v = (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("fp32") };
+	bind(ev, e, "tt_rope", (struct value){ .kind = VAL_BOOL, .b = on, .loc = j->decl->name_loc,
+					       .origin = j->decl->name_loc });
+	bind(ev, e, "tt_rope_len", val_count(len, j->decl->name_loc));
+	bind(ev, e, "tt_rope_dtype", v);
+	bind(ev, e, "tt_rope_shared", (struct value){ .kind = VAL_BOOL, .b = shared,
+						      .loc = j->decl->name_loc, .origin = j->decl->name_loc });
+}
+
 struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 {
 	struct env *e = env_new(ev, NULL);
@@ -371,11 +403,13 @@ struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "checkpoint", sym_key(ev, j, "checkpoint", "none"));
 	bind(ev, e, "kernels", sym_key(ev, j, "kernels", "hf"));
 	bind(ev, e, "loss", sym_key(ev, j, "loss", "standard"));
+	bind(ev, e, "finetune", finetune_word(ev, j));
 	bind(ev, e, "compile", compile_value(j, "model"));
 	bind(ev, e, "compile_loss", compile_value(j, "loss"));
 	bind(ev, e, "cp_comm", sym_key(ev, j, "parallel.cp_comm_type", "allgather"));
 	bind(ev, e, "autocast", (struct value){ .kind = VAL_BOOL, .b = autocast_policy(ev, j),
 						.loc = j->decl->name_loc, .origin = j->decl->name_loc });
 	rope_bindings(ev, j, e);
+	tt_rope_bindings(ev, j, e);
 	return e;
 }

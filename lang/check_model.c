@@ -363,6 +363,27 @@ static bool check_targets(struct eval *ev, const struct check_model *m, const st
 	return ok;
 }
 
+static bool is_adapter(const struct value *ft)
+{
+	return (ft->kind == VAL_SYMBOL || ft->kind == VAL_CALL) &&
+	       (!strcmp(ft->str, "adapter") || !strcmp(ft->str, "adapter_v2"));
+}
+
+/* finetune = adapter trains the model's `adapter` params only: a model
+ * without any (every model but the stdlib's LitGPT) would train nothing. */
+static bool check_adapter_params(struct eval *ev, const struct check_model *m, const struct check_job *j,
+				 const char *model)
+{
+	for (size_t i = 0; i < m->nparams; i++)
+		for (const struct attr *a = m->params[i].stmt->tensor.attrs; a; a = a->next)
+			if (!strcmp(a->name, "adapter"))
+				return true;
+	diag_note(eval_error(ev, DIAG_BAD_ARGUMENT, j->finetune.loc, "finetune = %s trains the model's "
+			     "'adapter' params, and %s has none: the job trains nothing", j->finetune.str, model),
+		  NO_LOC, "LitGPT's LLaMA-Adapter: use a LitGPT model (import \"models/litgpt\")");
+	return false;
+}
+
 bool check_model_names(struct eval *ev, const struct check_model *m, const struct check_job *j)
 {
 	struct value freeze = { .kind = VAL_ERROR };
@@ -384,6 +405,8 @@ bool check_model_names(struct eval *ev, const struct check_model *m, const struc
 		if (env_lookup(j->finetune.args, intern_cstr(ev->interner, "skip_modules"), &mts) &&
 		    mts.kind == VAL_LIST && !check_freeze(ev, m, &mts, model, "skip_modules"))
 			return false;
+		if (is_adapter(&j->finetune))
+			return check_adapter_params(ev, m, j, model);
 		/* with train_layers the named layers train: adapters are optional */
 		struct value tg;
 
@@ -391,6 +414,8 @@ bool check_model_names(struct eval *ev, const struct check_model *m, const struc
 			return true;
 		return check_targets(ev, m, &j->finetune, model);
 	}
+	if (is_adapter(&j->finetune))
+		return check_adapter_params(ev, m, j, model);
 	if (has_picks)
 		return true;
 	size_t trainable = 0;

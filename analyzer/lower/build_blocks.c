@@ -262,6 +262,43 @@ void bld_repeat_next(struct bld *b)
 	}
 }
 
+static bool block_trains(const struct mem_block *blk)
+{
+	for (size_t l = 0; l < blk->nlayers; l++)
+		for (size_t p = 0; p < blk->layers[l].nparams; p++)
+			if (blk->layers[l].params[p].trainable)
+				return true;
+	return false;
+}
+
+/* Autograd records an op only when one of its inputs requires grad, so a
+ * body block that trains nothing and has nothing trained below it (LitGPT's
+ * LLaMA-Adapter blocks under adapter_start_layer: their input is the frozen
+ * embedding's output) saves nothing, stores no checkpoint input and has no
+ * backward.  Only whole body blocks: the layers of the first trained block
+ * before its first trained param, and the non-body prefix, are left as
+ * they are. */
+static void drop_untrained_prefix(struct bld *b, size_t nblocks)
+{
+	for (size_t i = 0; i < nblocks && !block_trains(&b->blocks[i]); i++) {
+		if (!b->blocks[i].is_body)
+			continue;
+		/* a block's layers are this build's own arena array (open_block) */
+		struct mem_layer *ls = (struct mem_layer *)(uintptr_t)b->blocks[i].layers;
+
+		for (size_t l = 0; l < b->blocks[i].nlayers; l++) {
+			struct mem_layer *x = &ls[l];
+
+			x->saves_bytes = x->input_bytes = x->input_saved_bytes = 0;
+			x->temp_bwd_bytes = x->mm_bwd_bytes = x->output_saved_bytes = 0;
+			x->wgrad_bytes = x->wgrad_out_bytes = x->tied_grad_bytes = 0;
+			x->op_mm[0] = x->op_mm[1] = x->op_sdpa = x->op_mm_count = 0;
+			x->save_parts = x->temp_bwd_parts = NULL;
+			x->nsave_parts = x->ntemp_bwd_parts = 0;
+		}
+	}
+}
+
 static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
 {
 	if (strcmp(x->name, y->name) || x->origin != y->origin || x->nparams != y->nparams ||
@@ -307,6 +344,7 @@ void bld_merge_blocks(struct bld *b, struct mem_job *j)
 	struct mem_block *out = b->blocks;
 	size_t n = 0;
 
+	drop_untrained_prefix(b, j->nblocks);
 	for (size_t i = 0; i < j->nblocks; i++) {
 		if (n && blocks_equal(&out[n - 1], &out[i]) &&
 		    !__builtin_add_overflow(out[n - 1].repeat, out[i].repeat, &out[n - 1].repeat))

@@ -126,6 +126,9 @@ struct bld {
 	uint64_t fp8_amax_len;		/* DelayedScaling amax history, 0 without one */
 	/* fine-tuning */
 	bool lora, qlora;
+	/* LitGPT's LLaMA-Adapter (finetune = adapter | adapter_v2): only the
+	 * `adapter` params train, and under v2 the norms' too */
+	bool adapter, adapter_v2;
 	bool quant_saves_input;		/* bitsandbytes < 0.43.2 MatMul4Bit keeps its input */
 	bool keeps_graph;		/* the loop holds the previous micro-batch's output, and so
 					   its graph, until the next forward returns (LitGPT) */

@@ -253,7 +253,9 @@ static const char *finetune_label(struct bld *b)
 {
 	bool adapters = b->all_linear || b->targets.nitems || b->train_layers.kind != VAL_LIST;
 	const char *r = adapters ? arena_printf(b->arena, " r=%llu", (unsigned long long)b->lora_r) : "";
-	const char *s = b->lora ? arena_printf(b->arena, "lora%s", r) :
+	const char *s = b->adapter ? arena_printf(b->arena, "adapter%s%s%s", b->adapter_v2 ? " v2" : "",
+						  b->qlora ? " " : "", b->qlora ? dtype_name(b->quant) : "") :
+			b->lora ? arena_printf(b->arena, "lora%s", r) :
 			b->qlora ? arena_printf(b->arena, "qlora%s %s", r, dtype_name(b->quant)) : "full";
 	struct strbuf sb;
 
@@ -510,7 +512,7 @@ static struct env *neutral_bindings(struct bld *b)
 					    "vp" };
 	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
 					       { "kernels", "hf" }, { "loss", "standard" },
-					       { "cp_comm", "allgather" } };
+					       { "cp_comm", "allgather" }, { "finetune", "full" } };
 	struct env *e = env_new(b->ev, NULL);
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)
@@ -525,6 +527,10 @@ static struct env *neutral_bindings(struct bld *b)
 	env_bind(e, bld_intern(b, "compile_loss"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "rope_cache"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "rope_dtype"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("fp32") });
+	env_bind(e, bld_intern(b, "tt_rope"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "tt_rope_len"), val_count(0, NO_LOC));
+	env_bind(e, bld_intern(b, "tt_rope_dtype"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("fp32") });
+	env_bind(e, bld_intern(b, "tt_rope_shared"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }
 

@@ -462,6 +462,19 @@ static void buffer_tensor(struct bld *b, const struct walk_tensor *t, uint64_t b
 	p->resident_bytes = bld_bytes_x(b, dt ? dt : b->weights, base, mult);
 }
 
+/* LitGPT's mark_only_adapter_as_trainable / mark_only_adapter_v2_as_trainable
+ * (lit_gpt/adapter.py, adapter_v2.py adapter_filter): the prompts and gates
+ * (v1), and under v2 also every Linear's adapter_scale and adapter_bias
+ * (all `adapter` params) and the norms norm_1, norm_2 and ln_f: the
+ * params of the norm layers. */
+static bool adapter_trains(const struct bld *b, const struct walk_tensor *t, const struct frame *f)
+{
+	const char *layer = f->decl ? f->decl->name : "";
+
+	return has_attr(t, "adapter") ||
+	       (b->adapter_v2 && (!strcmp(layer, "layernorm") || !strcmp(layer, "rmsnorm")));
+}
+
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
 {
@@ -477,8 +490,9 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	bool picked = bld_layer_picked(b);
 	bool saved = !picked && saved_module(b, t, f);
 	bool frozen = !saved && (picked ? in_list(&b->freeze, t->stmt, f->decl->name) :
-				 b->lora || b->qlora || b->rl_part == BLD_RL_REWARD ||
-				 b->train_layers.kind == VAL_LIST || in_list(&b->freeze, t->stmt, f->decl->name));
+				 ((b->lora || b->qlora || b->adapter) && !(b->adapter && adapter_trains(b, t, f))) ||
+				 b->rl_part == BLD_RL_REWARD || b->train_layers.kind == VAL_LIST ||
+				 in_list(&b->freeze, t->stmt, f->decl->name));
 	const struct attr *ad = find_adaptable(t);
 	bool adapted = (b->lora || b->qlora) && !saved && !picked &&
 		       ((linear && (b->all_linear || in_list(&b->targets, t->stmt, NULL))) ||
@@ -613,8 +627,13 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 {
 	struct value v;
 
+	bool word = ft.kind == VAL_SYMBOL || ft.kind == VAL_CALL;
+
+	b->adapter_v2 = word && !strcmp(ft.str, "adapter_v2");
+	b->adapter = b->adapter_v2 || (word && !strcmp(ft.str, "adapter"));
 	b->lora = ft.kind == VAL_CALL && !strcmp(ft.str, "lora");
-	b->qlora = ft.kind == VAL_CALL && !strcmp(ft.str, "qlora");
+	/* adapter(quant = ...): the adapter on a 4-bit base (adapter.py --quantize) */
+	b->qlora = ft.kind == VAL_CALL && (!strcmp(ft.str, "qlora") || b->adapter);
 	if (!b->lora && !b->qlora)
 		return true;
 	b->lora_r = 8;

@@ -779,18 +779,58 @@ static void later_len(struct tr *r, bool later, uint64_t len)
 	}
 }
 
+/* The largest stored bytes of one layer of the stage (at seq_len). */
+static uint64_t layer_stored_max(const struct tr *r)
+{
+	uint64_t p = 0;
+
+	for (size_t s = 0; s < r->st->nsegs; s++) {
+		const struct mem_seg *seg = &r->st->segs[s];
+		const struct mem_cost *c = mem_seg_costs(r->cx, seg);
+
+		for (size_t j = 0; j < r->job->blocks[seg->block].nlayers; j++)
+			p = c[j].stored > p ? c[j].stored : p;
+	}
+	return p;
+}
+
+/* The other in-flight forwards' stored activations, n bytes, as the
+ * tensors they are: each chunk forward (torch.distributed.pipelining
+ * stage.py forward_one_chunk; Megatron's forward_step) keeps its layers'
+ * saved tensors until its backward, so one tensor per layer of the
+ * stage's largest stored size, at most MEM_TRACE_FLIGHT_PIECES of them.
+ * As one block, the optimizer states the first step splits out of it once
+ * it is freed leave no room for it in the next step, which maps it again
+ * (memory-model.md §5.4 "In-flight micro-batches"). */
+static void put_flight(struct tr *r, uint64_t n, struct idl *into)
+{
+	uint64_t p = act(r, layer_stored_max(r), 0);
+
+	if (!p || n / p >= MEM_TRACE_FLIGHT_PIECES)
+		p = n / MEM_TRACE_FLIGHT_PIECES + 1;
+	r->t->what = "in-flight micro-batches";
+	while (n) {
+		uint64_t k = n < p ? n : p;
+
+		mtr_idl_push(r, into, put(r, k, STREAM_COMPUTE));
+		n -= k;
+	}
+}
+
 static void micro_batch(struct tr *r, uint64_t chunks, bool later)
 {
 	bool *o = &r->cx->ovf;
+	struct idl extra = { 0 };
+	uint32_t *root = &r->root, io, outs;
+	uint64_t len = r->len;
+
 	/* the other in-flight micro-batches' stored activations (§4.6) and,
 	 * under DualPipe(V), what the deferred W passes hold beyond them
 	 * (mem_pipeline.c mem_pp_deferred_w, the timeline's base) */
-	uint32_t extra = put(r, act(r, mem_add(o, mem_add(o,
+	put_flight(r, act(r, mem_add(o, mem_add(o,
 				mem_pp_extra(o, r->job, r->st, chunks, S_STORED_ACT, S_STORED_OFF),
 				mem_pp_extra(o, r->job, r->st, chunks, S_STORED_LOG, S__COUNT)),
-				mem_pp_deferred_w(o, r->job, r->st)), 0), STREAM_COMPUTE);
-	uint32_t *root = &r->root, io, outs;
-	uint64_t len = r->len;
+				mem_pp_deferred_w(o, r->job, r->st)), 0), &extra);
 
 	/* a later micro-batch's stage buffers beyond the first's (kept) */
 	io = put(r, later ? mem_sub(stage_io(r, chunks, true), r->io) : 0, STREAM_COMPUTE);
@@ -809,7 +849,9 @@ static void micro_batch(struct tr *r, uint64_t chunks, bool later)
 	r->per_token = false;
 	mtr_idl_drop_from(r, &r->own, 0);
 	drop(r, &outs);
-	drop(r, &extra);	/* no micro-batch is in flight after the last backward */
+	/* no micro-batch is in flight after the last backward */
+	mtr_idl_drop_from(r, &extra, 0);
+	free(extra.v);
 	/* the last micro-batch syncs (the trace's later one; the only one) */
 	if (r->acc_mode == 2 || (r->acc_mode == 1 && r->job->micro_batches < 2))
 		sync_step(r, root);

@@ -17,6 +17,7 @@
 #define STREAM_RS 2u		/* FSDP's reduce-scatter stream */
 #define STREAM_PRE_UNSHARD 3u	/* FSDP1's pre-unshard stream (CPU offload's H2D copies) */
 #define NO_ID UINT32_MAX
+#define MEM_TRACE_FLIGHT_PIECES 4096u	/* tensors of the in-flight forwards (mem_trace.c put_flight) */
 
 /* A growable list of trace ids. */
 struct idl {

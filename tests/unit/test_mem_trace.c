@@ -554,6 +554,67 @@ static void replayed_job_at_capacity(void **state)
 	assert_int_equal(k.peak_reserved, 70 * MiB);
 }
 
+/* Stage 0 of a pp 2 1F1B job: its class after mem_analyze. */
+static struct mem_class stage0(const struct mem_job *j)
+{
+	struct mem_result r;
+	struct mem_class k;
+
+	assert_int_equal(mem_analyze(j, &r), MEM_OK);
+	assert_true(r.nclasses >= 1);
+	k = r.classes[0];
+	assert_int_equal(k.stage, 0);
+	mem_result_free(&r);
+	return k;
+}
+
+/* The other in-flight micro-batch's stored activations as one tensor per
+ * layer (mem_trace.c put_flight): pp 2, 1F1B, 4 micro-batches, four
+ * layers each storing 10 MiB and holding a 2 MiB weight (2 MiB gradient,
+ * 12 MiB of optimizer states); stage 0 has two layers and holds two
+ * micro-batches, the walked one and 20 MiB of the other.  By hand: the
+ * weights take a 20 MiB segment A (a request under 10 MiB); the first
+ * micro-batch's two 10 MiB in-flight tensors go into A's free 16 MiB and a
+ * 10 MiB segment B, its saves into segments C and D (50 MiB), its
+ * gradients into A's last 6 MiB; the second reuses A's middle, B, C and
+ * D.  The optimizer's 12 MiB states find no free block that large (10, 10,
+ * 10, 10, 2): two segments, 74 MiB.  Step 2 (zero_grad merged A's free
+ * 10 + 2 + 2 into 14) fits every tensor in those blocks: reserved 74 MiB;
+ * peak allocated 4 + 24 + 20 + 20 + 4 = 72 MiB, the trace's 74 with the
+ * second micro-batch's 2 MiB gradient added in place.  As one 20 MiB tensor
+ * (before put_flight) the second state split its freed segment and step
+ * 2's 20 MiB needed a new one: 82 MiB. */
+static void replayed_job_in_flight_pieces(void **state)
+{
+	struct mem_param p;
+	struct mem_layer l;
+	struct mem_block b;
+	struct mem_job j = frag_job(&l, &b);
+	struct mem_class k;
+
+	(void)state;
+	l.temp_fwd_bytes = 0;
+	memset(&p, 0, sizeof(p));
+	p.name = "w";
+	p.numel = MiB / 2;
+	p.weight_bytes = 2 * MiB;
+	p.grad_bytes = 2 * MiB;
+	p.state_bytes = 12 * MiB;
+	p.trainable = true;
+	l.params = &p;
+	l.nparams = 1;
+	b.repeat = 4;
+	j.pp = 2;
+	j.micro_batches = 4;
+	j.schedule = MEM_PP_1F1B;
+	k = stage0(&j);
+	assert_int_equal(k.chunks_in_flight, 2);
+	assert_int_equal(k.peak_allocated, 72 * MiB);
+	assert_int_equal(k.replay_allocated, 74 * MiB);
+	assert_int_equal(k.peak_reserved, 74 * MiB);
+	assert_int_equal(k.overhead_frag, 2 * MiB);
+}
+
 /* The trace's request peak (alloc_trace_step_peak) against the timeline's
  * peak allocated, every job of a file replayed; returns the worst signed
  * difference relative to the timeline, in units of 1e-4. */
@@ -898,6 +959,7 @@ int main(void)
 		cmocka_unit_test(replayed_job_offloaded_activations),
 		cmocka_unit_test(replayed_job_expandable),
 		cmocka_unit_test(replayed_job_at_capacity),
+		cmocka_unit_test(replayed_job_in_flight_pieces),
 		cmocka_unit_test(trace_peak_is_the_timeline_peak),
 		cmocka_unit_test(trace_never_above_the_timeline),
 		cmocka_unit_test(trace_matrix_is_the_timeline),

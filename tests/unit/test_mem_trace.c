@@ -868,6 +868,14 @@ static const struct stated stated_gaps[] = {
 	 * what is left, 2.2 % below, is the saves freed between backward
 	 * temporaries, as on the jobs above */
 	{ "tests/validation/FQ-13.mem", -300, 100 },
+	/* issue #13's 70B at cp 8: activations small enough that the peak is
+	 * a layer's reduce-scatter copy-in, where the trace holds the layer's
+	 * 3.19 GiB of unsharded fp32 gradients beside the 3.19 GiB
+	 * reduce-scatter input they are copied into (foreach_reduce:
+	 * unsharded_grads.clear() after foreach_reduce_scatter_copy_in); the
+	 * timeline counts one copy and peaks elsewhere, 1,455,226,880 B
+	 * (2.2-2.6 %) below on every stage */
+	{ "tests/alloc/replay-in-flight-pieces.mem", -200, 300 },
 	/* the RL engines' passes, not diagnosed */
 	{ "tests/rl/ppo-tiny.mem", -200, 400 },
 	{ "tests/rl/grpo-generate.mem", -200, 400 },

@@ -28,6 +28,9 @@
 struct tally {
 	struct search_eval_hook h;
 	unsigned long seen, pruned, replayed_ok, bound_above, pruned_fits, no_bound;
+	struct search_layout first;	/* the first layout seen, its bound */
+	uint64_t first_bound;
+	bool first_pruned;
 };
 
 static void seen(struct search_eval_hook *h, const struct search_layout *l, uint64_t bound, bool pruned,
@@ -35,8 +38,11 @@ static void seen(struct search_eval_hook *h, const struct search_layout *l, uint
 {
 	struct tally *t = (struct tally *)h;
 
-	(void)l;
-	t->seen++;
+	if (!t->seen++) {
+		t->first = *l;
+		t->first_bound = bound;
+		t->first_pruned = pruned;
+	}
 	t->pruned += pruned;
 	t->no_bound += !bound;
 	if (!r->ok)
@@ -115,6 +121,35 @@ static void run_tallied(const char *path, const char *extra, void *ctx)
 	(void)ctx;
 }
 
+/* The search's first layout of titan-70b-a100 (64 A100 80GB, FSDP2,
+ * seq 8192, --top 1): the fastest, tp = cp = pp = 1, dp 64, micro_batch 1,
+ * no recompute.  `memc report --format json` of that block with
+ * alloc { replay = false }: peak allocated 301,346,965,504 B, context
+ * 524,288,000, NCCL 154,140,672 (cuBLAS 8,519,680 and fragmentation
+ * 30,135,171,072 are the ratio's own), so the bound is 302,025,394,176 B,
+ * above the 0.9 x 80 GiB = 77,309,411,328 the headroom leaves: pruned.
+ * Of the 141 layouts the search considers, 130 are pruned and 11 replayed
+ * (the 141st is the pick). */
+static void titan_70b_first_layout(void **state)
+{
+	struct tally t = { .h = { .seen = seen } };
+
+	(void)state;
+	search_eval_hook = &t.h;
+	free(search_out("tests/search/titan-70b-a100.mem", NULL));
+	search_eval_hook = NULL;
+	assert_int_equal(t.first.tp, 1);
+	assert_int_equal(t.first.dp, 64);
+	assert_int_equal(t.first.pp, 1);
+	assert_int_equal(t.first.micro_batch, 1);
+	assert_int_equal(t.first.ckpt, SEARCH_CKPT_NONE);
+	assert_int_equal(t.first_bound, 302025394176ull);
+	assert_true(t.first_pruned);
+	assert_int_equal(t.seen, 141);
+	assert_int_equal(t.pruned, 130);
+	assert_int_equal(t.bound_above, 0);
+}
+
 /* The bound is below the replayed figure on every layout considered. */
 static void bound_below_replay(void **state)
 {
@@ -167,6 +202,7 @@ static void pruned_search_is_unpruned(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(titan_70b_first_layout),
 		cmocka_unit_test(bound_below_replay),
 		cmocka_unit_test(pruned_search_is_unpruned),
 	};

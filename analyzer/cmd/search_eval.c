@@ -51,7 +51,7 @@ static void analyse(const struct mem_job *j, struct mem_ws *ws, struct search_me
 {
 	struct mem_result res;
 
-	out->ok = out->fits = false;
+	out->ok = out->fits = out->pruned = false;
 	out->device_total = 0;
 	if (mem_analyze_ws(j, ws, &res) != MEM_OK)
 		return;

@@ -469,7 +469,10 @@ static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct
 		return;
 	}
 	const struct src_file *f = text ? src_add_string(c->ctx_src, de, c->path, text, len) : NULL;
-	const struct file_ast *fa = f ? parse_file(c->ctx_arena, c->ctx_in, de, f) : NULL;
+	/* the parser without lookahead correction (lang/parse.h): that only
+	 * makes a syntax error's list of expected tokens exact, and a variant
+	 * with any error is refused, its messages never printed (ctx_de) */
+	const struct file_ast *fa = f ? parse_file_range_clean(c->ctx_arena, c->ctx_in, de, f, 0, f->len) : NULL;
 
 	memset(out, 0, sizeof *out);
 	free(text);

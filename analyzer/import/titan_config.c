@@ -778,6 +778,12 @@ bool titan_import(struct cfg *c, struct imp_out *o)
 		if (it->i == -1)
 			cfg_set_scalar(it, CFG_NULL, "null");
 	}
+	/* dp_shard 1 under cp still shards, over the dp_shard x cp mesh
+	 * (9dec370 parallelize_llama.py: `dp_shard_enabled or cp_enabled`,
+	 * apply_fsdp on "dp_shard_cp"): said, so the job gets the replay too */
+	if (fsdp && !imp_find(o, "fsdp") && titan_count(c, "parallelism.context_parallel_degree", 1) > 1)
+		imp_set(o, "fsdp", "full_shard", "parallelism.context_parallel_degree",
+			"FSDP2 over the dp_shard x cp mesh (dp_shard_cp)");
 	ok &= titan_optimizer(c, o, legacy);
 	const struct titan_flavor *flavor = titan_model(c, o);
 

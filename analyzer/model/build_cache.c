@@ -463,7 +463,8 @@ static struct bld_cache_entry *new_entry(struct arena *a, const struct bld *b, u
 					 const struct walk_key *opt, const struct import_cache *ic)
 {
 	struct bld_cache_entry *e = ARENA_NEW(a, struct bld_cache_entry);
-	struct bld_opt_use *uses = ARENA_NEW_ARRAY(a, struct bld_opt_use, b->nopt_uses ? b->nopt_uses : 1);
+	/* every element written below */
+	struct bld_opt_use *uses = arena_alloc_raw(a, arena_array_size(sizeof *uses, b->nopt_uses ? b->nopt_uses : 1));
 
 	e->hash = hash;
 	e->image = *image;

@@ -21,7 +21,7 @@
 static const char *const tensor_words[] = { "linear", "for_grad", "forward", "backward", "loss",
 					    "grouped", "paged", "expert", "hf", "adaptable", "op", "recompute",
 					    "shared_dropout", "input_of", "fp8_copy", "tied", "output",
-					    "matmul", "buffer", NULL };
+					    "matmul", "buffer", "adapter", NULL };
 
 static bool is_word(const char *name)
 {
@@ -182,7 +182,7 @@ static const struct {
 	{ "expert", ON(PARAM), "a param" }, { "for_grad", ON(SAVES), "a saves" },
 	{ "forward", ON(TEMP), "a temp" }, { "backward", ON(TEMP), "a temp" },
 	{ "loss", ON(SAVES) | ON(TEMP), "a saves or temp" }, { "grouped", ON(TEMP), "an optimizer's temp" },
-	{ "paged", ON(STATE), "an optimizer's state" },
+	{ "paged", ON(STATE), "an optimizer's state" }, { "adapter", ON(PARAM), "a param" },
 };
 
 static void check_attr_place(struct eval *ev, const struct stmt *s, const struct attr *a)
@@ -247,7 +247,7 @@ void check_tensor_attrs(struct eval *ev, const struct walk_tensor *t)
 					    "'%s' is neither a dtype nor a tensor attribute", a->name);
 		const char *s = dtype_suggest(a->name);
 
-		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, expert, "
+		diag_note(d, NO_LOC, s ? "did you mean '%s'?" : "attributes are linear, adaptable, adapter, expert, "
 			  "for_grad(...), fp8_copy(...), op(...), recompute(...), shared_dropout, input_of(...), "
 			  "tied(...), forward, backward, loss, output, "
 			  "grouped, paged%s", s ? s : "");
@@ -285,6 +285,10 @@ static struct env *unknown_job(struct eval *ev)
 	env_bind(e, intern_cstr(ev->interner, "compile_loss"), ac);
 	env_bind(e, intern_cstr(ev->interner, "rope_cache"), ac);
 	env_bind(e, intern_cstr(ev->interner, "rope_dtype"), act);
+	struct value ft = val_symbol(ev, "full", NO_LOC);
+
+	ft.unknown = true;
+	env_bind(e, intern_cstr(ev->interner, "finetune"), ft);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);
 	return e;

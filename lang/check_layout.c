@@ -352,6 +352,18 @@ static void rope_bindings(struct eval *ev, struct check_job *j, struct env *e)
 	bind(ev, e, "rope_dtype", v);
 }
 
+/* `finetune`: the method's word (full, lora, qlora, adapter, adapter_v2),
+ * so that a model declares the parameters only a method adds (LitGPT's
+ * LLaMA-Adapter prompts and gates, models/litgpt.mem). */
+static struct value finetune_word(struct eval *ev, const struct check_job *j)
+{
+	struct value v;
+
+	if (!check_job_field(j, "finetune", &v) || (v.kind != VAL_SYMBOL && v.kind != VAL_CALL))
+		return val_symbol(ev, "full", j->decl->name_loc);
+	return val_symbol(ev, v.str, v.loc);
+}
+
 struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 {
 	struct env *e = env_new(ev, NULL);
@@ -371,6 +383,7 @@ struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "checkpoint", sym_key(ev, j, "checkpoint", "none"));
 	bind(ev, e, "kernels", sym_key(ev, j, "kernels", "hf"));
 	bind(ev, e, "loss", sym_key(ev, j, "loss", "standard"));
+	bind(ev, e, "finetune", finetune_word(ev, j));
 	bind(ev, e, "compile", compile_value(j, "model"));
 	bind(ev, e, "compile_loss", compile_value(j, "loss"));
 	bind(ev, e, "cp_comm", sym_key(ev, j, "parallel.cp_comm_type", "allgather"));

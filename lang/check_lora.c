@@ -121,7 +121,16 @@ static bool lora_arg(struct eval *ev, const char *call, const char *name, struct
 	const struct field_spec *s = check_spec_find(lora_args, name);
 	char what[96];
 
-	if (!s || (qlora_only(name) && strcmp(call, "qlora"))) {
+	bool adapter = !strcmp(call, "adapter") || !strcmp(call, "adapter_v2");
+
+	/* adapter(...) and adapter_v2(...) take only the quantised base's */
+	if (adapter && (!s || !qlora_only(name))) {
+		diag_note(eval_error(ev, DIAG_BAD_ARGUMENT, v.origin, "%s() has no argument '%s'", call, name),
+			  NO_LOC, "%s() takes the quantised base's quant, save_input, quant_storage, double_quant, "
+			  "compute_dtype, prepare_kbit, skip_modules, dequant_dtype, quantizer", call);
+		return false;
+	}
+	if (!s || (qlora_only(name) && strcmp(call, "qlora") && !adapter)) {
 		const char *syn = lora_synonym(name);
 		struct diag *d = eval_error(ev, DIAG_BAD_ARGUMENT, v.origin, "%s() has no argument '%s'", call, name);
 

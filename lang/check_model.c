@@ -255,6 +255,60 @@ static bool check_freeze(struct eval *ev, const struct check_model *m, const str
 	return ok;
 }
 
+/* ---- train_layers ---- */
+
+/* Each item names one layer of the model's body by index, 0 to its count
+ * less one, once (Llama-Pro's new blocks, fsdp_qlora train.py). */
+static bool check_train_layers(struct eval *ev, const struct check_model *m, const struct check_job *j,
+			       const struct value *l)
+{
+	const char *model = j->model.label ? j->model.label : "the model";
+	bool ok = true;
+
+	if (!m->have_body) {
+		eval_error(ev, DIAG_BAD_LAYOUT, l->origin.file ? l->origin : l->loc, "'train_layers' names "
+			   "layers of the model's body, and %s has no 'repeat' of layers", model);
+		return false;
+	}
+	for (unsigned i = 0; i < l->nitems; i++) {
+		const struct value *x = &l->items[i];
+		struct loc at = x->loc.file ? x->loc : l->origin;
+		uint64_t u = 0;
+
+		if (x->kind == VAL_ERROR)
+			continue;
+		if (x->kind != VAL_NUM || !dim_is_scalar(x->dim) || !num_is_int(x->num) || !num_to_u64(x->num, &u)) {
+			eval_error(ev, DIAG_TYPE_MISMATCH, at, "a 'train_layers' item is a layer index "
+				   "(a whole number from 0)");
+			ok = false;
+			continue;
+		}
+		if (m->body_known && u >= m->body) {
+			eval_error(ev, DIAG_OUT_OF_RANGE, at, "'train_layers' item %llu is past the last layer "
+				   "of %s: its body has %llu layers, 0 to %llu", (unsigned long long)u, model,
+				   (unsigned long long)m->body, (unsigned long long)m->body - 1);
+			ok = false;
+			continue;
+		}
+		for (unsigned k = 0; k < i; k++) {
+			uint64_t w;
+
+			if (l->items[k].kind == VAL_NUM && num_to_u64(l->items[k].num, &w) && w == u) {
+				eval_error(ev, DIAG_BAD_ARGUMENT, at, "'train_layers' names layer %llu twice",
+					   (unsigned long long)u);
+				ok = false;
+				break;
+			}
+		}
+	}
+	if (ok && !l->nitems) {
+		eval_error(ev, DIAG_BAD_ARGUMENT, l->origin.file ? l->origin : l->loc,
+			   "'train_layers' is empty: the job would train nothing");
+		ok = false;
+	}
+	return ok;
+}
+
 /* ---- LoRA targets ---- */
 
 static bool check_target(struct eval *ev, const struct check_model *m, const struct value *it,
@@ -309,13 +363,38 @@ static bool check_targets(struct eval *ev, const struct check_model *m, const st
 	return ok;
 }
 
+static bool is_adapter(const struct value *ft)
+{
+	return (ft->kind == VAL_SYMBOL || ft->kind == VAL_CALL) &&
+	       (!strcmp(ft->str, "adapter") || !strcmp(ft->str, "adapter_v2"));
+}
+
+/* finetune = adapter trains the model's `adapter` params only: a model
+ * without any (every model but the stdlib's LitGPT) would train nothing. */
+static bool check_adapter_params(struct eval *ev, const struct check_model *m, const struct check_job *j,
+				 const char *model)
+{
+	for (size_t i = 0; i < m->nparams; i++)
+		for (const struct attr *a = m->params[i].stmt->tensor.attrs; a; a = a->next)
+			if (!strcmp(a->name, "adapter"))
+				return true;
+	diag_note(eval_error(ev, DIAG_BAD_ARGUMENT, j->finetune.loc, "finetune = %s trains the model's "
+			     "'adapter' params, and %s has none: the job trains nothing", j->finetune.str, model),
+		  NO_LOC, "LitGPT's LLaMA-Adapter: use a LitGPT model (import \"models/litgpt\")");
+	return false;
+}
+
 bool check_model_names(struct eval *ev, const struct check_model *m, const struct check_job *j)
 {
 	struct value freeze = { .kind = VAL_ERROR };
 	const char *model = j->model.label ? j->model.label : "the model";
 	bool has_freeze = check_job_field(j, "freeze", &freeze) && freeze.kind == VAL_LIST;
+	struct value picks = { .kind = VAL_ERROR };
+	bool has_picks = check_job_field(j, "train_layers", &picks) && picks.kind == VAL_LIST;
 
 	if (has_freeze && !check_freeze(ev, m, &freeze, model, "freeze"))
+		return false;
+	if (has_picks && !check_train_layers(ev, m, j, &picks))
 		return false;
 	if (j->finetune.kind == VAL_CALL) {
 		struct value mts;
@@ -326,8 +405,19 @@ bool check_model_names(struct eval *ev, const struct check_model *m, const struc
 		if (env_lookup(j->finetune.args, intern_cstr(ev->interner, "skip_modules"), &mts) &&
 		    mts.kind == VAL_LIST && !check_freeze(ev, m, &mts, model, "skip_modules"))
 			return false;
+		if (is_adapter(&j->finetune))
+			return check_adapter_params(ev, m, j, model);
+		/* with train_layers the named layers train: adapters are optional */
+		struct value tg;
+
+		if (has_picks && !env_lookup(j->finetune.args, intern_cstr(ev->interner, "targets"), &tg))
+			return true;
 		return check_targets(ev, m, &j->finetune, model);
 	}
+	if (is_adapter(&j->finetune))
+		return check_adapter_params(ev, m, j, model);
+	if (has_picks)
+		return true;
 	size_t trainable = 0;
 
 	for (size_t i = 0; i < m->nparams; i++)

@@ -135,10 +135,14 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 		return false;
 	}
 	if (!strcmp(type, "finetune")) {
-		if ((v.kind == VAL_SYMBOL && !strcmp(v.str, "full")) ||
-		    (v.kind == VAL_CALL && (!strcmp(v.str, "lora") || !strcmp(v.str, "qlora"))))
+		/* adapter, adapter_v2: LitGPT's LLaMA-Adapter (lit_gpt/adapter.py, adapter_v2.py) */
+		bool adapter = !strcmp(v.str, "adapter") || !strcmp(v.str, "adapter_v2");
+
+		if ((v.kind == VAL_SYMBOL && (!strcmp(v.str, "full") || adapter)) ||
+		    (v.kind == VAL_CALL && (!strcmp(v.str, "lora") || !strcmp(v.str, "qlora") || adapter)))
 			return true;
-		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be full, lora(...) or qlora(...)", what);
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "%s must be full, lora(...), qlora(...), adapter or "
+			   "adapter_v2 (with a quantised base: adapter(quant = nf4, ...))", what);
 		return false;
 	}
 	if (!strcmp(type, "precision")) {

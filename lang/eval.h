@@ -142,6 +142,10 @@ struct walk_ops {
 	 * repeat_enter (count n) and one repeat_leave; this is called before
 	 * every pass but the first, so that each pass can be its own layer. */
 	void (*repeat_next)(void *ctx, const struct stmt *s);
+	/* true: walk this plain `repeat n` (known n) pass by pass, as `repeat
+	 * i in n` is, so that its layers can differ (a job's train_layers);
+	 * asked before repeat_enter. NULL: never. */
+	bool (*passes)(void *ctx, const struct stmt *s);
 	/* `trains(p)`: 1 if parameter @param of the innermost layer trains (or
 	 * carries an adapter), 0 if it is frozen, -1 if unknown. NULL: unknown. */
 	int (*trains)(void *ctx, const char *param);

@@ -820,9 +820,11 @@ static void walk_repeat(struct eval *ev, const struct stmt *s, struct env *env, 
 		return;
 	if (n.unknown && !eval_is_type(ev, n, "count", "a repeat count", n.loc))
 		return;
+	bool passes = !n.unknown && (s->repeat.index || (ops->passes && ops->passes(ctx, s)));
+
 	if (ops->repeat_enter)
 		ops->repeat_enter(ctx, s, n);
-	if (s->repeat.index && !n.unknown)
+	if (passes)
 		walk_passes(ev, s, env, ops, ctx, job, &n, u);
 	else
 		walk_body(ev, s->repeat.body, repeat_frame(ev, s, env, &n, 0), ops, ctx, job);

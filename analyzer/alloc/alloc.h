@@ -177,7 +177,8 @@ struct alloc_replay {
 	uint64_t peak_allocated, peak_reserved;
 	size_t steps;		/* steps (marks) replayed before it stopped */
 	uint64_t setup_reserved;	/* peak reserved before the first mark (loading, setup) */
-	uint64_t step_requested;	/* alloc_trace_step_peak of the whole trace */
+	uint64_t step_requested;	/* alloc_trace_step_peak of the trace (of the steps made,
+					   alloc_replay_steps) */
 	uint64_t retries;
 	bool oom;
 	uint64_t oom_request;	/* bytes of the request that could not be satisfied */
@@ -199,5 +200,21 @@ enum alloc_status alloc_replay(const struct alloc_trace *t, const struct alloc_c
  * when out->oom is not set. */
 enum alloc_status alloc_replay_written(const struct alloc_trace *t, const struct alloc_config *cfg,
 				       struct alloc_replay *out, struct alloc_replay *written);
+
+/* A trace made a step at a time: next(ctx) appends the next step, its mark
+ * first, and returns false when there is none left or the host ran out of
+ * memory (the trace's nomem). */
+struct alloc_more {
+	bool (*next)(void *ctx);
+	void *ctx;
+};
+/* alloc_replay_written() on a trace that `more` extends (NULL: the trace
+ * as it is): a replay that reaches the trace's end asks for the next step,
+ * unless it would stop at that step's mark, so the steps a replay does not
+ * reach are never made.  The largest request of the trace as given bounds
+ * the fork (every later step repeats an earlier one's requests). */
+enum alloc_status alloc_replay_steps(const struct alloc_trace *t, const struct alloc_more *more,
+				     const struct alloc_config *cfg, struct alloc_replay *out,
+				     struct alloc_replay *written);
 
 #endif /* MEMC_ANALYZER_ALLOC_H */

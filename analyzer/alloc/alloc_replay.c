@@ -175,6 +175,7 @@ static enum alloc_status replay_event(struct alloc_sim *sim, const struct alloc_
 struct run {
 	struct alloc_sim sim;
 	size_t *handle;
+	size_t nhandle;		/* ids *handle has room for */
 	size_t i, k;
 	uint64_t at;
 	struct alloc_replay out;
@@ -184,6 +185,7 @@ static bool run_init(struct run *r, const struct alloc_trace *t, const struct al
 {
 	memset(r, 0, sizeof(*r));
 	r->handle = t->nids ? malloc((size_t)t->nids * sizeof(size_t)) : NULL;
+	r->nhandle = r->handle ? t->nids : 0;
 	alloc_sim_init_cfg(&r->sim, cfg);
 	return !t->nomem && (!t->nids || r->handle);
 }
@@ -231,22 +233,56 @@ static bool run_fork(const struct run *r, const struct alloc_trace *t, struct ru
 		alloc_sim_init(&f->sim);
 		return false;
 	}
+	f->nhandle = f->handle ? t->nids : 0;
 	if (t->nids)
 		memcpy(f->handle, r->handle, (size_t)t->nids * sizeof(size_t));
 	f->sim.cfg.limit = 0;
 	return true;
 }
 
+/* Room in r->handle for every id of the trace: it grows while a replay
+ * runs (alloc_replay_steps), and a fork copies the ids of its time. */
+static bool cover_ids(const struct alloc_trace *t, struct run *r)
+{
+	size_t *h;
+
+	if (t->nids <= r->nhandle)
+		return true;
+	h = realloc(r->handle, (size_t)t->nids * sizeof(*h));
+	if (!h)
+		return false;
+	r->handle = h;
+	r->nhandle = t->nids;
+	return true;
+}
+
+/* At the trace's end (event i): its next step from `more`, unless
+ * steady() would stop at that step's mark, where it is not replayed.
+ * False with *st = ALLOC_NOMEM if the host ran out of memory. */
+static bool more_events(const struct alloc_trace *t, struct run *r, size_t i,
+			const struct alloc_more *more, enum alloc_status *st)
+{
+	if (!more || (!t->varies && r->k >= 2 && r->sim.peak_reserved == r->at))
+		return false;
+	if (more->next(more->ctx) && i < t->n && cover_ids(t, r))
+		return true;
+	if (t->nomem || t->nids > r->nhandle)
+		*st = ALLOC_NOMEM;
+	return false;
+}
+
 /* Replay from r->i to the end, an out-of-memory or a steady step; the
  * unlimited copy goes to `fork` at the first event with `at` bytes
  * reserved (fork_at). */
-static enum alloc_status run_events(const struct alloc_trace *t, struct run *r, uint64_t at,
-				    struct run *fork, bool *forked)
+static enum alloc_status run_events(const struct alloc_trace *t, const struct alloc_more *more,
+				    struct run *r, uint64_t at, struct run *fork, bool *forked)
 {
-	enum alloc_status st = ALLOC_OK;
+	enum alloc_status st = cover_ids(t, r) ? ALLOC_OK : ALLOC_NOMEM;
 	size_t i = r->i;
 
-	for (; i < t->n && st == ALLOC_OK; i++) {
+	for (; st == ALLOC_OK; i++) {
+		if (i == t->n && !more_events(t, r, i, more, &st))
+			break;
 		if (steady(t, i, &r->k, &r->at, r->sim.peak_reserved, &r->out)) {
 			r->k--;	/* the step at this mark is not replayed */
 			break;
@@ -274,8 +310,8 @@ static void run_result(const struct run *r, uint64_t requested, struct alloc_rep
 }
 
 /* Without the limit from the start (the fork was not taken: a guard). */
-static enum alloc_status replay_unlimited(const struct alloc_trace *t, const struct alloc_config *cfg,
-					  struct run *f)
+static enum alloc_status replay_unlimited(const struct alloc_trace *t, const struct alloc_more *more,
+					  const struct alloc_config *cfg, struct run *f)
 {
 	struct alloc_config c = *cfg;
 
@@ -283,11 +319,18 @@ static enum alloc_status replay_unlimited(const struct alloc_trace *t, const str
 	run_free(f);
 	if (!run_init(f, t, &c))
 		return ALLOC_NOMEM;
-	return run_events(t, f, UINT64_MAX, NULL, NULL);
+	return run_events(t, more, f, UINT64_MAX, NULL, NULL);
 }
 
 enum alloc_status alloc_replay_written(const struct alloc_trace *t, const struct alloc_config *cfg,
 				       struct alloc_replay *out, struct alloc_replay *written)
+{
+	return alloc_replay_steps(t, NULL, cfg, out, written);
+}
+
+enum alloc_status alloc_replay_steps(const struct alloc_trace *t, const struct alloc_more *more,
+				     const struct alloc_config *cfg, struct alloc_replay *out,
+				     struct alloc_replay *written)
 {
 	struct run r, f;
 	enum alloc_status st = ALLOC_NOMEM;
@@ -299,14 +342,15 @@ enum alloc_status alloc_replay_written(const struct alloc_trace *t, const struct
 	if (written)
 		memset(written, 0, sizeof(*written));
 	if (run_init(&r, t, cfg))
-		st = run_events(t, &r, at, &f, &forked);
+		st = run_events(t, more, &r, at, &f, &forked);
+	if (st != ALLOC_NOMEM && written && r.out.oom)
+		st = forked ? run_events(t, more, &f, UINT64_MAX, NULL, NULL) :
+			     replay_unlimited(t, more, cfg, &f);
+	/* of the steps made: the replays' (every later one repeats them) */
 	if (st != ALLOC_NOMEM && !alloc_trace_step_peak(t, &requested))
 		st = ALLOC_NOMEM;
-	if (st != ALLOC_NOMEM && written && r.out.oom) {
-		st = forked ? run_events(t, &f, UINT64_MAX, NULL, NULL) : replay_unlimited(t, cfg, &f);
-		if (st != ALLOC_NOMEM)
-			run_result(&f, requested, written);
-	}
+	if (st != ALLOC_NOMEM && written && r.out.oom)
+		run_result(&f, requested, written);
 	run_result(&r, requested, out);
 	run_free(&r);
 	run_free(&f);

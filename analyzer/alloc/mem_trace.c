@@ -35,6 +35,7 @@
 #include "analyzer/memory/mem_comm.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Set r->q to layer j of block `block` (all per token without shares). */
 static void set_quad(struct tr *r, size_t block, size_t j)
@@ -970,54 +971,91 @@ static void tr_free(struct tr *r)
 	free(r->share);
 }
 
+/* A stage's trace made a step at a time (gen_begin, gen_step), so that a
+ * replay that stops early leaves the later steps ungenerated. */
+struct gen {
+	struct tr r;
+	uint64_t first, later;
+	int step, steps;
+	bool ok;
+};
+
+static void gen_begin(struct gen *g, struct mem_ctx *cx, const struct mem_stage *st,
+		      uint64_t first, uint64_t later, int steps, struct alloc_trace *out)
+{
+	const struct mem_job *job = cx->job;
+
+	memset(g, 0, sizeof(*g));
+	g->first = first;
+	g->later = later;
+	g->steps = steps;
+	tr_init(&g->r, cx, st, out);
+	g->ok = make_ids(&g->r);
+	if (g->ok)
+		mtr_setup(&g->r);
+	if (g->ok)
+		resident_buffers(&g->r, first);
+	if (g->ok && job->optimizer_in_backward)
+		mtr_states(&g->r);	/* stepped in backward: created on the first gradient */
+	out->varies = job->shape_seq_len && job->shape_min_seq_len < job->shape_seq_len;
+}
+
+/* The next step appended to the trace (its mark first); false if there is
+ * none left or the trace could not be made. */
+static bool gen_step(void *ctx)
+{
+	struct gen *g = ctx;
+	struct tr *r = &g->r;
+
+	if (!g->ok || r->t->nomem || g->step >= g->steps)
+		return false;
+	r->len = step_len(r->job, g->step, g->steps);
+	g->step++;
+	alloc_trace_mark(r->t);
+	micro_batch(r, g->first, false);
+	if (r->job->micro_batches >= 2)
+		micro_batch(r, g->later, true);
+	if (!r->job->optimizer_in_backward)
+		optimizer(r);
+	return !r->t->nomem;
+}
+
 bool mem_trace_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
 		     uint64_t later, int steps, struct alloc_trace *out)
 {
-	const struct mem_job *job = cx->job;
-	struct tr r = { 0 };
-	bool ok;
+	struct gen g;
 
-	tr_init(&r, cx, st, out);
-	ok = make_ids(&r);
-	if (ok)
-		mtr_setup(&r);
-	if (ok)
-		resident_buffers(&r, first);
-	if (ok && job->optimizer_in_backward)
-		mtr_states(&r);	/* stepped in backward: created on the first gradient */
-	out->varies = job->shape_seq_len && job->shape_min_seq_len < job->shape_seq_len;
-	for (int step = 0; ok && step < steps; step++) {
-		r.len = step_len(job, step, steps);
-		alloc_trace_mark(out);
-		micro_batch(&r, first, false);
-		if (job->micro_batches >= 2)
-			micro_batch(&r, later, true);
-		if (!job->optimizer_in_backward)
-			optimizer(&r);
-	}
-	tr_free(&r);
-	return ok && !out->nomem;
+	gen_begin(&g, cx, st, first, later, steps, out);
+	while (gen_step(&g))
+		;
+	tr_free(&g.r);
+	return g.ok && !out->nomem;
 }
-
-
 
 /* The first step creates the optimizer states and the second starts from
  * the pool the first left; the replay stops before a further step once
  * one left peak reserved where it was (alloc_replay): it repeats the same
- * requests against the same free blocks, so every later one would too.
- * One trace serves both replays of a job that runs out of memory. */
+ * requests against the same free blocks, so every later one would too, and
+ * is not generated (alloc_replay_steps asks for each step beyond the
+ * second as it reaches it).  Varying shapes never settle: every step is
+ * made and replayed.  One trace serves both replays of a job that runs out
+ * of memory. */
 int mem_replay_stage(struct mem_ctx *cx, const struct mem_stage *st, uint64_t first,
 		     uint64_t later, const struct alloc_config *cfg, struct alloc_replay *out,
 		     struct alloc_replay *written)
 {
 	struct alloc_trace t = { 0 };
 	enum alloc_status as = ALLOC_NOMEM;
-	/* varying shapes never settle: every step is replayed */
 	bool vary = cx->job->shape_seq_len && cx->job->shape_min_seq_len < cx->job->shape_seq_len;
+	struct gen g;
+	struct alloc_more more = { gen_step, &g };
 
-	if (mem_trace_stage(cx, st, first, later, vary ? MEM_TRACE_SHAPE_STEPS : MEM_TRACE_MAX_STEPS,
-			    &t))
-		as = alloc_replay_written(&t, cfg, out, written);
+	gen_begin(&g, cx, st, first, later, vary ? MEM_TRACE_SHAPE_STEPS : MEM_TRACE_MAX_STEPS, &t);
+	for (int i = 0; i < (vary ? MEM_TRACE_SHAPE_STEPS : 2); i++)
+		gen_step(&g);
+	if (g.ok && !t.nomem)
+		as = alloc_replay_steps(&t, &more, cfg, out, written);
+	tr_free(&g.r);
 	alloc_trace_free(&t);
 	return as;
 }

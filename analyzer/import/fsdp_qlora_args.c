@@ -16,6 +16,7 @@
 #include "analyzer/import/import_impl.h"
 #include "lang/arena.h"
 #include "lang/diag.h"
+#include "lang/strbuf.h"
 
 #include "analyzer/import/map_rows.h"
 
@@ -211,14 +212,96 @@ static bool fq_precision(struct cfg *c, struct imp_out *o, const char **storage)
 	return true;
 }
 
+/* The "blk_exp-ORIG-EXP" of a --llama_pro_path's last component, as
+ * train.py reads it (`name.split("blk_exp-")[1].split("-")`, two ints). */
+static bool pro_counts(const char *path, long long *orig, long long *exp)
+{
+	size_t n = strlen(path);
+
+	while (n > 1 && path[n - 1] == '/')	/* pathlib drops a trailing slash */
+		n--;
+	const char *name = path + n;
+
+	while (name > path && name[-1] != '/')
+		name--;
+	const char *at = strstr(name, "blk_exp-"), *end = path + n;
+
+	if (!at || at >= end)
+		return false;
+	at += 8;
+	const char *next = strstr(at, "blk_exp-"), *dash = memchr(at, '-', (size_t)(end - at));
+
+	end = next && next < end ? next : end;
+	if (!dash || dash >= end || memchr(dash + 1, '-', (size_t)(end - dash - 1)))
+		return false;
+	char *e1, *e2;
+
+	*orig = strtoll(at, &e1, 10);
+	*exp = strtoll(dash + 1, &e2, 10);
+	return e1 == dash && e1 > at && e2 == end && e2 > dash + 1;
+}
+
+/* --train_type bnb_llama_pro / hqq_llama_pro (train.py fsdp_main): the
+ * model scripts/block_expansion.py expanded, its new blocks at
+ * split + (split + 1) n with split = orig / (exp - orig); replace_linear
+ * skips them (skip_modules += new_layer_ids), so they keep their 16-bit
+ * nn.Linear weights, and only their parameters require grad: train_layers.
+ * The other Linears are quantised as under qlora, with no LoRA layers. */
+static bool fq_llama_pro(struct cfg *c, struct imp_out *o, const char *storage, bool hqq)
+{
+	const struct cfg_item *tt = cfg_find(c, "train_type"), *lp = cfg_find(c, "llama_pro_path");
+	const struct cfg_item *re = cfg_find(c, "reentrant_checkpointing");
+	long long orig = 0, exp = 0;
+
+	if (!lp)
+		return diag_fail(c->diag, DIAG_MISSING_FIELD, tt->loc, "'--train_type %s' needs --llama_pro_path: "
+				 "train.py reads the original and expanded layer counts from its name "
+				 "(scripts/block_expansion.py's ..._blk_exp-32-35)", tt->text);
+	if (!pro_counts(lp->text, &orig, &exp))
+		return diag_fail(c->diag, DIAG_TYPE_MISMATCH, lp->loc, "'llama_pro_path' = %s: its last name "
+				 "must end in blk_exp-ORIGINAL-EXPANDED, as scripts/block_expansion.py names it "
+				 "(train.py splits it into two layer counts)", lp->text);
+	if (orig < 1 || exp <= orig || exp - orig > orig)
+		return diag_fail(c->diag, DIAG_OUT_OF_RANGE, lp->loc, "'llama_pro_path' expands %lld layers to "
+				 "%lld: block_expansion.py adds 1 to %lld new layers (one per split of at least "
+				 "one original layer)", orig, exp, orig > 0 ? orig : 1);
+	if (re && re->kind == CFG_BOOL && re->i)
+		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, re->loc, "'reentrant_checkpointing' = true "
+				 "with %s: enable_input_require_grads() makes autograd run through the frozen "
+				 "layers before the first new block, which memc's train_layers has keep nothing "
+				 "(memc import knows false here)", tt->text);
+	long long split = orig / (exp - orig);
+	struct strbuf sb;
+
+	strbuf_init(&sb);
+	for (long long i = 0; i < exp - orig; i++)
+		strbuf_addf(&sb, "%s%lld", i ? ", " : "[", split + (split + 1) * i);
+	strbuf_addstr(&sb, "]");
+	imp_set(o, "train_layers", arena_strdup(o->arena, sb.buf), "llama_pro_path",
+		arena_printf(o->arena, "new_layer_ids, split = %lld // %lld = %lld; kept out of replace_linear, "
+			     "16-bit and the only ones trained; the model has %lld layers (cfg.num_hidden_layers)",
+			     orig, exp - orig, split, exp));
+	strbuf_release(&sb);
+	const char *p = flag_text(c, "precision", "bf16");
+
+	/* hqq: W_q viewed as the compute dtype, as under hqq_lora */
+	if (hqq)
+		storage = !strcmp(p, "fp32") || !strcmp(p, "fp16_autocast") ? "fp16" : "bf16";
+	set_from(o, c, "finetune", arena_printf(o->arena, hqq ? "qlora(quant = hqq4, quant_storage = %s, "
+		 "quantizer = \"hqq\", save_input = true)" : "qlora(quant = nf4_dq, quant_storage = %s, "
+		 "save_input = true)", storage), "train_type", hqq ? "the other Linears HQQLinear as under hqq_lora, "
+		 "no LoRA layers" : "the other Linears Linear4bit as under qlora, no LoRA layers");
+	return true;
+}
+
 /* --train_type and the --lora_* flags: one finetune call.  "all" is
  * train.py's list (k, q, v, up, down, gate), "default" PEFT's for Llama. */
 static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 {
 	const char *tt = flag_text(c, "train_type", "qlora");
 
-	if (!flag_in(c, "train_type", "full|lora|qlora|custom_lora|custom_qlora|bnb_dora|hqq_lora|hqq_dora",
-		     "Llama-Pro's block expansion has no memc form"))
+	if (!flag_in(c, "train_type", "full|lora|qlora|custom_lora|custom_qlora|bnb_dora|hqq_lora|hqq_dora|"
+		     "bnb_llama_pro|hqq_llama_pro", "not a train.py train type"))
 		return false;
 	if (!flag_in(c, "lora_target_modules", "all|default", "not a train.py choice"))
 		return false;
@@ -226,8 +309,10 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 	 * layers' loop (`value_key in args['lora_target_modules']`) raises */
 	const struct cfg_item *tm = cfg_find(c, "lora_target_modules");
 
-	if (tm && !strcmp(tm->text, "default") && (!strncmp(tt, "custom_", 7) || strstr(tt, "dora") ||
-						    !strncmp(tt, "hqq_", 4)))
+	bool pro = strstr(tt, "llama_pro") != NULL;	/* no LoRA layers: the lora_* flags are unread */
+
+	if (tm && !strcmp(tm->text, "default") && !pro && (!strncmp(tt, "custom_", 7) || strstr(tt, "dora") ||
+							   !strncmp(tt, "hqq_", 4)))
 		return diag_fail(c->diag, DIAG_IMPORT_UNUSED_KEY, tm->loc, "'lora_target_modules' = default "
 				 "is None, which train.py's %s layers cannot take (`value_key in None` raises "
 				 "in fsdp_main); memc import knows all here", tt);
@@ -241,12 +326,15 @@ static bool fq_finetune(struct cfg *c, struct imp_out *o, const char *storage)
 	 * MixedPrecision); qlora's from_config(cfg) builds them fp32, and the
 	 * autocast policies' buffer_dtype is fp32 */
 	bool hqq = !strncmp(tt, "hqq_", 4), dora = strstr(tt, "dora") != NULL;
-	bool rope16 = !strstr(tt, "qlora") && !dora && !hqq && !strcmp(flag_text(c, "precision", "bf16"), "bf16");
+	bool rope16 = !strstr(tt, "qlora") && !dora && !hqq && !pro &&
+		      !strcmp(flag_text(c, "precision", "bf16"), "bf16");
 
 	imp_set(o, "rope_cache", rope16 ? "bf16" : "fp32", "train.py",
 		"transformers <= 4.39: each layer's RotaryEmbedding buffers (4.40 and later: drop it)");
 	if (!strcmp(tt, "full"))
 		return true;
+	if (pro)
+		return fq_llama_pro(c, o, storage, hqq);
 	/* written into the call as they are: train.py's lora_rank: int,
 	 * lora_alpha: int, lora_dropout: float, in memc's ranges */
 	const struct cfg_item *r = cfg_find(c, "lora_rank"), *a = cfg_find(c, "lora_alpha");

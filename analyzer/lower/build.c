@@ -676,7 +676,7 @@ static void on_repeat_enter(void *ctx, const struct stmt *s, struct value count)
 
 	if (count.kind != VAL_NUM || count.unknown || !num_to_u64(count.num, &n))
 		b->failed = true;	/* the checker reported it */
-	if (s->repeat.index)
+	if (s->repeat.index || bld_picks_layers(b, s))
 		n = 1;		/* walked once per pass (repeat_next): nothing multiplies */
 	bld_close_implicit(b);
 	if (b->frame) {
@@ -711,6 +711,12 @@ static void on_repeat_next(void *ctx, const struct stmt *s)
 		bld_repeat_next(b);
 }
 
+/* train_layers: the body repeat walked pass by pass, each layer its own. */
+static bool on_passes(void *ctx, const struct stmt *s)
+{
+	return bld_picks_layers(ctx, s);
+}
+
 /* trains(p) in a layer body: the parameter of the innermost instance. */
 static int on_trains(void *ctx, const char *param)
 {
@@ -726,5 +732,5 @@ static int on_trains(void *ctx, const char *param)
 const struct walk_ops bld_ops = {
 	.tensor = on_tensor, .enter = on_enter, .leave = on_leave,
 	.repeat_enter = on_repeat_enter, .repeat_leave = on_repeat_leave, .repeat_next = on_repeat_next,
-	.trains = on_trains,
+	.trains = on_trains, .passes = on_passes,
 };

@@ -157,6 +157,21 @@ void bld_layer_close(struct bld *b, struct frame *f)
 		b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
 	}
 
+	/* train_layers: until a parameter trains nothing requires grad (the
+	 * embedding is frozen), so autograd records no graph: those layers
+	 * keep no saves and run no backward, and a non-reentrant checkpoint
+	 * keeps not even its input (it holds it through the graph's saved-
+	 * tensor hooks only; torch/utils/checkpoint.py
+	 * _checkpoint_without_reentrant_generator) */
+	if (b->train_layers.kind == VAL_LIST && !b->grad_seen && b->rl_part == BLD_RL_POLICY) {
+		mmf = mmf >= b->saves ? mmf - b->saves : 0;
+		saves = tb = f->input = f->input_saved = mmb = 0;
+		tbp = NULL;
+		ntb = 0;
+		b->nsave_parts = 0;
+		b->op_mm[0] = b->op_mm[1] = b->op_sdpa = b->op_mm_count = 0;
+	}
+
 	b->layers[b->nlayers++] = (struct mem_layer){
 		.name = f->decl ? f->decl->name : "layer", .origin = f->decl,
 		.params = b->params, .nparams = b->nparams,
@@ -192,9 +207,34 @@ void bld_repeat_enter(struct bld *b, struct value count, uint64_t n)
 		bld_mul(b, b->model_mult, n, &b->model_mult, "the product of the repeat counts");
 		return;
 	}
+	b->in_body = !b->have_body;
+	b->body_pass = 0;
 	open_block(b, n, !b->have_body);
 	b->have_body = true;
 	b->block_repeat = n;
+}
+
+/* The model's body repeat (the first at model level) of a job with
+ * train_layers: its layers differ, so it is walked as a layer pattern. */
+bool bld_picks_layers(const struct bld *b, const struct stmt *s)
+{
+	return !s->repeat.index && b->train_layers.kind == VAL_LIST && !b->frame && !b->model_repeats &&
+	       !b->have_body && b->rl_part == BLD_RL_POLICY;
+}
+
+/* train_layers names body layer b->body_pass (the checker bounded it). */
+bool bld_layer_picked(const struct bld *b)
+{
+	if (!b->in_body || b->train_layers.kind != VAL_LIST || b->rl_part != BLD_RL_POLICY)
+		return false;
+	for (unsigned i = 0; i < b->train_layers.nitems; i++) {
+		uint64_t u;
+
+		if (b->train_layers.items[i].kind == VAL_NUM && num_to_u64(b->train_layers.items[i].num, &u) &&
+		    u == b->body_pass)
+			return true;
+	}
+	return false;
 }
 
 void bld_repeat_leave(struct bld *b, const struct stmt *s)
@@ -208,6 +248,7 @@ void bld_repeat_leave(struct bld *b, const struct stmt *s)
 	}
 	open_block(b, 1, false);
 	b->block_repeat = 1;
+	b->in_body = false;
 }
 
 /* A pass of `repeat i in n` that is the outermost model-level repeat is
@@ -215,8 +256,47 @@ void bld_repeat_leave(struct bld *b, const struct stmt *s)
  * and pipeline unit); bld_merge_blocks() joins runs of equal passes again. */
 void bld_repeat_next(struct bld *b)
 {
-	if (b->model_repeats == 1 && b->nblocks)
+	if (b->model_repeats == 1 && b->nblocks) {
 		open_block(b, 1, b->blocks[b->nblocks - 1].is_body);
+		b->body_pass++;
+	}
+}
+
+static bool block_trains(const struct mem_block *blk)
+{
+	for (size_t l = 0; l < blk->nlayers; l++)
+		for (size_t p = 0; p < blk->layers[l].nparams; p++)
+			if (blk->layers[l].params[p].trainable)
+				return true;
+	return false;
+}
+
+/* Autograd records an op only when one of its inputs requires grad, so a
+ * body block that trains nothing and has nothing trained below it (LitGPT's
+ * LLaMA-Adapter blocks under adapter_start_layer: their input is the frozen
+ * embedding's output) saves nothing, stores no checkpoint input and has no
+ * backward.  Only whole body blocks: the layers of the first trained block
+ * before its first trained param, and the non-body prefix, are left as
+ * they are. */
+static void drop_untrained_prefix(struct bld *b, size_t nblocks)
+{
+	for (size_t i = 0; i < nblocks && !block_trains(&b->blocks[i]); i++) {
+		if (!b->blocks[i].is_body)
+			continue;
+		/* a block's layers are this build's own arena array (open_block) */
+		struct mem_layer *ls = (struct mem_layer *)(uintptr_t)b->blocks[i].layers;
+
+		for (size_t l = 0; l < b->blocks[i].nlayers; l++) {
+			struct mem_layer *x = &ls[l];
+
+			x->saves_bytes = x->input_bytes = x->input_saved_bytes = 0;
+			x->temp_bwd_bytes = x->mm_bwd_bytes = x->output_saved_bytes = 0;
+			x->wgrad_bytes = x->wgrad_out_bytes = x->tied_grad_bytes = 0;
+			x->op_mm[0] = x->op_mm[1] = x->op_sdpa = x->op_mm_count = 0;
+			x->save_parts = x->temp_bwd_parts = NULL;
+			x->nsave_parts = x->ntemp_bwd_parts = 0;
+		}
+	}
 }
 
 static bool layer_equal(const struct mem_layer *x, const struct mem_layer *y)
@@ -264,6 +344,7 @@ void bld_merge_blocks(struct bld *b, struct mem_job *j)
 	struct mem_block *out = b->blocks;
 	size_t n = 0;
 
+	drop_untrained_prefix(b, j->nblocks);
 	for (size_t i = 0; i < j->nblocks; i++) {
 		if (n && blocks_equal(&out[n - 1], &out[i]) &&
 		    !__builtin_add_overflow(out[n - 1].repeat, out[i].repeat, &out[n - 1].repeat))

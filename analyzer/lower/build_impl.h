@@ -137,6 +137,9 @@ struct bld {
 	uint64_t fp8_amax_len;		/* DelayedScaling amax history, 0 without one */
 	/* fine-tuning */
 	bool lora, qlora;
+	/* LitGPT's LLaMA-Adapter (finetune = adapter | adapter_v2): only the
+	 * `adapter` params train, and under v2 the norms' too */
+	bool adapter, adapter_v2;
 	bool quant_saves_input;		/* bitsandbytes < 0.43.2 MatMul4Bit keeps its input */
 	bool keeps_graph;		/* the loop holds the previous micro-batch's output, and so
 					   its graph, until the next forward returns (LitGPT) */
@@ -147,6 +150,13 @@ struct bld {
 	double lora_dropout;
 	const struct dtype *lora_dtype, *quant;
 	struct value targets, freeze;
+	/* train_layers: the body layers (by index) that train whole, in 16 bit,
+	 * with no adapter; every other parameter is frozen (Llama-Pro) */
+	struct value train_layers;
+	uint64_t body_pass;		/* the body layer being walked, from 0 */
+	bool in_body;			/* the walk is inside the model's body repeat */
+	bool grad_seen;			/* under train_layers: a parameter so far trains or
+					   carries an adapter; before it no graph is built */
 	struct value modules_to_save;	/* PEFT: trainable copies beside the frozen originals */
 	bool all_linear;		/* targets = all_linear */
 	bool dora;			/* use_dora: magnitude vector, two more saved outputs */
@@ -257,6 +267,8 @@ void bld_layer_close(struct bld *b, struct frame *f);
 void bld_repeat_enter(struct bld *b, struct value count, uint64_t n);
 void bld_repeat_leave(struct bld *b, const struct stmt *s);
 void bld_repeat_next(struct bld *b);
+bool bld_picks_layers(const struct bld *b, const struct stmt *s);
+bool bld_layer_picked(const struct bld *b);
 /* The latest closed top-level instance of layer @name (a tied(layer)'s
  * weight); NULL if none. */
 const struct bld_tie_src *bld_tie_source(const struct bld *b, const char *name);

@@ -15,6 +15,7 @@
 #include "lang/dtypes.h"
 #include "lang/intern.h"
 #include "lang/scope.h"
+#include "lang/strbuf.h"
 
 /* ---- reading the train block ---- */
 
@@ -179,8 +180,10 @@ static bool walk(struct bld *b, struct env *env)
 	b->block_repeat = 1;
 	b->model_repeats = 0;
 	b->nreps = 0;
+	b->in_body = false;
 	if (b->rl == BLD_RL_PPO)
 		bld_walk_rl_models(b, env);	/* first, as PolicyAndValueWrapper runs the critic */
+	b->grad_seen = false;
 	eval_walk(b->ev, b->cj->model, env, b->rl_ops ? b->rl_ops : &bld_ops, b);
 	while (b->frame)
 		bld_frame_pop(b);
@@ -243,6 +246,34 @@ static void drop_empty_blocks(struct bld *b, struct mem_job *j)
 	bld_merge_blocks(b, j);
 }
 
+/* "lora r=16", "qlora r=64 nf4_dq", "full"; with train_layers the
+ * layers that train ("qlora nf4_dq, train_layers 10, 21, 32": no rank
+ * where no targets give adapters). */
+static const char *finetune_label(struct bld *b)
+{
+	bool adapters = b->all_linear || b->targets.nitems || b->train_layers.kind != VAL_LIST;
+	const char *r = adapters ? arena_printf(b->arena, " r=%llu", (unsigned long long)b->lora_r) : "";
+	const char *s = b->adapter ? arena_printf(b->arena, "adapter%s%s%s", b->adapter_v2 ? " v2" : "",
+						  b->qlora ? " " : "", b->qlora ? dtype_name(b->quant) : "") :
+			b->lora ? arena_printf(b->arena, "lora%s", r) :
+			b->qlora ? arena_printf(b->arena, "qlora%s %s", r, dtype_name(b->quant)) : "full";
+	struct strbuf sb;
+
+	if (b->train_layers.kind != VAL_LIST)
+		return s;
+	strbuf_init(&sb);
+	strbuf_addf(&sb, "%s, train_layers ", s);
+	for (unsigned i = 0; i < b->train_layers.nitems; i++) {
+		uint64_t u = 0;
+
+		num_to_u64(b->train_layers.items[i].num, &u);
+		strbuf_addf(&sb, "%s%llu", i ? ", " : "", (unsigned long long)u);
+	}
+	s = arena_strdup(b->arena, sb.buf);
+	strbuf_release(&sb);
+	return s;
+}
+
 static void fill_report(struct bld *b, struct build *out)
 {
 	struct report_job *r = &out->rep;
@@ -257,9 +288,7 @@ static void fill_report(struct bld *b, struct build *out)
 	r->gpus = out->gpus;
 	r->precision = cj->precision.decl->name;
 	r->optimizer = cj->optimizer.label ? cj->optimizer.label : cj->optimizer.decl->name;
-	r->finetune = b->lora ? arena_printf(b->arena, "lora r=%llu", (unsigned long long)b->lora_r) :
-		      b->qlora ? arena_printf(b->arena, "qlora r=%llu %s", (unsigned long long)b->lora_r,
-					      dtype_name(b->quant)) : "full";
+	r->finetune = finetune_label(b);
 	r->dp = out->job.dp;
 	r->tp = out->job.tp;
 	r->pp = out->job.pp;
@@ -431,6 +460,7 @@ bool build_job(struct eval *ev, struct arena *a, const struct check_job *cj, con
 	out->job.keep_output = bld_key_bool(&b, "keep_output", false);
 	bld_setup_rl(&b);
 	bld_key(&b, "freeze", &b.freeze);
+	bld_key(&b, "train_layers", &b.train_layers);
 	/* The real build reports what only it evaluates (an optimizer state's
 	 * shape under this job's arguments); what the checker already reported
 	 * is not repeated (eval.c seen_before), and warn fires in the checker's
@@ -482,7 +512,7 @@ static struct env *neutral_bindings(struct bld *b)
 					    "vp" };
 	static const char *const syms[][2] = { { "attention", "flash" }, { "checkpoint", "none" },
 					       { "kernels", "hf" }, { "loss", "standard" },
-					       { "cp_comm", "allgather" } };
+					       { "cp_comm", "allgather" }, { "finetune", "full" } };
 	struct env *e = env_new(b->ev, NULL);
 
 	for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++)

@@ -481,6 +481,19 @@ static void buffer_tensor(struct bld *b, const struct walk_tensor *t, uint64_t b
 	p->resident_bytes = bld_bytes_x(b, dt ? dt : b->weights, base, mult);
 }
 
+/* LitGPT's mark_only_adapter_as_trainable / mark_only_adapter_v2_as_trainable
+ * (lit_gpt/adapter.py, adapter_v2.py adapter_filter): the prompts and gates
+ * (v1), and under v2 also every Linear's adapter_scale and adapter_bias
+ * (all `adapter` params) and the norms norm_1, norm_2 and ln_f: the
+ * params of the norm layers. */
+static bool adapter_trains(const struct bld *b, const struct walk_tensor *t, const struct frame *f)
+{
+	const char *layer = f->decl ? f->decl->name : "";
+
+	return has_attr(t, "adapter") ||
+	       (b->adapter_v2 && (!strcmp(layer, "layernorm") || !strcmp(layer, "rmsnorm")));
+}
+
 void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64_t mult, bool linear,
 	       const struct dtype *dt, uint64_t d_in, uint64_t d_out)
 {
@@ -490,14 +503,20 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	}
 	const char *name = t->stmt->tensor.name;
 	struct frame *f = bld_frame(b);
-	bool saved = saved_module(b, t, f);
-	bool frozen = !saved && (b->lora || b->qlora || b->rl_part == BLD_RL_REWARD ||
+	/* train_layers (Llama-Pro, fsdp_qlora train.py): a named body layer
+	 * trains whole and keeps its 16-bit weights (skip_modules), the rest
+	 * of the model is frozen */
+	bool picked = bld_layer_picked(b);
+	bool saved = !picked && saved_module(b, t, f);
+	bool frozen = !saved && (picked ? in_list(&b->freeze, t->stmt, f->decl->name) :
+				 ((b->lora || b->qlora || b->adapter) && !(b->adapter && adapter_trains(b, t, f))) ||
+				 b->rl_part == BLD_RL_REWARD || b->train_layers.kind == VAL_LIST ||
 				 in_list(&b->freeze, t->stmt, f->decl->name));
 	const struct attr *ad = find_adaptable(t);
-	bool adapted = (b->lora || b->qlora) && !saved &&
+	bool adapted = (b->lora || b->qlora) && !saved && !picked &&
 		       ((linear && (b->all_linear || in_list(&b->targets, t->stmt, NULL))) ||
 			(ad && in_list(&b->targets, t->stmt, NULL)));
-	bool quantised = quantises(b, t, f, linear, ad) && !dt && !saved;
+	bool quantised = quantises(b, t, f, linear, ad) && !dt && !saved && !picked;
 	struct mem_param *p = new_param(b);
 	uint64_t all = 0;
 
@@ -548,6 +567,7 @@ void bld_param(struct bld *b, const struct walk_tensor *t, uint64_t base, uint64
 	 * x itself is what lora_A saves only without dropout */
 	bool reads_input = adapted && (b->lora_dropout <= 0 || b->dora);
 
+	b->grad_seen |= !frozen || adapted;
 	bld_frame_param(f, name, !frozen || reads_input || retains, !frozen || adapted, linear, retains);
 	if (linear && !frozen && t->ndims >= 2)
 		bld_frame_linear(f, d_in, d_out);
@@ -626,8 +646,13 @@ bool bld_setup_finetune(struct bld *b, struct value ft)
 {
 	struct value v;
 
+	bool word = ft.kind == VAL_SYMBOL || ft.kind == VAL_CALL;
+
+	b->adapter_v2 = word && !strcmp(ft.str, "adapter_v2");
+	b->adapter = b->adapter_v2 || (word && !strcmp(ft.str, "adapter"));
 	b->lora = ft.kind == VAL_CALL && !strcmp(ft.str, "lora");
-	b->qlora = ft.kind == VAL_CALL && !strcmp(ft.str, "qlora");
+	/* adapter(quant = ...): the adapter on a 4-bit base (adapter.py --quantize) */
+	b->qlora = ft.kind == VAL_CALL && (!strcmp(ft.str, "qlora") || b->adapter);
 	if (!b->lora && !b->qlora)
 		return true;
 	b->lora_r = 8;

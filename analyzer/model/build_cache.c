@@ -122,6 +122,7 @@ static void image_of(const struct bld *b, struct bld *img)
 	memset(&img->recompute_modules, 0, sizeof img->recompute_modules);
 	memset(&img->targets, 0, sizeof img->targets);
 	memset(&img->freeze, 0, sizeof img->freeze);
+	memset(&img->train_layers, 0, sizeof img->train_layers);
 	memset(&img->modules_to_save, 0, sizeof img->modules_to_save);
 	memset(&img->skip_modules, 0, sizeof img->skip_modules);
 	memset(&img->optimizer, 0, sizeof img->optimizer);
@@ -139,6 +140,7 @@ static void make_key(struct bld_cache *c, const struct bld *b, struct arena *a)
 	walk_key_value(k, NULL, &b->recompute_modules);
 	walk_key_value(k, NULL, &b->targets);
 	walk_key_value(k, NULL, &b->freeze);
+	walk_key_value(k, NULL, &b->train_layers);
 	walk_key_value(k, NULL, &b->modules_to_save);
 	walk_key_value(k, NULL, &b->skip_modules);
 	/* each frame after a marker of its depth: shadowing is part of the key */
@@ -279,6 +281,7 @@ static void restore(struct bld *b, const struct bld_cache_entry *e)
 	b->recompute_modules = cur.recompute_modules;
 	b->targets = cur.targets;
 	b->freeze = cur.freeze;
+	b->train_layers = cur.train_layers;
 	b->modules_to_save = cur.modules_to_save;
 	b->skip_modules = cur.skip_modules;
 	b->optimizer = cur.optimizer;

@@ -7,7 +7,8 @@
  * empty_cache, garbage collection and the retry at capacity, both must hand
  * out the same blocks and end every operation with the same blocks,
  * segments, free array and statistics; on random traces, alloc_replay must
- * give what the reference replay gives, field by field.
+ * give what the reference replay gives, field by field, and so must
+ * alloc_replay_steps on the same traces made a step at a time.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -194,35 +195,39 @@ static void test_sim_matches_reference(void **state)
 	assert_true(split_rest > 0);
 }
 
+/* One step of random_trace: ntmp temporaries from the step's seed ss. */
+static void random_step(struct alloc_trace *t, uint64_t ss, size_t ntmp)
+{
+	uint32_t tmp[24];
+
+	alloc_trace_mark(t);
+	for (size_t i = 0; i < ntmp; i++)
+		tmp[i] = alloc_trace_alloc(t, random_size(&ss), (uint32_t)pick(&ss, 2));
+	for (size_t i = 0; i < ntmp; i++) {
+		uint64_t how = pick(&ss, 10);
+
+		if (how == 0) {
+			alloc_trace_release_recorded(t, tmp[i]);
+			alloc_trace_complete(t, tmp[i]);
+		} else {
+			alloc_trace_release(t, tmp[i]);
+		}
+	}
+	if (pick(&ss, 10) == 0)
+		alloc_trace_empty_cache(t);
+}
+
 /* A trace of setup (tensors kept to the end) then steps, each the same
  * requests (so the replay may stop early), or, with `vary`, different ones. */
 static void random_trace(uint64_t *s, struct alloc_trace *t, bool vary)
 {
-	uint32_t tmp[24];
 	size_t nkeep = 1 + (size_t)pick(s, 8), ntmp = 1 + (size_t)pick(s, 24);
 	uint64_t step_seed = rng_next(s);
 
 	for (size_t i = 0; i < nkeep; i++)
 		alloc_trace_alloc(t, random_size(s), 0);
-	for (int step = 0; step < 4; step++) {
-		uint64_t ss = vary ? rng_next(s) : step_seed;
-
-		alloc_trace_mark(t);
-		for (size_t i = 0; i < ntmp; i++)
-			tmp[i] = alloc_trace_alloc(t, random_size(&ss), (uint32_t)pick(&ss, 2));
-		for (size_t i = 0; i < ntmp; i++) {
-			uint64_t how = pick(&ss, 10);
-
-			if (how == 0) {
-				alloc_trace_release_recorded(t, tmp[i]);
-				alloc_trace_complete(t, tmp[i]);
-			} else {
-				alloc_trace_release(t, tmp[i]);
-			}
-		}
-		if (pick(&ss, 10) == 0)
-			alloc_trace_empty_cache(t);
-	}
+	for (int step = 0; step < 4; step++)
+		random_step(t, vary ? rng_next(s) : step_seed, ntmp);
 }
 
 static void same_replay(const struct alloc_replay *x, const struct alloc_replay *y)
@@ -272,11 +277,85 @@ static void test_replay_matches_reference(void **state)
 	assert_true(resumed > 0);
 }
 
+/* random_trace's steps made one at a time (alloc_more). */
+struct lazy {
+	struct alloc_trace *t;
+	uint64_t seed;
+	size_t ntmp;
+	int made;
+};
+
+static bool lazy_step(void *ctx)
+{
+	struct lazy *z = ctx;
+
+	if (z->made == 4)
+		return false;
+	z->made++;
+	random_step(z->t, z->seed, z->ntmp);
+	return true;
+}
+
+/* alloc_replay_steps on a trace made as the replay reaches its end: the
+ * same figures as the reference's replay of the whole trace, limited and
+ * (after an out-of-memory) unlimited, and no step made that neither
+ * replay reached. */
+static void test_lazy_steps_match_reference(void **state)
+{
+	(void)state;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	size_t fewer = 0, resumed = 0;
+
+	for (int trial = 0; trial < 400; trial++) {
+		struct alloc_config cfg, unlimited;
+		struct alloc_trace t = { 0 }, whole = { 0 };
+		struct alloc_replay x, w, y;
+		struct lazy z = { &t, 0, 0, 0 };
+		struct alloc_more more = { lazy_step, &z };
+		size_t nkeep, reached;
+
+		random_config(&seed, &cfg);
+		nkeep = 1 + (size_t)pick(&seed, 8);
+		z.ntmp = 1 + (size_t)pick(&seed, 24);
+		z.seed = rng_next(&seed);
+		for (size_t i = 0; i < nkeep; i++) {
+			uint64_t n = random_size(&seed);
+
+			alloc_trace_alloc(&t, n, 0);
+			alloc_trace_alloc(&whole, n, 0);
+		}
+		for (int step = 0; step < 4; step++)
+			random_step(&whole, z.seed, z.ntmp);
+		lazy_step(&z);	/* two steps made up front, as mem_replay_stage does */
+		lazy_step(&z);
+		assert_int_equal(alloc_replay_steps(&t, &more, &cfg, &x, &w), ref_replay(&whole, &cfg, &y));
+		same_replay(&x, &y);
+		if (x.oom) {
+			unlimited = cfg;
+			unlimited.limit = 0;
+			assert_int_equal(ref_replay(&whole, &unlimited, &y), ALLOC_OK);
+			same_replay(&w, &y);
+			resumed++;
+		}
+		/* a step is made only where a replay went on into it */
+		reached = x.steps > 2 ? x.steps : 2;
+		if (x.oom && w.steps > reached)
+			reached = w.steps;
+		assert_int_equal(t.nmarks, reached);
+		fewer += t.nmarks < 4;
+		alloc_trace_free(&t);
+		alloc_trace_free(&whole);
+	}
+	assert_true(fewer > 0);
+	assert_true(resumed > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sim_matches_reference),
 		cmocka_unit_test(test_replay_matches_reference),
+		cmocka_unit_test(test_lazy_steps_match_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -263,7 +263,7 @@ static void static_tensor(void *ctx, const struct walk_tensor *t)
 static struct env *unknown_job(struct eval *ev)
 {
 	static const char *const counts[] = { "batch", "seq", "tgt", "tp", "sp", "sp_in", "cp", "ep", "etp", "pp", "dp",
-					      "vp", "numel", "rows", "cols", "rank" };
+					      "vp", "numel", "rows", "cols", "rank", "tt_rope_len" };
 	static const char *const syms[] = { "attention", "checkpoint", "kernels", "loss", "cp_comm" };
 	struct env *e = env_new(ev, NULL);
 
@@ -289,6 +289,9 @@ static struct env *unknown_job(struct eval *ev)
 
 	ft.unknown = true;
 	env_bind(e, intern_cstr(ev->interner, "finetune"), ft);
+	env_bind(e, intern_cstr(ev->interner, "tt_rope"), ac);
+	env_bind(e, intern_cstr(ev->interner, "tt_rope_dtype"), act);
+	env_bind(e, intern_cstr(ev->interner, "tt_rope_shared"), ac);
 
 	env_bind(e, intern_cstr(ev->interner, "act"), act);
 	return e;

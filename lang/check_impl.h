@@ -99,6 +99,7 @@ struct check_model {
 	bool have_body, body_known;	/* the model's first repeat, and its count */
 	uint64_t body;
 	bool rope_read;			/* a layer read train.rope_cache (hf_rotary_cache) */
+	bool tt_rope_read;		/* one read torchtune.rope_cache (torchtune_rotary_cache) */
 };
 
 void check_model_tensor(struct check_model *m, const struct walk_tensor *t);

@@ -364,6 +364,26 @@ static struct value finetune_word(struct eval *ev, const struct check_job *j)
 	return val_symbol(ev, v.str, v.loc);
 }
 
+/* torchtune { rope_cache, max_seq_len }: torchtune's per-layer
+ * RotaryPositionalEmbeddings buffers (stdlib layers/attention.mem
+ * torchtune_rotary_cache); without the dtype, none (tt_rope_len 0). */
+static void tt_rope_bindings(struct eval *ev, struct check_job *j, struct env *e)
+{
+	struct value v, n, sh;
+	bool on = check_job_field(j, "torchtune.rope_cache", &v) && v.kind == VAL_DTYPE;
+	uint64_t len = on ? check_count_key(ev, j, "torchtune.max_seq_len", 0, &n) : 0;
+	bool shared = on && check_job_field(j, "torchtune.shared_rope", &sh) && sh.kind == VAL_BOOL && sh.b;
+
+	if (!on)
+		v = (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("fp32") };
+	bind(ev, e, "tt_rope", (struct value){ .kind = VAL_BOOL, .b = on, .loc = j->decl->name_loc,
+					       .origin = j->decl->name_loc });
+	bind(ev, e, "tt_rope_len", val_count(len, j->decl->name_loc));
+	bind(ev, e, "tt_rope_dtype", v);
+	bind(ev, e, "tt_rope_shared", (struct value){ .kind = VAL_BOOL, .b = shared,
+						      .loc = j->decl->name_loc, .origin = j->decl->name_loc });
+}
+
 struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 {
 	struct env *e = env_new(ev, NULL);
@@ -390,5 +410,6 @@ struct env *check_job_bindings(struct eval *ev, struct check_job *j)
 	bind(ev, e, "autocast", (struct value){ .kind = VAL_BOOL, .b = autocast_policy(ev, j),
 						.loc = j->decl->name_loc, .origin = j->decl->name_loc });
 	rope_bindings(ev, j, e);
+	tt_rope_bindings(ev, j, e);
 	return e;
 }

@@ -179,6 +179,106 @@ static bool fsdp_storage_ok(struct eval *ev, const struct check_job *j)
 	return false;
 }
 
+static bool ft_arg_of(struct eval *ev, const struct value *ft, const char *name, struct value *v)
+{
+	return env_lookup(ft->args, intern_cstr(ev->interner, name), v);
+}
+
+/* Each quantizer packs its own format: HQQLinear (fsdp_qlora's hqq_*:
+ * nbits=4, group_size=64) hqq4 only, torchao's to_nf4 NF4Tensor only, and
+ * bitsandbytes' Params4bit no hqq4. Another pair would give one library's
+ * storage with another's loading transient: a job no one can run. */
+static bool quant_pair_ok(struct eval *ev, const struct value *ft)
+{
+	struct value q, qz;
+	bool has_q = ft_arg_of(ev, ft, "quant", &q) && q.kind == VAL_DTYPE;
+	bool has_qz = ft_arg_of(ev, ft, "quantizer", &qz) && qz.kind == VAL_STRING;
+	const char *who = has_qz ? qz.str : "bitsandbytes", *dt = has_q ? dtype_name(q.dtype) : "nf4_dq";
+	bool hqq4 = has_q && !strcmp(dt, "hqq4"), nf4 = !strncmp(dt, "nf4", 3);
+	const char *need = !strcmp(who, "hqq") ? (hqq4 ? NULL : "quant = hqq4 (HQQLinear's 4-bit groups of 64)") :
+			   strncmp(who, "torchao", 7) ? (hqq4 ? "quantizer = \"hqq\" (HQQLinear)" : NULL) :
+			   nf4 ? NULL : "quant = nf4_dq (to_nf4's NF4Tensor, its scalers quantised)";
+	struct diag *d;
+
+	if (!need)
+		return true;
+	d = eval_error(ev, DIAG_TYPE_MISMATCH, has_q ? q.origin : qz.origin, "quant = %s%s is not what the "
+		       "\"%s\" quantizer packs: use %s", dt, has_q ? "" : " (the default)", who, need);
+	if (has_q && has_qz)
+		diag_note(d, qz.origin, "'quantizer' is set here");
+	return false;
+}
+
+/* fsdp_qlora's BNBDORA and HQQDORA wrap its 4-bit Linear4bit or HQQLinear
+ * (scripts/dora.py; train.py's bnb_dora / hqq_dora): without such a base
+ * the layers memc would count are no framework's. */
+static bool dora_base_ok(struct eval *ev, const struct value *ft)
+{
+	struct value v, qz;
+
+	if (!ft_arg_of(ev, ft, "use_dora", &v) || v.kind != VAL_STRING)
+		return true;
+	if (strcmp(ft->str, "qlora")) {
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.origin, "use_dora = \"fsdp_qlora\" is fsdp_qlora's BNBDORA / "
+			   "HQQDORA, which wrap a 4-bit base: use qlora(...), or use_dora = true (PEFT's DoRA)");
+		return false;
+	}
+	if (!ft_arg_of(ev, ft, "quantizer", &qz) || qz.kind != VAL_STRING || !strncmp(qz.str, "hqq", 3) ||
+	    !strcmp(qz.str, "bitsandbytes"))
+		return true;
+	diag_note(eval_error(ev, DIAG_TYPE_MISMATCH, v.origin, "use_dora = \"fsdp_qlora\" is fsdp_qlora's "
+			     "DoRA over bitsandbytes or HQQ, not over quantizer = \"%s\": use use_dora = true "
+			     "(torchtune's and PEFT's DoRA)", qz.str), qz.origin, "'quantizer' is set here");
+	return false;
+}
+
+/* HQQLinear trains through HQQMatmulNoCacheDeq (every *_backprop backend),
+ * whose setup_context saves its input x for backward: without
+ * save_input = true memc would drop what HQQ keeps. */
+static bool hqq_saves_ok(struct eval *ev, const struct value *ft)
+{
+	struct value qz, si;
+	bool given = ft_arg_of(ev, ft, "save_input", &si) && si.kind == VAL_BOOL;
+
+	if (!ft_arg_of(ev, ft, "quantizer", &qz) || qz.kind != VAL_STRING || strcmp(qz.str, "hqq") ||
+	    (given && si.b))
+		return true;
+	eval_error(ev, DIAG_TYPE_MISMATCH, given ? si.origin : qz.origin, "HQQLinear's backprop matmul "
+		   "(HQQMatmulNoCacheDeq) saves each quantised Linear's input for backward: with quantizer = "
+		   "\"hqq\" write save_input = true");
+	return false;
+}
+
+/* dequant_dtype is bitsandbytes' QuantState.dtype (MatMul4Bit's second
+ * copy, build_param.c param_cast): torchao's NF4Tensor and HQQLinear
+ * dequantise straight to their compute dtype. */
+static bool dequant_ok(struct eval *ev, const struct value *ft)
+{
+	struct value qz, dd;
+
+	if (!ft_arg_of(ev, ft, "dequant_dtype", &dd) || !ft_arg_of(ev, ft, "quantizer", &qz) ||
+	    qz.kind != VAL_STRING || !strcmp(qz.str, "bitsandbytes"))
+		return true;
+	diag_note(eval_error(ev, DIAG_IGNORED_SETTING, dd.origin, "'dequant_dtype' is bitsandbytes' "
+			     "QuantState.dtype; quantizer = \"%s\" dequantises to the compute dtype without "
+			     "it: drop it", qz.str), qz.origin, "'quantizer' is set here");
+	return false;
+}
+
+/* double_quant only picks quant's default (nf4_dq or nf4, build_param.c):
+ * beside a written quant it changes nothing. */
+static bool double_quant_ok(struct eval *ev, const struct value *ft)
+{
+	struct value q, dq;
+
+	if (!ft_arg_of(ev, ft, "double_quant", &dq) || !ft_arg_of(ev, ft, "quant", &q))
+		return true;
+	diag_note(eval_error(ev, DIAG_IGNORED_SETTING, dq.origin, "'double_quant' only picks the default "
+			     "quant (nf4_dq or nf4), and quant is written: drop one"), q.origin,
+		  "'quant' is set here");
+	return false;
+}
+
 bool check_finetune(struct eval *ev, const struct check_job *j)
 {
 	const struct value *ft = &j->finetune;
@@ -190,5 +290,11 @@ bool check_finetune(struct eval *ev, const struct check_job *j)
 		return true;
 	for (unsigned i = 0; (name = env_name_at(ft->args, i, &v)); i++)
 		ok &= lora_arg(ev, ft->str, name, v);
+	if (!ok)
+		return false;
+	ok = dora_base_ok(ev, ft);
+	if (!strcmp(ft->str, "qlora"))
+		ok &= quant_pair_ok(ev, ft) & double_quant_ok(ev, ft) & hqq_saves_ok(ev, ft) &
+		      dequant_ok(ev, ft);
 	return ok && fsdp_storage_ok(ev, j);
 }

@@ -136,7 +136,8 @@ static bool check_kind(struct eval *ev, struct value v, const char *type, const 
 	}
 	if (!strcmp(type, "finetune")) {
 		/* adapter, adapter_v2: LitGPT's LLaMA-Adapter (lit_gpt/adapter.py, adapter_v2.py) */
-		bool adapter = !strcmp(v.str, "adapter") || !strcmp(v.str, "adapter_v2");
+		bool named = (v.kind == VAL_SYMBOL || v.kind == VAL_CALL) && v.str;
+		bool adapter = named && (!strcmp(v.str, "adapter") || !strcmp(v.str, "adapter_v2"));
 
 		if ((v.kind == VAL_SYMBOL && (!strcmp(v.str, "full") || adapter)) ||
 		    (v.kind == VAL_CALL && (!strcmp(v.str, "lora") || !strcmp(v.str, "qlora") || adapter)))
@@ -866,6 +867,45 @@ static void check_rope_read(struct eval *ev, const struct check_model *m, const 
 			   j->model.label ? j->model.label : "the model");
 }
 
+/* torchtune { rope_cache, max_seq_len }: the table's dtype and length are
+ * the builder's, so both are needed, and a model none of whose layers calls
+ * torchtune_rotary_cache keeps no such buffer. */
+static void check_tt_rope(struct eval *ev, const struct check_model *m, const struct check_job *j)
+{
+	struct value v, n, sh;
+	bool dt = check_job_field(j, "torchtune.rope_cache", &v) && v.kind == VAL_DTYPE;
+	bool len = check_job_field(j, "torchtune.max_seq_len", &n) && n.kind == VAL_NUM;
+	const char *name = j->model.label ? j->model.label : "the model";
+
+	if (!dt) {
+		if (len)
+			eval_error(ev, DIAG_IGNORED_SETTING, n.origin.file ? n.origin : n.loc, "'torchtune.max_seq_len' "
+				   "is the length of the rotary cache 'torchtune.rope_cache' counts, which is not set: "
+				   "add 'rope_cache = fp32' or drop it");
+		if (check_job_field(j, "torchtune.shared_rope", &sh))
+			eval_error(ev, DIAG_IGNORED_SETTING, sh.origin.file ? sh.origin : sh.loc, "'torchtune.shared_rope' "
+				   "says how many rotary caches 'torchtune.rope_cache' counts, which is not set: "
+				   "add 'rope_cache = fp32' or drop it");
+		return;
+	}
+	if (v.dtype->kind != DTYPE_FLOAT || v.dtype->bits < 16 || dtype_is_block_scaled(v.dtype))
+		eval_error(ev, DIAG_TYPE_MISMATCH, v.loc, "torchtune.rope_cache must be a float dtype of 16 "
+			   "bits or more (fp32 as RotaryPositionalEmbeddings builds it, bf16 after a recipe's "
+			   "model.to(torch.bfloat16)), not %s", dtype_name(v.dtype));
+	else if (!len && !check_key_loc(j, "torchtune.max_seq_len").file)
+		eval_error(ev, DIAG_MISSING_FIELD, v.origin.file ? v.origin : v.loc, "'torchtune.rope_cache' "
+			   "needs 'max_seq_len', the model builder's (torchtune's llama2_7b and llama3_8b: 4096), "
+			   "which sets the cache's length");
+	else if (check_job_field(j, "rope_cache", &sh))
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc, "'torchtune.rope_cache' "
+			   "counts torchtune's rotary buffers and 'rope_cache' transformers' tables: a model is "
+			   "built by one of them; drop one");
+	else if (!m->tt_rope_read)
+		eval_error(ev, DIAG_IGNORED_SETTING, v.origin.file ? v.origin : v.loc, "'torchtune.rope_cache' "
+			   "counts torchtune's RotaryPositionalEmbeddings buffers, but no layer of %s reads it "
+			   "(the stdlib's Llama calls torchtune_rotary_cache); drop it", name);
+}
+
 /* Walk the model under the job; then what the job asks of the model. */
 static void walk_job(struct eval *ev, struct check_job *j)
 {
@@ -888,6 +928,7 @@ static void walk_job(struct eval *ev, struct check_job *j)
 		ev->warn_job = NULL;
 		ev->warn_train = NULL;
 		m.rope_read = env_was_read(j->bindings, intern_static(ev->interner, "rope_cache"));
+		m.tt_rope_read = env_was_read(j->bindings, intern_static(ev->interner, "tt_rope"));
 		if (ev->reports == reports && !ev->steps_reported)
 			walk_cache_put(ev, j->model, j->bindings, &m);
 	}
@@ -915,6 +956,7 @@ static void walk_job(struct eval *ev, struct check_job *j)
 	num_to_u64(vp.num, &v);
 	check_stage_layers(ev, &m, j, p, v);
 	check_rope_read(ev, &m, j);
+	check_tt_rope(ev, &m, j);
 	if (uneven || check_model_split(ev, &m, j, pp, vp, interleaved))
 		check_model_names(ev, &m, j);
 	/* transformer_config.py: "CPU offloading can be done only for layers

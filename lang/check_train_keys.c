@@ -39,7 +39,7 @@ const struct field_spec check_train_fields[] = {
 	{ "fsdp1", "record", false }, { "nccl", "record", false },
 	{ "fsdp2", "record", false }, { "rl", "record", false },
 	{ "data", "record", false }, { "keep_output", "bool", false },
-	{ "rope_cache", "dtype", false },
+	{ "rope_cache", "dtype", false }, { "torchtune", "record", false },
 	{ NULL, NULL, false },
 };
 
@@ -148,6 +148,14 @@ static const struct field_spec data_fields[] = {
 	{ NULL, NULL, false },
 };
 
+/* torchtune's own modules where their buffers differ from HF's: the
+ * builders' RotaryPositionalEmbeddings (memory-model.md "torchtune's
+ * rotary caches"). */
+static const struct field_spec torchtune_fields[] = {
+	{ "rope_cache", "dtype", false }, { "max_seq_len", "count", false },
+	{ "shared_rope", "bool", false }, { NULL, NULL, false },
+};
+
 /* What each numeric key allows (a key not listed: any value of its type). */
 const struct range_spec check_train_ranges[] = {
 	{ "headroom", RANGE_FRACTION }, { "ddp.bucket_cap", RANGE_POSITIVE_BYTES },
@@ -164,11 +172,13 @@ const struct range_spec check_train_ranges[] = {
 	{ "nccl.ll_buffsize", RANGE_POSITIVE_BYTES }, { "nccl.ll128_buffsize", RANGE_POSITIVE_BYTES },
 	{ "nccl.nvls_chunksize", RANGE_POSITIVE_BYTES }, { "nccl.nchannels", RANGE_NCCL_CHANNELS },
 	{ "nccl.nchannels_per_net_peer", RANGE_NCCL_CHANNELS }, { "nccl.nvls_nchannels", RANGE_NCCL_CHANNELS }, { "parallel.first_stage_layers", RANGE_AT_LEAST_1 }, { "parallel.last_stage_layers", RANGE_AT_LEAST_1 },
+	/* schedules.py: None is pp; a written 0 is outside [pp, M], not the default */
+	{ "parallel.microbatch_group_size_per_vp_stage", RANGE_AT_LEAST_1 },
 	{ "rl.num_generations", RANGE_AT_LEAST_1 }, { "rl.prompt_len", RANGE_AT_LEAST_1 },
 	/* vllm/config CacheConfig: gpu_memory_utilization = Field(0.9, gt=0, le=1) */
 	{ "rl.vllm_gpu_memory_utilization", RANGE_PERCENT_ABOVE_0 }, { "rl.rollout_batch", RANGE_AT_LEAST_1 },
 	{ "data.min_seq_len", RANGE_AT_LEAST_1 },
-	{ "data.later_seq_len", RANGE_AT_LEAST_1 },
+	{ "data.later_seq_len", RANGE_AT_LEAST_1 }, { "torchtune.max_seq_len", RANGE_AT_LEAST_1 },
 	{ "checkpoint_every", RANGE_AT_LEAST_1 }, { "recompute_num_layers", RANGE_AT_LEAST_1 },
 	{ "eval.generate", RANGE_NONNEG }, { "megatron.moe_flex_dispatcher_num_sms", RANGE_AT_LEAST_1 },
 	{ NULL, RANGE_ANY },
@@ -182,5 +192,6 @@ const struct field_spec *check_train_sub_specs(const char *name)
 	       !strcmp(name, "megatron") ? megatron_fields : !strcmp(name, "fsdp1") ? fsdp1_fields :
 	       !strcmp(name, "nccl") ? nccl_fields : !strcmp(name, "fsdp2") ? fsdp2_fields :
 	       !strcmp(name, "fp8") ? fp8_fields : !strcmp(name, "rl") ? rl_fields :
-	       !strcmp(name, "data") ? data_fields : overhead_fields;
+	       !strcmp(name, "data") ? data_fields : !strcmp(name, "torchtune") ? torchtune_fields :
+	       overhead_fields;
 }

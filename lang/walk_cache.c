@@ -44,7 +44,7 @@ struct walk_cache_entry {
 	size_t nparams;
 	bool have_body, body_known;
 	uint64_t body;
-	bool rope_read;
+	bool rope_read, tt_rope_read;
 	struct walk_cache_entry *next;	/* same hash */
 };
 
@@ -295,6 +295,7 @@ static void fill(struct check_model *out, const struct walk_cache_entry *e)
 	out->body_known = e->body_known;
 	out->body = e->body;
 	out->rope_read = e->rope_read;
+	out->tt_rope_read = e->tt_rope_read;
 }
 
 /* The walk of @k (the key just made) kept by another compilation. */
@@ -380,6 +381,7 @@ static struct walk_cache_entry *new_entry(struct arena *a, const struct walk_cac
 	e->body_known = m->body_known;
 	e->body = m->body;
 	e->rope_read = m->rope_read;
+	e->tt_rope_read = m->tt_rope_read;
 	return e;
 }
 
@@ -414,6 +416,7 @@ static void store_put(struct eval *ev, const struct walk_key *k, const struct ch
 	e->body_known = m->body_known;
 	e->body = m->body;
 	e->rope_read = m->rope_read;
+	e->tt_rope_read = m->tt_rope_read;
 	if (first) {
 		e->next = first->next;
 		first->next = e;

@@ -122,6 +122,16 @@ static bool derived_params(struct cfg *c, const struct hf_family *f, struct imp_
 		imp_set(o, "shared_ffn", arena_printf(c->arena, "%lld", v),
 			"n_shared_experts x moe_intermediate_size", NULL);
 	}
+	/* PhiAttention._init_rope: int(partial_rotary_factor x head_dim) dims,
+	 * the width of the caches rope_cache counts (the template's floor) */
+	const struct cfg_item *pr = cfg_find(c, "partial_rotary_factor"), *nh = cfg_find(c, "num_attention_heads");
+
+	if (!strcmp(f->model_type, "phi") && pr && h && nh && nh->kind == CFG_INT && nh->i > 0 &&
+	    h->kind == CFG_INT && (pr->kind == CFG_INT || pr->kind == CFG_REAL) &&
+	    !(pr->r * (double)(h->i / nh->i) >= 1))
+		return diag_fail(c->diag, DIAG_OUT_OF_RANGE, pr->loc, "partial_rotary_factor %s leaves no "
+				 "rotary dimension of the %lld-wide heads (int(factor x head_dim) = 0)", pr->text,
+				 h->i / nh->i);
 	if (!strcmp(f->model_type, "t5")) {
 		const struct cfg_item *l = cfg_find(c, "num_layers"), *d = cfg_find(c, "num_decoder_layers");
 		const struct cfg_item *kv = cfg_find(c, "d_kv"), *m = cfg_find(c, "d_model");

@@ -262,15 +262,54 @@ static void run_init(struct import_run *r, FILE *out, FILE *diag_out)
 static void replay_if_sharded(struct imp_out *o)
 {
 	const struct imp_setting *fsdp = imp_find(o, "fsdp"), *zero = imp_find(o, "zero"), *by = NULL;
+	const char *src = NULL;
 
 	if (fsdp && fsdp->value && (!strcmp(fsdp->value, "full_shard") || !strcmp(fsdp->value, "shard_grad_op") ||
 				    !strcmp(fsdp->value, "hybrid_shard")))
 		by = fsdp;
 	else if (zero && zero->value && !strcmp(zero->value, "3"))
 		by = zero;
+	/* an fsdp2 { } record without fsdp is full_shard (build_job_layout.c
+	 * sharding): torchtitan's default dp_shard, or dp_shard 1 under cp */
+	for (size_t i = 0; !by && !fsdp && i < o->n; i++)
+		if (o->set[i].dst && o->set[i].value && !strncmp(o->set[i].dst, "fsdp2.", 6))
+			by = &o->set[i], src = "fsdp2 { } (fully_shard)";
 	if (by && !imp_find(o, "alloc.replay"))
-		imp_set(o, "alloc.replay", "true", by->src, "weights sharded on streams of their own: "
+		imp_set(o, "alloc.replay", "true", src ? src : by->src, "weights sharded on streams of their own: "
 			"the allocator replay's per-stream pools (docs/accuracy.md, fifth pass)");
+}
+
+/* Megatron's --mtp-num-layers beside a config.json: DeepseekV3ForCausalLM
+ * builds no MTP layer (config.json's num_nextn_predict_layers is read by
+ * no HF class), so the count is the declared model's mtp_num_layers, put
+ * first among its named arguments; a template without MTP layers (memc's
+ * are DeepSeekV3's) cannot hold what Megatron builds. */
+static bool mtp_into_model(struct import_run *r)
+{
+	struct strbuf *m = &r->model, arg;
+	/* the declaration's line, not the comment above it, which names a path */
+	const char *decl = r->train.mtp_layers && m->len ? strstr(m->buf, "\nmodel ") : NULL;
+	const char *open = decl ? strstr(decl, " = ") : NULL;
+	size_t at;
+
+	if (!open)
+		return true;
+	open += 3;
+	if (strncmp(open, "DeepSeekV3(\n", 12))
+		return diag_fail(r->diag, DIAG_IMPORT_UNUSED_KEY, r->train.mtp_loc, "--mtp-num-layers %lld "
+				 "adds multi-token-prediction layers, and %s's model (%.*s) has none in memc "
+				 "(only DeepSeekV3's template does): drop the flag or import without the config",
+				 r->train.mtp_layers, r->model_file, (int)strcspn(open, "("), open);
+	at = (size_t)(open + 12 - m->buf);
+	strbuf_init(&arg);
+	strbuf_addf(&arg, "  mtp_num_layers = %lld,", r->train.mtp_layers);
+	while (arg.len < 28)
+		strbuf_addch(&arg, ' ');
+	strbuf_addf(&arg, " // mtp-num-layers (Megatron-Core's MultiTokenPredictionBlock)\n%s", m->buf + at);
+	strbuf_setlen(m, at);
+	strbuf_addstr(m, arg.buf);
+	strbuf_release(&arg);
+	return true;
 }
 
 /* Each CONFIG, then the text; @rc < 0: the arguments were good. */
@@ -283,6 +322,10 @@ static int run_files(struct import_run *r, int rc)
 
 		ok &= import_one(r, r->files[i]);
 		unreadable |= r->src->nfiles == before;
+		diag_flush(r->diag);
+	}
+	if (rc < 0 && ok) {
+		ok = mtp_into_model(r);
 		diag_flush(r->diag);
 	}
 	replay_if_sharded(&r->train);

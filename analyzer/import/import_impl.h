@@ -109,6 +109,10 @@ struct imp_out {
 	struct arena *arena;
 	struct imp_setting *set;
 	size_t n, cap;
+	/* Megatron's --mtp-num-layers (0: none) and where it was: a shape of
+	 * the model a config.json of the same run declares (import_cmd.c) */
+	long long mtp_layers;
+	struct loc mtp_loc;
 };
 
 void imp_set(struct imp_out *o, const char *dst, const char *value, const char *src, const char *note);

@@ -48,7 +48,8 @@ static const struct map_row megatron_rows[] = {
 	E("optimizer", "optimizer", "adam=adamw|sgd=sgd"),
 	NOTE("num-layers-per-virtual-pipeline-stage", "vp = layers / (pp x this)"),
 	C("virtual-pipeline-model-parallel-size", "parallel.vp"),
-	C("microbatch-group-size-per-virtual-pipeline-stage", "parallel.microbatch_group_size_per_vp_stage"),
+	{ "microbatch-group-size-per-virtual-pipeline-stage", "parallel.microbatch_group_size_per_vp_stage",
+	  MAP_COUNT, "1" },
 	IGN("pipeline-model-parallel-layout"),	/* megatron_layout */
 	NOTE("mtp-num-layers", "a model shape: the model's mtp_num_layers (the stdlib's deepseek_v3_mtp "
 	     "for DeepSeek-V3's 1), on the last pipeline stage"),
@@ -219,6 +220,55 @@ static unsigned long long count_t(const char *s)
 	return n;
 }
 
+/* validate_layer_layout's MTP rules: as many m as --mtp-num-layers (none
+ * without it, @mtp -1), no decoder layer after the first, all in one virtual stage
+ * and that the last of its rank (stage k is chunk k / pp of rank k mod pp);
+ * NULL when the layout keeps them, else what is wrong. */
+static const char *layout_mtp_error(struct arena *a, const char *u, size_t n, size_t pp, long long mtp)
+{
+	unsigned long long m = 0;
+	size_t stage = 0, at = 0;
+	bool split = false;
+
+	for (const char *p = u; *p; p++) {
+		stage += *p == '|';
+		if (*p == 't' && m)
+			return "decoder layers (t) must come before the MTP layers (m) (validate_layer_layout)";
+		if (*p == 'm') {
+			split |= m && stage != at;
+			at = stage;
+			m++;
+		}
+	}
+	if (mtp < 0 && m)
+		return arena_printf(a, "the pipeline layout places %llu MTP layers (m) without "
+				    "--mtp-num-layers (validate_layer_layout: give it or drop the m)", m);
+	if (mtp >= 0 && m != (unsigned long long)mtp)
+		return arena_printf(a, "the pipeline layout places %llu MTP layers (m), but --mtp-num-layers "
+				    "is %lld (validate_layer_layout: they must match)", m, mtp);
+	if (m && (split || at / pp != n / pp - 1))
+		return "the MTP layers (m) must all be in one virtual stage, the last of its rank "
+		       "(validate_layer_layout)";
+	return NULL;
+}
+
+/* --mtp-num-layers, argparse's int (None, no MTP, when absent: -1); a
+ * layout is checked against it. */
+static bool megatron_mtp(struct cfg *c, struct imp_out *o, long long *n)
+{
+	const struct cfg_item *it = cfg_find(c, "mtp-num-layers");
+
+	*n = -1;
+	if (!it)
+		return true;
+	if (!cfg_whole_at_least(c, it, 0))	/* bare: megatron_note_values */
+		return false;
+	*n = it->i;
+	o->mtp_layers = it->i;
+	o->mtp_loc = it->loc;
+	return true;
+}
+
 /* What the import says of the layout's MTP layers (m): a model's
  * mtp_num_layers go after its body, on the last virtual stage, where the
  * layout has its loss L; an m elsewhere is not placed there. */
@@ -245,10 +295,14 @@ static bool megatron_layout(struct cfg *c, struct imp_out *o)
 	const struct cfg_item *pp = cfg_find(c, "pipeline-model-parallel-size");
 	const struct cfg_item *nl = cfg_find(c, "num-layers");
 	struct strbuf u, list;
+	const char *mtp_bad;
+	long long mtp;
 	size_t n = 0;
 	char bad = 0;
 	bool ok;
 
+	if (!megatron_mtp(c, o, &mtp))
+		return false;
 	if (!it)
 		return true;
 	if (!pp || pp->kind != CFG_INT || pp->i < 2)
@@ -276,6 +330,8 @@ static bool megatron_layout(struct cfg *c, struct imp_out *o)
 	else if (nl && nl->kind == CFG_INT && !(ok = count_t(u.buf) == (unsigned long long)nl->i))
 		diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "the pipeline layout places %llu decoder layers "
 			  "(t), but --num-layers is %lld (validate_layer_layout)", count_t(u.buf), nl->i);
+	else if ((mtp_bad = layout_mtp_error(c->arena, u.buf, n, (size_t)pp->i, mtp)))
+		ok = diag_fail(c->diag, DIAG_BAD_LAYOUT, it->loc, "%s", mtp_bad);
 	if (ok) {
 		imp_set(o, "parallel.stage_layers", arena_strdup(c->arena, list.buf), it->path,
 			layout_mtp_note(u.buf));
@@ -300,13 +356,36 @@ static void megatron_schedule(struct cfg *c, struct imp_out *o)
 			"Megatron's interleaved 1F1B (forward_backward_pipelining_with_interleaving)");
 }
 
+/* A comment row's flag that argparse types (--num-layers, --global-batch-
+ * size, ...) given alone would be noted as "= true" and skip the layout's
+ * checks against it; only its store_true switches take no value. */
+static bool megatron_note_values(struct cfg *c)
+{
+	static const char *const switches[] = { "swiglu", "group-query-attention",
+						"untie-embeddings-and-output-weights", "disable-bias-linear" };
+	bool ok = true;
+
+	for (size_t i = 0; i < c->n; i++) {
+		const struct cfg_item *it = &c->items[i];
+		const struct map_row *r = it->bare ? map_find(megatron_rows, it->path) : NULL;
+		bool sw = false;
+
+		for (size_t k = 0; k < sizeof switches / sizeof switches[0]; k++)
+			sw |= !strcmp(it->path, switches[k]);
+		if (r && r->conv == MAP_NOTE && !sw && cfg_find(c, it->path) == it)
+			ok = diag_fail(c->diag, DIAG_TYPE_MISMATCH, it->loc, "'--%s' needs a value and has "
+				       "none after it", it->path);
+	}
+	return ok;
+}
+
 /* Megatron's --cp-comm-type defaults to p2p (arguments.py
  * _add_distributed_args), memc's cp_comm_type to torchtitan's allgather:
  * a job imported with cp but without the flag must say p2p, whatever order
  * the flags came in. */
 bool megatron_import(struct cfg *c, struct imp_out *o)
 {
-	bool ok = map_apply(c, megatron_rows, o) && megatron_layout(c, o);
+	bool ok = megatron_note_values(c) && map_apply(c, megatron_rows, o) && megatron_layout(c, o);
 
 	if (ok)
 		megatron_schedule(c, o);

@@ -356,6 +356,27 @@ static void torchtune_recipe_notes(struct cfg *c, struct imp_out *o, bool lora)
 			"lora_llama2_7b and lora_llama3_8b default to dropout = 0.05");
 }
 
+/* The llama2 and llama3 component builders (until 23896c30d, 2025-01-27)
+ * build one layer and TransformerDecoder deep-copies it, so every layer
+ * keeps its RotaryPositionalEmbeddings buffers; the builder's max_seq_len
+ * and the recipe's dtype are not in the YAML; the llama3_1 and llama3_2
+ * builders pass one module to every layer. */
+static void torchtune_rope_note(struct cfg *c, struct imp_out *o)
+{
+	const struct cfg_item *comp = cfg_find(c, "model._component_");
+	const char *t = comp ? comp->text : NULL;
+
+	if (t && (!strncmp(t, "torchtune.models.llama2.", 24) || !strncmp(t, "torchtune.models.llama3.", 24)))
+		imp_set(o, NULL, NULL, "model._component_", "torchtune's llama2/llama3 builders (until 23896c30d, "
+			"2025-01-27) deep-copy one layer with its rotary cache: torchtune { rope_cache = fp32, "
+			"max_seq_len = 4096 } (llama3 from 41341fd1d, 2024-04-18: 8192; bf16 under an FSDP1 "
+			"*_distributed recipe's model.to(torch.bfloat16))");
+	else if (t && (!strncmp(t, "torchtune.models.llama3_1.", 26) || !strncmp(t, "torchtune.models.llama3_2.", 26)))
+		imp_set(o, NULL, NULL, "model._component_", "torchtune's llama3_1/llama3_2 builders pass one "
+			"rotary cache to every layer: torchtune { rope_cache = fp32, max_seq_len = 131072, "
+			"shared_rope = true } (the 405B: 8192)");
+}
+
 /* optimizer.fused: torch.optim.AdamW(fused=True) (torch/optim/adamw.py
  * _fused_adamw), what the llama3_2 configs ask for. */
 static bool torchtune_import(struct cfg *c, struct imp_out *o)
@@ -369,6 +390,7 @@ static bool torchtune_import(struct cfg *c, struct imp_out *o)
 		return false;
 	torchtune_recipe_notes(c, o, cfg_find(c, "model.lora_rank") ||
 			       (comp && comp->text && strstr(comp->text, "lora_")));
+	torchtune_rope_note(c, o);
 	opt = imp_find(o, "optimizer");
 	if (!cfg_true(c, "optimizer.fused"))
 		return true;

@@ -527,6 +527,10 @@ static struct env *neutral_bindings(struct bld *b)
 	env_bind(e, bld_intern(b, "compile_loss"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "rope_cache"), (struct value){ .kind = VAL_BOOL, .b = false });
 	env_bind(e, bld_intern(b, "rope_dtype"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("fp32") });
+	env_bind(e, bld_intern(b, "tt_rope"), (struct value){ .kind = VAL_BOOL, .b = false });
+	env_bind(e, bld_intern(b, "tt_rope_len"), val_count(0, NO_LOC));
+	env_bind(e, bld_intern(b, "tt_rope_dtype"), (struct value){ .kind = VAL_DTYPE, .dtype = dtype_find("fp32") });
+	env_bind(e, bld_intern(b, "tt_rope_shared"), (struct value){ .kind = VAL_BOOL, .b = false });
 	return e;
 }
 

@@ -258,7 +258,10 @@ static void run_init(struct import_run *r, FILE *out, FILE *diag_out)
  * stream's pool caches is what the flat ratio cannot describe and the
  * replay's per-stream pools do (docs/accuracy.md, fifth pass: 5.8 %
  * against 15.5 % median on those rows), so the import asks for the replay
- * unless its mapper chose. */
+ * unless its mapper chose. The builder replays torch FSDP's by default
+ * (memory.h mem_replays_by_default) and not ZeRO-3's; the line is written
+ * for both, so the imported file says what it gets. The importer sees
+ * strings, not the builder's enum: the spellings are its own. */
 static void replay_if_sharded(struct imp_out *o)
 {
 	const struct imp_setting *fsdp = imp_find(o, "fsdp"), *zero = imp_find(o, "zero"), *by = NULL;

@@ -128,8 +128,10 @@ static void alloc_conf(struct bld *b, struct mem_job *j)
 		    bld_key(b, "alloc.garbage_collection_threshold", &v) ||
 		    bld_key(b, "alloc.expandable_segments", &v);
 
-	/* a conf key means nothing without the replay: it turns it on */
-	j->alloc_replay = bld_key_bool(b, "alloc.replay", conf);
+	/* a conf key means nothing without the replay: it turns it on; a
+	 * torch FSDP job that shards its weights replays unless it says
+	 * `replay = false` (memory.h mem_replays_by_default) */
+	j->alloc_replay = bld_key_bool(b, "alloc.replay", conf || mem_replays_by_default(j->sharding));
 	j->alloc_expandable = bld_key_bool(b, "alloc.expandable_segments", false);
 	j->alloc_roundup_divisions = div > (1u << 30) ? 1u << 30 : (uint32_t)div;
 	if (mb)

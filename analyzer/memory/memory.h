@@ -67,6 +67,17 @@ static inline bool mem_shards_weights(enum mem_sharding m)
 	       m == MEM_SHARD_FSDP_HYBRID;
 }
 
+/* torch FSDP's share of that class (FSDP1 full_shard, shard_grad_op,
+ * hybrid_shard; FSDP2's fully_shard, which the builder spells the same
+ * with mem_job.fsdp2): the jobs whose reserved figure is the allocator
+ * replay's unless `alloc { replay = false }` (§5.4; docs/accuracy.md,
+ * "The replay by default"). ZeRO-3 is not: no published ZeRO-3 reserved
+ * reading checks the replay there. */
+static inline bool mem_replays_by_default(enum mem_sharding m)
+{
+	return mem_shards_weights(m) && m != MEM_SHARD_ZERO3;
+}
+
 enum mem_recompute {
 	MEM_RECOMPUTE_NONE,
 	MEM_RECOMPUTE_SELECTIVE,	/* caller already dropped core attention from saves */

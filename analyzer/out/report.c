@@ -229,7 +229,8 @@ static void text_figures(FILE *out, const struct report_job *j, const struct mem
 	fputs("   (torch.cuda.max_memory_allocated)\n", out);
 	text_row(out, "peak reserved", NULL, k->peak_reserved);
 	/* the class whose reserved figure the ratio is measured worst on
-	 * says so where the number is read */
+	 * says so where the number is read: ZeRO-3, which keeps the ratio by
+	 * default, and FSDP with `replay = false` (mem_replays_by_default) */
 	if (!k->replayed && j->job && mem_shards_weights(j->job->sharding))
 		fprintf(out, "   (torch.cuda.max_memory_reserved; allocated x %.2f: "
 			"`alloc { replay = true }` replays the sharded job's streams)\n",

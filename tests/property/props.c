@@ -85,11 +85,33 @@ static const char *fig_name(int kind, int i)
 	return buf;
 }
 
+static bool replayed(const struct side *s)
+{
+	for (size_t c = 0; c < s->r.nclasses; c++)
+		if (s->r.classes[c].replayed)
+			return true;
+	return false;
+}
+
+/* What the caching allocator's replay decides (torch FSDP's default,
+ * memory.h mem_replays_by_default): reserved, the device total over it
+ * and the overhead holding the cache. Best fit and segment rounding do not
+ * grow with the requests: a larger step can pack into fewer segments. */
+static bool replay_decides(const struct side *lo, const struct side *hi, int kind, int i)
+{
+	bool fig = kind == 0 ? i != F_ALLOC : kind != 2 && i == MEM_C_OVERHEAD;
+
+	return fig && (replayed(lo) || replayed(hi));
+}
+
 /* lo <= hi + slack for one figure, per class and as the maximum. */
 static void le_fig(struct prop_ctx *pc, const char *prop, const struct side *lo,
 		   const struct side *hi, int kind, int i, uint64_t slack)
 {
 	uint64_t ml = 0, mh = 0;
+
+	if (replay_decides(lo, hi, kind, i))
+		return;
 
 	for (size_t c = 0; c < lo->r.nclasses; c++)
 		ml = fig_of(&lo->r.classes[c], kind, i) > ml ? fig_of(&lo->r.classes[c], kind, i) : ml;

@@ -3,7 +3,8 @@
  * test_build.c - the builder and the fit search on small programs: an
  * overflow is an error at its largest factor, a quiet build says nothing,
  * cluster and degree limits, nested repeats deeper than any fixed stack,
- * layer patterns (one unit per layer, equal runs joined),
+ * layer patterns (one unit per layer, equal runs joined), the allocator
+ * replay's default per sharding,
  * and the property that every fix -Wcapacity prints checks clean and fits
  * once it is written into the file.
  */
@@ -193,6 +194,46 @@ static void padding_longest_splits_quadratic_saves(void **state)
 	assert_true(b.job.shape_quad[0].tbwd == 0);
 }
 
+/* The allocator replay's default follows the sharding (memory.h
+ * mem_replays_by_default): torch FSDP's sharded modes and FSDP2 replay,
+ * ZeRO-3 and the unsharded layouts keep the ratio, and `replay` written
+ * either way wins. */
+static void replay_default_per_sharding(void **state)
+{
+	/* dflt: the predicate's answer, what the job gets without `replay` */
+	static const struct { const char *extra; enum mem_sharding s; bool replay, dflt; } c[] = {
+		{ "", MEM_SHARD_DDP, false, false },
+		{ "  zero = 1\n", MEM_SHARD_ZERO1, false, false },
+		{ "  zero = 2\n", MEM_SHARD_ZERO2, false, false },
+		{ "  zero = 3\n", MEM_SHARD_ZERO3, false, false },
+		{ "  fsdp = full_shard\n", MEM_SHARD_FSDP_FULL, true, true },
+		{ "  fsdp = shard_grad_op\n", MEM_SHARD_FSDP_GRAD_OP, true, true },
+		{ "  fsdp = hybrid_shard\n", MEM_SHARD_FSDP_HYBRID, true, true },
+		{ "  fsdp = no_shard\n", MEM_SHARD_FSDP_NO_SHARD, false, false },
+		{ "  fsdp2 {}\n", MEM_SHARD_FSDP_FULL, true, true },
+		{ "  fsdp2 {}\n  fsdp = hybrid_shard\n", MEM_SHARD_FSDP_HYBRID, true, true },
+		{ "  fsdp = full_shard\n  alloc { replay = false }\n", MEM_SHARD_FSDP_FULL, false, true },
+		{ "  fsdp2 {}\n  alloc { replay = false }\n", MEM_SHARD_FSDP_FULL, false, true },
+		{ "  zero = 3\n  alloc { replay = true }\n", MEM_SHARD_ZERO3, true, false },
+	};
+	struct fixture *fx = *state;
+	struct build_override none = { .zero = -1 };
+
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		snprintf(fx->src, sizeof fx->src,
+			 "%slayer l { param w : [8] }\nmodel m { l() }\ntrain t {\n  model = m\n"
+			 "  cluster = 4 x G\n  precision = p\n  optimizer = adam\n  micro_batch = 1\n"
+			 "  seq_len = 8\n%s}\n", prelude, c[i].extra);
+		const struct check_job *cj = check(fx, fx->src);
+		struct build b;
+
+		assert_true(build_job(fx->r->ev, &fx->arena, cj, &none, true, &b));
+		if (b.job.sharding != c[i].s || b.job.alloc_replay != c[i].replay)
+			fail_msg("%s: sharding %d replay %d", c[i].extra, (int)b.job.sharding, b.job.alloc_replay);
+		assert_int_equal(mem_replays_by_default(c[i].s), c[i].dflt);
+	}
+}
+
 /* ---- every printed fix applies ---- */
 
 struct edit {
@@ -360,6 +401,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(layer_pattern_blocks, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(equal_pattern_layers_are_one_block, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(padding_longest_splits_quadratic_saves, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(replay_default_per_sharding, fx_setup, fx_teardown),
 		cmocka_unit_test(every_printed_fix_checks_clean_and_fits),
 	};
 

@@ -53,6 +53,12 @@ struct fit_outcome {
 	bool on_gpu;		/* ok, and fits except for the headroom: every class and phase on the GPU */
 	uint64_t spare;		/* on_gpu: the least the GPU has left over the classes and phases */
 	uint64_t capacity;	/* the memory of the GPU that has it */
+	/* ok: the largest over the classes of what its peak instant holds of
+	 * weights, activations and logits (a floor of that class's device
+	 * total that no optimizer, optimizer offload or GPU changes: "Only
+	 * whether it fits", fit_variant.c) */
+	uint64_t floor;
+	bool unbuilt;		/* not built: only known not to fit (c->only_fits) */
 };
 
 struct fit_fix {
@@ -110,6 +116,10 @@ struct fit_ctx {
 	unsigned long builds, max_builds;
 	size_t max_fixes;	/* 0: as many as memc fit lists */
 	bool truncated;		/* max_builds reached */
+	/* Set by the search while only whether a variant fits is read of it
+	 * (fit_search.c probe): then one that cannot fit by a kept build's
+	 * floor is not built (fit_variant.c "Only whether it fits"). */
+	bool only_fits;
 	/* The block path (fit_variant.c, docs/fit.md "Verified"): the file
 	 * without its train blocks, checked once; a variant parses and checks
 	 * only its block in it. NULL: each variant compiles the whole text. */
@@ -144,6 +154,15 @@ struct fit_gpu_shortcut_stats {
 	unsigned long taken, mismatches;
 };
 extern struct fit_gpu_shortcut_stats fit_gpu_shortcut;
+
+/* Test hook of the floor (tests/unit/test_fit_floor.c): with check set,
+ * every variant with a floor is also compiled, and a floor above its
+ * device total, or a variant not built that fits, counted. */
+struct fit_floor_stats {
+	bool check;
+	unsigned long floors, taken, above, fitted;
+};
+extern struct fit_floor_stats fit_floor;
 
 struct fit_answer {
 	struct fit_outcome as_written;

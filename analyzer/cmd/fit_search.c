@@ -398,6 +398,7 @@ struct search {
 	 * of its tuple's positions; the tight variant's, when one is kept */
 	size_t combo, sum, tight_combo, tight_sum;
 	size_t first_combo, first_sum;	/* the first fix's */
+	bool alone;		/* a knob's strongest alternative tried on its own */
 };
 
 static size_t most_fixes(const struct fit_ctx *c)
@@ -451,7 +452,12 @@ static bool probe(struct search *s, const struct fit_change *ch, struct fit_outc
 		s->c->truncated = true;
 		return false;
 	}
+	/* past the first fix's combination only whether a variant fits is
+	 * read, but for a knob's strongest alternative alone, where a refusal
+	 * gives way to the next strongest (strongest_fits) */
+	s->c->only_fits = s->ans->nfixes && s->combo > s->first_combo && !s->alone;
 	fit_try(s->c, ch, o);
+	s->c->only_fits = false;
 	if (o->ok && !o->fits && (!s->ans->closest.nlines || o->total < s->closest)) {
 		keep(s->c, &s->ans->closest, ch, o);
 		s->closest = o->total;
@@ -514,7 +520,11 @@ static bool strongest_fits(struct search *s, size_t *strong)
 		struct fit_change ch = combine(s, strong);
 
 		s->sum = tuple_sum(s, strong);
-		if (probe(s, &ch, &o))
+		s->alone = s->npick == 1;
+		bool fits = probe(s, &ch, &o);
+
+		s->alone = false;
+		if (fits)
 			return true;
 		if (o.ok || s->npick > 1 || !strong[0] || s->c->truncated)
 			return false;

@@ -253,6 +253,20 @@ static void spare_of(const struct mem_class *k, uint64_t t, struct fit_outcome *
 	}
 }
 
+/* What @k's peak instant holds of weights, activations and logits: at
+ * most its allocated peak (each component is bytes allocated at that
+ * instant), so at most its device total (peak reserved is at least the
+ * allocated peak, memory.c mem_class_totals). */
+static uint64_t floor_of(const struct mem_class *k)
+{
+	uint64_t f = 0;
+
+	if (__builtin_add_overflow(k->at_peak[MEM_C_WEIGHTS], k->at_peak[MEM_C_ACTIVATIONS], &f) ||
+	    __builtin_add_overflow(f, k->at_peak[MEM_C_LOGITS], &f))
+		return 0;
+	return f;
+}
+
 /* Fold one analysed job into @out: the worst class and phase. */
 static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
 {
@@ -268,7 +282,7 @@ static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
 	out->spare = UINT64_MAX;
 	for (size_t i = 0; i < res.nclasses; i++) {
 		const struct mem_class *k = &res.classes[i];
-		uint64_t t = k->device_total;
+		uint64_t t = k->device_total, f = floor_of(k);
 
 		out->fits &= k->fits_headroom;
 		out->on_gpu &= k->fits;
@@ -278,6 +292,7 @@ static void judge(struct arena *a, struct build *bd, struct fit_outcome *out)
 			out->on_gpu &= run.classes[i].run_fits;
 		}
 		out->total = t > out->total ? t : out->total;
+		out->floor = f > out->floor ? f : out->floor;
 		spare_of(k, t, out);
 	}
 	out->fits &= out->on_gpu;
@@ -358,6 +373,7 @@ struct fit_kept {
 	struct arena arena;
 	const struct build *bd;
 	const struct check_job *cj;
+	uint64_t floor;		/* its outcome's */
 	struct fit_kept *next;
 };
 
@@ -415,7 +431,7 @@ static const struct fit_set *gpu_set(const struct fit_change *ch);
 /* Keep @bd, built in @a for the change whose lines are @key, for the
  * variants that only change its GPU (below). */
 static void keep_build(struct fit_ctx *c, struct arena *a, const struct build *bd, const struct check_job *j,
-		       const char *key)
+		       const char *key, uint64_t floor)
 {
 	struct fit_kept *k;
 
@@ -424,7 +440,7 @@ static void keep_build(struct fit_ctx *c, struct arena *a, const struct build *b
 		return;
 	}
 	k = ARENA_NEW(&c->arena, struct fit_kept);
-	*k = (struct fit_kept){ *a, bd, j, c->kept_list };
+	*k = (struct fit_kept){ *a, bd, j, floor, c->kept_list };
 	c->kept_list = k;
 	c->nkept++;
 	strmap_put(&c->kept, &c->arena, key, strlen(key), k);
@@ -453,7 +469,10 @@ static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct
 		return;
 	}
 	const struct src_file *f = text ? src_add_string(c->ctx_src, de, c->path, text, len) : NULL;
-	const struct file_ast *fa = f ? parse_file(c->ctx_arena, c->ctx_in, de, f) : NULL;
+	/* the parser without lookahead correction (lang/parse.h): that only
+	 * makes a syntax error's list of expected tokens exact, and a variant
+	 * with any error is refused, its messages never printed (ctx_de) */
+	const struct file_ast *fa = f ? parse_file_range_clean(c->ctx_arena, c->ctx_in, de, f, 0, f->len) : NULL;
 
 	memset(out, 0, sizeof *out);
 	free(text);
@@ -467,7 +486,7 @@ static void block_variant(struct fit_ctx *c, const struct fit_change *ch, struct
 
 	eval_use_arena(ev, was);
 	if (bd && !gpu_set(ch) && c->nkept < FIT_KEPT_MAX)
-		keep_build(c, &a, bd, j, key);
+		keep_build(c, &a, bd, j, key, out->floor);
 	else
 		arena_free(&a);
 }
@@ -569,18 +588,73 @@ static bool gpu_swap(struct fit_ctx *c, const struct fit_change *ch, struct fit_
 	return true;
 }
 
+/* ---- only whether it fits ---- */
+
+/* After the search's first fix, what it reads of a variant is only
+ * whether it fits (fit_search.c probe sets c->only_fits): the closest is
+ * said only when no fix is found, the tight change only before the first
+ * fix. A variant that changes a kept build's change only by the
+ * optimizer, `offload { optimizer = cpu }` and the GPU has that build's
+ * weights, activations and logits at every instant of its step: the
+ * optimizer decides only its tensors' states (build_cache.c rederive), the
+ * optimizer's offload only where states, the master and gradients live
+ * (mem_cost.c cost_trainable, offload_states), the GPU none of its
+ * allocations ("One GPU for another"). What the kept build's worst peak
+ * instant holds of those three is then at most the variant's allocated
+ * peak there, so at most its device total: above the variant's GPU less
+ * the headroom, the variant cannot fit and is not built. It is counted as
+ * a variant as before, and its outcome (not built, so no outcome but
+ * "does not fit") is not kept for a later probe. */
+
+struct fit_floor_stats fit_floor;
+
+/* The floor of @ch from a kept build and the most its GPU allows inside
+ * the headroom; false if it has none. */
+static bool floor_of_change(struct fit_ctx *c, const struct fit_change *ch, uint64_t *floor, double *limit)
+{
+	const struct fit_set *g = c->ctx && ch ? gpu_set(ch) : NULL;
+	bool only_states = true;
+
+	if (!c->ctx || !ch)
+		return false;
+	for (size_t i = 0; i < ch->n; i++)
+		only_states &= strcmp(ch->v[i].top, "offload") || (ch->v[i].sub && !strcmp(ch->v[i].sub, "optimizer"));
+	struct fit_set *rest = ARENA_NEW_ARRAY(&c->arena, struct fit_set, ch->n);
+	struct fit_change w = { rest, 0 };
+	struct fit_text t = { NULL, 0 };
+
+	for (size_t i = 0; i < ch->n; i++) {
+		const struct fit_set *v = &ch->v[i];
+
+		if (v != g && (v->sub || strcmp(v->top, "optimizer")) && (!only_states || strcmp(v->top, "offload")))
+			rest[w.n++] = *v;
+	}
+	if (w.n == ch->n)
+		return false;	/* nothing set apart: the variant is its own build */
+	const char *key = change_key(c, w.n ? &w : NULL, &t);
+	const struct fit_kept *k = strmap_get(&c->kept, key, strlen(key));
+	uint64_t cap = k ? k->bd->job.capacity_bytes : 0;
+	const char *name = g ? strrchr(g->value, ' ') : NULL;
+	const struct decl *gpu = k && g ? context_gpu(c, name ? name + 1 : g->value) : NULL;
+
+	if (!k || check_job_record(k->cj, "rl") || (g && (!gpu || !build_gpu_u64(c->ctx->ev, gpu, "memory", &cap))))
+		return false;
+	*floor = k->floor;
+	*limit = (double)cap * (1.0 - k->bd->job.headroom);
+	return cap != 0;
+}
+
 static bool same_outcome(const struct fit_outcome *x, const struct fit_outcome *y)
 {
 	return x->ok == y->ok && x->fits == y->fits && x->total == y->total && x->on_gpu == y->on_gpu &&
 	       x->spare == y->spare && x->capacity == y->capacity;
 }
 
-static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t, const char *key,
-			    struct fit_outcome *out)
+static void build_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t, const char *key,
+			  struct fit_outcome *out)
 {
 	struct fit_outcome full;
 
-	c->builds++;
 	if (gpu_swap(c, ch, out)) {
 		fit_gpu_shortcut.taken++;
 		if (!fit_gpu_shortcut.check)
@@ -593,6 +667,32 @@ static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, stru
 		block_variant(c, ch, t, key, false, out);
 	else
 		text_variant(c, ch, t, out);
+}
+
+/* @ch's outcome, or (out->unbuilt) only that it does not fit. */
+static void compile_variant(struct fit_ctx *c, const struct fit_change *ch, struct fit_text *t, const char *key,
+			    struct fit_outcome *out)
+{
+	uint64_t floor = 0;
+	double limit = 0.0;
+	bool has = floor_of_change(c, ch, &floor, &limit), beyond = has && (double)floor > limit;
+
+	c->builds++;
+	fit_floor.floors += has;
+	if (beyond && c->only_fits && !fit_floor.check) {
+		fit_floor.taken++;
+		memset(out, 0, sizeof *out);
+		out->unbuilt = true;
+		return;
+	}
+	build_variant(c, ch, t, key, out);
+	if (!fit_floor.check || !has)
+		return;
+	fit_floor.above += out->ok && floor > out->total;
+	if (beyond && c->only_fits) {
+		fit_floor.taken++;
+		fit_floor.fitted += out->fits;
+	}
 }
 
 bool fit_verify(struct fit_ctx *c, const struct fit_change *ch, const struct fit_outcome *got)
@@ -617,6 +717,8 @@ void fit_try(struct fit_ctx *c, const struct fit_change *ch, struct fit_outcome 
 		return;
 	}
 	compile_variant(c, ch, &t, key, out);
+	if (out->unbuilt)
+		return;	/* a later probe may read more of it than whether it fits */
 	struct fit_outcome *keep = ARENA_NEW(&c->arena, struct fit_outcome);
 
 	*keep = *out;

@@ -395,6 +395,7 @@ static void pick(struct search_ctx *c, const struct search_opts *o, struct list 
 		search_eval(s, l, &c->ws, &m);
 		c->eval_seconds += now_s() - e0;
 		c->analysed++;
+		c->pruned += m.pruned;
 		if (!m.ok || !m.fits)
 			continue;
 		char *block = search_render(c, l, c->job->decl->name);
@@ -460,7 +461,7 @@ bool search_job(struct search_ctx *c, const struct search_opts *o)
 	uint64_t gpus = 0, nodes = 0;
 
 	c->nshapes = c->npicks = 0;
-	c->layouts = c->analysed = c->verified = 0;
+	c->layouts = c->analysed = c->verified = c->pruned = 0;
 	c->eval_seconds = 0;
 	if (!c->job->ok)
 		return c->why = "it has errors", false;

@@ -333,9 +333,10 @@ static bool load_base(struct search_ctx *c, struct search_args *a)
 
 static void stats(const struct search_ctx *c)
 {
-	fprintf(stderr, "memc search: %s: %llu layouts, %llu analysed, %llu verified in %.3f s (%.0f layouts/s); "
-		"memory: %.3f s (%.0f layouts/s)\n", c->job->decl->name, (unsigned long long)c->layouts,
-		(unsigned long long)c->analysed, (unsigned long long)c->verified, c->seconds,
+	fprintf(stderr, "memc search: %s: %llu layouts, %llu analysed (%llu by the bound alone), %llu verified in "
+		"%.3f s (%.0f layouts/s); memory: %.3f s (%.0f layouts/s)\n", c->job->decl->name,
+		(unsigned long long)c->layouts, (unsigned long long)c->analysed, (unsigned long long)c->pruned,
+		(unsigned long long)c->verified, c->seconds,
 		c->seconds > 0 ? (double)c->layouts / c->seconds : 0, c->eval_seconds,
 		c->eval_seconds > 0 ? (double)c->analysed / c->eval_seconds : 0);
 }

@@ -49,6 +49,8 @@ struct search_mem {
 	bool ok;			/* analysed (the split and the groups divide) */
 	bool fits;			/* every class within the job's headroom */
 	uint64_t device_total;		/* the largest class's nvidia-smi total */
+	bool pruned;			/* replayed job: its bound fails, not replayed (then
+					   device_total is the bound) */
 };
 
 /* The memory of @l on the job built as @s: the one entry point of the
@@ -56,6 +58,17 @@ struct search_mem {
  * is the search's scratch, reused from layout to layout. */
 void search_eval(const struct search_shape *s, const struct search_layout *l, struct mem_ws *ws,
 		 struct search_mem *out);
+
+/* The bound's check (tests/unit/test_search_bound.c), NULL otherwise:
+ * where set, every layout of a replayed job is also replayed, pruned or
+ * not, and told to @seen with its bound (0: none) and the replay's
+ * figures; @no_prune: the search uses the replay of every layout. */
+struct search_eval_hook {
+	bool no_prune;
+	void (*seen)(struct search_eval_hook *h, const struct search_layout *l, uint64_t bound, bool pruned,
+		     const struct search_mem *replayed);
+};
+extern struct search_eval_hook *search_eval_hook;
 
 /* What the step-time model reads of the model and the GPU (docs/search.md). */
 struct search_facts {
@@ -129,6 +142,7 @@ struct search_ctx {
 	struct search_pick *picks;
 	size_t npicks;
 	uint64_t layouts, analysed, verified;
+	uint64_t pruned;		/* analysed, not replayed: the bound fails (search_eval.c) */
 	double seconds, eval_seconds;	/* the whole search; search_eval() alone */
 	struct mem_ws ws;		/* search_eval()'s scratch, freed by search_job */
 	bool no_facts;			/* the model or GPU lacks what the time model reads */

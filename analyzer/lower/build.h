@@ -76,6 +76,9 @@ void build_cache_stats(struct eval *ev, unsigned long *hits, unsigned long *miss
 /* The same for the walks kept across the compilations that share the
  * program's import cache (analyzer/model/build_cache.c; 0 and 0 without). */
 void build_store_stats(struct eval *ev, unsigned long *hits, unsigned long *misses);
+/* Walks taken from the cache (@local) or the store (@store) with another
+ * optimizer's states put in, not counted in the hits above. */
+void build_cache_rederived(struct eval *ev, unsigned long *local, unsigned long *store);
 void build_cache_enable(struct eval *ev, bool on);
 
 /* Exact parameter count of a model instance with tp = ep = 1, tied

@@ -95,6 +95,17 @@ struct opt_memo {
 	bool grouped;
 };
 
+/* A trainable tensor as the optimizer's body sees it (build_param.c
+ * train_bytes records one per call, in walk order), and the states it
+ * gave: a kept walk takes another optimizer by evaluating that body
+ * again per tensor after it (build_cache.c, bld_opt_states). */
+struct bld_opt_use {
+	uint64_t base, mult, rows, cols, rank;
+	const struct dtype *dtype;
+	uint64_t state, paged, temp;	/* the tensor's fields, as the walk set them */
+	bool grouped;
+};
+
 /* train.rl's algorithm (build_rl.c); NONE: an ordinary job */
 enum bld_rl_algo { BLD_RL_NONE, BLD_RL_DPO, BLD_RL_ORPO, BLD_RL_CPO, BLD_RL_SIMPO, BLD_RL_KTO, BLD_RL_GRPO,
 		   BLD_RL_PPO };
@@ -172,6 +183,8 @@ struct bld {
 	struct value optimizer;
 	struct opt_memo *memo;
 	size_t nmemo, capmemo;
+	struct bld_opt_use *opt_uses;	/* every trainable tensor of the walk (arena) */
+	size_t nopt_uses, capopt_uses;
 	/* walk state */
 	struct frame *frame;
 	uint64_t model_mult;
@@ -221,6 +234,9 @@ extern const struct walk_ops bld_ops;
  * same values, restored into @b (true); else false, and bld_cache_put()
  * after the walk keeps it if the walk failed nothing and reported nothing. */
 bool bld_cache_find(struct bld *b);
+/* The optimizer states of @p, a tensor of @u, under b->optimizer; false
+ * if the evaluation failed (b->failed). */
+bool bld_opt_states(struct bld *b, const struct bld_opt_use *u, struct mem_param *p);
 void bld_cache_put(const struct bld *b);
 
 /* The interned @s, a string literal (lang/intern.h intern_static). */

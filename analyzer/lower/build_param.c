@@ -129,8 +129,19 @@ static struct mem_param *new_param(struct bld *b)
 	return memset(&b->params[b->nparams++], 0, sizeof(struct mem_param));
 }
 
+static void put_states(struct bld *b, const struct opt_memo *m, uint64_t mult, struct mem_param *p)
+{
+	bld_mul(b, m->state, mult, &p->state_bytes, "the optimizer state of a tensor");
+	bld_mul(b, m->paged, mult, &p->paged_state_bytes, "the optimizer state of a tensor");
+	bld_mul(b, m->temp, mult, &p->step_temp_bytes, "the optimizer state of a tensor");
+	p->step_temp_grouped = m->grouped;
+}
+
 /* Gradient, master and optimizer bytes of a trainable tensor of @base
- * elements repeated @mult times, stored as @dt. */
+ * elements repeated @mult times, stored as @dt. The states are the only
+ * bytes of the walk the optimizer decides, and they depend on nothing but
+ * what the use records (the optimizer's body reads numel, rows, cols,
+ * rank, its dtype and the job's bindings, docs/language.md §3.6). */
 static void train_bytes(struct bld *b, struct mem_param *p, uint64_t base, uint64_t mult,
 			const struct dtype *dt, uint64_t rows, uint64_t cols, uint64_t rank)
 {
@@ -141,10 +152,18 @@ static void train_bytes(struct bld *b, struct mem_param *p, uint64_t base, uint6
 	p->grad_bytes = bld_bytes_x(b, b->grads && dt == b->weights ? b->grads : dt, base, mult);
 	if (b->master && b->master != dt)
 		p->master_bytes = bld_bytes_x(b, b->master, base, mult);
-	bld_mul(b, m->state, mult, &p->state_bytes, "the optimizer state of a tensor");
-	bld_mul(b, m->paged, mult, &p->paged_state_bytes, "the optimizer state of a tensor");
-	bld_mul(b, m->temp, mult, &p->step_temp_bytes, "the optimizer state of a tensor");
-	p->step_temp_grouped = m->grouped;
+	put_states(b, m, mult, p);
+	ARENA_GROW(b->arena, b->opt_uses, b->nopt_uses, b->capopt_uses);
+	b->opt_uses[b->nopt_uses++] = (struct bld_opt_use){
+		base, mult, rows, cols, rank, opt_dt, p->state_bytes, p->paged_state_bytes, p->step_temp_bytes,
+		p->step_temp_grouped,
+	};
+}
+
+bool bld_opt_states(struct bld *b, const struct bld_opt_use *u, struct mem_param *p)
+{
+	put_states(b, opt_eval(b, u->base, u->rows, u->cols, u->rank, u->dtype), u->mult, p);
+	return !b->failed;
 }
 
 /* FSDP2 MixedPrecisionPolicy (_fsdp_param.py FSDPParam.init_dtype_attrs):

@@ -16,6 +16,15 @@
  * added to struct bld is in the key unless it is cleared here: the cache
  * can miss, never answer for a walk it did not make.
  *
+ * The optimizer is not in the key's hash: the walk evaluates its body
+ * per trainable tensor (build_param.c train_bytes), and those states are
+ * the only bytes of the walk it decides, so a job whose walk was made
+ * under another optimizer takes it with the states evaluated again from
+ * what the walk recorded of each tensor (rederive: its layers copied on
+ * write); one that would report or fail there is walked instead. An entry
+ * keeps the walk's optimizer apart, and a job with that one takes the
+ * entry as walked.
+ *
  * Only a walk that failed nothing and asked for no report is kept; RL
  * jobs, which walk more than one model, are not. A hit copies the array
  * of blocks into the job's arena (build_job merges and drops blocks in
@@ -31,6 +40,7 @@
  * origin (the same name and location in every such compilation; a
  * parameter's origin, its tensor statement, lies under that node).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/lower/build_impl.h"
@@ -44,7 +54,14 @@ struct bld_cache_entry {
 	uint64_t hash;
 	struct bld image;		/* before the walk, job's fields cleared */
 	struct walk_key values;
+	struct walk_key opt;		/* the optimizer the walk evaluated (not in the hash) */
 	struct bld after;		/* after the walk: its results */
+	/* each trainable tensor of after's blocks in order, with what its
+	 * states were evaluated from; rederivable: the two were checked to
+	 * line up (new_entry), so another optimizer's states can be put in */
+	const struct bld_opt_use *uses;
+	size_t nuses;
+	bool rederivable;
 	struct bld_cache_entry *next;
 };
 
@@ -52,12 +69,13 @@ struct bld_cache {
 	struct arena *perm;
 	struct bld_cache_entry *by_hash[256];
 	struct walk_key key;		/* the job being built: its values ... */
+	struct walk_key opt;		/* ... its optimizer ... */
 	struct bld image;		/* ... and its image */
 	uint64_t hash;
 	bool key_ok;
 	size_t entries;
 	bool off;			/* build_cache_enable(false): every walk made */
-	unsigned long hits, misses;
+	unsigned long hits, misses, rederived;
 };
 
 /* The walks kept for the compilations that share an import cache. */
@@ -65,9 +83,10 @@ struct bld_store {
 	struct arena *arena;
 	struct bld_cache_entry *by_hash[256];
 	struct walk_key key;		/* the canonical key being looked up (reused) */
+	struct walk_key opt;		/* and its optimizer's */
 	uint64_t hash;
 	size_t entries;
-	unsigned long hits, misses;
+	unsigned long hits, misses, rederived;
 };
 
 /* Past this many lowerings a walk is made again and not kept: a file of
@@ -107,6 +126,8 @@ static void image_of(const struct bld *b, struct bld *img)
 	memset(&img->modules_to_save, 0, sizeof img->modules_to_save);
 	memset(&img->skip_modules, 0, sizeof img->skip_modules);
 	memset(&img->optimizer, 0, sizeof img->optimizer);
+	img->opt_uses = NULL;
+	img->nopt_uses = img->capopt_uses = 0;
 }
 
 static void make_key(struct bld_cache *c, const struct bld *b, struct arena *a)
@@ -116,7 +137,6 @@ static void make_key(struct bld_cache *c, const struct bld *b, struct arena *a)
 
 	walk_key_clear(k, a);
 	walk_key_value(k, NULL, &b->cj->model);
-	walk_key_value(k, NULL, &b->optimizer);
 	walk_key_value(k, NULL, &b->recompute_modules);
 	walk_key_value(k, NULL, &b->targets);
 	walk_key_value(k, NULL, &b->freeze);
@@ -128,6 +148,10 @@ static void make_key(struct bld_cache *c, const struct bld *b, struct arena *a)
 		walk_key_value(k, NULL, &(struct value){ .kind = VAL_NONE, .nitems = ++level });
 		walk_key_env(k, e);
 	}
+	/* apart: a walk under another optimizer is this one's with the states
+	 * evaluated again (rederive) */
+	walk_key_clear(&c->opt, a);
+	walk_key_value(&c->opt, NULL, &b->optimizer);
 	image_of(b, &c->image);
 	c->key_ok = k->ok;
 	c->hash = walk_key_hash(k, src_digest((const char *)&c->image, sizeof c->image));
@@ -201,17 +225,37 @@ static bool store_key(struct bld_store *s, const struct bld_cache *c, struct eva
 {
 	if (!c->key_ok || !walk_key_canonical(&s->key, &c->key, s->arena, eval_import_cache(ev)))
 		return s->key.ok = false;
+	/* a user's optimizer has no canonical form: no walk of the store is
+	 * then its own, but any can have its states evaluated again */
+	walk_key_canonical(&s->opt, &c->opt, s->arena, eval_import_cache(ev));
 	s->hash = walk_key_hash(&s->key, src_digest((const char *)&c->image, sizeof c->image));
 	return true;
 }
 
-static const struct bld_cache_entry *store_find(struct bld_store *s, const struct bld_cache *c)
+/* The entry of @list for the walk keyed @hash, @image and @values under
+ * the optimizer @opt (*exact), else one whose states can be evaluated
+ * again under it; NULL: none. */
+static const struct bld_cache_entry *find_in(const struct bld_cache_entry *list, uint64_t hash,
+					     const struct bld *image, const struct walk_key *values,
+					     const struct walk_key *opt, bool *exact)
 {
-	for (const struct bld_cache_entry *e = s->by_hash[s->hash & 255]; e; e = e->next)
-		if (e->hash == s->hash && !memcmp(&e->image, &c->image, sizeof c->image) &&
-		    walk_key_equal(&e->values, &s->key))
-			return e;
-	return NULL;
+	const struct bld_cache_entry *other = NULL;
+
+	*exact = false;
+	for (const struct bld_cache_entry *e = list; e; e = e->next) {
+		if (e->hash != hash || memcmp(&e->image, image, sizeof *image) || !walk_key_equal(&e->values, values))
+			continue;
+		if (opt->ok && e->opt.ok && walk_key_equal(&e->opt, opt))
+			return *exact = true, e;
+		if (!other && e->rederivable)
+			other = e;
+	}
+	return other;
+}
+
+static const struct bld_cache_entry *store_find(struct bld_store *s, const struct bld_cache *c, bool *exact)
+{
+	return find_in(s->by_hash[s->hash & 255], s->hash, &c->image, &s->key, &s->opt, exact);
 }
 
 static bool cacheable(const struct bld *b)
@@ -255,12 +299,89 @@ static void restore(struct bld *b, const struct bld_cache_entry *e)
 	env_set_parent(b->cj->model.args, b->bindings);
 }
 
+/* The states of @blk's trainable tensors, the next of @uses from *@u on,
+ * under b->optimizer. The layers are the entry's, shared: a layer whose
+ * states change is copied into the job's arena first, with its block's
+ * array of layers (copy on write). */
+static bool rederive_block(struct bld *b, struct mem_block *blk, const struct bld_opt_use *uses, size_t n,
+			   size_t *u)
+{
+	struct mem_layer *own = NULL;
+
+	for (size_t k = 0; k < blk->nlayers; k++) {
+		struct mem_param *params = NULL;
+
+		for (size_t j = 0; j < blk->layers[k].nparams; j++) {
+			const struct mem_param *was = &blk->layers[k].params[j];
+			struct mem_param p = *was;
+
+			if (!p.trainable)
+				continue;
+			if (*u >= n || !bld_opt_states(b, &uses[(*u)++], &p))
+				return false;
+			if (p.state_bytes == was->state_bytes && p.paged_state_bytes == was->paged_state_bytes &&
+			    p.step_temp_bytes == was->step_temp_bytes && p.step_temp_grouped == was->step_temp_grouped)
+				continue;
+			if (!own) {
+				own = ARENA_NEW_ARRAY(b->arena, struct mem_layer, blk->nlayers);
+				memcpy(own, blk->layers, blk->nlayers * sizeof *own);
+				blk->layers = own;
+			}
+			if (!params) {
+				params = ARENA_NEW_ARRAY(b->arena, struct mem_param, own[k].nparams);
+				memcpy(params, own[k].params, own[k].nparams * sizeof *params);
+				own[k].params = params;
+			}
+			params[j].state_bytes = p.state_bytes;
+			params[j].paged_state_bytes = p.paged_state_bytes;
+			params[j].step_temp_bytes = p.step_temp_bytes;
+			params[j].step_temp_grouped = p.step_temp_grouped;
+		}
+	}
+	return true;
+}
+
+/* The job's optimizer states in @e's walk, just restored into @b: its
+ * body evaluated per distinct tensor as the walk would have (the same
+ * opt_eval, memoised per job), quietly. Anything it would report, or a
+ * failure, and the job walks instead (false), saying it there. */
+static bool rederive(struct bld *b, const struct bld_cache_entry *e)
+{
+	bool quiet = b->quiet, ok = true;
+	unsigned long reports = eval_reports(b->ev);
+	size_t u = 0;
+
+	b->quiet = true;
+	eval_set_quiet(b->ev, true);
+	for (size_t i = 0; ok && i < b->nblocks; i++)
+		ok = rederive_block(b, &b->blocks[i], e->uses, e->nuses, &u);
+	eval_set_quiet(b->ev, quiet);
+	b->quiet = quiet;
+	return ok && u == e->nuses && !b->failed && eval_reports(b->ev) == reports && !eval_walks_stopped(b->ev);
+}
+
+/* @e into @b, as walked (@exact) or with the job's optimizer's states
+ * put in; false, @b as it was, if those could not be evaluated. */
+static bool take(struct bld *b, const struct bld_cache_entry *e, bool exact)
+{
+	struct bld before = *b;
+
+	if (!exact && b->memo)
+		return false;	/* never so: the memo is the job's, made by its walk */
+	restore(b, e);
+	if (exact || rederive(b, e))
+		return true;
+	free(b->memo);
+	*b = before;
+	return false;
+}
+
 /* Store entry @e, just restored for the job keyed last, kept in this
  * compilation's cache too: the next job with that key is a local hit,
  * not a canonical key made and looked up again (each -Wcapacity variant
  * is such a job). It shares @e's walk, which lives in the import cache's
  * arena, longer than this compilation. */
-static void keep_local(struct bld_cache *c, const struct bld_cache_entry *e)
+static void keep_local(struct bld_cache *c, const struct bld_cache_entry *e, bool exact)
 {
 	if (c->entries >= BLD_CACHE_MAX)
 		return;
@@ -269,7 +390,14 @@ static void keep_local(struct bld_cache *c, const struct bld_cache_entry *e)
 	l->hash = c->hash;
 	l->image = c->image;
 	walk_key_copy(&l->values, &c->key, c->perm);
+	/* e's optimizer in this compilation's terms is the job's only if it
+	 * was the job's; else the local entry is never taken as walked */
+	walk_key_copy(&l->opt, &c->opt, c->perm);
+	l->opt.ok &= exact;
 	l->after = e->after;
+	l->uses = e->uses;
+	l->nuses = e->nuses;
+	l->rederivable = e->rederivable;
 	l->next = c->by_hash[c->hash & 255];
 	c->by_hash[c->hash & 255] = l;
 	c->entries++;
@@ -282,40 +410,74 @@ bool bld_cache_find(struct bld *b)
 	if (c->off || !cacheable(b) || eval_walks_stopped(b->ev))
 		return false;
 	make_key(c, b, c->perm);
-	for (const struct bld_cache_entry *e = c->key_ok ? c->by_hash[c->hash & 255] : NULL; e; e = e->next) {
-		if (e->hash != c->hash || memcmp(&e->image, &c->image, sizeof c->image) ||
-		    !walk_key_equal(&e->values, &c->key))
-			continue;
-		restore(b, e);
-		c->hits++;
+	bool exact;
+	const struct bld_cache_entry *e = c->key_ok ? find_in(c->by_hash[c->hash & 255], c->hash, &c->image,
+							      &c->key, &c->opt, &exact) : NULL;
+
+	if (e && take(b, e, exact)) {
+		exact ? c->hits++ : c->rederived++;
 		return true;
 	}
 	c->misses++;
 	struct bld_store *s = store_of(b->ev);
 	bool keyed = s && store_key(s, c, b->ev);
-	const struct bld_cache_entry *e = keyed ? store_find(s, c) : NULL;
 
-	if (e) {
-		restore(b, e);
-		s->hits++;
-		keep_local(c, e);
-	} else if (keyed) {
-		s->misses++;
+	e = keyed ? store_find(s, c, &exact) : NULL;
+	if (e && take(b, e, exact)) {
+		exact ? s->hits++ : s->rederived++;
+		keep_local(c, e, exact);
+		return true;
 	}
-	return e != NULL;
+	if (keyed)
+		s->misses++;
+	return false;
 }
 
 /* What the walk just made of @b, for an entry in @a: nothing of the job's
  * scratch arena or heap stays in it. */
+/* Whether @b's trainable tensors, in block, layer and parameter order,
+ * are its uses in walk order: each has the states its use recorded, and
+ * there are as many. */
+static bool uses_line_up(const struct bld *b)
+{
+	size_t u = 0;
+
+	for (size_t i = 0; i < b->nblocks; i++)
+		for (size_t k = 0; k < b->blocks[i].nlayers; k++)
+			for (size_t j = 0; j < b->blocks[i].layers[k].nparams; j++) {
+				const struct mem_param *p = &b->blocks[i].layers[k].params[j];
+				const struct bld_opt_use *x;
+
+				if (!p->trainable)
+					continue;
+				if (u >= b->nopt_uses)
+					return false;
+				x = &b->opt_uses[u++];
+				if (p->state_bytes != x->state ||
+				    p->paged_state_bytes != x->paged || p->step_temp_bytes != x->temp ||
+				    p->step_temp_grouped != x->grouped)
+					return false;
+			}
+	return u == b->nopt_uses;
+}
+
 static struct bld_cache_entry *new_entry(struct arena *a, const struct bld *b, uint64_t hash,
 					 const struct bld *image, const struct walk_key *values,
-					 const struct import_cache *ic)
+					 const struct walk_key *opt, const struct import_cache *ic)
 {
 	struct bld_cache_entry *e = ARENA_NEW(a, struct bld_cache_entry);
+	/* every element written below */
+	struct bld_opt_use *uses = arena_alloc_raw(a, arena_array_size(sizeof *uses, b->nopt_uses ? b->nopt_uses : 1));
 
 	e->hash = hash;
 	e->image = *image;
 	walk_key_copy(&e->values, values, a);
+	walk_key_copy(&e->opt, opt, a);
+	if (b->nopt_uses)
+		memcpy(uses, b->opt_uses, b->nopt_uses * sizeof *uses);
+	e->uses = uses;
+	e->nuses = b->nopt_uses;
+	e->rederivable = uses_line_up(b);
 	e->after = *b;
 	e->after.blocks = copy_blocks(a, b->blocks, b->nblocks, ic);
 	e->after.capblocks = b->nblocks;
@@ -330,6 +492,8 @@ static struct bld_cache_entry *new_entry(struct arena *a, const struct bld *b, u
 	e->after.nmemo = e->after.capmemo = 0;
 	e->after.reps = NULL;
 	e->after.nreps = e->after.capreps = 0;
+	e->after.opt_uses = NULL;
+	e->after.nopt_uses = e->after.capopt_uses = 0;
 	return e;
 }
 
@@ -353,9 +517,12 @@ static void store_put(const struct bld *b, const struct bld_cache *c)
 	const struct import_cache *ic = eval_import_cache(b->ev);
 
 	/* s->key and s->hash are the job's: bld_cache_find made them */
-	if (!s || s->entries >= BLD_CACHE_MAX || !s->key.ok || !layers_shared(ic, b) || store_find(s, c))
+	bool exact;
+
+	if (!s || s->entries >= BLD_CACHE_MAX || !s->key.ok || !layers_shared(ic, b) ||
+	    (store_find(s, c, &exact) && exact))
 		return;
-	struct bld_cache_entry *e = new_entry(s->arena, b, s->hash, &c->image, &s->key, ic);
+	struct bld_cache_entry *e = new_entry(s->arena, b, s->hash, &c->image, &s->key, &s->opt, ic);
 
 	e->after.tie_srcs = NULL;	/* read only while walking (tied layers) */
 	e->after.ntie_srcs = e->after.captie_srcs = 0;
@@ -372,7 +539,7 @@ void bld_cache_put(const struct bld *b)
 	if (c->off || !cacheable(b) || !c->key_ok || eval_walks_stopped(b->ev))
 		return;
 	if (c->entries < BLD_CACHE_MAX) {
-		struct bld_cache_entry *e = new_entry(c->perm, b, c->hash, &c->image, &c->key, NULL);
+		struct bld_cache_entry *e = new_entry(c->perm, b, c->hash, &c->image, &c->key, &c->opt, NULL);
 
 		e->next = c->by_hash[c->hash & 255];
 		c->by_hash[c->hash & 255] = e;
@@ -387,6 +554,15 @@ void build_cache_stats(struct eval *ev, unsigned long *hits, unsigned long *miss
 
 	*hits = c ? c->hits : 0;
 	*misses = c ? c->misses : 0;
+}
+
+void build_cache_rederived(struct eval *ev, unsigned long *local, unsigned long *store)
+{
+	const struct bld_cache *c = *eval_build_cache(ev);
+	const struct bld_store *s = store_of(ev);
+
+	*local = c ? c->rederived : 0;
+	*store = s ? s->rederived : 0;
 }
 
 void build_store_stats(struct eval *ev, unsigned long *hits, unsigned long *misses)

@@ -128,8 +128,9 @@ static void run_tallied(const char *path, const char *extra, void *ctx)
  * 524,288,000, NCCL 154,140,672 (cuBLAS 8,519,680 and fragmentation
  * 30,135,171,072 are the ratio's own), so the bound is 302,025,394,176 B,
  * above the 0.9 x 80 GiB = 77,309,411,328 the headroom leaves: pruned.
- * Of the 141 layouts the search considers, 130 are pruned and 11 replayed
- * (the 141st is the pick). */
+ * Of the 13 layouts the search considers, 11 are pruned and 2 replayed
+ * (the 13th is the pick; 141, 130 and 11 while the replay made the other
+ * in-flight micro-batches one block, mem_trace.c put_flight, issue 13). */
 static void titan_70b_first_layout(void **state)
 {
 	struct tally t = { .h = { .seen = seen } };
@@ -145,8 +146,8 @@ static void titan_70b_first_layout(void **state)
 	assert_int_equal(t.first.ckpt, SEARCH_CKPT_NONE);
 	assert_int_equal(t.first_bound, 302025394176ull);
 	assert_true(t.first_pruned);
-	assert_int_equal(t.seen, 141);
-	assert_int_equal(t.pruned, 130);
+	assert_int_equal(t.seen, 13);
+	assert_int_equal(t.pruned, 11);
 	assert_int_equal(t.bound_above, 0);
 }
 
@@ -161,8 +162,8 @@ static void bound_below_replay(void **state)
 	search_eval_hook = NULL;
 	print_message("%lu layouts replayed, %lu analysed, %lu pruned, %lu without a bound\n", t.seen,
 		      t.replayed_ok, t.pruned, t.no_bound);
-	/* the five torchtitan FSDP2 goldens; titan-70b-a100 alone prunes 130
-	 * of its 141 layouts at --top 1 */
+	/* the five torchtitan FSDP2 goldens (200 layouts, 155 pruned, in
+	 * Dec 2026); titan-70b-a100 alone prunes 11 of its 13 at --top 1 */
 	assert_true(t.seen >= 141);
 	assert_true(t.pruned >= 130);
 	assert_int_equal(t.no_bound, 0);

@@ -123,7 +123,9 @@ replay_section() {
 	printf '| replay, fixed length (2-4 steps) | %s |\n' "$(instructions "$memc" report "$f")"
 	printf '| replay, padding = longest (8 steps) | %s |\n' "$(instructions "$memc" report "$tmp/shapes.mem")"
 	echo
-	echo 'The replay is opt-in (the ratio is the default); at a fixed length it'
+	echo 'The replay is opt-in for this job (the ratio is the default but for'
+	echo 'jobs that shard their weights with torch FSDP, docs/language.md'
+	echo '`alloc`); at a fixed length it'
 	echo 'stops once a step leaves the pool unchanged (2-4 steps), under'
 	echo '`padding = longest` every one of the 8 steps is replayed and the job'
 	echo 'is built a second time at half the length, for its s^2 shares (§5.4).'

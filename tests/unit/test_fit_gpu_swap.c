@@ -19,13 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <stdbool.h>
 
 #include <cmocka.h>
 
 #include "analyzer/cmd/driver.h"
 #include "analyzer/cmd/fit_impl.h"
+#include "source_guard.h"
 
 /* `memc check` of every file matching @pattern, its diagnostics dropped;
  * how many files there were. */
@@ -131,53 +131,17 @@ static bool reads_gpu(const char *line)
 	       strstr(line, "overhead(ev, ");
 }
 
-static bool listed(const char *file, const char *line)
-{
-	char want[512];
-
-	for (size_t i = 0; i < sizeof gpu_readers / sizeof *gpu_readers; i++) {
-		snprintf(want, sizeof want, "%s: %s", file, line);
-		if (strcmp(want, gpu_readers[i]) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* The lines of the files matching @pattern that read the GPU and are not
- * listed, each printed; how many. */
-static unsigned unlisted_readers(const char *pattern)
-{
-	glob_t g;
-	unsigned bad = 0;
-	char line[1024];
-
-	assert_int_equal(glob(pattern, 0, NULL, &g), 0);
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		FILE *f = fopen(g.gl_pathv[i], "r");
-		const char *base = strrchr(g.gl_pathv[i], '/') + 1;
-
-		assert_non_null(f);
-		while (fgets(line, sizeof line, f)) {
-			char *t = line + strspn(line, " \t");
-
-			t[strcspn(t, "\n")] = '\0';
-			if (reads_gpu(t) && !listed(base, t)) {
-				print_message("%s: a new reader of the GPU: %s\n", g.gl_pathv[i], t);
-				bad++;
-			}
-		}
-		fclose(f);
-	}
-	globfree(&g);
-	return bad;
-}
+static const struct source_guard gpu_guard = {
+	gpu_readers, sizeof gpu_readers / sizeof *gpu_readers, reads_gpu, "the GPU"
+};
 
 static void every_gpu_reader_known(void **state)
 {
 	(void)state;
-	assert_int_equal(unlisted_readers("lang/*.c") + unlisted_readers("analyzer/lower/*.c") +
-			 unlisted_readers("analyzer/memory/*.c") + unlisted_readers("analyzer/model/*.c"), 0);
-	assert_true(listed("build_job_buffers.c", "build_gpu_u64(ev, gpu, \"memory\", &mem);"));
+	assert_int_equal(guard_unlisted(&gpu_guard, "lang/*.c") + guard_unlisted(&gpu_guard, "analyzer/lower/*.c") +
+			 guard_unlisted(&gpu_guard, "analyzer/memory/*.c") +
+			 guard_unlisted(&gpu_guard, "analyzer/model/*.c"), 0);
+	assert_true(guard_listed(&gpu_guard, "build_job_buffers.c", "build_gpu_u64(ev, gpu, \"memory\", &mem);"));
 }
 
 int main(void)

@@ -23,12 +23,12 @@
 
 #include <cmocka.h>
 
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/lower/build.h"
+#include "source_guard.h"
 #include "analyzer/memory/memory.h"
 #include "lang/arena.h"
 #include "lang/check.h"
@@ -311,50 +311,17 @@ static bool reads_optimizer(const char *line)
 	       strstr(line, "opt_eval(");
 }
 
-static bool listed(const char *file, const char *line)
-{
-	char want[512];
-
-	snprintf(want, sizeof want, "%s: %s", file, line);
-	for (size_t i = 0; i < sizeof readers / sizeof *readers; i++)
-		if (strcmp(want, readers[i]) == 0)
-			return true;
-	return false;
-}
-
-static unsigned unlisted_readers(const char *pattern)
-{
-	glob_t g;
-	unsigned bad = 0;
-	char line[1024];
-
-	assert_int_equal(glob(pattern, 0, NULL, &g), 0);
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		FILE *f = fopen(g.gl_pathv[i], "r");
-		const char *base = strrchr(g.gl_pathv[i], '/') + 1;
-
-		assert_non_null(f);
-		while (fgets(line, sizeof line, f)) {
-			char *t = line + strspn(line, " \t");
-
-			t[strcspn(t, "\n")] = '\0';
-			if (reads_optimizer(t) && !listed(base, t)) {
-				print_message("%s: a new reader of the optimizer: %s\n", g.gl_pathv[i], t);
-				bad++;
-			}
-		}
-		fclose(f);
-	}
-	globfree(&g);
-	return bad;
-}
+static const struct source_guard opt_guard = {
+	readers, sizeof readers / sizeof *readers, reads_optimizer, "the optimizer"
+};
 
 static void every_optimizer_reader_known(void **state)
 {
 	(void)state;
-	assert_int_equal(unlisted_readers("analyzer/lower/*.c") + unlisted_readers("analyzer/lower/*.h") +
-			 unlisted_readers("analyzer/model/*.c"), 0);
-	assert_true(listed("build_param.c", "eval_walk(b->ev, b->optimizer, e, &ops, &w);"));
+	assert_int_equal(guard_unlisted(&opt_guard, "analyzer/lower/*.c") +
+			 guard_unlisted(&opt_guard, "analyzer/lower/*.h") +
+			 guard_unlisted(&opt_guard, "analyzer/model/*.c"), 0);
+	assert_true(guard_listed(&opt_guard, "build_param.c", "eval_walk(b->ev, b->optimizer, e, &ops, &w);"));
 }
 
 int main(void)

@@ -396,6 +396,13 @@ bool check_model_names(struct eval *ev, const struct check_model *m, const struc
 		return false;
 	if (has_picks && !check_train_layers(ev, m, j, &picks))
 		return false;
+	if (has_picks && is_adapter(&j->finetune)) {
+		/* no framework trains whole layers beside LitGPT's adapters */
+		eval_error(ev, DIAG_IGNORED_SETTING, picks.origin.file ? picks.origin : picks.loc,
+			   "'train_layers' (Llama-Pro: the named layers train whole) means nothing beside "
+			   "finetune = %s, which trains only its adapter's parameters: drop one", j->finetune.str);
+		return false;
+	}
 	if (j->finetune.kind == VAL_CALL) {
 		struct value mts;
 

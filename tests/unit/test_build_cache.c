@@ -28,41 +28,7 @@
 #include "lang/intern.h"
 #include "lang/source.h"
 #include "load_fixture.h"
-
-static void assert_same_u64s(const uint64_t *x, const uint64_t *y, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		assert_int_equal(x[i], y[i]);
-}
-
-/* Every field of every layer, the arrays they point to by content. */
-static void assert_same_blocks(const struct mem_job *x, const struct mem_job *y)
-{
-	assert_int_equal(x->nblocks, y->nblocks);
-	for (size_t i = 0; i < x->nblocks; i++) {
-		const struct mem_block *p = &x->blocks[i], *q = &y->blocks[i];
-
-		assert_int_equal(p->nlayers, q->nlayers);
-		assert_int_equal(p->repeat, q->repeat);
-		assert_int_equal(p->is_body, q->is_body);
-		for (size_t k = 0; k < p->nlayers; k++) {
-			struct mem_layer l = p->layers[k], m = q->layers[k];
-
-			assert_int_equal(l.nparams, m.nparams);
-			assert_memory_equal(l.params, m.params, l.nparams * sizeof *l.params);
-			assert_int_equal(l.nsave_parts, m.nsave_parts);
-			assert_same_u64s(l.save_parts, m.save_parts, l.nsave_parts);
-			assert_int_equal(l.ntemp_fwd_parts, m.ntemp_fwd_parts);
-			assert_same_u64s(l.temp_fwd_parts, m.temp_fwd_parts, l.ntemp_fwd_parts);
-			assert_int_equal(l.ntemp_bwd_parts, m.ntemp_bwd_parts);
-			assert_same_u64s(l.temp_bwd_parts, m.temp_bwd_parts, l.ntemp_bwd_parts);
-			l.params = m.params = NULL;
-			l.save_parts = m.save_parts = l.temp_fwd_parts = m.temp_fwd_parts = NULL;
-			l.temp_bwd_parts = m.temp_bwd_parts = NULL;
-			assert_memory_equal(&l, &m, sizeof l);
-		}
-	}
-}
+#include "same_blocks.h"
 
 static void assert_same_result(const struct mem_result *x, const struct mem_result *y)
 {
